@@ -1,0 +1,98 @@
+"""Build the run's CTRF report (spec 0.0.0) from task records.
+
+Statuses: passed / failed / other (harness errors) / skipped; our own outcome goes in
+``rawStatus`` and our data under the namespaced ``extra`` key ``pytest-agentbench.rollout``.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+SPEC_VERSION = "0.0.0"
+EXTRA_KEY = "pytest-agentbench.rollout"
+
+
+def ctrf_status(outcome: str) -> str:
+    """The CTRF status of one of our outcomes."""
+    if outcome == "passed":
+        return "passed"
+    if outcome == "harness_error":
+        return "other"
+    if outcome == "skipped":
+        return "skipped"
+    return "failed"
+
+
+def ctrf_test(record: Mapping[str, Any]) -> dict[str, Any]:
+    """One ``results.tests[]`` entry."""
+    start = int(record.get("start_ms") or 0)
+    duration = max(0, int(record.get("duration_ms") or 0))
+    outcome = str(record.get("outcome") or "harness_error")
+    test: dict[str, Any] = {
+        "name": record["nodeid"],
+        "status": ctrf_status(outcome),
+        "duration": duration,
+        "rawStatus": outcome,
+        "suite": [str(record.get("suite") or "agentbench")],
+        "filePath": str(record.get("file") or ""),
+        "type": "benchmark",
+    }
+    if start > 0:
+        test["start"] = start
+        test["stop"] = start + duration
+    if outcome != "passed" and record.get("message"):
+        test["message"] = str(record["message"])
+    if record.get("trace"):
+        test["trace"] = str(record["trace"])
+    if record.get("resumed"):
+        test["tags"] = ["resumed"]
+    test["extra"] = {
+        EXTRA_KEY: {
+            "reward": record.get("reward"),
+            "first_attempt_reward": record.get("first_attempt_reward"),
+            "outcome": outcome,
+            "model": record.get("model"),
+            "attempts": record.get("attempts"),
+            "repaired": record.get("repaired"),
+            "usage": record.get("usage"),
+            "loop": record.get("loop"),
+            "rollout_dir": record.get("rollout_dir"),
+        }
+    }
+    return test
+
+
+def build_ctrf(
+    records: Iterable[Mapping[str, Any]],
+    *,
+    start_ms: int,
+    stop_ms: int,
+    tool_version: str,
+    run_id: str,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The whole report. Counts are derived from the tests, so they always agree."""
+    tests = [ctrf_test(r) for r in records]
+    counts = {s: 0 for s in ("passed", "failed", "skipped", "pending", "other")}
+    for test in tests:
+        counts[test["status"]] += 1
+    stop_ms = max(stop_ms, start_ms)
+    return {
+        "reportFormat": "CTRF",
+        "specVersion": SPEC_VERSION,
+        "generatedBy": "pytest-agentbench",
+        "results": {
+            "tool": {"name": "pytest-agentbench", "version": tool_version},
+            "summary": {"tests": len(tests), **counts, "start": start_ms, "stop": stop_ms},
+            "tests": tests,
+            "environment": {
+                "reportName": f"agentbench run {run_id}",
+                "osPlatform": sys.platform,
+                "osRelease": platform.release(),
+                "extra": {"pytest-agentbench.run": {"run_id": run_id, **(extra or {})}},
+            },
+        },
+    }

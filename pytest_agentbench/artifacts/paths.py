@@ -1,0 +1,52 @@
+"""Where a run and its rollouts live on disk; names made safe for any file system."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+import time
+from pathlib import Path
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+=@-]")
+_MAX_NAME = 120
+
+
+def safe_name(text: str) -> str:
+    """A file-name-safe form of ``text`` that can never climb out of its folder.
+
+    Characters outside ``[A-Za-z0-9._+=@-]`` become ``_``; when anything had to change
+    (or the name is empty, all dots, or long), a short hash of the original is appended so
+    two different ids never share a folder.
+    """
+    cleaned = _UNSAFE.sub("_", text).strip(".") or "_"
+    if cleaned == text and len(text) <= _MAX_NAME:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{cleaned[:_MAX_NAME]}-{digest}"
+
+
+def new_run_id() -> str:
+    """A sortable, unique run id: UTC time plus a few random hex digits."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def task_dir(run_dir: Path, suite: str, task_id: str, model_label: str) -> Path:
+    """The rollout folder of one task: ``tasks/<suite>/<task-id>[<model>]``."""
+    model = safe_name(model_label.replace("/", "_"))
+    return run_dir / "tasks" / safe_name(suite) / f"{safe_name(task_id)}[{model}]"
+
+
+def point_latest(out_dir: Path, run_dir: Path) -> None:
+    """Make ``<out>/latest`` point at ``run_dir`` (replaced atomically; skipped quietly
+    where the file system has no symlinks — the run dir itself is what matters)."""
+    link = out_dir / "latest"
+    tmp = out_dir / f".latest.{os.getpid()}.tmp"
+    try:
+        if tmp.is_symlink() or tmp.exists():
+            tmp.unlink()
+        tmp.symlink_to(run_dir.name, target_is_directory=True)
+        os.replace(tmp, link)
+    except OSError:
+        return

@@ -1,0 +1,46 @@
+"""Write the run-level reports: ctrf.json and summary.json, atomically."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.artifacts.ctrf import build_ctrf
+from pytest_agentbench.artifacts.jsonio import write_json_atomic
+from pytest_agentbench.artifacts.summary import build_summary
+
+
+def write_run_reports(
+    run_dir: Path,
+    records: Sequence[Mapping[str, Any]],
+    *,
+    run_id: str,
+    settings: Mapping[str, Any],
+    tool_version: str,
+    start_ms: int,
+    stop_ms: int,
+    partial: bool,
+    exit_status: int | None,
+) -> None:
+    """Write ``ctrf.json`` and ``summary.json`` for ``records`` into ``run_dir``."""
+    ctrf = build_ctrf(
+        records,
+        start_ms=start_ms,
+        stop_ms=stop_ms,
+        tool_version=tool_version,
+        run_id=run_id,
+        extra={"partial": partial, "fingerprint": settings.get("fingerprint")},
+    )
+    write_json_atomic(run_dir / "ctrf.json", ctrf)
+    summary = build_summary(
+        records,
+        run_id=run_id,
+        settings=settings,
+        tool_version=tool_version,
+        start_ms=start_ms,
+        stop_ms=stop_ms,
+        partial=partial,
+        exit_status=exit_status,
+    )
+    write_json_atomic(run_dir / "summary.json", summary)

@@ -1,0 +1,110 @@
+"""The run's summary.json: one classification of every task, scores per suite × model."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pytest_agentbench.runner.records import OUTCOMES, USAGE_FIELDS
+
+SUMMARY_SCHEMA_VERSION = 1
+
+
+def classify(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Count tasks per outcome. Every record lands in exactly one bucket (an unknown
+    outcome counts as a harness error), so the buckets always sum to the total."""
+    counts = Counter({outcome: 0 for outcome in OUTCOMES})
+    for record in records:
+        outcome = record.get("outcome")
+        counts[outcome if outcome in OUTCOMES else "harness_error"] += 1
+    return dict(counts)
+
+
+def score(records: Sequence[Mapping[str, Any]], field: str = "reward") -> float | None:
+    """Mean reward over tasks that reached the model, harness errors excluded; a task with
+    no reward (timed out before a verdict) counts as 0. None when no task is scored."""
+    scored = [r for r in records if r.get("outcome") != "harness_error"]
+    if not scored:
+        return None
+    rewards = [r.get(field) for r in scored]
+    return sum(float(v) if isinstance(v, int | float) else 0.0 for v in rewards) / len(scored)
+
+
+def total_usage(records: Iterable[Mapping[str, Any]]) -> dict[str, int | None]:
+    """Tokens over the run per usage field; a field no task reported is None."""
+    totals: dict[str, int | None] = {}
+    for name in USAGE_FIELDS:
+        values = [(r.get("usage") or {}).get(name) for r in records]
+        known = [v for v in values if isinstance(v, int)]
+        totals[name] = sum(known) if known else None
+    return totals
+
+
+def _group_scores(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for record in records:
+        key = (str(record.get("suite")), str(record.get("model")))
+        groups.setdefault(key, []).append(record)
+    rows = []
+    for (suite, model), members in sorted(groups.items()):
+        rows.append(
+            {
+                "suite": suite,
+                "model": model,
+                "tasks": len(members),
+                "outcomes": classify(members),
+                "score": score(members),
+                "first_try_score": score(members, "first_attempt_reward"),
+            }
+        )
+    return rows
+
+
+def build_summary(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    run_id: str,
+    settings: Mapping[str, Any],
+    tool_version: str,
+    start_ms: int,
+    stop_ms: int,
+    partial: bool,
+    exit_status: int | None,
+) -> dict[str, Any]:
+    """The summary.json document."""
+    outcomes = classify(records)
+    return {
+        "schema_version": SUMMARY_SCHEMA_VERSION,
+        "tool": {"name": "pytest-agentbench", "version": tool_version},
+        "run_id": run_id,
+        "start_ms": start_ms,
+        "stop_ms": max(stop_ms, start_ms),
+        "wall_s": round(max(0, stop_ms - start_ms) / 1000, 3),
+        "partial": partial,
+        "exit_status": exit_status,
+        "settings": dict(settings),
+        "totals": {
+            "tasks": len(records),
+            "outcomes": outcomes,
+            "scored": len(records) - outcomes["harness_error"],
+            "score": score(records),
+            "first_try_score": score(records, "first_attempt_reward"),
+            "repaired": sum(1 for r in records if r.get("repaired")),
+            "usage": total_usage(records),
+        },
+        "scores": _group_scores(records),
+        "tasks": [
+            {
+                "nodeid": r.get("nodeid"),
+                "suite": r.get("suite"),
+                "task_id": r.get("task_id"),
+                "model": r.get("model"),
+                "outcome": r.get("outcome"),
+                "reward": r.get("reward"),
+                "message": r.get("message"),
+                "rollout_dir": r.get("rollout_dir"),
+            }
+            for r in records
+        ],
+    }

@@ -1,0 +1,37 @@
+"""The built-in model clients and verifiers, registered through the public hooks exactly as
+a third-party plugin would register its own (and marked trylast so plugins win)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pytest
+
+from pytest_agentbench.models.base import ModelClient, ModelSpec
+from pytest_agentbench.settings import Settings
+from pytest_agentbench.verifiers.base import Verifier
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_agentbench_model_client(spec: ModelSpec, settings: Settings) -> ModelClient | None:
+    if spec.provider == "scripted":
+        from pytest_agentbench.models.scripted import ScriptedClient
+
+        if not settings.base_url:
+            return None
+        return ScriptedClient(spec, settings.base_url)
+    if spec.provider in ("openai", "openai-compat"):
+        from pytest_agentbench.models.openai_chat import OpenAIChatClient
+
+        base_url = settings.base_url or OPENAI_DEFAULT_BASE_URL
+        return OpenAIChatClient(spec, base_url, settings.api_key)
+    return None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_agentbench_verifiers() -> Iterable[Verifier]:
+    from pytest_agentbench.verifiers.builtin import BUILTIN_VERIFIERS
+
+    return BUILTIN_VERIFIERS

@@ -1,0 +1,66 @@
+"""One exception tree, so callers catch what they mean.
+
+    AgentbenchError
+     ├── SuiteError          a suite file is broken (file, task, JSON path, what was expected)
+     ├── ModelError          talking to a model failed
+     │    ├── ProviderError  the provider answered with an error status
+     │    │    └── RateLimited   429 / 529 and friends (retryable)
+     │    ├── TransportError the connection failed or the stream broke
+     │    └── ModelTimeout   the request ran past its deadline
+     ├── SandboxError        the sandbox could not run something
+     └── VerifierError       a verifier could not reach a verdict (bad config, crash)
+
+Every message is written for the person running the benchmark: it names the file, the
+task or the endpoint, and what was expected. No message ever contains an API key.
+"""
+
+from __future__ import annotations
+
+
+class AgentbenchError(Exception):
+    """Base of every error pytest-agentbench raises on purpose."""
+
+
+class SuiteError(AgentbenchError):
+    """A suite file cannot be loaded; ``problems`` lists every issue found in it."""
+
+    def __init__(self, path: str, problems: list[str]) -> None:
+        self.path = path
+        self.problems = list(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        count = len(self.problems)
+        noun = "problem" if count == 1 else "problems"
+        super().__init__(f"{path}: invalid suite ({count} {noun})\n{lines}")
+
+
+class ModelError(AgentbenchError):
+    """A model request failed; ``endpoint`` is the URL (never with credentials)."""
+
+    def __init__(self, message: str, *, endpoint: str = "", status: int | None = None) -> None:
+        self.endpoint = endpoint
+        self.status = status
+        super().__init__(message)
+
+
+class ProviderError(ModelError):
+    """The provider answered with an HTTP error status."""
+
+
+class RateLimited(ProviderError):
+    """The provider asked us to slow down (429, 529 overloaded)."""
+
+
+class TransportError(ModelError):
+    """The connection could not be made, or the stream broke mid-way."""
+
+
+class SandboxError(AgentbenchError):
+    """The sandbox could not run a command."""
+
+
+class VerifierError(AgentbenchError):
+    """A verifier could not reach a verdict."""
+
+
+class ModelTimeout(ModelError):
+    """A model request ran past its deadline (total, or no byte for too long)."""

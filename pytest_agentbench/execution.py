@@ -1,0 +1,67 @@
+"""Run one task for an item: the rollout, its files, and the record for the reports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_agentbench.artifacts.paths import task_dir
+from pytest_agentbench.artifacts.record import task_record
+from pytest_agentbench.artifacts.rollout_files import redact, write_rollout
+from pytest_agentbench.report.evidence import collapse, cut, failure_reason
+from pytest_agentbench.run import RunState
+from pytest_agentbench.runner.records import Rollout
+from pytest_agentbench.runner.rollout import run_rollout
+from pytest_agentbench.settings import DEFAULT_TIMEOUT_S
+from pytest_agentbench.suites.task import Task
+
+ANSWER_PREVIEW = 300
+
+
+def failure_details(rollout: Rollout, reason: str, rollout_dir: str) -> str:
+    """The readable body of a failed item's report: the reason, then each attempt."""
+    lines = [reason, ""]
+    lines.append(
+        f"outcome: {rollout.outcome} · model {rollout.model} · "
+        f"{len(rollout.attempts)} attempt(s) · {rollout.elapsed_s:.2f}s"
+    )
+    for attempt in rollout.attempts:
+        answer = cut(collapse(attempt.answer), ANSWER_PREVIEW) if attempt.answer else "(none)"
+        reward = attempt.verdict["reward"] if attempt.verdict else None
+        lines.append(f"attempt {attempt.index + 1}: reward {reward} · answer: {answer}")
+        if attempt.verdict and attempt.verdict.get("feedback"):
+            lines.append(f"  feedback: {cut(collapse(attempt.verdict['feedback']), 200)}")
+        if attempt.error:
+            lines.append(f"  error: {cut(collapse(attempt.error), 300)}")
+    lines.append(f"rollout: {rollout_dir}")
+    return "\n".join(lines)
+
+
+def run_task_item(state: RunState, task: Task, *, nodeid: str, file: str) -> dict[str, Any]:
+    """Run ``task`` with the run's client and verifier, write its rollout directory, and
+    return its record (with ``message``, the one-line reason, and ``trace``, the details)."""
+    settings = state.settings
+    directory = task_dir(state.run_dir, task.suite, task.id, settings.model.label)
+    verifier = state.verifiers()[task.verifier.kind]
+    rollout = run_rollout(
+        task,
+        state.client(),
+        verifier,
+        timeout_s=settings.timeout_s or task.timeout_s or DEFAULT_TIMEOUT_S,
+        max_tokens=settings.max_tokens or task.max_tokens,
+        verifier_dir=directory / "verifier",
+        stream=settings.stream,
+    )
+    write_rollout(directory, rollout, state.secrets)
+    record = task_record(
+        rollout,
+        nodeid=nodeid,
+        file=file,
+        rollout_dir=directory,
+        max_tokens=settings.max_tokens or task.max_tokens,
+    )
+    if rollout.outcome != "passed":
+        reason = failure_reason(record)
+        record["message"] = reason
+        record["trace"] = failure_details(rollout, reason, str(directory))
+    record = redact(record, state.secrets)
+    return record

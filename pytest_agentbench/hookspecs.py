@@ -1,0 +1,37 @@
+"""Hooks through which pytest-agentbench finds model clients and verifiers.
+
+Implement them in a ``conftest.py`` or a plugin, with ``@pytest.hookimpl``. The built-in
+clients and verifiers are registered through these same hooks (``builtins.py``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from pytest_agentbench.models.base import ModelClient, ModelSpec
+    from pytest_agentbench.settings import Settings
+    from pytest_agentbench.verifiers.base import Verifier
+
+hookspec = pluggy.HookspecMarker("pytest")
+
+
+@hookspec(firstresult=True)
+def pytest_agentbench_model_client(spec: ModelSpec, settings: Settings) -> ModelClient | None:
+    """Return a client for ``spec`` (a parsed ``provider/model``), or None to pass.
+
+    Called once per process when the first task runs; the first non-None answer wins, and
+    the built-in clients answer last, so a plugin may override any provider.
+    """
+
+
+@hookspec
+def pytest_agentbench_verifiers() -> Iterable[Verifier] | None:
+    """Return verifiers to add, each with a ``kind`` name, an ``options_schema`` and a
+    ``verify(check) -> Verdict`` method. Called once per process before suites load; a
+    plugin's verifier with the same kind as a built-in replaces it.
+    """

@@ -1,0 +1,85 @@
+"""pytest collection nodes: a suite file and its tasks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pytest_agentbench.errors import SuiteError
+from pytest_agentbench.run import STATE_KEY, RunState
+from pytest_agentbench.suites.task import Task
+
+
+class SuiteFile(pytest.File):
+    """A ``bench_*`` suite file; collecting it loads and validates the whole suite."""
+
+    def collect(self) -> Iterator[TaskItem]:
+        from pytest_agentbench.scripted.script import Reply
+        from pytest_agentbench.suites.load import load_suite
+
+        state = self.config.stash[STATE_KEY]
+
+        def reply_check(obj: Any, where: str) -> None:
+            Reply.parse(obj, where)
+
+        try:
+            suite = load_suite(self.path, state.verifiers(), reply_check=reply_check)
+        except SuiteError as exc:
+            shown = SuiteError(self._display_path(), exc.problems)
+            raise self.CollectError(str(shown)) from None
+        self.tasks = suite.tasks
+        for task in suite.tasks:
+            item = TaskItem.from_parent(self, name=task.id, task=task)
+            for mark in task.marks:
+                item.add_marker(mark)
+            yield item
+
+    def _display_path(self) -> str:
+        """The suite's path as the user typed it: relative to where pytest was started."""
+        try:
+            return str(self.path.relative_to(self.config.invocation_params.dir))
+        except ValueError:
+            return str(self.path)
+
+
+class TaskItem(pytest.Item):
+    """One task. ``record`` is set after it runs; the plugin puts it on the report."""
+
+    def __init__(self, *, task: Task, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.task = task
+        self.record: dict[str, Any] | None = None
+
+    def runtest(self) -> None:
+        from pytest_agentbench.execution import run_task_item
+
+        state: RunState = self.config.stash[STATE_KEY]
+        parent = self.parent
+        assert isinstance(parent, SuiteFile)
+        state.prepare(parent.nodeid, parent.tasks)
+        self.record = record = run_task_item(
+            state, self.task, nodeid=self.nodeid, file=parent.nodeid
+        )
+        self.user_properties.extend(
+            [
+                ("agentbench_outcome", record["outcome"]),
+                ("agentbench_reward", record["reward"]),
+                ("agentbench_tokens", (record.get("usage") or {}).get("total")),
+            ]
+        )
+        if record["outcome"] != "passed":
+            pytest.fail(record["trace"], pytrace=False)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        """Our failures are reasons, not exceptions: the short summary shows the reason
+        without pytest's ``Failed:`` prefix (the body is the reason plus each attempt)."""
+        report = super().repr_failure(excinfo, style)
+        crash = getattr(report, "reprcrash", None)
+        if self.record is not None and crash is not None and hasattr(crash, "message"):
+            crash.message = self.record.get("message") or crash.message
+        return report
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"{self.task.suite}::{self.task.id}"

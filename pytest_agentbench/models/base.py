@@ -1,0 +1,120 @@
+"""The one model interface the rest of the product sees, whatever the wire protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from pytest_agentbench.errors import AgentbenchError
+
+#: Providers a model spec may name. ``scripted`` needs no model name.
+KNOWN_PROVIDERS = ("openai", "openai-responses", "anthropic", "openai-compat", "scripted")
+
+FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "other"]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """``provider/model`` parsed, e.g. ``openai/gpt-4.1-mini`` or ``scripted``."""
+
+    provider: str
+    model: str
+
+    @property
+    def label(self) -> str:
+        return self.provider if self.provider == "scripted" else f"{self.provider}/{self.model}"
+
+    @classmethod
+    def parse(cls, text: str) -> ModelSpec:
+        """Parse a model spec; raises AgentbenchError naming the known providers."""
+        text = text.strip()
+        if text == "scripted" or text.startswith("scripted/"):
+            return cls("scripted", text.partition("/")[2] or "scripted")
+        provider, sep, model = text.partition("/")
+        if not sep or not model or provider not in KNOWN_PROVIDERS:
+            known = ", ".join(f"{p}/<model>" for p in KNOWN_PROVIDERS if p != "scripted")
+            raise AgentbenchError(
+                f"unknown model spec {text!r}: expected one of {known}, or scripted"
+            )
+        return cls(provider, model)
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One generation request. ``messages`` are chat turns ``{"role", "content"}``
+    (user / assistant), ``system`` is sent the way the protocol wants it. ``script_key``
+    and ``turn`` let the scripted provider pick the reply; real providers never see them."""
+
+    messages: tuple[Mapping[str, Any], ...]
+    system: str | None = None
+    max_tokens: int | None = None
+    timeout_s: float | None = None
+    stream: bool = True
+    script_key: str | None = None
+    turn: int = 0
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """One streamed piece: answer text, thinking text, or the finish reason."""
+
+    kind: Literal["text", "thinking", "finish", "usage"]
+    text: str = ""
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Normalised token usage. A field nobody reported is None, never 0; a sum with an
+    unknown term is unknown. ``recovered`` marks output counted from streamed text."""
+
+    input: int | None = None
+    output: int | None = None
+    cache_read: int | None = None
+    cache_write: int | None = None
+    reasoning: int | None = None
+    total: int | None = None
+    recovered: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "input": self.input,
+            "output": self.output,
+            "cache_read": self.cache_read,
+            "cache_write": self.cache_write,
+            "reasoning": self.reasoning,
+            "total": self.total,
+            "recovered": self.recovered,
+        }
+
+
+@dataclass(frozen=True)
+class Generation:
+    """What one request produced. ``exchange`` is the trajectory entry for it: the request
+    body and reply as sent and received, with secrets redacted."""
+
+    text: str
+    thinking: str = ""
+    finish_reason: FinishReason | None = None
+    usage: Usage = field(default_factory=Usage)
+    usage_native: Mapping[str, Any] | None = None
+    exchange: Mapping[str, Any] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+
+
+EventSink = Callable[[StreamEvent], None]
+
+
+class ModelClient(Protocol):
+    """A client for one wire protocol. ``generate`` raises ModelError subclasses; the
+    error's ``partial`` attribute (when present) holds what arrived before it failed."""
+
+    spec: ModelSpec
+
+    def prepare(self, tasks: Iterable[Any]) -> None:
+        """Called before tasks run (the scripted client registers their replies)."""
+
+    def generate(self, request: ModelRequest, on_event: EventSink | None = None) -> Generation: ...
+
+    def close(self) -> None: ...

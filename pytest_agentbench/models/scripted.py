@@ -1,0 +1,74 @@
+"""The ``scripted`` model: the Chat Completions client pointed at the scripted provider.
+
+Each request names its task's script and turn in headers, so replies do not depend on
+the order requests arrive in (rollouts run concurrently, and under xdist from several
+processes). ``prepare`` registers the tasks' replies before they run.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+import httpx
+
+from pytest_agentbench.errors import ProviderError, SuiteError, TransportError
+from pytest_agentbench.models.base import ModelRequest, ModelSpec
+from pytest_agentbench.models.openai_chat import OpenAIChatClient
+from pytest_agentbench.scripted.script import Reply
+
+REGISTER_TIMEOUT_S = 30.0
+
+
+class ScriptedClient(OpenAIChatClient):
+    """A client of the scripted server at ``base_url`` (``http://127.0.0.1:PORT/v1``).
+    It never sends an API key and ignores proxy settings from the environment."""
+
+    def __init__(self, spec: ModelSpec, base_url: str) -> None:
+        super().__init__(spec, base_url, None, trust_env=False)
+        self.admin_url = self.base_url.removesuffix("/v1")
+        self._registered: set[str] = set()
+        self._lock = threading.Lock()
+
+    def request_headers(self, request: ModelRequest) -> dict[str, str]:
+        if request.script_key is None:
+            return {}
+        return {"x-agentbench-script": request.script_key, "x-agentbench-turn": str(request.turn)}
+
+    def prepare(self, tasks: Iterable[Any]) -> None:
+        """Register the scripted replies of tasks not registered yet, in one POST.
+
+        Raises SuiteError for a reply the server could not play (naming the suite file,
+        task and index), ProviderError / TransportError when the server refuses or is down.
+        """
+        with self._lock:
+            scripts: dict[str, list[Any]] = {}
+            for task in tasks:
+                if task.key in self._registered or task.key in scripts or not task.scripted:
+                    continue
+                for index, reply in enumerate(task.scripted):
+                    try:
+                        Reply.parse(reply, f"task {task.id!r}: scripted[{index}]")
+                    except ValueError as exc:
+                        raise SuiteError(str(task.path), [str(exc)]) from None
+                scripts[task.key] = list(task.scripted)
+            if not scripts:
+                return
+            url = f"{self.admin_url}/_agentbench/scripts"
+            try:
+                response = self._http.post(
+                    url, json={"scripts": scripts}, timeout=REGISTER_TIMEOUT_S
+                )
+            except httpx.HTTPError as exc:
+                raise TransportError(
+                    f"scripted: cannot register scripts at {url}: {exc}", endpoint=url
+                ) from exc
+            if response.status_code != 200:
+                raise ProviderError(
+                    f"scripted: registering scripts at {url} failed with HTTP "
+                    f"{response.status_code}: {response.text[:300]}",
+                    endpoint=url,
+                    status=response.status_code,
+                )
+            self._registered.update(scripts)

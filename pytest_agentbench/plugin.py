@@ -1,0 +1,227 @@
+"""pytest hooks of pytest-agentbench, in the order pytest calls them.
+
+Inert without ``--agentbench``: nothing is collected, started or written, and nothing
+heavier than this module and the settings is imported.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import pytest
+
+from pytest_agentbench import __version__
+from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.run import STATE_KEY, RunState
+from pytest_agentbench.settings import HOSTED_NEED_KEY, PROVIDER_ENV, resolve_settings
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_agentbench import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("agentbench", "benchmark LLMs and agents (pytest-agentbench)")
+    group.addoption(
+        "--agentbench",
+        action="store_true",
+        help="collect benchmark suite files (bench_*.toml|yaml|yml|json) and run every task "
+        "as a test",
+    )
+    group.addoption(
+        "--agentbench-model",
+        metavar="PROVIDER/MODEL",
+        help="model to benchmark: openai/<model>, openai-compat/<model> (with a base URL), "
+        "or scripted (the offline default)",
+    )
+    group.addoption(
+        "--agentbench-base-url",
+        metavar="URL",
+        help="API base URL, e.g. http://127.0.0.1:8000/v1 for a local vLLM or llama.cpp "
+        "server (default: OPENAI_BASE_URL, else the provider's own)",
+    )
+    group.addoption(
+        "--agentbench-out",
+        metavar="DIR",
+        help="folder for run results (default: agentbench-results)",
+    )
+    group.addoption(
+        "--agentbench-timeout",
+        metavar="SECONDS",
+        type=float,
+        help="wall-clock limit per task, repairs included (default: the suite's timeout_s, "
+        "else 120); overrides every suite",
+    )
+    group.addoption(
+        "--agentbench-max-tokens",
+        metavar="N",
+        type=int,
+        help="output-token limit per generation; overrides every suite's max_tokens",
+    )
+    group.addoption(
+        "--agentbench-no-stream",
+        action="store_true",
+        help="send non-streaming requests (streaming is the default)",
+    )
+    parser.addini("agentbench_model", "model spec used when --agentbench-model is not given")
+    parser.addini(
+        "agentbench_files",
+        "glob patterns of suite file names (default: bench_*.toml bench_*.yaml bench_*.yml "
+        "bench_*.json)",
+        type="args",
+    )
+    parser.addini(
+        "agentbench_base_url", "API base URL used when --agentbench-base-url is not given"
+    )
+    parser.addini("agentbench_out", "results folder used when --agentbench-out is not given")
+    parser.addini("agentbench_timeout", "per-task timeout in seconds")
+    parser.addini("agentbench_max_tokens", "output-token limit per generation")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.getoption("agentbench"):
+        return
+    try:
+        settings = resolve_settings(config.getoption, config.getini, os.environ)
+    except AgentbenchError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    provider = settings.model.provider
+    if provider in HOSTED_NEED_KEY and not settings.api_key:
+        key_var = PROVIDER_ENV[provider][0]
+        raise pytest.UsageError(
+            f"model {settings.model.label} needs an API key: set {key_var} "
+            "(or use --agentbench-model openai-compat/<model> with --agentbench-base-url "
+            "for a local server)"
+        )
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        if provider == "scripted" and not settings.base_url:
+            settings = _with_base_url(settings, workerinput["agentbench_base_url"])
+        state = RunState.for_worker(config, settings, workerinput)
+    else:
+        server = None
+        if provider == "scripted" and not settings.base_url:
+            from pytest_agentbench.scripted.server import ScriptedServer
+
+            server = ScriptedServer()
+            settings = _with_base_url(settings, server.start())
+        state = RunState.for_controller(config, settings)
+        state.server = server
+        config.pluginmanager.register(_RecordCollector(state), "agentbench-records")
+    config.stash[STATE_KEY] = state
+    from pytest_agentbench import builtins
+
+    config.pluginmanager.register(builtins, "agentbench-builtins")
+
+
+def _with_base_url(settings: Any, url: str) -> Any:
+    from dataclasses import replace
+
+    return replace(settings, base_url=url)
+
+
+def pytest_configure_node(node: Any) -> None:
+    """xdist: hand each worker the run id, folder and scripted server URL."""
+    state = node.config.stash.get(STATE_KEY, None)
+    if state is not None:
+        node.workerinput.update(state.worker_input())
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return None
+    settings = state.settings
+    if settings.model.provider == "scripted":
+        model = "scripted (offline)"
+        if not settings.model_configured:
+            model += " — set --agentbench-model to benchmark a real model"
+    else:
+        model = f"{settings.model.label} at {settings.base_url or 'the provider default URL'}"
+    return [f"agentbench: model {model}", f"agentbench: results in {state.run_dir}"]
+
+
+def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Collector | None:
+    state = parent.config.stash.get(STATE_KEY, None)
+    if state is None:
+        return None
+    from fnmatch import fnmatch
+
+    if any(fnmatch(file_path.name, pattern) for pattern in state.settings.files):
+        from pytest_agentbench.items import SuiteFile
+
+        return SuiteFile.from_parent(parent, path=file_path)
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    record = getattr(item, "record", None)
+    if call.when == "call" and record is not None:
+        report.agentbench = record
+    return report
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    record = getattr(report, "agentbench", None)
+    if record and report.when == "call" and record.get("outcome") == "harness_error":
+        return "error", "E", ("HARNESS ERROR", {"red": True})
+    return None
+
+
+class _RecordCollector:
+    """Collects task records where reports arrive: the serial process or the xdist
+    controller (worker reports reach it with the record attached)."""
+
+    def __init__(self, state: RunState) -> None:
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, "agentbench", None)
+        if record is not None and report.when == "call":
+            self.state.records.append(record)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = session.config.stash.get(STATE_KEY, None)
+    if state is None or state.is_worker:
+        return
+    from pytest_agentbench.artifacts.reports import write_run_reports
+
+    partial = exitstatus == pytest.ExitCode.INTERRUPTED or bool(
+        session.shouldstop or session.shouldfail
+    )
+    write_run_reports(
+        state.run_dir,
+        state.records,
+        run_id=state.run_id,
+        settings=state.settings.public(),
+        tool_version=__version__,
+        start_ms=state.start_ms,
+        stop_ms=int(time.time() * 1000),
+        partial=partial,
+        exit_status=int(exitstatus),
+    )
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or state.is_worker:
+        return
+    from pytest_agentbench.report.terminal import summary_lines
+
+    wall_s = (time.time() * 1000 - state.start_ms) / 1000
+    terminalreporter.section("agentbench")
+    for line in summary_lines(state.records, run_dir=str(state.run_dir), wall_s=wall_s):
+        terminalreporter.write_line(line)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is not None:
+        state.close()

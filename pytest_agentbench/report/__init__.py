@@ -1,0 +1,1 @@
+"""Reporting: failure reasons mined from records and artifacts, the terminal summary."""

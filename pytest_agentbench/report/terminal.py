@@ -1,0 +1,95 @@
+"""The agentbench section of the terminal summary, as lines (the plugin prints them)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_agentbench.artifacts.summary import classify, score, total_usage
+from pytest_agentbench.report.evidence import failure_reason, format_reward
+
+MAX_FAILURE_LINES = 5
+_SEVERITY = {"loop_killed": 0, "timeout": 1, "length_exceeded": 2, "failed": 3}
+_LABELS = {
+    "passed": "passed",
+    "failed": "failed",
+    "timeout": "timed out",
+    "loop_killed": "loop killed",
+    "length_exceeded": "length exceeded",
+    "harness_error": "harness error(s)",
+}
+
+
+def _tokens(usage: Mapping[str, int | None]) -> str:
+    parts = []
+    inputs = [usage.get(k) for k in ("input", "cache_read", "cache_write")]
+    if any(v is not None for v in inputs):
+        parts.append(f"{sum(v or 0 for v in inputs):,} in")
+    if usage.get("output") is not None:
+        parts.append(f"{usage['output']:,} out")
+    return " / ".join(parts) if parts else "not reported"
+
+
+def task_label(record: Mapping[str, Any]) -> str:
+    return f"{record.get('suite')}::{record.get('task_id')}"
+
+
+def _severity(record: Mapping[str, Any]) -> tuple[int, float]:
+    reward = record.get("reward")
+    return (
+        _SEVERITY.get(str(record.get("outcome")), 3),
+        float(reward) if isinstance(reward, int | float) else -1.0,
+    )
+
+
+def summary_lines(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    run_dir: str,
+    wall_s: float,
+) -> list[str]:
+    """Totals, score, tokens, then one ``✗ task: reason`` line per failure (at most five,
+    most severe first), one details pointer, harness errors apart, and the run folder."""
+    if not records:
+        return ["no tasks ran", f"results: {run_dir}"]
+    counts = classify(records)
+    shown = [f"{counts[k]} {label}" for k, label in _LABELS.items() if counts[k]]
+    noun = "task" if len(records) == 1 else "tasks"
+    lines = [f"{len(records)} {noun}: " + (", ".join(shown) if shown else "none ran")]
+    run_score = score(records)
+    if run_score is not None:
+        scored = len(records) - counts["harness_error"]
+        first = score(records, "first_attempt_reward")
+        repaired = sum(1 for r in records if r.get("repaired"))
+        extra = f" (first try {format_reward(first)}, {repaired} repaired)" if repaired else ""
+        lines.append(f"score {run_score:.3f} over {scored} scored task(s){extra}")
+    lines.append(f"tokens {_tokens(total_usage(records))} · wall {wall_s:.1f}s")
+
+    failures = sorted(
+        (r for r in records if r.get("outcome") not in ("passed", "harness_error")),
+        key=_severity,
+    )
+    pointer = None
+    for record in failures[:MAX_FAILURE_LINES]:
+        reason = record.get("message") or failure_reason(record)
+        lines.append(f"✗ {task_label(record)}: {reason}")
+        vdir = record.get("verifier_dir")
+        if pointer is None and isinstance(vdir, str) and os.path.isdir(vdir):
+            pointer = vdir
+    if len(failures) > MAX_FAILURE_LINES:
+        lines.append(f"… and {len(failures) - MAX_FAILURE_LINES} more")
+    if pointer:
+        lines.append(f"(details: {pointer})")
+
+    errors = [r for r in records if r.get("outcome") == "harness_error"]
+    if errors:
+        lines.append("harness errors (not the model's fault; excluded from the score):")
+        for record in errors[:MAX_FAILURE_LINES]:
+            lines.append(
+                f"! {task_label(record)}: {record.get('message') or failure_reason(record)}"
+            )
+        if len(errors) > MAX_FAILURE_LINES:
+            lines.append(f"… and {len(errors) - MAX_FAILURE_LINES} more")
+    lines.append(f"results: {run_dir}")
+    return lines

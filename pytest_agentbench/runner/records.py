@@ -1,0 +1,92 @@
+"""Records of a rollout: what each attempt produced and how the rollout ended.
+
+These are written to ``result.json`` as they are (``as_dict``); ``SCHEMA_VERSION`` changes
+whenever a field changes meaning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+SCHEMA_VERSION = 1
+
+Outcome = Literal["passed", "failed", "timeout", "loop_killed", "length_exceeded", "harness_error"]
+OUTCOMES: tuple[Outcome, ...] = (
+    "passed",
+    "failed",
+    "timeout",
+    "loop_killed",
+    "length_exceeded",
+    "harness_error",
+)
+
+USAGE_FIELDS = ("input", "output", "cache_read", "cache_write", "reasoning", "total")
+
+
+@dataclass
+class Attempt:
+    """One generation and its verdict. ``verdict`` is None when generation failed."""
+
+    index: int
+    answer: str = ""
+    thinking: str = ""
+    finish_reason: str | None = None
+    verdict: dict[str, Any] | None = None
+    feedback_sent: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    usage_native: dict[str, Any] | None = None
+    elapsed_s: float = 0.0
+    error: str | None = None
+
+
+@dataclass
+class Rollout:
+    """Everything one task run produced. ``reward`` is the final attempt's reward (None when
+    no verdict was reached); ``error`` is set for timeout and harness errors."""
+
+    task_key: str
+    suite: str
+    task_id: str
+    model: str
+    outcome: Outcome
+    reward: float | None
+    first_attempt_reward: float | None
+    pass_threshold: float
+    attempts: list[Attempt]
+    usage: dict[str, Any]
+    started_at: float
+    elapsed_s: float
+    error: str | None = None
+    trajectory: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def repaired(self) -> bool:
+        """True when a repair round turned a failed first attempt into a pass."""
+        return self.outcome == "passed" and len(self.attempts) > 1
+
+    @property
+    def verdict(self) -> dict[str, Any] | None:
+        """The last verdict reached, if any."""
+        for attempt in reversed(self.attempts):
+            if attempt.verdict is not None:
+                return attempt.verdict
+        return None
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("trajectory")
+        data["schema_version"] = SCHEMA_VERSION
+        data["repaired"] = self.repaired
+        data["attempts_used"] = len(self.attempts)
+        return data
+
+
+def sum_usage(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """Add usage dicts field by field; a field unknown in any item is unknown in the sum."""
+    total: dict[str, Any] = {}
+    for name in USAGE_FIELDS:
+        values = [item.get(name) for item in items]
+        total[name] = sum(values) if values and all(v is not None for v in values) else None
+    total["recovered"] = any(item.get("recovered") for item in items)
+    return total

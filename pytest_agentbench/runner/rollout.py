@@ -1,0 +1,153 @@
+"""Run one task: generate, verify, repair with verifier feedback, decide the outcome."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.errors import ModelError, ModelTimeout
+from pytest_agentbench.models.base import EventSink, Generation, ModelClient, ModelRequest
+from pytest_agentbench.runner.records import Attempt, Outcome, Rollout, sum_usage
+from pytest_agentbench.suites.task import Task
+from pytest_agentbench.verifiers.base import Check, Verdict, Verifier
+
+
+def repairs_allowed(task: Task) -> int:
+    """Repair rounds this task may use. A choice task with two or fewer options gets none:
+    after one wrong answer, "wrong" would give the right one away."""
+    if task.verifier.kind == "choice" and len(task.choices) <= 2:
+        return 0
+    return task.repairs
+
+
+def repair_prompt(verdict: Verdict, attempts_left: int, cut_off: bool) -> str:
+    """The user turn that asks for another attempt after a failed verdict."""
+    lines = ["Your previous answer did not pass the check."]
+    if verdict.feedback:
+        lines.append(f"Feedback: {verdict.feedback}")
+    if cut_off:
+        lines.append("Your answer was cut off at the output-token limit; be shorter.")
+    plural = "s" if attempts_left != 1 else ""
+    lines.append(f"Please answer again. {attempts_left} attempt{plural} left, this one included.")
+    return "\n".join(lines)
+
+
+def _verify(verifier: Verifier, check: Check) -> Verdict:
+    verdict = verifier.verify(check)
+    reward = min(1.0, max(0.0, float(verdict.reward)))
+    if reward != verdict.reward:
+        verdict = Verdict(reward, verdict.metrics, verdict.details, verdict.feedback, verdict.error)
+    return verdict
+
+
+def _fill(attempt: Attempt, generation: Generation) -> None:
+    attempt.answer = generation.text
+    attempt.thinking = generation.thinking
+    attempt.finish_reason = generation.finish_reason
+    attempt.usage = generation.usage.as_dict()
+    attempt.usage_native = dict(generation.usage_native) if generation.usage_native else None
+
+
+def run_rollout(
+    task: Task,
+    client: ModelClient,
+    verifier: Verifier,
+    *,
+    timeout_s: float,
+    max_tokens: int | None,
+    verifier_dir: Path | None = None,
+    stream: bool = True,
+    on_event: EventSink | None = None,
+) -> Rollout:
+    """Run ``task`` to an outcome. Never raises for model or verifier failures: they become
+    the ``timeout`` / ``harness_error`` outcomes with every earlier attempt kept."""
+    started_at = time.time()
+    start = time.monotonic()
+    deadline = start + timeout_s
+    messages: list[dict[str, Any]] = [{"role": "user", "content": task.prompt}]
+    attempts: list[Attempt] = []
+    trajectory: list[dict[str, Any]] = []
+    total_attempts = 1 + repairs_allowed(task)
+    outcome: Outcome = "failed"
+    error: str | None = None
+
+    for index in range(total_attempts):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            outcome, error = "timeout", f"timeout after {timeout_s:g}s"
+            break
+        attempt = Attempt(index=index)
+        attempts.append(attempt)
+        request = ModelRequest(
+            messages=tuple(messages),
+            system=task.system,
+            max_tokens=max_tokens,
+            timeout_s=remaining,
+            stream=stream,
+            script_key=task.key,
+            turn=index,
+        )
+        t0 = time.monotonic()
+        try:
+            generation = client.generate(request, on_event)
+        except ModelError as exc:
+            attempt.elapsed_s = time.monotonic() - t0
+            attempt.error = str(exc)
+            partial = getattr(exc, "partial", None)
+            if isinstance(partial, Generation):
+                _fill(attempt, partial)
+                trajectory.append(dict(partial.exchange))
+            if isinstance(exc, ModelTimeout):
+                outcome, error = "timeout", f"timeout after {timeout_s:g}s"
+            else:
+                outcome, error = "harness_error", str(exc)
+            break
+        attempt.elapsed_s = time.monotonic() - t0
+        _fill(attempt, generation)
+        trajectory.append(dict(generation.exchange))
+
+        check = Check(generation.text, task, task.verifier.options, verifier_dir)
+        try:
+            verdict = _verify(verifier, check)
+        except Exception as exc:  # a crashing verifier is the harness's fault, not the model's
+            outcome = "harness_error"
+            error = f"verifier {task.verifier.kind!r} raised {type(exc).__name__}: {exc}"
+            attempt.error = error
+            break
+        attempt.verdict = asdict(verdict)
+        cut_off = generation.finish_reason == "length"
+        if verdict.error is not None:
+            outcome = "failed"
+            break
+        if verdict.reward >= task.pass_threshold:
+            outcome = "passed"
+            break
+        outcome = "length_exceeded" if cut_off else "failed"
+        attempts_left = total_attempts - index - 1
+        if attempts_left:
+            prompt = repair_prompt(verdict, attempts_left, cut_off)
+            attempt.feedback_sent = prompt
+            messages.append({"role": "assistant", "content": generation.text})
+            messages.append({"role": "user", "content": prompt})
+
+    rewards = [a.verdict["reward"] for a in attempts if a.verdict is not None]
+    return Rollout(
+        task_key=task.key,
+        suite=task.suite,
+        task_id=task.id,
+        model=client.spec.label,
+        outcome=outcome,
+        reward=rewards[-1] if rewards else None,
+        first_attempt_reward=attempts[0].verdict["reward"]
+        if attempts and attempts[0].verdict is not None
+        else None,
+        pass_threshold=task.pass_threshold,
+        attempts=attempts,
+        usage=sum_usage([a.usage for a in attempts if a.usage]),
+        started_at=started_at,
+        elapsed_s=time.monotonic() - start,
+        error=error,
+        trajectory=trajectory,
+    )

@@ -1,0 +1,328 @@
+"""The scripted reply format, and loading script files for the standalone tool.
+
+A reply is what the scripted model does for one request: a plain string is its answer
+text; a table says more (thinking, declared usage, an error, slowness, a loop, a broken
+or hung stream). The suite loader validates ``scripted = [...]`` with the same ``Reply``.
+The end of the module renders a reply as OpenAI Chat Completions JSON, pure functions the
+server writes out.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import tomllib
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: Every key a reply table may have; anything else is a mistake worth reporting.
+REPLY_KEYS = (
+    "text",
+    "thinking",
+    "usage",
+    "error",
+    "delay_s",
+    "chunk_delay_s",
+    "chunk_size",
+    "repeat",
+    "truncate",
+    "hang",
+    "finish_reason",
+    "tool_calls",
+)
+ERROR_KEYS = ("status", "message", "retry_after", "type")
+DEFAULT_CHUNK_SIZE = 8
+
+
+def _error_type(status: int) -> str:
+    if status == 429:
+        return "rate_limit_error"
+    if status == 529:
+        return "overloaded_error"
+    return "server_error" if status >= 500 else "invalid_request_error"
+
+
+@dataclass(frozen=True)
+class ReplyError:
+    """An HTTP error the scripted model answers with instead of a generation."""
+
+    status: int = 500
+    message: str = "scripted error"
+    retry_after: float | None = None
+    type: str = "server_error"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted reply; see docs/scripted.md for what each field does on the wire."""
+
+    text: str = ""
+    thinking: str = ""
+    usage: Mapping[str, Any] | None = None
+    error: ReplyError | None = None
+    delay_s: float = 0.0
+    chunk_delay_s: float = 0.0
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    repeat: int = 1
+    truncate: bool = False
+    hang: bool = False
+    finish_reason: str = "stop"
+    tool_calls: tuple[Any, ...] = field(default=())
+
+    @property
+    def full_text(self) -> str:
+        """The answer text as sent: ``text`` repeated ``repeat`` times."""
+        return self.text * self.repeat
+
+    @classmethod
+    def parse(cls, obj: Any, where: str) -> Reply:
+        """Build a Reply from a string or a table; raises ValueError naming ``where``."""
+        if isinstance(obj, Reply):
+            return obj
+        if isinstance(obj, str):
+            return cls(text=obj)
+        if not isinstance(obj, Mapping):
+            raise ValueError(
+                f"{where}: a reply must be a string or a table, got {type(obj).__name__}"
+            )
+        unknown = sorted(str(k) for k in obj if k not in REPLY_KEYS)
+        if unknown:
+            raise ValueError(
+                f"{where}: unknown reply key(s) {', '.join(map(repr, unknown))}; "
+                f"expected some of: {', '.join(REPLY_KEYS)}"
+            )
+        usage = obj.get("usage")
+        if usage is not None and not isinstance(usage, Mapping):
+            raise ValueError(f"{where}: 'usage' must be a table of provider usage fields")
+        tool_calls = obj.get("tool_calls", ())
+        if not isinstance(tool_calls, Sequence) or isinstance(tool_calls, str):
+            raise ValueError(f"{where}: 'tool_calls' must be a list")
+        finish_reason = _string(obj, "finish_reason", where, "stop")
+        if not finish_reason:
+            raise ValueError(f"{where}: 'finish_reason' must not be empty")
+        return cls(
+            text=_string(obj, "text", where, ""),
+            thinking=_string(obj, "thinking", where, ""),
+            usage=dict(usage) if usage is not None else None,
+            error=_parse_error(obj["error"], where) if obj.get("error") is not None else None,
+            delay_s=_seconds(obj, "delay_s", where),
+            chunk_delay_s=_seconds(obj, "chunk_delay_s", where),
+            chunk_size=_count(obj, "chunk_size", where, DEFAULT_CHUNK_SIZE),
+            repeat=_count(obj, "repeat", where, 1),
+            truncate=_flag(obj, "truncate", where),
+            hang=_flag(obj, "hang", where),
+            finish_reason=finish_reason,
+            tool_calls=tuple(tool_calls),
+        )
+
+
+def _string(obj: Mapping[str, Any], key: str, where: str, default: str) -> str:
+    value = obj.get(key, default)
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: {key!r} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _seconds(obj: Mapping[str, Any], key: str, where: str) -> float:
+    value = obj.get(key, 0.0)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ValueError(f"{where}: {key!r} must be a number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
+def _count(obj: Mapping[str, Any], key: str, where: str, default: int) -> int:
+    value = obj.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{where}: {key!r} must be an integer >= 1, got {value!r}")
+    return value
+
+
+def _flag(obj: Mapping[str, Any], key: str, where: str) -> bool:
+    value = obj.get(key, False)
+    if not isinstance(value, bool):
+        raise ValueError(f"{where}: {key!r} must be true or false, got {value!r}")
+    return value
+
+
+def _parse_error(obj: Any, where: str) -> ReplyError:
+    where = f"{where}: 'error'"
+    if not isinstance(obj, Mapping):
+        raise ValueError(f"{where} must be a table with keys {', '.join(ERROR_KEYS)}")
+    unknown = sorted(str(k) for k in obj if k not in ERROR_KEYS)
+    if unknown:
+        raise ValueError(
+            f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; "
+            f"expected some of: {', '.join(ERROR_KEYS)}"
+        )
+    status = obj.get("status", 500)
+    if isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599:
+        raise ValueError(f"{where}: 'status' must be an HTTP error status 400-599, got {status!r}")
+    retry_after = obj.get("retry_after")
+    if retry_after is not None:
+        retry_after = _seconds(obj, "retry_after", where)
+    return ReplyError(
+        status=status,
+        message=_string(obj, "message", where, "scripted error"),
+        retry_after=retry_after,
+        type=_string(obj, "type", where, _error_type(status)),
+    )
+
+
+def parse_replies(obj: Any, where: str) -> tuple[Reply, ...]:
+    """A script: a non-empty list of replies. Raises ValueError naming ``where[index]``."""
+    if isinstance(obj, str | Mapping) or not isinstance(obj, Sequence):
+        raise ValueError(f"{where}: expected a list of replies, got {type(obj).__name__}")
+    if not obj:
+        raise ValueError(f"{where}: expected at least one reply, got an empty list")
+    return tuple(Reply.parse(item, f"{where}[{index}]") for index, item in enumerate(obj))
+
+
+def parse_scripts(obj: Any, where: str) -> dict[str, tuple[Reply, ...]]:
+    """A table of script key → list of replies. Raises ValueError naming the key."""
+    if not isinstance(obj, Mapping):
+        raise ValueError(f"{where}: expected a table of script key -> list of replies")
+    return {str(key): parse_replies(value, f"{where}.{key}") for key, value in obj.items()}
+
+
+@dataclass(frozen=True)
+class ScriptFile:
+    """A loaded script file: named scripts, and the script for requests naming none."""
+
+    scripts: Mapping[str, tuple[Reply, ...]]
+    default: tuple[Reply, ...] | None = None
+
+
+def load_script_file(path: str | Path) -> ScriptFile:
+    """Load a TOML or JSON script file (``[scripts]`` key → replies, optional ``default``).
+
+    Raises ValueError with a one-line message naming the file, the key and the index.
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the script file ({exc.strerror})") from None
+    try:
+        if path.suffix.lower() == ".json":
+            document = json.loads(raw)
+        else:
+            document = tomllib.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        kind = "JSON" if path.suffix.lower() == ".json" else "TOML"
+        detail = " ".join(str(exc).split())
+        raise ValueError(f"{path}: not valid {kind}: {detail}") from None
+    if not isinstance(document, Mapping):
+        raise ValueError(f"{path}: expected a table with 'scripts' and/or 'default'")
+    unknown = sorted(k for k in document if k not in ("scripts", "default"))
+    if unknown:
+        raise ValueError(
+            f"{path}: unknown top-level key(s) {', '.join(map(repr, unknown))}; "
+            "expected 'scripts' and/or 'default'"
+        )
+    if "scripts" not in document and "default" not in document:
+        raise ValueError(f"{path}: no replies: add a [scripts] table or a default = [...] list")
+    scripts = parse_scripts(document.get("scripts", {}), f"{path}: scripts")
+    default = document.get("default")
+    return ScriptFile(
+        scripts=scripts,
+        default=parse_replies(default, f"{path}: default") if default is not None else None,
+    )
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _message_words(messages: Any) -> int:
+    if not isinstance(messages, list):
+        return 0
+    count = 0
+    for message in messages:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if isinstance(content, str):
+            count += _words(content)
+        elif isinstance(content, list):
+            count += sum(
+                _words(part["text"])
+                for part in content
+                if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+            )
+    return count
+
+
+def default_usage(reply: Reply, messages: Any) -> dict[str, Any]:
+    """The usage reported when a reply declares none: whitespace-separated words stand in
+    for tokens (all request messages → prompt, thinking + text → completion)."""
+    prompt = _message_words(messages)
+    completion = _words(reply.full_text) + _words(reply.thinking)
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+    if reply.thinking:
+        usage["completion_tokens_details"] = {"reasoning_tokens": _words(reply.thinking)}
+    return usage
+
+
+def _completion_id() -> str:
+    return f"chatcmpl-{uuid.uuid4().hex[:24]}"
+
+
+def chat_completion(reply: Reply, model: str, usage: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``chat.completion`` object of a non-streamed reply."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply.full_text, "refusal": None}
+    if reply.thinking:
+        message["reasoning_content"] = reply.thinking
+    choice = {
+        "index": 0,
+        "message": message,
+        "logprobs": None,
+        "finish_reason": reply.finish_reason,
+    }
+    return {
+        "id": _completion_id(),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [choice],
+        "usage": dict(usage),
+    }
+
+
+def chat_stream_events(reply: Reply, model: str, usage: Mapping[str, Any] | None) -> list[bytes]:
+    """The SSE events of a streamed reply: a role chunk, thinking then text deltas of
+    ``chunk_size`` characters, the finish chunk, the usage chunk (when ``usage`` is given,
+    i.e. the client asked for it), ``[DONE]``. A truncated reply stops after about half
+    of its deltas, with no finish, usage or ``[DONE]``."""
+    base: dict[str, Any] = {
+        "id": _completion_id(),
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+    }
+    if usage is not None:
+        base["usage"] = None
+
+    def event(choices: list[dict[str, Any]], **extra: Any) -> bytes:
+        return b"data: " + json.dumps({**base, "choices": choices, **extra}).encode() + b"\n\n"
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        return event([{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}])
+
+    size, thinking, text = reply.chunk_size, reply.thinking, reply.full_text
+    deltas = [
+        chunk({"reasoning_content": thinking[i : i + size]}) for i in range(0, len(thinking), size)
+    ]
+    deltas += [chunk({"content": text[i : i + size]}) for i in range(0, len(text), size)]
+    events = [chunk({"role": "assistant", "content": ""}), *deltas]
+    if reply.truncate:
+        return events[: 1 + (len(deltas) + 1) // 2]
+    events.append(chunk({}, reply.finish_reason))
+    if usage is not None:
+        events.append(event([], usage=dict(usage)))
+    events.append(b"data: [DONE]\n\n")
+    return events

@@ -1,0 +1,430 @@
+"""The scripted provider: a real HTTP server on loopback that answers from scripts.
+
+It speaks OpenAI Chat Completions (streaming and not) with the shapes of the real API,
+so any client, the official SDKs included, can be tested against it without spending
+money. Which reply answers a request: the script named by the ``x-agentbench-script``
+header (else the body's ``model`` when it names a script, else the default script), at
+the turn given by ``x-agentbench-turn`` (else a per-script counter); past the end of a
+script its last reply repeats.
+
+Admin endpoints: ``POST /_agentbench/scripts`` registers scripts (every pytest-xdist
+worker posts its own; re-posting the same scripts changes nothing), ``GET
+/_agentbench/requests`` lists the recorded requests, ``GET /_agentbench/health``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import select
+import socket
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from pytest_agentbench.scripted.script import (
+    Reply,
+    chat_completion,
+    chat_stream_events,
+    default_usage,
+    parse_replies,
+    parse_scripts,
+)
+
+REDACTED_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key")
+_BATCH_BYTES = 16384
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost``, 127.0.0.0/8 and ::1: the only places the server may bind."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class ScriptedServer:
+    """The scripted provider, serving in a background thread until ``stop``.
+
+    ``requests`` records every chat request as a dict: ``path``, ``key`` (the script that
+    answered; None for the default script), ``turn``, ``body`` (the JSON sent) and
+    ``headers`` (lower-case names; credential values replaced by ``[redacted]``).
+    """
+
+    def __init__(
+        self,
+        scripts: Mapping[str, Sequence[Any]] | None = None,
+        default: Sequence[Any] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        if not is_loopback(host):
+            raise ValueError(
+                f"the scripted provider only listens on loopback (127.0.0.1, ::1, localhost); "
+                f"refusing host {host!r}"
+            )
+        self.host = "127.0.0.1" if host.lower() == "localhost" else host.strip("[]")
+        self.port = port
+        self._lock = threading.Lock()
+        self._scripts: dict[str, tuple[Reply, ...]] = {}
+        self._default = parse_replies(default, "default") if default is not None else None
+        self._counters: dict[str | None, int] = {}
+        self._requests: list[dict[str, Any]] = []
+        self._stopping = threading.Event()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        if scripts:
+            self.add_scripts(scripts)
+
+    def start(self) -> str:
+        """Bind (a free port unless one was given), serve in a daemon thread, return the
+        base URL ``http://127.0.0.1:PORT/v1``."""
+        if self._httpd is not None:
+            return self.url
+        self._stopping.clear()
+        server_class = _HTTPServer6 if ":" in self.host else _HTTPServer
+        self._httpd = server_class((self.host, self.port), _ChatHandler)
+        self._httpd.provider = self
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"agentbench-scripted-{self._httpd.server_address[1]}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self.url
+
+    @property
+    def url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("the scripted server is not running; call start() first")
+        port = self._httpd.server_address[1]
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{port}/v1"
+
+    def stop(self) -> None:
+        """Stop serving: wake hanging replies, drop open connections, close the socket."""
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        self._stopping.set()
+        httpd.shutdown()
+        httpd.drop_connections()
+        httpd.server_close()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def __enter__(self) -> ScriptedServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def add_scripts(self, scripts: Mapping[str, Sequence[Any]]) -> None:
+        """Register or replace scripts; raises ValueError naming a bad key and index.
+        A replaced script restarts its turn counter only when its replies changed."""
+        parsed = parse_scripts(scripts, "scripts")
+        with self._lock:
+            for key, replies in parsed.items():
+                if self._scripts.get(key) != replies:
+                    self._counters.pop(key, None)
+                self._scripts[key] = replies
+
+    def set_default(self, replies: Sequence[Any] | None) -> None:
+        """Set (or with None, remove) the script for requests that name no known key."""
+        parsed = parse_replies(replies, "default") if replies is not None else None
+        with self._lock:
+            self._default = parsed
+            self._counters.pop(None, None)
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def script_keys(self) -> list[str]:
+        with self._lock:
+            return sorted(self._scripts)
+
+    def _pick(
+        self, key: str | None, model: Any, turn: int | None
+    ) -> tuple[str | None, int, Reply] | None:
+        """Choose the reply for a request; None when no script matches."""
+        with self._lock:
+            if key is None and isinstance(model, str) and model in self._scripts:
+                key = model
+            if key not in self._scripts:
+                key = None
+            replies = self._scripts[key] if key is not None else self._default
+            if replies is None:
+                return None
+            if turn is None:
+                turn = self._counters.get(key, 0)
+                self._counters[key] = turn + 1
+            return key, turn, replies[min(turn, len(replies) - 1)]
+
+    def _record(self, entry: dict[str, Any]) -> None:
+        with self._lock:
+            self._requests.append(entry)
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 512
+    provider: ScriptedServer
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._connections_lock:
+            self._connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._connections_lock:
+            self._connections.discard(request)
+        super().shutdown_request(request)
+
+    def drop_connections(self) -> None:
+        """Unblock every handler still reading from or writing to a client."""
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], OSError):
+            return  # a client went away or the server is stopping: nothing to report
+        super().handle_error(request, client_address)
+
+
+class _HTTPServer6(_HTTPServer):
+    address_family = socket.AF_INET6
+
+
+class _ChatHandler(BaseHTTPRequestHandler):
+    """One client connection (HTTP/1.1 keep-alive); the reply logic for each request."""
+
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
+    server_version = "agentbench-scripted"
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out in separate writes; without this, Nagle's algorithm and
+        # delayed ACKs would add ~40 ms to every keep-alive request.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    @property
+    def _provider(self) -> ScriptedServer:
+        return self.server.provider
+
+    def _route(self) -> str:
+        path = self.path.split("?", 1)[0].rstrip("/")
+        return path.removeprefix("/v1") or "/"
+
+    def do_GET(self) -> None:
+        route = self._route()
+        if route == "/_agentbench/health":
+            self._send_json(200, {"ok": True})
+        elif route == "/_agentbench/requests":
+            self._send_json(200, self._provider.requests)
+        elif route == "/models":
+            models = [
+                {"id": key, "object": "model", "created": 0, "owned_by": "agentbench"}
+                for key in self._provider.script_keys
+            ]
+            self._send_json(200, {"object": "list", "data": models})
+        else:
+            self._send_error(404, f"unknown endpoint GET {self.path}")
+
+    def do_POST(self) -> None:
+        route = self._route()
+        body = self._read_json()
+        if body is None:
+            return
+        if route == "/chat/completions":
+            self._chat(body)
+        elif route == "/_agentbench/scripts":
+            self._register(body)
+        else:
+            self._send_error(404, f"unknown endpoint POST {self.path}")
+
+    def _read_json(self) -> dict[str, Any] | None:
+        length = self.headers.get("content-length")
+        if length is None or not length.isdigit():
+            self.close_connection = True
+            self._send_error(411, "send a JSON body with a Content-Length header")
+            return None
+        raw = self.rfile.read(int(length))
+        try:
+            body = json.loads(raw)
+        except ValueError as exc:
+            self._send_error(400, f"the request body is not valid JSON: {exc}")
+            return None
+        if not isinstance(body, dict):
+            self._send_error(400, "the request body must be a JSON object")
+            return None
+        return body
+
+    def _register(self, body: dict[str, Any]) -> None:
+        try:
+            if "scripts" in body:
+                self._provider.add_scripts(body["scripts"])
+            if "default" in body:
+                self._provider.set_default(body["default"])
+        except ValueError as exc:
+            self._send_error(400, str(exc))
+            return
+        self._send_json(200, {"ok": True, "keys": self._provider.script_keys})
+
+    def _chat(self, body: dict[str, Any]) -> None:
+        key = self.headers.get("x-agentbench-script")
+        turn_text = self.headers.get("x-agentbench-turn")
+        turn: int | None = None
+        if turn_text is not None:
+            if not turn_text.strip().isdigit():
+                self._send_error(400, f"x-agentbench-turn must be an integer >= 0: {turn_text!r}")
+                return
+            turn = int(turn_text)
+        picked = self._provider._pick(key, body.get("model"), turn)
+        entry = {
+            "path": self.path,
+            "key": picked[0] if picked else key,
+            "turn": picked[1] if picked else turn,
+            "body": body,
+            "headers": {
+                name.lower(): "[redacted]" if name.lower() in REDACTED_HEADERS else value
+                for name, value in self.headers.items()
+            },
+        }
+        self._provider._record(entry)
+        if picked is None:
+            known = ", ".join(repr(k) for k in self._provider.script_keys) or "(none)"
+            asked = key if key is not None else body.get("model")
+            self._send_error(404, f"no script for key {asked!r}; registered keys: {known}")
+            return
+        reply = picked[2]
+        if reply.delay_s and self._provider._stopping.wait(reply.delay_s):
+            self._drop()
+            return
+        if reply.error is not None:
+            error = reply.error
+            extra = (
+                {"Retry-After": f"{error.retry_after:g}"} if error.retry_after is not None else {}
+            )
+            self._send_error(error.status, error.message, error.type, extra)
+            return
+        model = body["model"] if isinstance(body.get("model"), str) else "scripted"
+        usage = dict(reply.usage) if reply.usage is not None else None
+        usage = usage if usage is not None else default_usage(reply, body.get("messages"))
+        if body.get("stream") is True:
+            options = body.get("stream_options")
+            include_usage = isinstance(options, Mapping) and options.get("include_usage") is True
+            self._stream(reply, model, usage if include_usage else None)
+        else:
+            self._complete(reply, model, usage)
+
+    def _complete(self, reply: Reply, model: str, usage: dict[str, Any]) -> None:
+        if reply.hang:
+            self._start_chunked("application/json")
+            self._hang()
+            return
+        data = json.dumps(chat_completion(reply, model, usage)).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if reply.truncate:
+            self.wfile.write(data[: len(data) // 2])
+            self._drop()
+            return
+        self.wfile.write(data)
+
+    def _stream(self, reply: Reply, model: str, usage: dict[str, Any] | None) -> None:
+        self._start_chunked("text/event-stream; charset=utf-8")
+        if reply.hang:
+            self._hang()
+            return
+        events = chat_stream_events(reply, model, usage)
+        if self._send_events(events, reply.chunk_delay_s) and not reply.truncate:
+            self.wfile.write(b"0\r\n\r\n")
+        else:
+            self._drop()
+
+    def _send_events(self, events: list[bytes], delay_s: float) -> bool:
+        """Write SSE events as HTTP chunks; False when the server began stopping."""
+        pending: list[bytes] = []
+        size = 0
+        for index, event in enumerate(events):
+            if delay_s and index and self._provider._stopping.wait(delay_s):
+                return False
+            pending.append(b"%x\r\n%s\r\n" % (len(event), event))
+            size += len(event)
+            if delay_s or size >= _BATCH_BYTES or index == len(events) - 1:
+                self.wfile.write(b"".join(pending))
+                pending.clear()
+                size = 0
+        return True
+
+    def _start_chunked(self, content_type: str) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+
+    def _hang(self) -> None:
+        """Send nothing more until the client gives up or the server stops."""
+        while not self._provider._stopping.wait(0.05):
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            if readable:
+                try:
+                    if not self.connection.recv(1, socket.MSG_PEEK):
+                        break
+                except OSError:
+                    break
+        self._drop()
+
+    def _drop(self) -> None:
+        """Close the connection now, mid-response: the client sees a broken stream."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+    def _send_json(self, status: int, obj: Any, headers: Mapping[str, str] | None = None) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_error(
+        self,
+        status: int,
+        message: str,
+        error_type: str = "invalid_request_error",
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        body = {"error": {"message": message, "type": error_type, "param": None, "code": None}}
+        self._send_json(status, body, headers)

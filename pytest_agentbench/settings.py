@@ -1,0 +1,136 @@
+"""One frozen Settings, resolved once per run: CLI beats ini beats environment beats default."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.models.base import ModelSpec
+
+DEFAULT_FILES = ("bench_*.toml", "bench_*.yaml", "bench_*.yml", "bench_*.json")
+DEFAULT_OUT = "agentbench-results"
+DEFAULT_TIMEOUT_S = 120.0
+
+#: Which environment variables hold the key and base URL for each provider.
+PROVIDER_ENV = {
+    "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "openai-responses": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "openai-compat": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+    "scripted": (None, None),
+}
+
+#: Hosted providers that refuse requests without a key (local servers usually need none).
+HOSTED_NEED_KEY = ("openai", "openai-responses", "anthropic")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a run needs to know, fixed before the first task is collected.
+
+    ``timeout_s`` and ``max_tokens`` are None unless the user set them; when set they
+    override every suite's own value. ``model_configured`` is False when the scripted
+    default was chosen because nothing named a model. ``api_key`` never appears in repr,
+    artifacts or messages.
+    """
+
+    enabled: bool = False
+    model: ModelSpec = field(default_factory=lambda: ModelSpec("scripted", "scripted"))
+    model_configured: bool = False
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    out_dir: Path = Path(DEFAULT_OUT)
+    timeout_s: float | None = None
+    max_tokens: int | None = None
+    files: tuple[str, ...] = DEFAULT_FILES
+    stream: bool = True
+
+    def fingerprint(self) -> str:
+        """A short hash of the settings that change results (never the key)."""
+        material = {
+            "model": self.model.label,
+            "base_url": self.base_url if self.model.provider != "scripted" else None,
+            "timeout_s": self.timeout_s,
+            "max_tokens": self.max_tokens,
+            "stream": self.stream,
+        }
+        blob = json.dumps(material, sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    def public(self) -> dict[str, Any]:
+        """The settings as recorded in summary.json (no secrets)."""
+        return {
+            "model": self.model.label,
+            "model_configured": self.model_configured,
+            "base_url": self.base_url,
+            "out_dir": str(self.out_dir),
+            "timeout_s": self.timeout_s,
+            "max_tokens": self.max_tokens,
+            "files": list(self.files),
+            "stream": self.stream,
+            "fingerprint": self.fingerprint(),
+        }
+
+
+def _first(*values: Any) -> Any:
+    for value in values:
+        if value is not None and value != "" and value != []:
+            return value
+    return None
+
+
+def _number(name: str, value: Any, kind: Callable[[Any], Any], minimum: float) -> Any:
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise AgentbenchError(f"{name}: expected a number, got {value!r}") from None
+    if number < minimum:
+        raise AgentbenchError(f"{name}: expected a number >= {minimum}, got {value!r}")
+    return number
+
+
+def resolve_settings(
+    option: Callable[[str], Any],
+    ini: Callable[[str], Any],
+    env: Mapping[str, str],
+) -> Settings:
+    """Build Settings from the CLI (``option``), ini file (``ini``) and environment.
+
+    Raises AgentbenchError for values a user must fix (unknown provider, bad number).
+    """
+    enabled = bool(option("agentbench"))
+    model_text = _first(
+        option("agentbench_model"), ini("agentbench_model"), env.get("AGENTBENCH_MODEL")
+    )
+    model = ModelSpec.parse(model_text) if model_text else ModelSpec("scripted", "scripted")
+    key_var, url_var = PROVIDER_ENV[model.provider]
+    base_url = _first(
+        option("agentbench_base_url"),
+        ini("agentbench_base_url"),
+        env.get(url_var) if url_var else None,
+    )
+    api_key = env.get(key_var) if key_var else None
+    timeout = _first(option("agentbench_timeout"), ini("agentbench_timeout"))
+    max_tokens = _first(option("agentbench_max_tokens"), ini("agentbench_max_tokens"))
+    files = ini("agentbench_files") or list(DEFAULT_FILES)
+    return Settings(
+        enabled=enabled,
+        model=model,
+        model_configured=model_text is not None,
+        base_url=str(base_url).rstrip("/") if base_url else None,
+        api_key=api_key or None,
+        out_dir=Path(_first(option("agentbench_out"), ini("agentbench_out"), DEFAULT_OUT)),
+        timeout_s=_number("agentbench timeout", timeout, float, 0.001)
+        if timeout is not None
+        else None,
+        max_tokens=_number("agentbench max tokens", max_tokens, int, 1)
+        if max_tokens is not None
+        else None,
+        files=tuple(files),
+        stream=not option("agentbench_no_stream"),
+    )

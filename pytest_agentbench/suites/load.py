@@ -1,0 +1,453 @@
+"""Load a suite file into Task records, or fail with every problem the file has.
+
+A suite is a TOML, JSON or YAML file holding ``suite`` (defaults) and ``task`` (a list),
+or a manifest whose ``suite.dataset`` names a JSONL file mapped through ``suite.fields``.
+The file is parsed, its structure checked against ``suite.schema.json``, then the checks
+a schema cannot make run on every part that is well-formed, so that one SuiteError lists
+all the problems at once. Tasks are only returned from a file without problems.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_agentbench.errors import SuiteError
+from pytest_agentbench.suites.task import Task, VerifierConfig
+from pytest_agentbench.suites.validate import (
+    RESERVED_FIELDS,
+    Parts,
+    document_validator,
+    id_problem,
+    json_path,
+    map_record,
+    mark_problem,
+    options_validator,
+    parse_record,
+    read_document,
+    read_text,
+    record_validator,
+    render_prompt,
+    schema_problems,
+    show,
+    some,
+    structure_problems,
+    template_fields,
+    type_name,
+    unknown_name,
+)
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
+    from pytest_agentbench.verifiers.base import Verifier
+
+#: Judges one scripted reply, given the reply and its JSON path; raises ValueError.
+ReplyCheck = Callable[[Any, str], None]
+
+DEFAULT_TEMPLATE = "{input}"
+DEFAULT_VERIFIER = "exact"
+#: A SuiteError lists at most this many problems (a broken dataset could give thousands).
+MAX_PROBLEMS = 100
+#: Settings a task takes from the suite unless it sets its own, with their defaults.
+_SETTINGS = {
+    "system": None,
+    "repairs": 0,
+    "timeout_s": None,
+    "max_tokens": None,
+    "pass_threshold": 1.0,
+}
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A loaded suite: its name, the file it came from, and its tasks in file order."""
+
+    name: str
+    path: Path
+    tasks: tuple[Task, ...]
+    description: str = ""
+
+
+def load_suite(
+    path: Path,
+    verifiers: Mapping[str, Verifier],
+    *,
+    reply_check: ReplyCheck | None = None,
+) -> Suite:
+    """Read and validate one suite file and build its tasks with every default applied.
+
+    ``verifiers`` maps each verifier kind to its verifier, whose ``options_schema``
+    checks the options a suite gives it. ``reply_check`` judges each scripted reply: it
+    is called with the reply and its JSON path (``$.task[2].scripted[0]``) and raises
+    ValueError to refuse it. Without one, a reply must be a string or a table.
+
+    Raises SuiteError naming the file and listing every problem found, one per line.
+    """
+    path = Path(path)
+    try:
+        document, fmt = read_document(path)
+    except ValueError as exc:
+        raise SuiteError(str(path), [str(exc)]) from None
+    return _Loader(path, fmt, verifiers, reply_check).load(document)
+
+
+def _clean(bad: frozenset[Parts] | set[Parts], parts: Parts) -> bool:
+    """True when no problem was found at or below ``parts``."""
+    return not any(found[: len(parts)] == parts for found in bad)
+
+
+@dataclass(frozen=True)
+class _RawTask:
+    """A task's table before defaults: the paths already found broken in it, and how to
+    print a path inside it (a path in the suite file, or in a dataset record)."""
+
+    index: int
+    data: Mapping[str, Any]
+    bad: frozenset[Parts]
+    locate: Callable[[Parts], str]
+
+
+class _Loader:
+    """Collects the problems of one suite file while building its tasks."""
+
+    def __init__(
+        self,
+        path: Path,
+        fmt: str,
+        verifiers: Mapping[str, Verifier],
+        reply_check: ReplyCheck | None,
+    ) -> None:
+        self.path = path
+        self.fmt = fmt
+        self.verifiers = verifiers
+        self.reply_check = reply_check
+        self.object_word = "a table" if fmt == "toml" else "an object"
+        self.problems: list[tuple[int | None, str, str]] = []
+        self.list_key = "task"
+        self.dataset = ""
+        self.ids: dict[int, str] = {}
+        self.lines: dict[int, int] = {}
+        self.first_with_id: dict[str, int] = {}
+        self.validators: dict[str, Validator | str] = {}
+
+    def add(self, index: int | None, path: str, text: str) -> None:
+        """Record a problem of task ``index`` (None: of the suite as a whole)."""
+        self.problems.append((index, path, text))
+
+    def doc_path(self, parts: Parts) -> str:
+        if parts[:1] == ("task",):
+            parts = (self.list_key, *parts[1:])
+        return json_path(parts)
+
+    def _task_path(self, index: int, parts: Parts) -> str:
+        return self.doc_path(("task", index, *parts))
+
+    def load(self, document: Any) -> Suite:
+        if not isinstance(document, dict):
+            expected = f'{self.object_word} with "suite" and "task" keys'
+            problem = f"the file must hold {expected}; got {type_name(document)}"
+            raise SuiteError(str(self.path), [problem])
+        document = self._rename_tasks(document)
+        found = structure_problems(document, document_validator(), self.object_word)
+        for parts, text in found:
+            is_task = len(parts) > 1 and parts[0] == "task" and isinstance(parts[1], int)
+            self.add(int(parts[1]) if is_task else None, self.doc_path(parts), text)
+        bad = {parts for parts, _ in found}
+        table = document.get("suite")
+        table = table if isinstance(table, dict) else {}
+        defaults = self._defaults(table, bad)
+        if isinstance(table.get("dataset"), str) and _clean(bad, ("suite", "dataset")):
+            if "task" in document:
+                reason = "cannot be used in a manifest: its tasks come from $.suite.dataset"
+                self.add(None, self.doc_path(("task",)), reason)
+            raws = self._dataset_tasks(table["dataset"], table.get("fields", {}), bad)
+        else:
+            raws = self._file_tasks(document.get("task"), bad)
+        tasks = [task for raw in raws if (task := self._task(raw, defaults)) is not None]
+        if not raws and not self.problems:
+            where = "[[task]] tables" if self.fmt == "toml" else 'a "task" list'
+            self.add(None, "", f"the suite has no tasks: add {where} or a dataset")
+        if self.problems:
+            raise SuiteError(str(self.path), self._lines())
+        return Suite(defaults["name"], self.path, tuple(tasks), defaults["description"])
+
+    def _rename_tasks(self, document: dict[str, Any]) -> dict[str, Any]:
+        """JSON and YAML files may call the task list ``tasks``; paths keep their word."""
+        if self.fmt == "toml" or "tasks" not in document:
+            return document
+        document = dict(document)
+        tasks = document.pop("tasks")
+        if "task" in document:
+            self.add(None, "$", 'has both "task" and "tasks"; keep one of them')
+        else:
+            document["task"] = tasks
+            self.list_key = "tasks"
+        return document
+
+    def _defaults(self, table: dict[str, Any], bad: set[Parts]) -> dict[str, Any]:
+        """The suite table's well-formed values; a broken one reads as unset (its
+        problem is already recorded), and what depends on it is not checked further."""
+
+        def pick(key: str, default: Any = None) -> Any:
+            return table[key] if key in table and _clean(bad, ("suite", key)) else default
+
+        defaults = {key: pick(key) for key in _SETTINGS if pick(key) is not None}
+        name = pick("name")
+        if name is None:
+            name = self.path.stem.removeprefix("bench_") or self.path.stem
+            problem = None if "name" in table else id_problem(name)
+            if problem is not None:
+                self.add(None, "", f"the suite name {show(name)} (from the file name) {problem}")
+        elif (problem := id_problem(name)) is not None:
+            self.add(None, "$.suite.name", problem)
+        template = pick("template", None if "template" in table else DEFAULT_TEMPLATE)
+        known = template_fields(template)[1] if template is not None else []
+        for problem in known:
+            self.add(None, "$.suite.template", problem)
+        suite_vars = pick("vars", {})
+        for key in suite_vars:
+            if key in RESERVED_FIELDS:
+                self.add(None, json_path(("suite", "vars", key)), _reserved(key))
+        marks = pick("marks", [])
+        for i, mark in enumerate(marks):
+            if (problem := mark_problem(mark)) is not None:
+                self.add(None, json_path(("suite", "marks", i)), problem)
+        verifier = pick("verifier")
+        verifier_ok = "verifier" not in table or verifier is not None
+        if verifier is not None:
+            options = {k: v for k, v in verifier.items() if k != "kind"}
+            for parts, text in self._verifier_problems(verifier["kind"], options):
+                self.add(None, json_path(("suite", "verifier", *parts)), text)
+                verifier_ok = False
+        return defaults | {
+            "name": name,
+            "description": pick("description", ""),
+            "template": template,
+            "template_path": "$.suite.template" if "template" in table else "",
+            "template_problems": known,
+            "renderable": _clean(bad, ("suite", "vars")),
+            "vars": suite_vars,
+            "marks": marks,
+            "verifier": verifier,
+            "verifier_ok": verifier_ok,
+        }
+
+    def _file_tasks(self, tasks: Any, bad: set[Parts]) -> list[_RawTask]:
+        return [
+            _RawTask(
+                index=i,
+                data=data,
+                bad=frozenset(parts[2:] for parts in bad if parts[:2] == ("task", i)),
+                locate=functools.partial(self._task_path, i),
+            )
+            for i, data in enumerate(tasks if isinstance(tasks, list) else [])
+            if isinstance(data, dict)
+        ]
+
+    def _dataset_tasks(self, name: str, fields: Any, bad: set[Parts]) -> list[_RawTask]:
+        """One raw task per JSONL record, its keys taken from the fields ``fields`` maps
+        (each key defaults to the field of the same name; ``input`` is required)."""
+        self.dataset = name
+        if not isinstance(fields, dict) or not _clean(bad, ("suite", "fields")):
+            return []
+        try:
+            text = read_text(self.path.parent / name)
+        except ValueError as exc:
+            self.add(None, "$.suite.dataset", f"names a file that cannot be read: {exc}")
+            return []
+        mapping = {key: fields.get(key, key) for key in ("id", "input", "target", "choices")}
+
+        def locate(parts: Parts) -> str:
+            if parts[:1] == ("vars",):
+                return json_path(parts[1:])
+            return json_path((mapping.get(str(parts[0]), parts[0]), *parts[1:]) if parts else ())
+
+        raws: list[_RawTask] = []
+        lines = (pair for pair in enumerate(text.split("\n"), start=1) if pair[1].strip())
+        for index, (number, line) in enumerate(lines):
+            self.lines[index] = number
+            try:
+                data, missing = map_record(parse_record(line), fields)
+            except ValueError as exc:
+                self.add(index, "", str(exc))
+                continue
+            found = structure_problems(data, record_validator())
+            for _, problem in missing:
+                self.add(index, "", problem)
+            for parts, problem in found:
+                self.add(index, locate(parts), problem)
+            broken = frozenset(parts for parts, _ in missing + found)
+            raws.append(_RawTask(index, data, broken, locate))
+        if not self.lines:
+            self.add(None, "$.suite.dataset", f"names a file with no records: {show(name)}")
+        return raws
+
+    def _task(self, raw: _RawTask, defaults: Mapping[str, Any]) -> Task | None:
+        data, i = raw.data, raw.index
+
+        def pick(key: str, default: Any = None) -> Any:
+            return data[key] if key in data and _clean(raw.bad, (key,)) else default
+
+        task_id = self._task_id(raw)
+        text, choices = pick("input"), pick("choices", [])
+        task_vars, marks = pick("vars", {}), pick("marks", [])
+        for key in task_vars:
+            if key in RESERVED_FIELDS:
+                self.add(i, raw.locate(("vars", key)), _reserved(key))
+        for j, mark in enumerate(marks):
+            if (problem := mark_problem(mark)) is not None:
+                self.add(i, raw.locate(("marks", j)), problem)
+        if "template" in data:
+            template, template_path = pick("template"), raw.locate(("template",))
+            known = []
+        else:
+            template, template_path = defaults["template"], defaults["template_path"]
+            known = defaults["template_problems"]
+        merged_vars = {**defaults["vars"], **task_vars}
+        prompt = None
+        renderable = all(_clean(raw.bad, (key,)) for key in ("input", "choices", "vars"))
+        if template is not None and text is not None and renderable and defaults["renderable"]:
+            prompt, problems = render_prompt(template, text, choices, merged_vars)
+            for problem in problems:
+                if problem not in known:
+                    self.add(i, template_path, problem)
+        replies: list[Any] = data["scripted"] if isinstance(data.get("scripted"), list) else []
+        for j, reply in enumerate(replies):
+            if _clean(raw.bad, ("scripted", j)):
+                self._check_reply(i, raw.locate(("scripted", j)), reply)
+        verifier = self._task_verifier(raw, defaults)
+        if task_id is None or prompt is None or verifier is None:
+            return None
+        settings = {key: pick(key, defaults.get(key, value)) for key, value in _SETTINGS.items()}
+        timeout_s, max_tokens = settings["timeout_s"], settings["max_tokens"]
+        return Task(
+            suite=defaults["name"],
+            id=task_id,
+            index=i,
+            path=self.path,
+            input=text,
+            prompt=prompt,
+            target=data.get("target"),
+            system=settings["system"],
+            verifier=verifier,
+            choices=tuple(choices),
+            repairs=int(settings["repairs"]),
+            timeout_s=None if timeout_s is None else float(timeout_s),
+            max_tokens=None if max_tokens is None else int(max_tokens),
+            pass_threshold=float(settings["pass_threshold"]),
+            scripted=tuple(replies),
+            vars=merged_vars,
+            marks=tuple(dict.fromkeys([*defaults["marks"], *marks])),
+        )
+
+    def _task_id(self, raw: _RawTask) -> str | None:
+        """The task's id (its 1-based position when it has none), checked and unique."""
+        if "id" not in raw.data:
+            task_id = str(raw.index + 1)
+        elif not _clean(raw.bad, ("id",)):
+            return None
+        else:
+            value = raw.data["id"]
+            task_id = str(int(value)) if isinstance(value, float) else str(value)
+            self.ids[raw.index] = task_id
+            if (problem := id_problem(task_id)) is not None:
+                self.add(raw.index, raw.locate(("id",)), problem)
+        first = self.first_with_id.setdefault(task_id, raw.index)
+        if first != raw.index and "id" in raw.data:
+            reason = f"repeats the id {show(task_id)} of {self._label(first)}"
+            self.add(raw.index, raw.locate(("id",)), reason)
+        elif first != raw.index:
+            taken = f"is taken by {self._label(first)}; give this task an id"
+            self.add(raw.index, "", f"its default id {show(task_id)} (its position) {taken}")
+        return task_id
+
+    def _task_verifier(self, raw: _RawTask, defaults: Mapping[str, Any]) -> VerifierConfig | None:
+        """The task's own verifier table (over the suite's, when it names no kind), else
+        the suite's, else the default kind; None when broken (the reason recorded)."""
+        if not _clean(raw.bad, ("verifier",)):
+            return None
+        own = raw.data.get("verifier") or {}
+        inherits = "kind" not in own
+        if inherits and not defaults["verifier_ok"]:
+            return None
+        table = {**(defaults["verifier"] or {"kind": DEFAULT_VERIFIER}), **own}
+        kind = table.pop("kind") if inherits else own["kind"]
+        if not inherits:
+            table = {k: v for k, v in own.items() if k != "kind"}
+        elif not own and defaults["verifier"] is not None:
+            return VerifierConfig(kind, table)
+        problems = self._verifier_problems(kind, table)
+        for parts, text in problems:
+            if parts == ("kind",) and inherits:
+                kinds = ", ".join(sorted(self.verifiers)) or "(none)"
+                reason = f"no verifier kind is set and the default {show(kind)} is not available"
+                self.add(raw.index, "", f"{reason}; set verifier.kind to one of: {kinds}")
+            else:
+                self.add(raw.index, raw.locate(("verifier", *parts)), text)
+        return None if problems else VerifierConfig(kind, table)
+
+    def _verifier_problems(self, kind: str, options: Mapping[str, Any]) -> list[tuple[Parts, str]]:
+        """Problems of a verifier table (kind unknown, options invalid), as paths in it."""
+        if kind not in self.verifiers:
+            return [(("kind",), unknown_name(kind, sorted(self.verifiers)))]
+        if kind not in self.validators:
+            try:
+                self.validators[kind] = options_validator(kind, self.verifiers[kind].options_schema)
+            except ValueError as exc:
+                self.validators[kind] = str(exc)
+        validator = self.validators[kind]
+        if isinstance(validator, str):
+            return [((), validator)]
+        return schema_problems(validator, dict(options), self.object_word)
+
+    def _check_reply(self, index: int, path: str, reply: Any) -> None:
+        if self.reply_check is None:
+            if not isinstance(reply, str | dict):
+                expected = f"must be a string or {self.object_word}"
+                self.add(index, path, f"{expected}; got {type_name(reply)} {show(reply)}")
+            return
+        try:
+            self.reply_check(reply, path)
+        except ValueError as exc:
+            message = str(exc).removeprefix(path).lstrip(" :") or "no reason given"
+            self.add(index, path, f"is not a valid scripted reply: {message}")
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            self.add(index, path, f"could not be checked as a scripted reply ({reason})")
+
+    def _label(self, index: int) -> str:
+        label = f"task {index + 1}"
+        if index in self.ids:
+            label += f" ({show(self.ids[index])})"
+        if index in self.lines:
+            label += f" at {self.dataset} line {self.lines[index]}"
+        return label
+
+    def _lines(self) -> list[str]:
+        """One line per distinct problem, suite problems first, then task by task; the
+        same problem in several tasks (a suite template, a dataset field) is one line."""
+        groups: dict[tuple[str, str], list[int]] = {}
+        for index, path, text in self.problems:
+            groups.setdefault((path, text), []).append(-1 if index is None else index)
+        lines = []
+        for (path, text), indexes in sorted(groups.items(), key=lambda group: group[1][0]):
+            tasks = [i for i in dict.fromkeys(indexes) if i >= 0]
+            if len(tasks) == 1:
+                who = self._label(tasks[0])
+            elif tasks and all(i in self.lines for i in tasks):
+                who = f"{self.dataset} lines {some([self.lines[i] for i in tasks])}"
+            else:
+                who = f"tasks {some([i + 1 for i in tasks])}" if tasks else ""
+            subject = f"{path} {text}" if path else text
+            lines.append(f"{who}: {subject}" if who else subject)
+        if len(lines) > MAX_PROBLEMS:
+            lines[MAX_PROBLEMS:] = [f"… and {len(lines) - MAX_PROBLEMS} more problems"]
+        return lines
+
+
+def _reserved(key: str) -> str:
+    return f"is a reserved name (the task's own {key}); rename the var"

@@ -1,0 +1,50 @@
+"""The Task record: one benchmark case, fully resolved from its suite's defaults."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class VerifierConfig:
+    """Which verifier judges a task, and its options (the suite's table minus ``kind``)."""
+
+    kind: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One benchmark case with every suite default applied.
+
+    ``prompt`` is the rendered user message (template filled in); ``scripted`` holds the
+    scripted model's replies, one per attempt, as written in the suite (strings or tables).
+    ``timeout_s`` and ``max_tokens`` are None when neither task nor suite set them, so the
+    run's settings decide.
+    """
+
+    suite: str
+    id: str
+    index: int
+    path: Path
+    input: str
+    prompt: str
+    target: Any = None
+    system: str | None = None
+    verifier: VerifierConfig = field(default_factory=lambda: VerifierConfig("exact"))
+    choices: tuple[str, ...] = ()
+    repairs: int = 0
+    timeout_s: float | None = None
+    max_tokens: int | None = None
+    pass_threshold: float = 1.0
+    scripted: tuple[Any, ...] = ()
+    vars: Mapping[str, Any] = field(default_factory=dict)
+    marks: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """A run-wide unique key: the suite file and the task id."""
+        return f"{self.path.as_posix()}::{self.id}"

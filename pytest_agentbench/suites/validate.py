@@ -1,0 +1,409 @@
+"""Reading suite files and checking their parts, each mistake turned into readable text.
+
+A problem is a ``(path, text)`` pair: ``path`` is a tuple of keys and indexes, ``text``
+completes a sentence whose subject is that path (``must be an integer; got string "2"``).
+The loader decides which task a problem concerns and prints it. The readers raise
+ValueError with a reason a user can act on; nothing else here raises for bad input.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import math
+import re
+import string
+import tomllib
+import unicodedata
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import ValidationError, best_match
+from jsonschema.protocols import Validator
+
+Parts = tuple[str | int, ...]
+
+FORMATS = {".toml": "toml", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
+#: Template fields every task defines itself; vars may not take these names.
+RESERVED_FIELDS = ("input", "choices", "target")
+MAX_ID_LENGTH = 200
+
+_JSON_TYPE = {
+    type(None): "null",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+}
+_A_TYPE = {
+    "boolean": "a boolean",
+    "integer": "an integer",
+    "number": "a number",
+    "string": "a string",
+    "array": "an array",
+}
+_BOUNDS = {
+    "minimum": "must be at least {expected}; got {got}",
+    "maximum": "must be at most {expected}; got {got}",
+    "exclusiveMinimum": "must be greater than {expected}; got {got}",
+    "exclusiveMaximum": "must be less than {expected}; got {got}",
+    "minLength": "must be at least {expected} characters long; got {got}",
+    "maxLength": "must be at most {expected} characters long; got {got}",
+    "minItems": "must have at least {expected} items; got {got}",
+    "maxItems": "must have at most {expected} items; got {got}",
+}
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def read_text(path: Path) -> str:
+    """A file's text (UTF-8, BOM allowed); raises ValueError naming the file."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ValueError(f"{path} is not UTF-8 text (bad byte at line {line})") from None
+
+
+def read_document(path: Path) -> tuple[Any, str]:
+    """The parsed file and its format (``toml``, ``json``, ``yaml``); raises ValueError
+    for an unknown extension, an unreadable file, or a syntax error (with line/column)."""
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise ValueError(f"unknown suite format {show(path.suffix)}; use .toml, .json or .yaml")
+    text = read_text(path)
+    if fmt == "yaml":
+        return _parse_yaml(text), fmt
+    try:
+        return (tomllib.loads(text) if fmt == "toml" else json.loads(text)), fmt
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"TOML syntax error: {exc}") from None
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno}, column {exc.colno}"
+        raise ValueError(f"JSON syntax error at {where}: {exc.msg}") from None
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"the {fmt.upper()} file cannot be read: {_reason(exc)}") from None
+
+
+def _reason(exc: Exception) -> str:
+    return "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+
+
+def _parse_yaml(text: str) -> Any:
+    try:
+        import yaml
+    except ImportError:
+        raise ValueError('YAML suites need PyYAML: pip install "pytest-agentbench[yaml]"') from None
+    try:
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        reason = ": ".join(filter(None, [exc.context, exc.problem])) or "invalid YAML"
+        raise ValueError(f"YAML syntax error{where}: {reason}") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"YAML syntax error: {exc}") from None
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"the YAML file cannot be read: {_reason(exc)}") from None
+
+
+@functools.cache
+def suite_schema() -> dict[str, Any]:
+    """The JSON Schema shipped with the package (``suites/suite.schema.json``)."""
+    text = resources.files(__package__).joinpath("suite.schema.json").read_text("utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+@functools.cache
+def document_validator() -> Validator:
+    """A validator for a whole suite file (its task list under ``task``)."""
+    return jsonschema.Draft202012Validator(suite_schema())
+
+
+@functools.cache
+def record_validator() -> Validator:
+    """A validator for one task made from a dataset record (``input`` checked apart)."""
+    defs = suite_schema()["$defs"]
+    task = {key: value for key, value in defs["task"].items() if key != "required"}
+    return jsonschema.Draft202012Validator({**task, "$defs": defs})
+
+
+def options_validator(kind: str, schema: Mapping[str, Any]) -> Validator:
+    """A validator for a verifier's ``options_schema`` in the draft it declares (2020-12
+    when it declares none). Raises ValueError when the schema itself is broken."""
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ValueError(
+            f"cannot be checked: the {show(kind)} verifier's options_schema is invalid"
+            f" ({show(exc.message, 120)}); this is a bug in the plugin that provides it"
+        ) from None
+    return cls(schema)
+
+
+def parse_record(line: str) -> dict[str, Any]:
+    """One JSONL line as a dataset record; raises ValueError saying why it is not one."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the line is not valid JSON: {exc.msg} (column {exc.colno})") from None
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"the line cannot be read as JSON: {_reason(exc)}") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"the record must be a JSON object; got {type_name(record)}")
+    return record
+
+
+def map_record(
+    record: Mapping[str, Any], fields: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[tuple[Parts, str]]]:
+    """A task table made from a dataset record through ``fields`` (each task key reads
+    the field of its own name unless mapped; vars read the fields they name), and the
+    fields it lacks (``input``, a mapped field, a var) as problems at the task key."""
+    task: dict[str, Any] = {}
+    missing: list[tuple[Parts, str]] = []
+    for key in ("id", "input", "target", "choices"):
+        source = fields.get(key, key)
+        if source in record:
+            task[key] = record[source]
+        elif key == "input" or key in fields:
+            how = f" (fields.{key})" if key in fields else ""
+            missing.append(((key,), f"the record has no field {show(source)}{how}"))
+    for var in fields.get("vars", []):
+        if var in record:
+            task.setdefault("vars", {})[var] = record[var]
+        else:
+            missing.append((("vars",), f"the record has no field {show(var)} (fields.vars)"))
+    return task, missing
+
+
+def type_name(value: object) -> str:
+    """The JSON name of a value's type (``string``, ``object``…), else the Python one."""
+    return _JSON_TYPE.get(type(value), type(value).__name__)
+
+
+def show(value: object, limit: int = 60) -> str:
+    """A short one-line rendering of a value for a message (JSON when possible)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def json_path(parts: Parts) -> str:
+    """``("task", 2, "verifier", "kind")`` → ``$.task[2].verifier.kind``."""
+    out = ["$"]
+    for part in parts:
+        if isinstance(part, int):
+            out.append(f"[{part}]")
+        elif _NAME.fullmatch(part):
+            out.append(f".{part}")
+        else:
+            out.append(f"[{json.dumps(part, ensure_ascii=False)}]")
+    return "".join(out)
+
+
+def some(items: Sequence[object], shown: int = 3) -> str:
+    """``1, 2, 3 and 4 more``: a list cut short for a message."""
+    head = ", ".join(str(item) for item in items[:shown])
+    return f"{head} and {len(items) - shown} more" if len(items) > shown else head
+
+
+def structure_problems(
+    data: object, validator: Validator, object_word: str = "an object"
+) -> list[tuple[Parts, str]]:
+    """Values JSON cannot hold, then the schema violations they do not already explain."""
+    found = _odd_values(data)
+    odd = [parts for parts, _ in found]
+    for parts, text in schema_problems(validator, data, object_word):
+        if not any(parts[: len(seen)] == seen for seen in odd):
+            found.append((parts, text))
+    return found
+
+
+def schema_problems(
+    validator: Validator, instance: object, object_word: str = "an object"
+) -> list[tuple[Parts, str]]:
+    """Every schema violation in ``instance``, one problem each; ``object_word`` names
+    a mapping the way the file's format does (``a table`` in TOML)."""
+    problems: list[tuple[Parts, str]] = []
+    for error in validator.iter_errors(instance):
+        problems.extend(_describe(best_match([error]) if error.context else error, object_word))
+    return problems
+
+
+def _describe(error: ValidationError, object_word: str) -> list[tuple[Parts, str]]:
+    path: Parts = tuple(error.absolute_path)
+    keyword, expected, value = error.validator, error.validator_value, error.instance
+    if keyword == "type":
+        kinds = expected if isinstance(expected, list) else [expected]
+        wanted = " or ".join(
+            object_word if k == "object" else _A_TYPE.get(k, str(k)) for k in kinds
+        )
+        got = "null" if value is None else f"{type_name(value)} {show(value)}"
+        return [(path, f"must be {wanted}; got {got}")]
+    if keyword == "required" and isinstance(value, dict):
+        return [(path, f"is missing required key {show(k)}") for k in expected if k not in value]
+    if keyword == "additionalProperties" and not error.schema.get("patternProperties"):
+        known = sorted(error.schema.get("properties", {}))
+        tail = f"; known keys: {', '.join(known) or '(none)'}"
+        return [
+            (path, f"has unknown key {show(key)}{_did_you_mean(key, known)}{tail}")
+            for key in value
+            if key not in known
+        ]
+    if keyword == "dependentRequired" and isinstance(value, dict):
+        return [
+            (path, f"has {show(key)} but no {show(need)}")
+            for key, needs in expected.items()
+            if key in value
+            for need in needs
+            if need not in value
+        ]
+    if keyword in ("minLength", "minItems") and expected == 1:
+        return [(path, "must not be empty")]
+    if keyword in _BOUNDS:
+        size = len(value) if isinstance(value, str | list) else value
+        return [(path, _BOUNDS[keyword].format(expected=expected, got=show(size)))]
+    if keyword == "enum":
+        return [(path, f"must be one of {', '.join(map(show, expected))}; got {show(value)}")]
+    if keyword == "pattern":
+        return [(path, f"must match the pattern {show(expected)}; got {show(value)}")]
+    return [(path, f"is invalid: {error.message[:200]}")]
+
+
+def _did_you_mean(word: object, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(str(word), known, n=1, cutoff=0.6)
+    close = close or [name for name in known if name.startswith(str(word))][:1]
+    return f" (did you mean {show(close[0])}?)" if close else ""
+
+
+def unknown_name(name: str, known: Sequence[str]) -> str:
+    """``must be one of a, b; got "x" (did you mean "a"?)``."""
+    listed = ", ".join(known) or "(none is available)"
+    return f"must be one of {listed}; got {show(name)}{_did_you_mean(name, known)}"
+
+
+def _odd_values(value: object) -> list[tuple[Parts, str]]:
+    """Values JSON cannot hold: TOML/YAML dates, NaN and infinities, non-string keys,
+    YAML values that contain themselves. A shared YAML alias is walked once."""
+    problems: list[tuple[Parts, str]] = []
+    done: set[int] = set()
+    open_: set[int] = set()
+    stack: list[tuple[object, Parts, bool]] = [(value, (), False)]
+    while stack:
+        item, path, leaving = stack.pop()
+        if leaving:
+            open_.discard(id(item))
+            done.add(id(item))
+        elif isinstance(item, dict | list):
+            if id(item) in open_:
+                problems.append((path, "contains itself (a recursive YAML alias)"))
+            elif id(item) not in done:
+                open_.add(id(item))
+                stack.append((item, path, True))
+                pairs = list(item.items() if isinstance(item, dict) else enumerate(item))
+                for key, child in reversed(pairs):
+                    if isinstance(item, dict) and not isinstance(key, str):
+                        problems.append((path, f"has a key that is not a string: {show(key)}"))
+                    else:
+                        stack.append((child, (*path, key), False))
+        elif isinstance(item, float) and not math.isfinite(item):
+            problems.append((path, f"must be a finite number; got {item}"))
+        elif hasattr(item, "isoformat"):
+            problems.append((path, f"is a date/time ({item}); quote it to make it a string"))
+        elif not isinstance(item, str | int | float | type(None)):
+            problems.append((path, f"is a {type_name(item)}; a suite holds JSON values only"))
+    return problems
+
+
+def id_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a task id or suite name (both end up in paths), or None."""
+    if not text:
+        return "must not be empty"
+    if len(text) > MAX_ID_LENGTH:
+        return f"must be at most {MAX_ID_LENGTH} characters long; got {len(text)}"
+    if any(unicodedata.category(char) == "Cc" for char in text):
+        return f"must not contain control characters; got {show(text)}"
+    return None
+
+
+def mark_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a pytest marker name (it must work in ``-m``), or None."""
+    if _NAME.fullmatch(name):
+        return None
+    return (
+        f"must be a marker name (letters, digits, _; not starting with a digit); got {show(name)}"
+    )
+
+
+def template_fields(template: str) -> tuple[list[str], list[str]]:
+    """The root names of the fields a template uses (``{vars[0]}`` → ``vars``), format
+    specs included, and the problems no task could fix: bad syntax, ``{target}``,
+    positional fields."""
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        return [], [f"is not a valid template: {exc} (write {{{{ and }}}} for braces)"]
+    roots: list[str] = []
+    problems: list[str] = []
+    for _, name, spec, _ in parsed:
+        if name is None:
+            continue
+        root = re.split(r"[.\[]", name, maxsplit=1)[0]
+        roots.append(root)
+        if root == "target":
+            problems.append("uses {target}, which would give the answer away; it is not a field")
+        elif root == "" or root.isdigit():
+            problems.append(f"uses a positional field {{{root}}}; name a field such as {{input}}")
+        if spec and "{" in spec:
+            nested, nested_problems = template_fields(spec)
+            roots += nested
+            problems += nested_problems
+    return roots, problems
+
+
+def render_choices(choices: Sequence[str]) -> str:
+    """``A. Paris`` and ``B. Rome``, one per line."""
+    return "\n".join(f"{chr(ord('A') + i)}. {choice}" for i, choice in enumerate(choices))
+
+
+def render_prompt(
+    template: str, input: str, choices: Sequence[str], vars: Mapping[str, Any]
+) -> tuple[str | None, list[str]]:
+    """The prompt for one task, or None with every reason it cannot be rendered.
+
+    Fields are ``input``, ``choices`` (when the task has choices) and the vars. Choices
+    the template does not place are appended after a blank line.
+    """
+    roots, problems = template_fields(template)
+    fields: dict[str, Any] = {**vars, "input": input}
+    if choices:
+        fields["choices"] = render_choices(choices)
+    for root in dict.fromkeys(roots):
+        if root == "choices" and not choices:
+            problems.append("uses {choices}, but the task has no choices")
+        elif root not in fields and root != "target" and root and not root.isdigit():
+            defined = ", ".join(sorted(fields))
+            problems.append(f"uses {{{root}}}, which is not defined; defined: {defined}")
+    if problems:
+        return None, problems
+    try:
+        prompt = template.format_map(fields)
+    except (ValueError, LookupError, AttributeError, TypeError) as exc:
+        return None, [f"cannot be rendered: {type(exc).__name__}: {exc}"]
+    if choices and "choices" not in roots:
+        prompt += "\n\n" + fields["choices"]
+    return prompt, []

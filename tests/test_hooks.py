@@ -1,0 +1,89 @@
+"""Third-party verifiers and model clients plug in through the same hooks as the built-ins."""
+
+from __future__ import annotations
+
+import pytest
+
+CONFTEST = """
+import pytest
+from pytest_agentbench.verifiers import FunctionVerifier, Verdict
+
+def _palindrome(check):
+    text = check.answer.strip().lower()
+    ok = text == text[::-1] and len(text) >= check.options.get("min_length", 1)
+    return Verdict(1.0 if ok else 0.0, metrics={"palindrome": int(ok)},
+                   feedback="" if ok else "That is not a palindrome.")
+
+@pytest.hookimpl
+def pytest_agentbench_verifiers():
+    schema = {"type": "object", "properties": {"min_length": {"type": "integer"}},
+              "additionalProperties": False}
+    return [FunctionVerifier("palindrome", _palindrome, schema)]
+"""
+
+SUITE = """
+[suite]
+verifier = { kind = "palindrome", min_length = 3 }
+[[task]]
+id = "yes"
+input = "Give a palindrome."
+scripted = ["Racecar"]
+[[task]]
+id = "no"
+input = "Give a palindrome."
+scripted = ["banana"]
+"""
+
+
+def test_a_conftest_verifier_is_used_and_its_options_are_validated(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(CONFTEST)
+    pytester.makefile(".toml", bench_pal=SUITE)
+    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["✗ pal::no: reward 0 — palindrome 0"])
+
+    pytester.makefile(".toml", bench_pal=SUITE.replace("min_length = 3", "min_len = 3"))
+    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*$.suite.verifier*min_len*"])
+
+
+CLIENT_CONFTEST = '''
+import pytest
+from pytest_agentbench.models import Generation, ModelSpec, Usage
+
+class EchoClient:
+    """A model that answers with the last word of the prompt."""
+    def __init__(self, spec):
+        self.spec = spec
+    def prepare(self, tasks):
+        pass
+    def generate(self, request, on_event=None):
+        word = request.messages[-1]["content"].split()[-1]
+        return Generation(text=word, finish_reason="stop", usage=Usage(input=3, output=1, total=4))
+    def close(self):
+        pass
+
+@pytest.hookimpl
+def pytest_agentbench_model_client(spec, settings):
+    if spec.provider == "openai-compat" and spec.model == "echo":
+        return EchoClient(spec)
+'''
+
+
+def test_a_conftest_model_client_overrides_the_builtin(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(CLIENT_CONFTEST)
+    pytester.makefile(
+        ".toml",
+        bench_echo=(
+            '[suite]\nverifier = { kind = "exact" }\n'
+            '[[task]]\nid = "a"\ninput = "say pong"\ntarget = "pong"\n'
+        ),
+    )
+    result = pytester.runpytest(
+        "--agentbench", "--agentbench-model", "openai-compat/echo", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["agentbench: model openai-compat/echo*", "tokens 3 in / 1 out*"])
