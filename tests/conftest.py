@@ -12,7 +12,7 @@ import httpcore  # noqa: F401
 import httpx  # noqa: F401
 import jsonschema  # noqa: F401
 
-import pytest_agentbench.models.openai_chat  # noqa: F401
-import pytest_agentbench.models.scripted  # noqa: F401
-import pytest_agentbench.scripted.server  # noqa: F401
+import pytest_agentbench.models.openai_chat
+import pytest_agentbench.models.scripted
+import pytest_agentbench.scripted.server
 import pytest_agentbench.suites.load  # noqa: F401

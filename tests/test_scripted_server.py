@@ -18,10 +18,10 @@ from pytest_agentbench.scripted import (
     REPLY_KEYS,
     Reply,
     ScriptedServer,
-    default_usage,
     is_loopback,
     load_script_file,
 )
+from pytest_agentbench.scripted.wire_chat import CHAT_WIRE
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -107,7 +107,7 @@ def test_default_usage_counts_words_of_all_messages_and_reports_reasoning():
         {"role": "user", "content": [{"type": "text", "text": "one two three"}]},
     ]
     # "a b c" * 2 == "a b ca b c": the repetition joins two words into one.
-    assert default_usage(reply, messages) == {
+    assert CHAT_WIRE.default_usage(reply, {"messages": messages}) == {
         "prompt_tokens": 5,
         "completion_tokens": 7,
         "total_tokens": 12,

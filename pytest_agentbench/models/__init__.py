@@ -8,7 +8,18 @@ from pytest_agentbench.models.base import (
     ModelRequest,
     ModelSpec,
     StreamEvent,
+    ToolCall,
+    ToolSpec,
     Usage,
 )
 
-__all__ = ["Generation", "ModelClient", "ModelRequest", "ModelSpec", "StreamEvent", "Usage"]
+__all__ = [
+    "Generation",
+    "ModelClient",
+    "ModelRequest",
+    "ModelSpec",
+    "StreamEvent",
+    "ToolCall",
+    "ToolSpec",
+    "Usage",
+]

@@ -41,13 +41,51 @@ class ModelSpec:
 
 
 @dataclass(frozen=True)
+class ToolSpec:
+    """A tool the model may call: a name, what it does, and a JSON Schema of its arguments."""
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call the model made. ``arguments`` is the parsed JSON object, or None when
+    the model sent something that is not a JSON object; ``raw_arguments`` is what it sent."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any] | None
+    raw_arguments: str = ""
+
+    def as_message_part(self) -> dict[str, Any]:
+        """The neutral form used in ``ModelRequest.messages``."""
+        return {"id": self.id, "name": self.name, "arguments": dict(self.arguments or {})}
+
+
+@dataclass(frozen=True)
 class ModelRequest:
-    """One generation request. ``messages`` are chat turns ``{"role", "content"}``
-    (user / assistant), ``system`` is sent the way the protocol wants it. ``script_key``
-    and ``turn`` let the scripted provider pick the reply; real providers never see them."""
+    """One generation request, in a protocol-neutral form every client translates.
+
+    ``messages`` are turns:
+
+    - ``{"role": "user", "content": str}``
+    - ``{"role": "assistant", "content": str, "tool_calls": [{"id", "name", "arguments"}]}``
+      (``tool_calls`` optional; ``arguments`` a JSON object)
+    - ``{"role": "tool", "tool_call_id": str, "name": str, "content": str,
+      "is_error": bool}`` (a tool's result)
+
+    ``system`` is sent the way the protocol wants it; ``tools`` are offered with the
+    protocol's native tool calling. ``script_key`` and ``turn`` let the scripted provider
+    pick the reply; real providers never see them.
+    """
 
     messages: tuple[Mapping[str, Any], ...]
     system: str | None = None
+    tools: tuple[ToolSpec, ...] = ()
     max_tokens: int | None = None
     timeout_s: float | None = None
     stream: bool = True
@@ -57,9 +95,10 @@ class ModelRequest:
 
 @dataclass(frozen=True)
 class StreamEvent:
-    """One streamed piece: answer text, thinking text, or the finish reason."""
+    """One streamed piece: answer text, thinking text, a tool-call fragment (``data``:
+    ``index``, ``id``, ``name``, ``arguments_delta``), usage, or the finish reason."""
 
-    kind: Literal["text", "thinking", "finish", "usage"]
+    kind: Literal["text", "thinking", "tool_call", "finish", "usage"]
     text: str = ""
     data: Mapping[str, Any] = field(default_factory=dict)
 
@@ -96,6 +135,7 @@ class Generation:
 
     text: str
     thinking: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
     finish_reason: FinishReason | None = None
     usage: Usage = field(default_factory=Usage)
     usage_native: Mapping[str, Any] | None = None

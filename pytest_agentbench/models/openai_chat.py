@@ -9,16 +9,11 @@ that stalls mid-way fails on time too.
 
 from __future__ import annotations
 
-import contextlib
-import email.utils
 import json
-import socket
-import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -36,14 +31,20 @@ from pytest_agentbench.models.base import (
     ModelRequest,
     ModelSpec,
     StreamEvent,
-    Usage,
+)
+from pytest_agentbench.models.http import (
+    CONNECT_TIMEOUT_S,
+    ERROR_BODY_LIMIT,
+    RATE_LIMIT_STATUSES,
+    Watchdog,
+    error_detail,
+    public_url,
+    retry_after_seconds,
+    timeout_for,
 )
 from pytest_agentbench.models.sse import SSEEvent, SSEParser
+from pytest_agentbench.models.usage import count, normalise_chat_usage, recovered_usage
 
-CONNECT_TIMEOUT_S = 10.0
-RATE_LIMIT_STATUSES = (429, 529)
-_ERROR_BODY_LIMIT = 65536
-_DETAIL_LIMIT = 300
 _FINISH_REASONS: dict[str, FinishReason] = {
     "stop": "stop",
     "length": "length",
@@ -60,95 +61,6 @@ def map_finish_reason(native: Any) -> FinishReason | None:
     return _FINISH_REASONS.get(str(native), "other")
 
 
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def normalise_chat_usage(native: Mapping[str, Any] | None) -> Usage:
-    """Chat Completions usage, normalised. ``prompt_tokens`` is the whole input and
-    ``cached_tokens`` a subset of it, so ``input`` is the uncached remainder. A field the
-    provider did not report stays None."""
-    if not native:
-        return Usage()
-    prompt = _count(native.get("prompt_tokens"))
-    completion = _count(native.get("completion_tokens"))
-    prompt_details = native.get("prompt_tokens_details")
-    completion_details = native.get("completion_tokens_details")
-    cached = (
-        _count(prompt_details.get("cached_tokens")) if isinstance(prompt_details, Mapping) else None
-    )
-    reasoning = (
-        _count(completion_details.get("reasoning_tokens"))
-        if isinstance(completion_details, Mapping)
-        else None
-    )
-    total = _count(native.get("total_tokens"))
-    if total is None and prompt is not None and completion is not None:
-        total = prompt + completion
-    return Usage(
-        input=prompt - (cached or 0) if prompt is not None else None,
-        output=completion,
-        cache_read=cached,
-        reasoning=reasoning,
-        total=total,
-    )
-
-
-def recovered_usage(text: str, thinking: str) -> Usage:
-    """A rough output count (words streamed) for replies that reported no usage."""
-    if not text and not thinking:
-        return Usage()
-    return Usage(output=len(thinking.split()) + len(text.split()), recovered=True)
-
-
-def public_url(url: str) -> str:
-    """The URL without user:password, fit for messages and artifacts."""
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
-
-
-def _retry_after(headers: httpx.Headers) -> float | None:
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        try:
-            return max(float(millis) / 1000, 0.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(when.timestamp() - time.time(), 0.0)
-
-
-def _error_detail(text: str) -> str:
-    """The provider's own error message when the body has one, else the body; one line."""
-    detail = text
-    try:
-        body = json.loads(text)
-    except ValueError:
-        body = None
-    if isinstance(body, Mapping):
-        error = body.get("error")
-        if isinstance(error, Mapping) and error.get("message"):
-            detail = str(error["message"])
-        elif isinstance(error, str):
-            detail = error
-        elif body.get("message"):
-            detail = str(body["message"])
-        elif body.get("detail"):
-            detail = str(body["detail"])
-    detail = " ".join(detail.split()) or "(empty body)"
-    return detail if len(detail) <= _DETAIL_LIMIT else detail[: _DETAIL_LIMIT - 1] + "…"
-
-
 @dataclass
 class _Received:
     """What has arrived so far for one request (kept for the partial on failure)."""
@@ -163,42 +75,6 @@ class _Received:
     @property
     def anything(self) -> bool:
         return bool(self.text or self.thinking or self.usage or self.finish)
-
-
-class _Watchdog:
-    """Shuts the response's socket at the deadline, unblocking a read stuck in recv."""
-
-    def __init__(self, deadline: float | None) -> None:
-        self.deadline = deadline
-        self.fired = False
-        self._lock = threading.Lock()
-        self._finished = False
-        self._socket: socket.socket | None = None
-        self._timer: threading.Timer | None = None
-
-    def arm(self, response: httpx.Response) -> None:
-        stream = response.extensions.get("network_stream")
-        sock = stream.get_extra_info("socket") if stream is not None else None
-        if self.deadline is None or not isinstance(sock, socket.socket):
-            return
-        self._socket = sock
-        self._timer = threading.Timer(max(self.deadline - time.monotonic(), 0.0), self._fire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def _fire(self) -> None:
-        with self._lock:
-            if self._finished or self._socket is None:
-                return
-            self.fired = True
-            with contextlib.suppress(OSError):
-                self._socket.shutdown(socket.SHUT_RDWR)
-
-    def finish(self) -> None:
-        with self._lock:
-            self._finished = True
-        if self._timer is not None:
-            self._timer.cancel()
 
 
 class OpenAIChatClient:
@@ -271,7 +147,7 @@ class OpenAIChatClient:
         started = time.monotonic()
         deadline = started + request.timeout_s if request.timeout_s is not None else None
         received = _Received()
-        watchdog = _Watchdog(deadline)
+        watchdog = Watchdog(deadline)
         emit = on_event or (lambda event: None)
         try:
             with self._http.stream(
@@ -279,7 +155,7 @@ class OpenAIChatClient:
                 self.endpoint,
                 json=body,
                 headers=self.request_headers(request),
-                timeout=self._timeout(deadline),
+                timeout=timeout_for(deadline),
             ) as response:
                 received.status = response.status_code
                 if response.status_code >= 400:
@@ -298,12 +174,6 @@ class OpenAIChatClient:
         finally:
             watchdog.finish()
         return self._generation(received, body, started)
-
-    def _timeout(self, deadline: float | None) -> httpx.Timeout:
-        if deadline is None:
-            return httpx.Timeout(None, connect=CONNECT_TIMEOUT_S)
-        remaining = max(deadline - time.monotonic(), 0.001)
-        return httpx.Timeout(remaining, connect=min(CONNECT_TIMEOUT_S, remaining))
 
     def _read_stream(self, response: httpx.Response, received: _Received, emit: EventSink) -> None:
         parser = SSEParser()
@@ -382,16 +252,16 @@ class OpenAIChatClient:
         if not isinstance(obj, dict):
             raise TransportError(
                 f"{self.spec.label}: malformed {what} from {self.public_endpoint}: "
-                f"{_error_detail(data)}",
+                f"{error_detail(data)}",
                 endpoint=self.public_endpoint,
             )
         error = obj.get("error")
         if error:
-            code = _count(error.get("code")) if isinstance(error, Mapping) else None
+            code = count(error.get("code")) if isinstance(error, Mapping) else None
             kind = RateLimited if code in RATE_LIMIT_STATUSES else ProviderError
             raise kind(
                 f"{self.spec.label}: error in the {what} from {self.public_endpoint}: "
-                f"{_error_detail(data)}",
+                f"{error_detail(data)}",
                 endpoint=self.public_endpoint,
                 status=code,
             )
@@ -401,17 +271,17 @@ class OpenAIChatClient:
         raw = bytearray()
         for chunk in response.iter_bytes():
             raw += chunk
-            if len(raw) >= _ERROR_BODY_LIMIT:
+            if len(raw) >= ERROR_BODY_LIMIT:
                 break
         status = response.status_code
         kind = RateLimited if status in RATE_LIMIT_STATUSES else ProviderError
         error = kind(
             f"{self.spec.label}: HTTP {status} from {self.public_endpoint}: "
-            f"{_error_detail(raw.decode('utf-8', 'replace'))}",
+            f"{error_detail(raw.decode('utf-8', 'replace'))}",
             endpoint=self.public_endpoint,
             status=status,
         )
-        error.retry_after = _retry_after(response.headers)  # type: ignore[attr-defined]
+        error.retry_after = retry_after_seconds(response.headers)  # type: ignore[attr-defined]
         return error
 
     def _timeout_error(self, request: ModelRequest) -> ModelTimeout:

@@ -3,16 +3,13 @@
 A reply is what the scripted model does for one request: a plain string is its answer
 text; a table says more (thinking, declared usage, an error, slowness, a loop, a broken
 or hung stream). The suite loader validates ``scripted = [...]`` with the same ``Reply``.
-The end of the module renders a reply as OpenAI Chat Completions JSON, pure functions the
-server writes out.
+How a reply looks on the wire is each protocol's business (``wire_*.py``).
 """
 
 from __future__ import annotations
 
 import json
-import time
 import tomllib
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +53,44 @@ class ReplyError:
 
 
 @dataclass(frozen=True)
+class ScriptedToolCall:
+    """A tool call the scripted model makes. ``arguments`` is the JSON text sent on the
+    wire (a table in the script is serialised; a string is sent as written, so a script
+    can send malformed arguments on purpose). ``id`` defaults to ``call_<index>``."""
+
+    name: str
+    arguments: str = "{}"
+    id: str = ""
+
+
+TOOL_CALL_KEYS = ("name", "arguments", "id")
+
+
+def _parse_tool_call(obj: Any, where: str, index: int) -> ScriptedToolCall:
+    here = f"{where}: tool_calls[{index}]"
+    if not isinstance(obj, Mapping):
+        raise ValueError(f"{here} must be a table with name and arguments")
+    unknown = sorted(str(k) for k in obj if k not in TOOL_CALL_KEYS)
+    if unknown:
+        raise ValueError(
+            f"{here}: unknown key(s) {', '.join(map(repr, unknown))}; "
+            f"expected some of: {', '.join(TOOL_CALL_KEYS)}"
+        )
+    name = obj.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{here}: 'name' must be a non-empty string")
+    arguments = obj.get("arguments", {})
+    if isinstance(arguments, Mapping):
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    elif not isinstance(arguments, str):
+        raise ValueError(f"{here}: 'arguments' must be a table or a JSON string")
+    call_id = obj.get("id", f"call_{index}")
+    if not isinstance(call_id, str) or not call_id:
+        raise ValueError(f"{here}: 'id' must be a non-empty string")
+    return ScriptedToolCall(name=name, arguments=arguments, id=call_id)
+
+
+@dataclass(frozen=True)
 class Reply:
     """One scripted reply; see docs/scripted.md for what each field does on the wire."""
 
@@ -70,7 +105,7 @@ class Reply:
     truncate: bool = False
     hang: bool = False
     finish_reason: str = "stop"
-    tool_calls: tuple[Any, ...] = field(default=())
+    tool_calls: tuple[ScriptedToolCall, ...] = field(default=())
 
     @property
     def full_text(self) -> str:
@@ -115,7 +150,7 @@ class Reply:
             truncate=_flag(obj, "truncate", where),
             hang=_flag(obj, "hang", where),
             finish_reason=finish_reason,
-            tool_calls=tuple(tool_calls),
+            tool_calls=tuple(_parse_tool_call(c, where, i) for i, c in enumerate(tool_calls)),
         )
 
 
@@ -230,99 +265,3 @@ def load_script_file(path: str | Path) -> ScriptFile:
         scripts=scripts,
         default=parse_replies(default, f"{path}: default") if default is not None else None,
     )
-
-
-def _words(text: str) -> int:
-    return len(text.split())
-
-
-def _message_words(messages: Any) -> int:
-    if not isinstance(messages, list):
-        return 0
-    count = 0
-    for message in messages:
-        content = message.get("content") if isinstance(message, Mapping) else None
-        if isinstance(content, str):
-            count += _words(content)
-        elif isinstance(content, list):
-            count += sum(
-                _words(part["text"])
-                for part in content
-                if isinstance(part, Mapping) and isinstance(part.get("text"), str)
-            )
-    return count
-
-
-def default_usage(reply: Reply, messages: Any) -> dict[str, Any]:
-    """The usage reported when a reply declares none: whitespace-separated words stand in
-    for tokens (all request messages → prompt, thinking + text → completion)."""
-    prompt = _message_words(messages)
-    completion = _words(reply.full_text) + _words(reply.thinking)
-    usage: dict[str, Any] = {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-    }
-    if reply.thinking:
-        usage["completion_tokens_details"] = {"reasoning_tokens": _words(reply.thinking)}
-    return usage
-
-
-def _completion_id() -> str:
-    return f"chatcmpl-{uuid.uuid4().hex[:24]}"
-
-
-def chat_completion(reply: Reply, model: str, usage: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``chat.completion`` object of a non-streamed reply."""
-    message: dict[str, Any] = {"role": "assistant", "content": reply.full_text, "refusal": None}
-    if reply.thinking:
-        message["reasoning_content"] = reply.thinking
-    choice = {
-        "index": 0,
-        "message": message,
-        "logprobs": None,
-        "finish_reason": reply.finish_reason,
-    }
-    return {
-        "id": _completion_id(),
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [choice],
-        "usage": dict(usage),
-    }
-
-
-def chat_stream_events(reply: Reply, model: str, usage: Mapping[str, Any] | None) -> list[bytes]:
-    """The SSE events of a streamed reply: a role chunk, thinking then text deltas of
-    ``chunk_size`` characters, the finish chunk, the usage chunk (when ``usage`` is given,
-    i.e. the client asked for it), ``[DONE]``. A truncated reply stops after about half
-    of its deltas, with no finish, usage or ``[DONE]``."""
-    base: dict[str, Any] = {
-        "id": _completion_id(),
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": model,
-    }
-    if usage is not None:
-        base["usage"] = None
-
-    def event(choices: list[dict[str, Any]], **extra: Any) -> bytes:
-        return b"data: " + json.dumps({**base, "choices": choices, **extra}).encode() + b"\n\n"
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        return event([{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}])
-
-    size, thinking, text = reply.chunk_size, reply.thinking, reply.full_text
-    deltas = [
-        chunk({"reasoning_content": thinking[i : i + size]}) for i in range(0, len(thinking), size)
-    ]
-    deltas += [chunk({"content": text[i : i + size]}) for i in range(0, len(text), size)]
-    events = [chunk({"role": "assistant", "content": ""}), *deltas]
-    if reply.truncate:
-        return events[: 1 + (len(deltas) + 1) // 2]
-    events.append(chunk({}, reply.finish_reason))
-    if usage is not None:
-        events.append(event([], usage=dict(usage)))
-    events.append(b"data: [DONE]\n\n")
-    return events

@@ -1,6 +1,6 @@
 """The scripted provider: a real HTTP server on loopback that answers from scripts.
 
-It speaks OpenAI Chat Completions (streaming and not) with the shapes of the real API,
+It speaks each protocol in ``WIRES`` (streaming and not) with the shapes of the real API,
 so any client, the official SDKs included, can be tested against it without spending
 money. Which reply answers a request: the script named by the ``x-agentbench-script``
 header (else the body's ``model`` when it names a script, else the default script), at
@@ -25,17 +25,17 @@ from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from pytest_agentbench.scripted.script import (
-    Reply,
-    chat_completion,
-    chat_stream_events,
-    default_usage,
-    parse_replies,
-    parse_scripts,
-)
+from pytest_agentbench.scripted.script import Reply, parse_replies, parse_scripts
+from pytest_agentbench.scripted.wire import Wire
+from pytest_agentbench.scripted.wire_chat import CHAT_WIRE
 
 REDACTED_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key")
 _BATCH_BYTES = 16384
+
+#: The generation endpoints, by path below ``/v1``, and the protocol each speaks.
+WIRES: dict[str, Wire] = {
+    "/chat/completions": CHAT_WIRE,
+}
 
 
 def is_loopback(host: str) -> bool:
@@ -259,8 +259,9 @@ class _ChatHandler(BaseHTTPRequestHandler):
         body = self._read_json()
         if body is None:
             return
-        if route == "/chat/completions":
-            self._chat(body)
+        wire = WIRES.get(route)
+        if wire is not None:
+            self._generate(body, wire)
         elif route == "/_agentbench/scripts":
             self._register(body)
         else:
@@ -294,7 +295,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
             return
         self._send_json(200, {"ok": True, "keys": self._provider.script_keys})
 
-    def _chat(self, body: dict[str, Any]) -> None:
+    def _generate(self, body: dict[str, Any], wire: Wire) -> None:
         key = self.headers.get("x-agentbench-script")
         turn_text = self.headers.get("x-agentbench-turn")
         turn: int | None = None
@@ -318,7 +319,8 @@ class _ChatHandler(BaseHTTPRequestHandler):
         if picked is None:
             known = ", ".join(repr(k) for k in self._provider.script_keys) or "(none)"
             asked = key if key is not None else body.get("model")
-            self._send_error(404, f"no script for key {asked!r}; registered keys: {known}")
+            message = f"no script for key {asked!r}; registered keys: {known}"
+            self._send_error(404, message, wire=wire)
             return
         reply = picked[2]
         if reply.delay_s and self._provider._stopping.wait(reply.delay_s):
@@ -329,24 +331,21 @@ class _ChatHandler(BaseHTTPRequestHandler):
             extra = (
                 {"Retry-After": f"{error.retry_after:g}"} if error.retry_after is not None else {}
             )
-            self._send_error(error.status, error.message, error.type, extra)
+            self._send_error(error.status, error.message, error.type, extra, wire=wire)
             return
         model = body["model"] if isinstance(body.get("model"), str) else "scripted"
-        usage = dict(reply.usage) if reply.usage is not None else None
-        usage = usage if usage is not None else default_usage(reply, body.get("messages"))
+        usage = dict(reply.usage) if reply.usage is not None else wire.default_usage(reply, body)
         if body.get("stream") is True:
-            options = body.get("stream_options")
-            include_usage = isinstance(options, Mapping) and options.get("include_usage") is True
-            self._stream(reply, model, usage if include_usage else None)
+            self._stream(wire, reply, model, usage if wire.stream_usage(body) else None)
         else:
-            self._complete(reply, model, usage)
+            self._complete(wire, reply, model, usage)
 
-    def _complete(self, reply: Reply, model: str, usage: dict[str, Any]) -> None:
+    def _complete(self, wire: Wire, reply: Reply, model: str, usage: dict[str, Any]) -> None:
         if reply.hang:
             self._start_chunked("application/json")
             self._hang()
             return
-        data = json.dumps(chat_completion(reply, model, usage)).encode()
+        data = json.dumps(wire.completion(reply, model, usage)).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -357,12 +356,12 @@ class _ChatHandler(BaseHTTPRequestHandler):
             return
         self.wfile.write(data)
 
-    def _stream(self, reply: Reply, model: str, usage: dict[str, Any] | None) -> None:
+    def _stream(self, wire: Wire, reply: Reply, model: str, usage: dict[str, Any] | None) -> None:
         self._start_chunked("text/event-stream; charset=utf-8")
         if reply.hang:
             self._hang()
             return
-        events = chat_stream_events(reply, model, usage)
+        events = wire.stream_events(reply, model, usage)
         if self._send_events(events, reply.chunk_delay_s) and not reply.truncate:
             self.wfile.write(b"0\r\n\r\n")
         else:
@@ -425,6 +424,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
         message: str,
         error_type: str = "invalid_request_error",
         headers: Mapping[str, str] | None = None,
+        *,
+        wire: Wire = CHAT_WIRE,
     ) -> None:
-        body = {"error": {"message": message, "type": error_type, "param": None, "code": None}}
-        self._send_json(status, body, headers)
+        self._send_json(status, wire.error_body(status, message, error_type), headers)
