@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from pytest_agentbench.artifacts.paths import task_dir
 from pytest_agentbench.artifacts.record import task_record
 from pytest_agentbench.artifacts.rollout_files import redact, write_rollout
+from pytest_agentbench.errors import ModelError
 from pytest_agentbench.report.evidence import collapse, cut, failure_reason
 from pytest_agentbench.run import RunState
 from pytest_agentbench.runner.records import Rollout
 from pytest_agentbench.runner.rollout import run_rollout
-from pytest_agentbench.settings import DEFAULT_TIMEOUT_S
+from pytest_agentbench.settings import DEFAULT_TIMEOUT_S, Settings
 from pytest_agentbench.suites.task import Task
 
 ANSWER_PREVIEW = 300
@@ -36,21 +39,48 @@ def failure_details(rollout: Rollout, reason: str, rollout_dir: str) -> str:
     return "\n".join(lines)
 
 
-def run_task_item(state: RunState, task: Task, *, nodeid: str, file: str) -> dict[str, Any]:
+def with_overrides(task: Task, settings: Settings) -> Task:
+    """The task with the run's repair settings applied where the user set them."""
+    changes: dict[str, Any] = {}
+    if settings.repairs is not None:
+        changes["repairs"] = settings.repairs
+    if settings.repair_mode is not None:
+        changes["repair_mode"] = settings.repair_mode
+    if settings.feedback is not None:
+        changes["feedback"] = settings.feedback
+    return replace(task, **changes) if changes else task
+
+
+def run_task_item(
+    state: RunState,
+    task: Task,
+    *,
+    nodeid: str,
+    file: str,
+    suite_tasks: Sequence[Task] = (),
+) -> dict[str, Any]:
     """Run ``task`` with the run's client and verifier, write its rollout directory, and
-    return its record (with ``message``, the one-line reason, and ``trace``, the details)."""
+    return its record (with ``message``, the one-line reason, and ``trace``, the details).
+    ``suite_tasks`` are handed to the client once per suite file before the first runs."""
     settings = state.settings
+    task = with_overrides(task, settings)
     directory = task_dir(state.run_dir, task.suite, task.id, settings.model.label)
     verifier = state.verifiers()[task.verifier.kind]
-    rollout = run_rollout(
-        task,
-        state.client(),
-        verifier,
-        timeout_s=settings.timeout_s or task.timeout_s or DEFAULT_TIMEOUT_S,
-        max_tokens=settings.max_tokens or task.max_tokens,
-        verifier_dir=directory / "verifier",
-        stream=settings.stream,
-    )
+    try:
+        state.prepare(file, suite_tasks or (task,))
+        rollout = run_rollout(
+            task,
+            state.client(),
+            verifier,
+            timeout_s=settings.timeout_s or task.timeout_s or DEFAULT_TIMEOUT_S,
+            max_tokens=settings.max_tokens or task.max_tokens,
+            verifier_dir=directory / "verifier",
+            stream=settings.stream,
+        )
+    except ModelError as exc:
+        rollout = Rollout.harness_error(
+            task.key, task.suite, task.id, settings.model.label, str(exc), task.pass_threshold
+        )
     write_rollout(directory, rollout, state.secrets)
     record = task_record(
         rollout,

@@ -58,9 +58,8 @@ class TaskItem(pytest.Item):
         state: RunState = self.config.stash[STATE_KEY]
         parent = self.parent
         assert isinstance(parent, SuiteFile)
-        state.prepare(parent.nodeid, parent.tasks)
         self.record = record = run_task_item(
-            state, self.task, nodeid=self.nodeid, file=parent.nodeid
+            state, self.task, nodeid=self.nodeid, file=parent.nodeid, suite_tasks=parent.tasks
         )
         self.user_properties.extend(
             [

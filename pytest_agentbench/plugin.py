@@ -63,6 +63,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="output-token limit per generation; overrides every suite's max_tokens",
     )
     group.addoption(
+        "--agentbench-repairs",
+        metavar="N",
+        type=int,
+        help="verifier-feedback repair rounds per task, 0-10; overrides every suite's repairs",
+    )
+    group.addoption(
+        "--agentbench-repair-mode",
+        choices=("conversation", "stateless"),
+        help="conversation: feedback appended as a user turn (default); stateless: a fresh "
+        "request with the task, the previous answer and the feedback",
+    )
+    group.addoption(
+        "--agentbench-feedback",
+        choices=("none", "counts", "names", "raw"),
+        help="how much of the verdict a repair round shows the model (default: names, the "
+        "verifier's feedback sentence; none/counts reveal less, raw adds details)",
+    )
+    group.addoption(
         "--agentbench-no-stream",
         action="store_true",
         help="send non-streaming requests (streaming is the default)",
@@ -80,6 +98,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("agentbench_out", "results folder used when --agentbench-out is not given")
     parser.addini("agentbench_timeout", "per-task timeout in seconds")
     parser.addini("agentbench_max_tokens", "output-token limit per generation")
+    parser.addini("agentbench_repairs", "repair rounds per task (overrides suites)")
+    parser.addini("agentbench_repair_mode", "conversation or stateless")
+    parser.addini("agentbench_feedback", "none, counts, names or raw")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -99,12 +99,18 @@ class RunState:
             return self._client
 
     def prepare(self, key: str, tasks: Any) -> None:
-        """Let the client see a suite's tasks once (the scripted client registers replies)."""
+        """Let the client see a suite's tasks once (the scripted client registers replies).
+        A failure (ModelError) propagates and is tried again by the suite's next task."""
         with self._lock:
             if key in self._prepared:
                 return
             self._prepared.add(key)
-        self.client().prepare(tasks)
+        try:
+            self.client().prepare(tasks)
+        except BaseException:
+            with self._lock:
+                self._prepared.discard(key)
+            raise
 
     def verifiers(self) -> dict[str, Verifier]:
         """Every verifier by kind; a plugin's verifier replaces a built-in of the same kind."""

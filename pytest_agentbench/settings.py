@@ -12,6 +12,8 @@ from typing import Any
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.base import ModelSpec
 
+REPAIR_MODES = ("conversation", "stateless")
+FEEDBACK_LEVELS = ("none", "counts", "names", "raw")
 DEFAULT_FILES = ("bench_*.toml", "bench_*.yaml", "bench_*.yml", "bench_*.json")
 DEFAULT_OUT = "agentbench-results"
 DEFAULT_TIMEOUT_S = 120.0
@@ -49,6 +51,9 @@ class Settings:
     max_tokens: int | None = None
     files: tuple[str, ...] = DEFAULT_FILES
     stream: bool = True
+    repairs: int | None = None
+    repair_mode: str | None = None
+    feedback: str | None = None
 
     def fingerprint(self) -> str:
         """A short hash of the settings that change results (never the key)."""
@@ -58,6 +63,9 @@ class Settings:
             "timeout_s": self.timeout_s,
             "max_tokens": self.max_tokens,
             "stream": self.stream,
+            "repairs": self.repairs,
+            "repair_mode": self.repair_mode,
+            "feedback": self.feedback,
         }
         blob = json.dumps(material, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
@@ -73,6 +81,9 @@ class Settings:
             "max_tokens": self.max_tokens,
             "files": list(self.files),
             "stream": self.stream,
+            "repairs": self.repairs,
+            "repair_mode": self.repair_mode,
+            "feedback": self.feedback,
             "fingerprint": self.fingerprint(),
         }
 
@@ -92,6 +103,14 @@ def _number(name: str, value: Any, kind: Callable[[Any], Any], minimum: float) -
     if number < minimum:
         raise AgentbenchError(f"{name}: expected a number >= {minimum}, got {value!r}")
     return number
+
+
+def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str | None:
+    if value is None:
+        return None
+    if value not in choices:
+        raise AgentbenchError(f"{name}: expected one of {', '.join(choices)}, got {value!r}")
+    return str(value)
 
 
 def resolve_settings(
@@ -118,6 +137,21 @@ def resolve_settings(
     timeout = _first(option("agentbench_timeout"), ini("agentbench_timeout"))
     max_tokens = _first(option("agentbench_max_tokens"), ini("agentbench_max_tokens"))
     files = ini("agentbench_files") or list(DEFAULT_FILES)
+    repairs = _first(option("agentbench_repairs"), ini("agentbench_repairs"))
+    if repairs is not None:
+        repairs = _number("agentbench repairs", repairs, int, 0)
+        if repairs > 10:
+            raise AgentbenchError(f"agentbench repairs: expected 0 to 10, got {repairs}")
+    repair_mode = _choice(
+        "agentbench repair mode",
+        _first(option("agentbench_repair_mode"), ini("agentbench_repair_mode")),
+        REPAIR_MODES,
+    )
+    feedback = _choice(
+        "agentbench feedback",
+        _first(option("agentbench_feedback"), ini("agentbench_feedback")),
+        FEEDBACK_LEVELS,
+    )
     return Settings(
         enabled=enabled,
         model=model,
@@ -133,4 +167,7 @@ def resolve_settings(
         else None,
         files=tuple(files),
         stream=not option("agentbench_no_stream"),
+        repairs=repairs,
+        repair_mode=repair_mode,
+        feedback=feedback,
     )

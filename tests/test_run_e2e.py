@@ -4,6 +4,7 @@ server over real sockets."""
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -265,3 +266,26 @@ def test_probe():
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+
+
+def test_unreachable_model_server_makes_every_task_a_harness_error(
+    pytester: pytest.Pytester,
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    pytester.makefile(".toml", bench_mini=SUITE)
+    result = pytester.runpytest(
+        "--agentbench",
+        "--agentbench-model",
+        "scripted",
+        "--agentbench-base-url",
+        f"http://127.0.0.1:{port}/v1",
+        "-p",
+        "no:cacheprovider",
+    )
+    result.assert_outcomes(errors=3)
+    assert "Traceback" not in result.stdout.str()
+    result.stdout.fnmatch_lines(
+        ["3 tasks: 3 harness error(s)", f"! mini::right: harness error: *127.0.0.1:{port}*"]
+    )

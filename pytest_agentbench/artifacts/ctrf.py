@@ -57,6 +57,7 @@ def ctrf_test(record: Mapping[str, Any]) -> dict[str, Any]:
             "model": record.get("model"),
             "attempts": record.get("attempts"),
             "repaired": record.get("repaired"),
+            "repair": record.get("repair"),
             "usage": record.get("usage"),
             "loop": record.get("loop"),
             "rollout_dir": record.get("rollout_dir"),

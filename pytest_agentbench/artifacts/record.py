@@ -19,6 +19,7 @@ def task_record(
 ) -> dict[str, Any]:
     """Summarise ``rollout`` for the run-level reports (the details stay in result.json)."""
     verdict = rollout.verdict
+    feedback = [a.feedback_sent for a in rollout.attempts if a.feedback_sent]
     return {
         "nodeid": nodeid,
         "file": file,
@@ -31,6 +32,8 @@ def task_record(
         "pass_threshold": rollout.pass_threshold,
         "attempts": len(rollout.attempts),
         "repaired": rollout.repaired,
+        "repair": dict(rollout.repair),
+        "last_feedback": feedback[-1] if feedback else None,
         "usage": rollout.usage,
         "error": rollout.error,
         "verdict": None

@@ -41,6 +41,16 @@ def total_usage(records: Iterable[Mapping[str, Any]]) -> dict[str, int | None]:
     return totals
 
 
+def _repair_settings(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The distinct repair settings in a group, so runs that differ never mix silently."""
+    seen: list[dict[str, Any]] = []
+    for record in records:
+        repair = record.get("repair") or {}
+        if repair not in seen:
+            seen.append(dict(repair))
+    return seen
+
+
 def _group_scores(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for record in records:
@@ -56,6 +66,7 @@ def _group_scores(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "outcomes": classify(members),
                 "score": score(members),
                 "first_try_score": score(members, "first_attempt_reward"),
+                "repair": _repair_settings(members),
             }
         )
     return rows

@@ -6,6 +6,7 @@ whenever a field changes meaning.
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -59,6 +60,34 @@ class Rollout:
     elapsed_s: float
     error: str | None = None
     trajectory: list[dict[str, Any]] = field(default_factory=list)
+    repair: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def harness_error(
+        cls,
+        task_key: str,
+        suite: str,
+        task_id: str,
+        model: str,
+        error: str,
+        pass_threshold: float = 1.0,
+    ) -> Rollout:
+        """A rollout that never reached the model (the harness failed first)."""
+        return cls(
+            task_key=task_key,
+            suite=suite,
+            task_id=task_id,
+            model=model,
+            outcome="harness_error",
+            reward=None,
+            first_attempt_reward=None,
+            pass_threshold=pass_threshold,
+            attempts=[],
+            usage=sum_usage([]),
+            started_at=time.time(),
+            elapsed_s=0.0,
+            error=error,
+        )
 
     @property
     def repaired(self) -> bool:
@@ -77,6 +106,7 @@ class Rollout:
         data = asdict(self)
         data.pop("trajectory")
         data["schema_version"] = SCHEMA_VERSION
+        data["final_reward"] = self.reward
         data["repaired"] = self.repaired
         data["attempts_used"] = len(self.attempts)
         return data

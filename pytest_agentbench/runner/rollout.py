@@ -10,28 +10,9 @@ from typing import Any
 from pytest_agentbench.errors import ModelError, ModelTimeout
 from pytest_agentbench.models.base import EventSink, Generation, ModelClient, ModelRequest
 from pytest_agentbench.runner.records import Attempt, Outcome, Rollout, sum_usage
+from pytest_agentbench.runner.repair import repair_request, repairs_allowed
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.base import Check, Verdict, Verifier
-
-
-def repairs_allowed(task: Task) -> int:
-    """Repair rounds this task may use. A choice task with two or fewer options gets none:
-    after one wrong answer, "wrong" would give the right one away."""
-    if task.verifier.kind == "choice" and len(task.choices) <= 2:
-        return 0
-    return task.repairs
-
-
-def repair_prompt(verdict: Verdict, attempts_left: int, cut_off: bool) -> str:
-    """The user turn that asks for another attempt after a failed verdict."""
-    lines = ["Your previous answer did not pass the check."]
-    if verdict.feedback:
-        lines.append(f"Feedback: {verdict.feedback}")
-    if cut_off:
-        lines.append("Your answer was cut off at the output-token limit; be shorter.")
-    plural = "s" if attempts_left != 1 else ""
-    lines.append(f"Please answer again. {attempts_left} attempt{plural} left, this one included.")
-    return "\n".join(lines)
 
 
 def _verify(verifier: Verifier, check: Check) -> Verdict:
@@ -127,10 +108,9 @@ def run_rollout(
         outcome = "length_exceeded" if cut_off else "failed"
         attempts_left = total_attempts - index - 1
         if attempts_left:
-            prompt = repair_prompt(verdict, attempts_left, cut_off)
-            attempt.feedback_sent = prompt
-            messages.append({"role": "assistant", "content": generation.text})
-            messages.append({"role": "user", "content": prompt})
+            messages, attempt.feedback_sent = repair_request(
+                task, messages, generation.text, verdict, attempts_left, cut_off
+            )
 
     rewards = [a.verdict["reward"] for a in attempts if a.verdict is not None]
     return Rollout(
@@ -150,4 +130,9 @@ def run_rollout(
         elapsed_s=time.monotonic() - start,
         error=error,
         trajectory=trajectory,
+        repair={
+            "repairs": repairs_allowed(task),
+            "mode": task.repair_mode,
+            "feedback": task.feedback,
+        },
     )

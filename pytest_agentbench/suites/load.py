@@ -56,6 +56,8 @@ MAX_PROBLEMS = 100
 _SETTINGS = {
     "system": None,
     "repairs": 0,
+    "repair_mode": "conversation",
+    "feedback": "names",
     "timeout_s": None,
     "max_tokens": None,
     "pass_threshold": 1.0,
@@ -336,6 +338,8 @@ class _Loader:
             verifier=verifier,
             choices=tuple(choices),
             repairs=int(settings["repairs"]),
+            repair_mode=settings["repair_mode"],
+            feedback=settings["feedback"],
             timeout_s=None if timeout_s is None else float(timeout_s),
             max_tokens=None if max_tokens is None else int(max_tokens),
             pass_threshold=float(settings["pass_threshold"]),

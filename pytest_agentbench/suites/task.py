@@ -22,6 +22,9 @@ class Task:
 
     ``prompt`` is the rendered user message (template filled in); ``scripted`` holds the
     scripted model's replies, one per attempt, as written in the suite (strings or tables).
+    ``repair_mode`` is ``conversation`` (feedback appended as a user turn) or ``stateless``
+    (a fresh request with the task, the previous answer and the feedback); ``feedback`` is
+    how much of the verdict a repair round shows: ``none``, ``counts``, ``names``, ``raw``.
     ``timeout_s`` and ``max_tokens`` are None when neither task nor suite set them, so the
     run's settings decide.
     """
@@ -37,6 +40,8 @@ class Task:
     verifier: VerifierConfig = field(default_factory=lambda: VerifierConfig("exact"))
     choices: tuple[str, ...] = ()
     repairs: int = 0
+    repair_mode: str = "conversation"
+    feedback: str = "names"
     timeout_s: float | None = None
     max_tokens: int | None = None
     pass_threshold: float = 1.0
