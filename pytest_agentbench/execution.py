@@ -88,6 +88,7 @@ def run_task_item(
         file=file,
         rollout_dir=directory,
         max_tokens=settings.max_tokens or task.max_tokens,
+        min_score=task.min_score,
     )
     if rollout.outcome != "passed":
         reason = failure_reason(record)

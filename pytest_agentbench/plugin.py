@@ -81,6 +81,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "verifier's feedback sentence; none/counts reveal less, raw adds details)",
     )
     group.addoption(
+        "--agentbench-min-score",
+        metavar="X",
+        type=float,
+        help="gate on a score instead of on any failure: the run fails only when its score "
+        "(or a suite's, with the suite's min_score) is below X (0-1) or a harness error "
+        "happened",
+    )
+    group.addoption(
+        "--agentbench-errors-as-failures",
+        action="store_true",
+        help="count harness errors as failed tasks (reward 0) in scores and the gate, "
+        "instead of excluding them",
+    )
+    group.addoption(
+        "--agentbench-markdown",
+        metavar="PATH",
+        help="write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY when set)",
+    )
+    group.addoption(
         "--agentbench-no-stream",
         action="store_true",
         help="send non-streaming requests (streaming is the default)",
@@ -101,6 +120,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("agentbench_repairs", "repair rounds per task (overrides suites)")
     parser.addini("agentbench_repair_mode", "conversation or stateless")
     parser.addini("agentbench_feedback", "none, counts, names or raw")
+    parser.addini("agentbench_min_score", "score gate for the run (0-1)")
+    parser.addini("agentbench_markdown", "path of a Markdown summary to write")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -190,9 +211,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
     record = getattr(report, "agentbench", None)
-    if record and report.when == "call" and record.get("outcome") == "harness_error":
-        return "error", "E", ("HARNESS ERROR", {"red": True})
-    return None
+    if not record or report.when != "call":
+        return None
+    from pytest_agentbench.report.progress import verbose_word
+
+    word = verbose_word(record)
+    if record.get("outcome") == "harness_error":
+        return "error", "E", (word, {"red": True})
+    if report.passed:
+        return "passed", ".", (word, {"green": True})
+    return "failed", "F", (word, {"red": True})
 
 
 class _RecordCollector:
@@ -206,6 +234,8 @@ class _RecordCollector:
         record = getattr(report, "agentbench", None)
         if record is not None and report.when == "call":
             self.state.records.append(record)
+            if report.failed:
+                self.state.failed_reports += 1
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -213,21 +243,51 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if state is None or state.is_worker:
         return
     from pytest_agentbench.artifacts.reports import write_run_reports
+    from pytest_agentbench.report.gate import evaluate_gate
 
+    settings = state.settings
     partial = exitstatus == pytest.ExitCode.INTERRUPTED or bool(
         session.shouldstop or session.shouldfail
     )
-    write_run_reports(
+    state.gate = evaluate_gate(
+        state.records,
+        min_score=settings.min_score,
+        errors_as_failures=settings.errors_as_failures,
+    )
+    if state.gate is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        other_failures = session.testsfailed - state.failed_reports
+        judged_ok = state.gate.ok and other_failures <= 0
+        session.exitstatus = pytest.ExitCode.OK if judged_ok else pytest.ExitCode.TESTS_FAILED
+    summary = write_run_reports(
         state.run_dir,
         state.records,
         run_id=state.run_id,
-        settings=state.settings.public(),
+        settings=settings.public(),
         tool_version=__version__,
         start_ms=state.start_ms,
         stop_ms=int(time.time() * 1000),
         partial=partial,
-        exit_status=int(exitstatus),
+        exit_status=int(session.exitstatus),
+        gate=state.gate.as_dict() if state.gate is not None else None,
+        errors_as_failures=settings.errors_as_failures,
     )
+    _write_markdown(state, summary)
+
+
+def _write_markdown(state: RunState, summary: dict[str, Any]) -> None:
+    targets = [state.settings.markdown] if state.settings.markdown else []
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not targets and not step_summary:
+        return
+    from pytest_agentbench.report.markdown import markdown_summary
+
+    text = markdown_summary(summary, state.records, run_dir=str(state.run_dir))
+    for path in targets:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    if step_summary:
+        with open(step_summary, "a", encoding="utf-8") as handle:
+            handle.write(text)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -240,6 +300,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.section("agentbench")
     for line in summary_lines(state.records, run_dir=str(state.run_dir), wall_s=wall_s):
         terminalreporter.write_line(line)
+    if state.gate is not None:
+        from pytest_agentbench.report.gate import gate_lines
+
+        for line in gate_lines(state.gate):
+            terminalreporter.write_line(line)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

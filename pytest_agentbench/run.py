@@ -17,6 +17,7 @@ from pytest_agentbench.artifacts.paths import new_run_id, point_latest
 
 if TYPE_CHECKING:
     from pytest_agentbench.models.base import ModelClient
+    from pytest_agentbench.report.gate import GateResult
     from pytest_agentbench.scripted.server import ScriptedServer
     from pytest_agentbench.settings import Settings
     from pytest_agentbench.verifiers.base import Verifier
@@ -40,6 +41,8 @@ class RunState:
     start_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     records: list[dict[str, Any]] = field(default_factory=list)
     server: ScriptedServer | None = None
+    failed_reports: int = 0
+    gate: GateResult | None = None
     _client: ModelClient | None = None
     _verifiers: dict[str, Verifier] | None = None
     _prepared: set[str] = field(default_factory=set)

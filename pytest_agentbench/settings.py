@@ -54,6 +54,9 @@ class Settings:
     repairs: int | None = None
     repair_mode: str | None = None
     feedback: str | None = None
+    min_score: float | None = None
+    errors_as_failures: bool = False
+    markdown: Path | None = None
 
     def fingerprint(self) -> str:
         """A short hash of the settings that change results (never the key)."""
@@ -84,6 +87,8 @@ class Settings:
             "repairs": self.repairs,
             "repair_mode": self.repair_mode,
             "feedback": self.feedback,
+            "min_score": self.min_score,
+            "errors_as_failures": self.errors_as_failures,
             "fingerprint": self.fingerprint(),
         }
 
@@ -102,6 +107,13 @@ def _number(name: str, value: Any, kind: Callable[[Any], Any], minimum: float) -
         raise AgentbenchError(f"{name}: expected a number, got {value!r}") from None
     if number < minimum:
         raise AgentbenchError(f"{name}: expected a number >= {minimum}, got {value!r}")
+    return number
+
+
+def _fraction(name: str, value: Any) -> float:
+    number = float(_number(name, value, float, 0.0))
+    if number > 1:
+        raise AgentbenchError(f"{name}: expected a score from 0 to 1, got {value!r}")
     return number
 
 
@@ -142,6 +154,8 @@ def resolve_settings(
         repairs = _number("agentbench repairs", repairs, int, 0)
         if repairs > 10:
             raise AgentbenchError(f"agentbench repairs: expected 0 to 10, got {repairs}")
+    min_score = _first(option("agentbench_min_score"), ini("agentbench_min_score"))
+    markdown = _first(option("agentbench_markdown"), ini("agentbench_markdown"))
     repair_mode = _choice(
         "agentbench repair mode",
         _first(option("agentbench_repair_mode"), ini("agentbench_repair_mode")),
@@ -170,4 +184,7 @@ def resolve_settings(
         repairs=repairs,
         repair_mode=repair_mode,
         feedback=feedback,
+        min_score=_fraction("agentbench min score", min_score) if min_score is not None else None,
+        errors_as_failures=bool(option("agentbench_errors_as_failures")),
+        markdown=Path(markdown) if markdown else None,
     )

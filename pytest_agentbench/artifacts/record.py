@@ -16,6 +16,7 @@ def task_record(
     file: str,
     rollout_dir: Path,
     max_tokens: int | None,
+    min_score: float | None = None,
 ) -> dict[str, Any]:
     """Summarise ``rollout`` for the run-level reports (the details stay in result.json)."""
     verdict = rollout.verdict
@@ -44,6 +45,7 @@ def task_record(
             "error": verdict.get("error"),
         },
         "max_tokens": max_tokens,
+        "min_score": min_score,
         "start_ms": int(rollout.started_at * 1000),
         "duration_ms": max(0, int(rollout.elapsed_s * 1000)),
         "rollout_dir": str(rollout_dir),

@@ -22,8 +22,11 @@ def write_run_reports(
     stop_ms: int,
     partial: bool,
     exit_status: int | None,
-) -> None:
-    """Write ``ctrf.json`` and ``summary.json`` for ``records`` into ``run_dir``."""
+    gate: Mapping[str, Any] | None = None,
+    errors_as_failures: bool = False,
+) -> dict[str, Any]:
+    """Write ``ctrf.json`` and ``summary.json`` for ``records`` into ``run_dir``; return
+    the summary document."""
     ctrf = build_ctrf(
         records,
         start_ms=start_ms,
@@ -42,5 +45,8 @@ def write_run_reports(
         stop_ms=stop_ms,
         partial=partial,
         exit_status=exit_status,
+        gate=gate,
+        errors_as_failures=errors_as_failures,
     )
     write_json_atomic(run_dir / "summary.json", summary)
+    return summary

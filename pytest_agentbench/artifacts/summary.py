@@ -21,10 +21,16 @@ def classify(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     return dict(counts)
 
 
-def score(records: Sequence[Mapping[str, Any]], field: str = "reward") -> float | None:
-    """Mean reward over tasks that reached the model, harness errors excluded; a task with
-    no reward (timed out before a verdict) counts as 0. None when no task is scored."""
-    scored = [r for r in records if r.get("outcome") != "harness_error"]
+def score(
+    records: Sequence[Mapping[str, Any]],
+    field: str = "reward",
+    *,
+    errors_as_failures: bool = False,
+) -> float | None:
+    """Mean reward over tasks that reached the model, harness errors excluded (or counted
+    as 0 with ``errors_as_failures``); a task with no reward (timed out before a verdict)
+    counts as 0. None when no task is scored."""
+    scored = [r for r in records if errors_as_failures or r.get("outcome") != "harness_error"]
     if not scored:
         return None
     rewards = [r.get(field) for r in scored]
@@ -51,7 +57,9 @@ def _repair_settings(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
     return seen
 
 
-def _group_scores(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _group_scores(
+    records: Sequence[Mapping[str, Any]], errors_as_failures: bool = False
+) -> list[dict[str, Any]]:
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for record in records:
         key = (str(record.get("suite")), str(record.get("model")))
@@ -64,8 +72,10 @@ def _group_scores(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "model": model,
                 "tasks": len(members),
                 "outcomes": classify(members),
-                "score": score(members),
-                "first_try_score": score(members, "first_attempt_reward"),
+                "score": score(members, errors_as_failures=errors_as_failures),
+                "first_try_score": score(
+                    members, "first_attempt_reward", errors_as_failures=errors_as_failures
+                ),
                 "repair": _repair_settings(members),
             }
         )
@@ -82,6 +92,8 @@ def build_summary(
     stop_ms: int,
     partial: bool,
     exit_status: int | None,
+    gate: Mapping[str, Any] | None = None,
+    errors_as_failures: bool = False,
 ) -> dict[str, Any]:
     """The summary.json document."""
     outcomes = classify(records)
@@ -98,13 +110,16 @@ def build_summary(
         "totals": {
             "tasks": len(records),
             "outcomes": outcomes,
-            "scored": len(records) - outcomes["harness_error"],
-            "score": score(records),
-            "first_try_score": score(records, "first_attempt_reward"),
+            "scored": len(records) - (0 if errors_as_failures else outcomes["harness_error"]),
+            "score": score(records, errors_as_failures=errors_as_failures),
+            "first_try_score": score(
+                records, "first_attempt_reward", errors_as_failures=errors_as_failures
+            ),
             "repaired": sum(1 for r in records if r.get("repaired")),
             "usage": total_usage(records),
         },
-        "scores": _group_scores(records),
+        "scores": _group_scores(records, errors_as_failures),
+        "gate": dict(gate) if gate is not None else None,
         "tasks": [
             {
                 "nodeid": r.get("nodeid"),
@@ -115,6 +130,7 @@ def build_summary(
                 "reward": r.get("reward"),
                 "message": r.get("message"),
                 "rollout_dir": r.get("rollout_dir"),
+                "verifier_dir": r.get("verifier_dir"),
             }
             for r in records
         ],

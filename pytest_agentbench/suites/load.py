@@ -228,6 +228,7 @@ class _Loader:
         return defaults | {
             "name": name,
             "description": pick("description", ""),
+            "min_score": pick("min_score"),
             "template": template,
             "template_path": "$.suite.template" if "template" in table else "",
             "template_problems": known,
@@ -343,6 +344,7 @@ class _Loader:
             timeout_s=None if timeout_s is None else float(timeout_s),
             max_tokens=None if max_tokens is None else int(max_tokens),
             pass_threshold=float(settings["pass_threshold"]),
+            min_score=None if defaults["min_score"] is None else float(defaults["min_score"]),
             scripted=tuple(replies),
             vars=merged_vars,
             marks=tuple(dict.fromkeys([*defaults["marks"], *marks])),

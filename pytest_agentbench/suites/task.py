@@ -25,6 +25,7 @@ class Task:
     ``repair_mode`` is ``conversation`` (feedback appended as a user turn) or ``stateless``
     (a fresh request with the task, the previous answer and the feedback); ``feedback`` is
     how much of the verdict a repair round shows: ``none``, ``counts``, ``names``, ``raw``.
+    ``min_score`` is the suite's score gate (suite-level only), None when not set.
     ``timeout_s`` and ``max_tokens`` are None when neither task nor suite set them, so the
     run's settings decide.
     """
@@ -45,6 +46,7 @@ class Task:
     timeout_s: float | None = None
     max_tokens: int | None = None
     pass_threshold: float = 1.0
+    min_score: float | None = None
     scripted: tuple[Any, ...] = ()
     vars: Mapping[str, Any] = field(default_factory=dict)
     marks: tuple[str, ...] = ()

@@ -1,0 +1,88 @@
+"""A Markdown summary of a run, for GitHub's step summary or any file: a table of suites ×
+models, the failures with their reasons, where the artifacts are."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_agentbench.report.evidence import failure_reason
+
+MAX_FAILURES = 20
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_summary(
+    summary: Mapping[str, Any],
+    records: Sequence[Mapping[str, Any]],
+    *,
+    run_dir: str,
+) -> str:
+    """The Markdown text for ``summary`` (the summary.json document) and its records."""
+    totals = summary["totals"]
+    outcomes = totals["outcomes"]
+    head = f"{totals['tasks']} tasks: {outcomes['passed']} passed"
+    for key, label in (
+        ("failed", "failed"),
+        ("timeout", "timed out"),
+        ("loop_killed", "loop killed"),
+        ("length_exceeded", "length exceeded"),
+        ("harness_error", "harness errors"),
+    ):
+        if outcomes.get(key):
+            head += f", {outcomes[key]} {label}"
+    score = totals.get("score")
+    if score is not None:
+        head += f" · score {score:.3f}"
+    lines = [f"## agentbench — {head}", ""]
+    lines.append(
+        "| suite | model | tasks | passed | not passed | harness errors | score | first try |"
+    )
+    lines.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for row in summary.get("scores", []):
+        counts = row["outcomes"]
+        not_passed = row["tasks"] - counts["passed"] - counts["harness_error"]
+        lines.append(
+            "| "
+            + " | ".join(
+                _cell(v)
+                for v in (
+                    row["suite"],
+                    row["model"],
+                    row["tasks"],
+                    counts["passed"],
+                    not_passed,
+                    counts["harness_error"],
+                    row["score"],
+                    row["first_try_score"],
+                )
+            )
+            + " |"
+        )
+    gate = summary.get("gate")
+    if gate:
+        verdict = "passed" if gate["ok"] else "**failed**"
+        checks = ", ".join(
+            f"{c['label']} {_cell(c['score'])} (min {c['threshold']:g})" for c in gate["checks"]
+        )
+        lines += ["", f"Score gate {verdict}: {checks}"]
+    failures = [r for r in records if r.get("outcome") != "passed"]
+    if failures:
+        lines += ["", "### Not passed", ""]
+        for record in failures[:MAX_FAILURES]:
+            reason = record.get("message") or failure_reason(record)
+            where = record.get("rollout_dir") or ""
+            name = f"{record.get('suite')}::{record.get('task_id')}"
+            mark = "⚠" if record.get("outcome") == "harness_error" else "✗"
+            lines.append(f"- {mark} `{name}` — {_cell(reason)} (`{where}`)")
+        if len(failures) > MAX_FAILURES:
+            lines.append(f"- … and {len(failures) - MAX_FAILURES} more (see summary.json)")
+    lines += ["", f"Results: `{run_dir}` (ctrf.json, summary.json, tasks/)", ""]
+    return "\n".join(lines)

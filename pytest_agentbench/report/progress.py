@@ -1,0 +1,34 @@
+"""What a person watching the run sees per task: the ``-v`` status word."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_agentbench.report.evidence import format_reward
+
+_WORDS = {
+    "passed": "PASSED",
+    "failed": "FAILED",
+    "timeout": "TIMEOUT",
+    "loop_killed": "LOOP KILLED",
+    "length_exceeded": "LENGTH EXCEEDED",
+    "harness_error": "HARNESS ERROR",
+}
+
+
+def verbose_word(record: Mapping[str, Any]) -> str:
+    """``PASSED reward 1 · 52 tokens``: the status word ``-v`` shows for a task."""
+    word = _WORDS.get(str(record.get("outcome")), "FAILED")
+    parts = []
+    reward = format_reward(record.get("reward"))
+    if reward is not None:
+        parts.append(f"reward {reward}")
+    usage = record.get("usage")
+    total = usage.get("total") if isinstance(usage, Mapping) else None
+    if isinstance(total, int) and not isinstance(total, bool):
+        parts.append(f"{total:,} tokens")
+    attempts = record.get("attempts")
+    if isinstance(attempts, int) and attempts > 1:
+        parts.append(f"{attempts} attempts")
+    return f"{word} ({' · '.join(parts)})" if parts else word
