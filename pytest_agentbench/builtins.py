@@ -17,16 +17,25 @@ OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 @pytest.hookimpl(trylast=True)
 def pytest_agentbench_model_client(spec: ModelSpec, settings: Settings) -> ModelClient | None:
     if spec.provider == "scripted":
-        from pytest_agentbench.models.scripted import ScriptedClient
+        from pytest_agentbench.models.scripted import scripted_client
 
         if not settings.base_url:
             return None
-        return ScriptedClient(spec, settings.base_url)
+        return scripted_client(spec, settings.base_url)
     if spec.provider in ("openai", "openai-compat"):
         from pytest_agentbench.models.openai_chat import OpenAIChatClient
 
         base_url = settings.base_url or OPENAI_DEFAULT_BASE_URL
         return OpenAIChatClient(spec, base_url, settings.api_key)
+    if spec.provider == "openai-responses":
+        from pytest_agentbench.models.openai_responses import OpenAIResponsesClient
+
+        base_url = settings.base_url or OPENAI_DEFAULT_BASE_URL
+        return OpenAIResponsesClient(spec, base_url, settings.api_key)
+    if spec.provider == "anthropic":
+        from pytest_agentbench.models.anthropic import DEFAULT_BASE_URL, AnthropicClient
+
+        return AnthropicClient(spec, settings.base_url or DEFAULT_BASE_URL, settings.api_key)
     return None
 
 

@@ -56,11 +56,15 @@ class TaskItem(pytest.Item):
         from pytest_agentbench.execution import run_task_item
 
         state: RunState = self.config.stash[STATE_KEY]
-        parent = self.parent
-        assert isinstance(parent, SuiteFile)
-        self.record = record = run_task_item(
-            state, self.task, nodeid=self.nodeid, file=parent.nodeid, suite_tasks=parent.tasks
-        )
+
+        def job(item: TaskItem) -> dict[str, Any]:
+            parent = item.parent
+            assert isinstance(parent, SuiteFile)
+            return run_task_item(
+                state, item.task, nodeid=item.nodeid, file=parent.nodeid, suite_tasks=parent.tasks
+            )
+
+        self.record = record = state.record_for(self, job)
         self.user_properties.extend(
             [
                 ("agentbench_outcome", record["outcome"]),

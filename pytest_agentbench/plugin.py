@@ -35,8 +35,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--agentbench-model",
         metavar="PROVIDER/MODEL",
-        help="model to benchmark: openai/<model>, openai-compat/<model> (with a base URL), "
-        "or scripted (the offline default)",
+        help="model to benchmark: openai/<model> (Chat Completions), openai-responses/<model>, "
+        "anthropic/<model>, openai-compat/<model> (with a base URL), or scripted (the "
+        "offline default)",
     )
     group.addoption(
         "--agentbench-base-url",
@@ -81,6 +82,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "verifier's feedback sentence; none/counts reveal less, raw adds details)",
     )
     group.addoption(
+        "--agentbench-concurrency",
+        metavar="N",
+        type=int,
+        help="rollouts in flight per process (default 8; 1 = strictly serial). Items are "
+        "still reported in pytest's order; rollouts run ahead of them",
+    )
+    group.addoption(
         "--agentbench-min-score",
         metavar="X",
         type=float,
@@ -121,6 +129,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("agentbench_repair_mode", "conversation or stateless")
     parser.addini("agentbench_feedback", "none, counts, names or raw")
     parser.addini("agentbench_min_score", "score gate for the run (0-1)")
+    parser.addini("agentbench_concurrency", "rollouts in flight per process")
     parser.addini("agentbench_markdown", "path of a Markdown summary to write")
 
 
@@ -179,7 +188,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         return None
     settings = state.settings
     if settings.model.provider == "scripted":
-        model = "scripted (offline)"
+        model = f"{settings.model.label} (offline)"
         if not settings.model_configured:
             model += " — set --agentbench-model to benchmark a real model"
     else:
@@ -198,6 +207,15 @@ def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Coll
 
         return SuiteFile.from_parent(parent, path=file_path)
     return None
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    state = session.config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    from pytest_agentbench.items import TaskItem
+
+    state.set_queue([item for item in session.items if isinstance(item, TaskItem)])
 
 
 @pytest.hookimpl(wrapper=True)

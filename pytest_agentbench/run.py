@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_agentbench.artifacts.paths import new_run_id, point_latest
+from pytest_agentbench.runner.pool import RolloutPool
 
 if TYPE_CHECKING:
     from pytest_agentbench.models.base import ModelClient
@@ -43,9 +44,13 @@ class RunState:
     server: ScriptedServer | None = None
     failed_reports: int = 0
     gate: GateResult | None = None
+    queue: list[Any] = field(default_factory=list)
+    positions: dict[str, int] = field(default_factory=dict)
+    pool: RolloutPool | None = None
     _client: ModelClient | None = None
     _verifiers: dict[str, Verifier] | None = None
     _prepared: set[str] = field(default_factory=set)
+    _preparing: dict[str, threading.Lock] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
@@ -102,18 +107,20 @@ class RunState:
             return self._client
 
     def prepare(self, key: str, tasks: Any) -> None:
-        """Let the client see a suite's tasks once (the scripted client registers replies).
+        """Let the client see a suite's tasks once (the scripted client registers replies)
+        before any of them runs; concurrent callers for the same suite wait for the first.
         A failure (ModelError) propagates and is tried again by the suite's next task."""
         with self._lock:
             if key in self._prepared:
                 return
-            self._prepared.add(key)
-        try:
-            self.client().prepare(tasks)
-        except BaseException:
+            gate = self._preparing.setdefault(key, threading.Lock())
+        with gate:
             with self._lock:
-                self._prepared.discard(key)
-            raise
+                if key in self._prepared:
+                    return
+            self.client().prepare(tasks)
+            with self._lock:
+                self._prepared.add(key)
 
     def verifiers(self) -> dict[str, Verifier]:
         """Every verifier by kind; a plugin's verifier replaces a built-in of the same kind."""
@@ -125,7 +132,26 @@ class RunState:
             self._verifiers = found
         return self._verifiers
 
+    def set_queue(self, items: list[Any]) -> None:
+        """The task items this process will run, in pytest's order (after selection)."""
+        self.queue = items
+        self.positions = {item.nodeid: i for i, item in enumerate(items)}
+        if self.settings.concurrency > 1 and self.pool is None and len(items) > 1:
+            self.pool = RolloutPool(self.settings.concurrency)
+
+    def record_for(self, item: Any, job: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+        """The record of ``item``'s rollout. With a pool, the rollouts of the next items in
+        the queue are started too (up to the pool's size in flight); ``job(item)`` runs one."""
+        if self.pool is None or item.nodeid not in self.positions:
+            return job(item)
+        start = self.positions[item.nodeid]
+        for ahead in self.queue[start : start + self.pool.size]:
+            self.pool.submit(ahead.nodeid, lambda ahead=ahead: job(ahead))
+        return self.pool.result(item.nodeid, lambda: job(item))
+
     def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
         if self._client is not None:
             self._client.close()
             self._client = None

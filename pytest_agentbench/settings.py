@@ -16,6 +16,7 @@ REPAIR_MODES = ("conversation", "stateless")
 FEEDBACK_LEVELS = ("none", "counts", "names", "raw")
 DEFAULT_FILES = ("bench_*.toml", "bench_*.yaml", "bench_*.yml", "bench_*.json")
 DEFAULT_OUT = "agentbench-results"
+DEFAULT_CONCURRENCY = 8
 DEFAULT_TIMEOUT_S = 120.0
 
 #: Which environment variables hold the key and base URL for each provider.
@@ -56,6 +57,7 @@ class Settings:
     feedback: str | None = None
     min_score: float | None = None
     errors_as_failures: bool = False
+    concurrency: int = DEFAULT_CONCURRENCY
     markdown: Path | None = None
 
     def fingerprint(self) -> str:
@@ -89,6 +91,7 @@ class Settings:
             "feedback": self.feedback,
             "min_score": self.min_score,
             "errors_as_failures": self.errors_as_failures,
+            "concurrency": self.concurrency,
             "fingerprint": self.fingerprint(),
         }
 
@@ -155,6 +158,7 @@ def resolve_settings(
         if repairs > 10:
             raise AgentbenchError(f"agentbench repairs: expected 0 to 10, got {repairs}")
     min_score = _first(option("agentbench_min_score"), ini("agentbench_min_score"))
+    concurrency = _first(option("agentbench_concurrency"), ini("agentbench_concurrency"))
     markdown = _first(option("agentbench_markdown"), ini("agentbench_markdown"))
     repair_mode = _choice(
         "agentbench repair mode",
@@ -186,5 +190,8 @@ def resolve_settings(
         feedback=feedback,
         min_score=_fraction("agentbench min score", min_score) if min_score is not None else None,
         errors_as_failures=bool(option("agentbench_errors_as_failures")),
+        concurrency=_number("agentbench concurrency", concurrency, int, 1)
+        if concurrency is not None
+        else DEFAULT_CONCURRENCY,
         markdown=Path(markdown) if markdown else None,
     )

@@ -11,6 +11,9 @@ from pytest_agentbench.errors import AgentbenchError
 #: Providers a model spec may name. ``scripted`` needs no model name.
 KNOWN_PROVIDERS = ("openai", "openai-responses", "anthropic", "openai-compat", "scripted")
 
+#: Protocols the scripted provider can speak: ``scripted/<protocol>``.
+SCRIPTED_PROTOCOLS = ("openai", "openai-responses", "anthropic")
+
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "other"]
 
 
@@ -23,14 +26,25 @@ class ModelSpec:
 
     @property
     def label(self) -> str:
-        return self.provider if self.provider == "scripted" else f"{self.provider}/{self.model}"
+        if self.provider == "scripted" and self.model == "scripted":
+            return "scripted"
+        return f"{self.provider}/{self.model}"
 
     @classmethod
     def parse(cls, text: str) -> ModelSpec:
-        """Parse a model spec; raises AgentbenchError naming the known providers."""
+        """Parse a model spec; raises AgentbenchError naming the known providers.
+
+        ``scripted`` is the scripted provider speaking Chat Completions;
+        ``scripted/<protocol>`` makes it speak another protocol (SCRIPTED_PROTOCOLS)."""
         text = text.strip()
         if text == "scripted" or text.startswith("scripted/"):
-            return cls("scripted", text.partition("/")[2] or "scripted")
+            protocol = text.partition("/")[2] or "scripted"
+            if protocol not in ("scripted", *SCRIPTED_PROTOCOLS):
+                raise AgentbenchError(
+                    f"unknown scripted protocol {protocol!r}: expected scripted or "
+                    + ", ".join(f"scripted/{p}" for p in SCRIPTED_PROTOCOLS)
+                )
+            return cls("scripted", protocol)
         provider, sep, model = text.partition("/")
         if not sep or not model or provider not in KNOWN_PROVIDERS:
             known = ", ".join(f"{p}/<model>" for p in KNOWN_PROVIDERS if p != "scripted")

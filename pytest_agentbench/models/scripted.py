@@ -1,8 +1,9 @@
-"""The ``scripted`` model: the Chat Completions client pointed at the scripted provider.
+"""The ``scripted`` model: a protocol client pointed at the scripted provider.
 
 Each request names its task's script and turn in headers, so replies do not depend on
 the order requests arrive in (rollouts run concurrently, and under xdist from several
-processes). ``prepare`` registers the tasks' replies before they run.
+processes). ``prepare`` registers the tasks' replies before they run. ``scripted`` speaks
+Chat Completions; ``scripted/anthropic`` and ``scripted/openai-responses`` the others.
 """
 
 from __future__ import annotations
@@ -14,22 +15,26 @@ from typing import Any
 import httpx
 
 from pytest_agentbench.errors import ProviderError, SuiteError, TransportError
-from pytest_agentbench.models.base import ModelRequest, ModelSpec
+from pytest_agentbench.models.anthropic import AnthropicClient
+from pytest_agentbench.models.base import ModelClient, ModelRequest, ModelSpec
 from pytest_agentbench.models.openai_chat import OpenAIChatClient
+from pytest_agentbench.models.openai_responses import OpenAIResponsesClient
 from pytest_agentbench.scripted.script import Reply
 
 REGISTER_TIMEOUT_S = 30.0
 
 
-class ScriptedClient(OpenAIChatClient):
-    """A client of the scripted server at ``base_url`` (``http://127.0.0.1:PORT/v1``).
-    It never sends an API key and ignores proxy settings from the environment."""
+class _ScriptBook:
+    """What a scripted client adds to a protocol client: script headers and registration.
+    Mixed in before the protocol client, whose ``_http`` and ``base_url`` it uses."""
 
-    def __init__(self, spec: ModelSpec, base_url: str) -> None:
-        super().__init__(spec, base_url, None, trust_env=False)
+    _http: httpx.Client
+    base_url: str
+
+    def _init_book(self) -> None:
         self.admin_url = self.base_url.removesuffix("/v1")
         self._registered: set[str] = set()
-        self._lock = threading.Lock()
+        self._book_lock = threading.Lock()
 
     def request_headers(self, request: ModelRequest) -> dict[str, str]:
         if request.script_key is None:
@@ -42,7 +47,7 @@ class ScriptedClient(OpenAIChatClient):
         Raises SuiteError for a reply the server could not play (naming the suite file,
         task and index), ProviderError / TransportError when the server refuses or is down.
         """
-        with self._lock:
+        with self._book_lock:
             scripts: dict[str, list[Any]] = {}
             for task in tasks:
                 if task.key in self._registered or task.key in scripts or not task.scripted:
@@ -72,3 +77,37 @@ class ScriptedClient(OpenAIChatClient):
                     status=response.status_code,
                 )
             self._registered.update(scripts)
+
+
+class ScriptedClient(_ScriptBook, OpenAIChatClient):
+    """Chat Completions against the scripted server at ``base_url``
+    (``http://127.0.0.1:PORT/v1``). Never sends an API key; ignores proxy settings."""
+
+    def __init__(self, spec: ModelSpec, base_url: str) -> None:
+        OpenAIChatClient.__init__(self, spec, base_url, None, trust_env=False)
+        self._init_book()
+
+
+class ScriptedResponsesClient(_ScriptBook, OpenAIResponsesClient):
+    """The OpenAI Responses protocol against the scripted server."""
+
+    def __init__(self, spec: ModelSpec, base_url: str) -> None:
+        OpenAIResponsesClient.__init__(self, spec, base_url, None, trust_env=False)
+        self._init_book()
+
+
+class ScriptedAnthropicClient(_ScriptBook, AnthropicClient):
+    """The Anthropic Messages protocol against the scripted server."""
+
+    def __init__(self, spec: ModelSpec, base_url: str) -> None:
+        AnthropicClient.__init__(self, spec, base_url, None, trust_env=False)
+        self._init_book()
+
+
+def scripted_client(spec: ModelSpec, base_url: str) -> ModelClient:
+    """The scripted client speaking the protocol ``spec`` names (``scripted/<protocol>``)."""
+    if spec.model == "anthropic":
+        return ScriptedAnthropicClient(spec, base_url)
+    if spec.model == "openai-responses":
+        return ScriptedResponsesClient(spec, base_url)
+    return ScriptedClient(spec, base_url)

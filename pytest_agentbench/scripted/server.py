@@ -27,7 +27,9 @@ from typing import Any
 
 from pytest_agentbench.scripted.script import Reply, parse_replies, parse_scripts
 from pytest_agentbench.scripted.wire import Wire
+from pytest_agentbench.scripted.wire_anthropic import ANTHROPIC_WIRE
 from pytest_agentbench.scripted.wire_chat import CHAT_WIRE
+from pytest_agentbench.scripted.wire_responses import RESPONSES_WIRE
 
 REDACTED_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key")
 _BATCH_BYTES = 16384
@@ -35,6 +37,8 @@ _BATCH_BYTES = 16384
 #: The generation endpoints, by path below ``/v1``, and the protocol each speaks.
 WIRES: dict[str, Wire] = {
     "/chat/completions": CHAT_WIRE,
+    "/messages": ANTHROPIC_WIRE,
+    "/responses": RESPONSES_WIRE,
 }
 
 

@@ -1,0 +1,513 @@
+"""Anthropic Messages over httpx (``POST /v1/messages``), streaming (named SSE events) and
+not, with thinking blocks and tool use.
+
+Same contract as the Chat Completions client: one reused ``httpx.Client``; a request's
+``timeout_s`` is its total wall time, enforced by httpx timeouts up to the first byte and
+by a watchdog after it; every raised ModelError carries ``partial`` and ``retry_after``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from pytest_agentbench.errors import (
+    ModelError,
+    ModelTimeout,
+    ProviderError,
+    RateLimited,
+    TransportError,
+)
+from pytest_agentbench.models.base import (
+    EventSink,
+    FinishReason,
+    Generation,
+    ModelRequest,
+    ModelSpec,
+    StreamEvent,
+    ToolCall,
+)
+from pytest_agentbench.models.http import (
+    CONNECT_TIMEOUT_S,
+    ERROR_BODY_LIMIT,
+    RATE_LIMIT_STATUSES,
+    Watchdog,
+    error_detail,
+    public_url,
+    retry_after_seconds,
+    timeout_for,
+)
+from pytest_agentbench.models.sse import SSEEvent, SSEParser
+from pytest_agentbench.models.usage import normalise_anthropic_usage, recovered_usage
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+#: ``max_tokens`` is required by the API; this is sent when the request sets none.
+DEFAULT_MAX_TOKENS = 4096
+ANTHROPIC_VERSION = "2023-06-01"
+
+_STOP_REASONS: dict[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+    "refusal": "content_filter",
+}
+
+#: The status an error type stands for, for an ``error`` event inside a 200 stream.
+_ERROR_STATUSES = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
+
+
+def map_stop_reason(native: Any) -> FinishReason | None:
+    """Anthropic's stop reason in the closed set; None when none was reported."""
+    if not native:
+        return None
+    return _STOP_REASONS.get(str(native), "other")
+
+
+def _tool_input(arguments: Any) -> dict[str, Any]:
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return {}
+    return dict(arguments) if isinstance(arguments, Mapping) else {}
+
+
+def anthropic_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The neutral turns as Messages API turns: an assistant's tool calls become
+    ``tool_use`` blocks after its text; tool results become ``tool_result`` blocks of a
+    user turn, consecutive results sharing one turn; other turns pass as they are."""
+    out: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] | None = None
+    for message in messages:
+        role = message.get("role")
+        if role == "tool":
+            block = {
+                "type": "tool_result",
+                "tool_use_id": message.get("tool_call_id", ""),
+                "content": message.get("content", ""),
+                "is_error": bool(message.get("is_error", False)),
+            }
+            if results is None:
+                results = []
+                out.append({"role": "user", "content": results})
+            results.append(block)
+            continue
+        results = None
+        content = message.get("content", "")
+        calls = message.get("tool_calls")
+        if role == "assistant" and calls:
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": content}] if content else []
+            blocks += [
+                {
+                    "type": "tool_use",
+                    "id": call["id"],
+                    "name": call["name"],
+                    "input": _tool_input(call.get("arguments")),
+                }
+                for call in calls
+            ]
+            out.append({"role": "assistant", "content": blocks})
+        else:
+            out.append({"role": role, "content": content})
+    return out
+
+
+@dataclass
+class _ToolBlock:
+    """A tool_use block: ``input`` as the block carried it (whole when not streamed, ``{}``
+    at a streamed start), ``parts`` the streamed input_json_delta pieces."""
+
+    position: int
+    id: str
+    name: str
+    input: Any = None
+    parts: list[str] = field(default_factory=list)
+
+    @property
+    def raw(self) -> str:
+        if self.parts or self.input is None:
+            return "".join(self.parts)
+        if isinstance(self.input, str):
+            return self.input
+        return json.dumps(self.input, ensure_ascii=False)
+
+    def call(self) -> ToolCall:
+        """The ToolCall; arguments None unless the input is a JSON object (a string
+        ``input`` is malformed even when it holds JSON: the API sends an object)."""
+        value = self.input
+        if self.parts:
+            try:
+                value = json.loads(self.raw)
+            except ValueError:
+                value = None
+        arguments = value if isinstance(value, dict) else None
+        return ToolCall(self.id, self.name, arguments, self.raw)
+
+
+@dataclass
+class _Received:
+    """What has arrived so far for one request (kept for the partial on failure).
+    ``usage`` is message_start's usage updated by message_delta's (``final`` once it is)."""
+
+    status: int | None = None
+    text: list[str] = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)
+    tools: dict[int, _ToolBlock] = field(default_factory=dict)
+    stop_reason: str | None = None
+    usage: dict[str, Any] | None = None
+    final: bool = False
+    done: bool = False
+
+    @property
+    def anything(self) -> bool:
+        return bool(self.text or self.thinking or self.tools or self.usage or self.stop_reason)
+
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return tuple(block.call() for block in self.tools.values())
+
+
+class AnthropicClient:
+    """A ModelClient for ``POST {base_url}/v1/messages`` (``base_url`` like
+    ``https://api.anthropic.com``; one ending in ``/v1`` works too).
+
+    ``generate`` raises ProviderError (RateLimited for 429/529 and an ``overloaded_error``
+    or ``rate_limit_error`` event mid-stream), TransportError, or ModelTimeout. The API key
+    is sent as ``x-api-key`` and appears nowhere else.
+    """
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        extra_headers: Mapping[str, str] | None = None,
+        trust_env: bool = True,
+        anthropic_version: str = ANTHROPIC_VERSION,
+    ) -> None:
+        self.spec = spec
+        self.base_url = base_url.rstrip("/")
+        self.endpoint = f"{self.base_url.removesuffix('/v1')}/v1/messages"
+        self.public_endpoint = public_url(self.endpoint)
+        headers = {"user-agent": "pytest-agentbench", "anthropic-version": anthropic_version}
+        headers.update(extra_headers or {})
+        if api_key:
+            headers["x-api-key"] = api_key
+        self._http = httpx.Client(
+            headers=headers,
+            http1=True,
+            http2=False,
+            trust_env=trust_env,
+            limits=httpx.Limits(max_connections=512, max_keepalive_connections=128),
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.spec.label!r}, {self.public_endpoint!r})"
+
+    def prepare(self, tasks: Iterable[Any]) -> None:
+        """Nothing to prepare for a real provider."""
+
+    def close(self) -> None:
+        self._http.close()
+
+    def build_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The Messages request body for ``request`` (tools without a description omit it)."""
+        body: dict[str, Any] = {
+            "model": self.spec.model,
+            "max_tokens": DEFAULT_MAX_TOKENS if request.max_tokens is None else request.max_tokens,
+        }
+        if request.system:
+            body["system"] = request.system
+        body["messages"] = anthropic_messages(request.messages)
+        if request.tools:
+            body["tools"] = [
+                {
+                    "name": tool.name,
+                    **({"description": tool.description} if tool.description else {}),
+                    "input_schema": dict(tool.parameters),
+                }
+                for tool in request.tools
+            ]
+        body["stream"] = request.stream
+        return body
+
+    def request_headers(self, request: ModelRequest) -> dict[str, str]:
+        """Headers specific to one request (none here; the scripted client adds some)."""
+        return {}
+
+    def generate(self, request: ModelRequest, on_event: EventSink | None = None) -> Generation:
+        """One request, no retries. Exceptions raised by ``on_event`` propagate unchanged."""
+        body = self.build_body(request)
+        started = time.monotonic()
+        deadline = started + request.timeout_s if request.timeout_s is not None else None
+        received = _Received()
+        watchdog = Watchdog(deadline)
+        emit = on_event or (lambda event: None)
+        try:
+            with self._http.stream(
+                "POST",
+                self.endpoint,
+                json=body,
+                headers=self.request_headers(request),
+                timeout=timeout_for(deadline),
+            ) as response:
+                received.status = response.status_code
+                if response.status_code >= 400:
+                    raise self._status_error(response)
+                watchdog.arm(response)
+                if request.stream:
+                    self._read_stream(response, received, emit)
+                else:
+                    self._read_message(response, received, emit)
+        except ModelError as exc:
+            error = self._timeout_error(request) if watchdog.fired else exc
+            raise self._with_partial(error, received, body, started) from None
+        except httpx.HTTPError as exc:
+            error = self._transport_error(exc, request, deadline, watchdog.fired)
+            raise self._with_partial(error, received, body, started) from exc
+        finally:
+            watchdog.finish()
+        return self._generation(received, body, started)
+
+    def _read_stream(self, response: httpx.Response, received: _Received, emit: EventSink) -> None:
+        parser = SSEParser()
+        for chunk in response.iter_bytes():
+            for event in parser.feed(chunk):
+                if not received.done:
+                    self._on_stream_event(event, received, emit)
+        if not received.done and received.stop_reason is None:
+            raise TransportError(
+                f"{self.spec.label}: the stream from {self.public_endpoint} ended before "
+                "its finish (no message_delta stop_reason, no message_stop)",
+                endpoint=self.public_endpoint,
+                status=received.status,
+            )
+
+    def _on_stream_event(self, event: SSEEvent, received: _Received, emit: EventSink) -> None:
+        data = self._decode(event.data, f"{event.event} event")
+        kind = data.get("type", event.event)
+        index = data.get("index")
+        if kind == "message_start":
+            message = data.get("message")
+            usage = message.get("usage") if isinstance(message, Mapping) else None
+            if isinstance(usage, Mapping):
+                received.usage = dict(usage)
+                emit(StreamEvent("usage", data=dict(received.usage)))
+        elif kind == "content_block_start":
+            block = data.get("content_block")
+            if isinstance(block, Mapping) and isinstance(index, int):
+                self._take_block(index, block, received, emit)
+        elif kind == "content_block_delta":
+            delta = data.get("delta")
+            if isinstance(delta, Mapping) and isinstance(index, int):
+                self._take_delta(index, delta, received, emit)
+        elif kind == "message_delta":
+            usage = data.get("usage")
+            if isinstance(usage, Mapping):
+                received.usage = {**(received.usage or {}), **usage}
+                received.final = True
+                emit(StreamEvent("usage", data=dict(received.usage)))
+            delta = data.get("delta")
+            if isinstance(delta, Mapping) and delta.get("stop_reason"):
+                self._take_stop(delta["stop_reason"], received, emit)
+        elif kind == "message_stop":
+            received.done = True
+
+    def _read_message(self, response: httpx.Response, received: _Received, emit: EventSink) -> None:
+        """A non-streamed message; its parts are emitted once each, like a stream would."""
+        message = self._decode(response.read().decode("utf-8", "replace"), "response")
+        content = message.get("content")
+        for index, block in enumerate(content if isinstance(content, list) else ()):
+            if isinstance(block, Mapping):
+                self._take_block(index, block, received, emit)
+        usage = message.get("usage")
+        if isinstance(usage, Mapping):
+            received.usage = dict(usage)
+            received.final = True
+            emit(StreamEvent("usage", data=dict(received.usage)))
+        if message.get("stop_reason"):
+            self._take_stop(message["stop_reason"], received, emit)
+        received.done = True
+
+    def _take_block(
+        self, index: int, block: Mapping[str, Any], received: _Received, emit: EventSink
+    ) -> None:
+        """A content block as it starts (streamed) or whole (not streamed)."""
+        kind = block.get("type")
+        if kind in ("text", "thinking"):
+            self._take_delta(index, {"type": kind, kind: block.get(kind)}, received, emit)
+        elif kind == "tool_use":
+            position = len(received.tools)
+            tool = _ToolBlock(position, str(block.get("id", "")), str(block.get("name", "")))
+            tool.input = block.get("input")
+            received.tools[index] = tool
+            raw = "" if tool.input == {} else tool.raw
+            data = {"index": position, "id": tool.id, "name": tool.name, "arguments_delta": raw}
+            emit(StreamEvent("tool_call", data=data))
+
+    def _take_delta(
+        self, index: int, delta: Mapping[str, Any], received: _Received, emit: EventSink
+    ) -> None:
+        kind = delta.get("type")
+        if kind in ("text", "text_delta") and isinstance(delta.get("text"), str):
+            if delta["text"]:
+                received.text.append(delta["text"])
+                emit(StreamEvent("text", delta["text"]))
+        elif kind in ("thinking", "thinking_delta") and isinstance(delta.get("thinking"), str):
+            if delta["thinking"]:
+                received.thinking.append(delta["thinking"])
+                emit(StreamEvent("thinking", delta["thinking"]))
+        elif kind == "input_json_delta" and index in received.tools:
+            piece = delta.get("partial_json")
+            if isinstance(piece, str) and piece:
+                tool = received.tools[index]
+                tool.parts.append(piece)
+                data = {"index": tool.position, "id": tool.id, "name": tool.name}
+                emit(StreamEvent("tool_call", data={**data, "arguments_delta": piece}))
+
+    def _take_stop(self, native: Any, received: _Received, emit: EventSink) -> None:
+        received.stop_reason = str(native)
+        emit(StreamEvent("finish", data={"finish_reason": map_stop_reason(native)}))
+
+    def _decode(self, data: str, what: str) -> dict[str, Any]:
+        """Parse one JSON object from the provider; an ``error`` object becomes an error."""
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            obj = None
+        if not isinstance(obj, dict):
+            raise TransportError(
+                f"{self.spec.label}: malformed {what} from {self.public_endpoint}: "
+                f"{error_detail(data)}",
+                endpoint=self.public_endpoint,
+            )
+        if obj.get("type") == "error" or "error" in obj:
+            error = obj.get("error")
+            error_type = error.get("type") if isinstance(error, Mapping) else None
+            status = _ERROR_STATUSES.get(str(error_type))
+            kind = RateLimited if status in RATE_LIMIT_STATUSES else ProviderError
+            raise kind(
+                f"{self.spec.label}: {error_type or 'error'} in the {what} from "
+                f"{self.public_endpoint}: {error_detail(data)}",
+                endpoint=self.public_endpoint,
+                status=status,
+            )
+        return obj
+
+    def _status_error(self, response: httpx.Response) -> ProviderError:
+        raw = bytearray()
+        for chunk in response.iter_bytes():
+            raw += chunk
+            if len(raw) >= ERROR_BODY_LIMIT:
+                break
+        status = response.status_code
+        kind = RateLimited if status in RATE_LIMIT_STATUSES else ProviderError
+        error = kind(
+            f"{self.spec.label}: HTTP {status} from {self.public_endpoint}: "
+            f"{error_detail(raw.decode('utf-8', 'replace'))}",
+            endpoint=self.public_endpoint,
+            status=status,
+        )
+        error.retry_after = retry_after_seconds(response.headers)  # type: ignore[attr-defined]
+        return error
+
+    def _timeout_error(self, request: ModelRequest) -> ModelTimeout:
+        return ModelTimeout(
+            f"{self.spec.label}: no complete reply from {self.public_endpoint} within the "
+            f"{request.timeout_s:g} s deadline",
+            endpoint=self.public_endpoint,
+        )
+
+    def _transport_error(
+        self, exc: httpx.HTTPError, request: ModelRequest, deadline: float | None, fired: bool
+    ) -> ModelError:
+        past_deadline = deadline is not None and time.monotonic() >= deadline - 0.001
+        if fired or (isinstance(exc, httpx.TimeoutException) and past_deadline):
+            return self._timeout_error(request)
+        if isinstance(exc, httpx.TimeoutException):
+            what = "could not connect" if isinstance(exc, httpx.ConnectTimeout) else "timed out"
+            return TransportError(
+                f"{self.spec.label}: {what} to {self.public_endpoint} "
+                f"within {CONNECT_TIMEOUT_S:g} s",
+                endpoint=self.public_endpoint,
+            )
+        if isinstance(exc, httpx.ConnectError):
+            what = f"cannot connect to {self.public_endpoint}"
+        else:
+            what = f"the connection to {self.public_endpoint} broke"
+        detail = " ".join(str(exc).split()) or type(exc).__name__
+        return TransportError(f"{self.spec.label}: {what}: {detail}", endpoint=self.public_endpoint)
+
+    def _with_partial(
+        self, error: ModelError, received: _Received, body: dict[str, Any], started: float
+    ) -> ModelError:
+        partial = None
+        if received.anything:
+            partial = self._generation(received, body, started, error=str(error))
+        error.partial = partial  # type: ignore[attr-defined]
+        if not hasattr(error, "retry_after"):
+            error.retry_after = None  # type: ignore[attr-defined]
+        return error
+
+    def _generation(
+        self,
+        received: _Received,
+        body: dict[str, Any],
+        started: float,
+        error: str | None = None,
+    ) -> Generation:
+        """The Generation of what arrived. Before message_delta, ``output_tokens`` is only
+        message_start's placeholder, so output is counted from the text and flagged."""
+        text = "".join(received.text)
+        thinking = "".join(received.thinking)
+        usage = normalise_anthropic_usage(received.usage)
+        if not received.final:
+            counted = recovered_usage(text, thinking)
+            parts = (usage.input, usage.cache_read, usage.cache_write, counted.output)
+            total = sum(p for p in parts if p is not None) if None not in parts else None
+            usage = dataclasses.replace(usage, output=counted.output, total=total, recovered=True)
+        tool_calls = received.tool_calls()
+        elapsed = time.monotonic() - started
+        reply: dict[str, Any] = {
+            "status": received.status,
+            "text": text,
+            "thinking": thinking,
+            "tool_calls": [
+                {"id": call.id, "name": call.name, "arguments": call.raw_arguments}
+                for call in tool_calls
+            ],
+            "stop_reason": received.stop_reason,
+            "usage": received.usage,
+        }
+        if error is not None:
+            reply["error"] = error
+        return Generation(
+            text=text,
+            thinking=thinking,
+            tool_calls=tool_calls,
+            finish_reason=map_stop_reason(received.stop_reason),
+            usage=usage,
+            usage_native=received.usage,
+            exchange={
+                "request": {"url": self.public_endpoint, "body": body},
+                "response": reply,
+                "elapsed_s": round(elapsed, 3),
+            },
+            elapsed_s=elapsed,
+        )

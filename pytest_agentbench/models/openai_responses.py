@@ -1,0 +1,507 @@
+"""OpenAI Responses (``POST {base_url}/responses``) over httpx, streaming (typed SSE events)
+and not.
+
+Same contract as the Chat Completions client: one reused ``httpx.Client``, ``timeout_s``
+as the request's total wall time enforced by a watchdog, and every failure a ModelError
+carrying ``partial`` and ``retry_after``. Thinking is the reasoning summary (or raw
+reasoning text, as some compatible servers send it); the model returns summaries only
+when asked to, so a plain request to a hosted reasoning model may think without saying.
+Requests are sent with ``store: false``: a benchmark keeps no state on the provider.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from pytest_agentbench.errors import (
+    ModelError,
+    ModelTimeout,
+    ProviderError,
+    RateLimited,
+    TransportError,
+)
+from pytest_agentbench.models.base import (
+    EventSink,
+    FinishReason,
+    Generation,
+    ModelRequest,
+    ModelSpec,
+    StreamEvent,
+    ToolCall,
+)
+from pytest_agentbench.models.http import (
+    CONNECT_TIMEOUT_S,
+    ERROR_BODY_LIMIT,
+    RATE_LIMIT_STATUSES,
+    Watchdog,
+    error_detail,
+    public_url,
+    retry_after_seconds,
+    timeout_for,
+)
+from pytest_agentbench.models.sse import SSEEvent, SSEParser
+from pytest_agentbench.models.usage import normalise_responses_usage, recovered_usage
+
+_INCOMPLETE: dict[str, FinishReason] = {
+    "max_output_tokens": "length",
+    "content_filter": "content_filter",
+}
+_THINKING_DELTAS = ("response.reasoning_summary_text.delta", "response.reasoning_text.delta")
+_FINAL_EVENTS = ("response.completed", "response.incomplete")
+_RATE_LIMIT_CODES = ("rate_limit_exceeded", "rate_limit_error", "overloaded_error")
+
+
+def map_finish_reason(
+    status: str | None, incomplete_reason: str | None, has_tool_calls: bool
+) -> FinishReason | None:
+    """A response's ``status`` (and ``incomplete_details.reason``) in the closed set; None
+    when the response never finished."""
+    if status is None:
+        return None
+    if status == "completed":
+        return "tool_calls" if has_tool_calls else "stop"
+    if status == "incomplete":
+        return _INCOMPLETE.get(incomplete_reason or "", "other")
+    return "other"
+
+
+@dataclass
+class _Call:
+    """One function call as it arrives: ``call_id`` and name first, arguments in pieces."""
+
+    index: int
+    call_id: str
+    name: str
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Received:
+    """What has arrived so far for one request (kept for the partial on failure)."""
+
+    status: int | None = None
+    text: list[str] = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)
+    calls: dict[Any, _Call] = field(default_factory=dict)
+    thinking_part: tuple[Any, Any] | None = None
+    response_status: str | None = None
+    incomplete_reason: str | None = None
+    usage: dict[str, Any] | None = None
+
+    @property
+    def anything(self) -> bool:
+        return bool(self.text or self.thinking or self.calls or self.usage)
+
+    def add_thinking(self, part: tuple[Any, Any], delta: str, emit: EventSink) -> None:
+        """Summary parts are separate paragraphs: a new part starts after a blank line."""
+        if self.thinking and part != self.thinking_part:
+            delta = "\n\n" + delta
+        self.thinking_part = part
+        self.thinking.append(delta)
+        emit(StreamEvent("thinking", delta))
+
+    def add_call(self, output_index: Any, item: Mapping[str, Any], emit: EventSink) -> _Call:
+        call = _Call(len(self.calls), str(item.get("call_id") or ""), str(item.get("name") or ""))
+        self.calls[output_index] = call
+        self.add_arguments(call, "", emit)
+        return call
+
+    @staticmethod
+    def add_arguments(call: _Call, delta: str, emit: EventSink) -> None:
+        call.arguments.append(delta)
+        data = {"index": call.index, "id": call.call_id, "name": call.name}
+        emit(StreamEvent("tool_call", data={**data, "arguments_delta": delta}))
+
+
+def _tool_call(call: _Call) -> ToolCall:
+    raw = "".join(call.arguments)
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    return ToolCall(
+        id=call.call_id,
+        name=call.name,
+        arguments=parsed if isinstance(parsed, dict) else None,
+        raw_arguments=raw,
+    )
+
+
+def _input_items(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Neutral messages as Responses input items: assistant tool calls become
+    ``function_call`` items after the assistant's text, tool results
+    ``function_call_output`` items (the API has no error flag; the text says it)."""
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "tool":
+            output = message.get("content", "")
+            call_id = message.get("tool_call_id")
+            items.append({"type": "function_call_output", "call_id": call_id, "output": output})
+            continue
+        content = message.get("content")
+        calls = message.get("tool_calls") or ()
+        if content or not calls:
+            items.append({"role": role, "content": content or ""})
+        for call in calls:
+            arguments = call.get("arguments")
+            if not isinstance(arguments, str):
+                arguments = json.dumps(arguments if arguments is not None else {})
+            call_id, name = call.get("id"), call.get("name")
+            items.append(
+                {"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments}
+            )
+    return items
+
+
+class OpenAIResponsesClient:
+    """A ModelClient for ``POST {base_url}/responses`` (base URL like
+    ``https://api.openai.com/v1``).
+
+    ``generate`` raises ProviderError (RateLimited for 429/529 or a rate-limit error
+    event; ``retry_after`` holds the server's Retry-After in seconds or None),
+    TransportError, or ModelTimeout; each carries ``partial``: a Generation of what
+    arrived before the failure, or None. The API key is sent as ``Authorization: Bearer``
+    and appears nowhere else.
+    """
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        extra_headers: Mapping[str, str] | None = None,
+        trust_env: bool = True,
+    ) -> None:
+        self.spec = spec
+        self.base_url = base_url.rstrip("/")
+        self.endpoint = f"{self.base_url}/responses"
+        self.public_endpoint = public_url(self.endpoint)
+        headers = {"user-agent": "pytest-agentbench", **(extra_headers or {})}
+        if api_key:
+            headers["authorization"] = f"Bearer {api_key}"
+        self._http = httpx.Client(
+            headers=headers,
+            http1=True,
+            http2=False,
+            trust_env=trust_env,
+            limits=httpx.Limits(max_connections=512, max_keepalive_connections=128),
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.spec.label!r}, {self.public_endpoint!r})"
+
+    def prepare(self, tasks: Iterable[Any]) -> None:
+        """Nothing to prepare for a real provider."""
+
+    def close(self) -> None:
+        self._http.close()
+
+    def build_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The Responses request body for ``request``. Tools are sent with ``strict:
+        false``: the API would otherwise enforce strict mode, which rejects schemas with
+        optional properties, and tools behave as they do over Chat Completions."""
+        body: dict[str, Any] = {"model": self.spec.model}
+        if request.system:
+            body["instructions"] = request.system
+        body["input"] = _input_items(request.messages)
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": dict(tool.parameters),
+                    "strict": False,
+                }
+                for tool in request.tools
+            ]
+        if request.max_tokens is not None:
+            body["max_output_tokens"] = request.max_tokens
+        body["stream"] = request.stream
+        body["store"] = False
+        return body
+
+    def request_headers(self, request: ModelRequest) -> dict[str, str]:
+        """Headers specific to one request (none here; a scripted variant adds some)."""
+        return {}
+
+    def generate(self, request: ModelRequest, on_event: EventSink | None = None) -> Generation:
+        """One request, no retries. Exceptions raised by ``on_event`` propagate unchanged
+        (that is how a caller cancels a stream)."""
+        body = self.build_body(request)
+        started = time.monotonic()
+        deadline = started + request.timeout_s if request.timeout_s is not None else None
+        received = _Received()
+        watchdog = Watchdog(deadline)
+        emit = on_event or (lambda event: None)
+        try:
+            with self._http.stream(
+                "POST",
+                self.endpoint,
+                json=body,
+                headers=self.request_headers(request),
+                timeout=timeout_for(deadline),
+            ) as response:
+                received.status = response.status_code
+                if response.status_code >= 400:
+                    raise self._status_error(response)
+                watchdog.arm(response)
+                if request.stream:
+                    self._read_stream(response, received, emit)
+                else:
+                    self._read_json(response, received, emit)
+        except ModelError as exc:
+            error = self._timeout_error(request) if watchdog.fired else exc
+            raise self._with_partial(error, received, body, started) from None
+        except httpx.HTTPError as exc:
+            error = self._transport_error(exc, request, deadline, watchdog.fired)
+            raise self._with_partial(error, received, body, started) from exc
+        finally:
+            watchdog.finish()
+        return self._generation(received, body, started)
+
+    def _read_stream(self, response: httpx.Response, received: _Received, emit: EventSink) -> None:
+        parser = SSEParser()
+        for chunk in response.iter_bytes():
+            for event in parser.feed(chunk):
+                if received.response_status is None:
+                    self._on_stream_event(event, received, emit)
+        if received.response_status is None:
+            raise TransportError(
+                f"{self.spec.label}: the stream from {self.public_endpoint} ended before "
+                "its finish (no response.completed or response.incomplete)",
+                endpoint=self.public_endpoint,
+                status=received.status,
+            )
+
+    def _on_stream_event(self, event: SSEEvent, received: _Received, emit: EventSink) -> None:
+        data = self._decode(event.data, "stream event")
+        kind = data.get("type") or event.event
+        if kind == "response.output_text.delta":
+            delta = str(data.get("delta") or "")
+            received.text.append(delta)
+            emit(StreamEvent("text", delta))
+        elif kind in _THINKING_DELTAS:
+            part = (data.get("item_id"), data.get("summary_index", data.get("content_index")))
+            received.add_thinking(part, str(data.get("delta") or ""), emit)
+        elif kind == "response.function_call_arguments.delta":
+            call = received.calls.get(data.get("output_index"))
+            if call is not None:
+                received.add_arguments(call, str(data.get("delta") or ""), emit)
+        elif kind in ("response.output_item.added", "response.output_item.done"):
+            item = data.get("item")
+            index = data.get("output_index")
+            if isinstance(item, Mapping) and item.get("type") == "function_call":
+                call = received.calls.get(index) or received.add_call(index, item, emit)
+                self._complete_arguments(call, item.get("arguments"), emit)
+        elif kind in _FINAL_EVENTS:
+            final = data.get("response")
+            self._take_final(final if isinstance(final, Mapping) else {}, received, emit)
+        elif kind == "response.failed":
+            final = data.get("response")
+            error = final.get("error") if isinstance(final, Mapping) else None
+            raise self._event_error(error if isinstance(error, Mapping) else {}, "response.failed")
+        elif kind == "error":
+            raise self._event_error(data, "error event")
+
+    @staticmethod
+    def _complete_arguments(call: _Call, arguments: Any, emit: EventSink) -> None:
+        """A finished item's arguments: whatever the deltas have not delivered yet."""
+        sent = "".join(call.arguments)
+        if isinstance(arguments, str) and arguments != sent and arguments.startswith(sent):
+            _Received.add_arguments(call, arguments[len(sent) :], emit)
+
+    def _read_json(self, response: httpx.Response, received: _Received, emit: EventSink) -> None:
+        """A non-streamed response; its parts are emitted once each, like a stream would."""
+        obj = self._decode(response.read().decode("utf-8", "replace"), "response")
+        if obj.get("status") == "failed":
+            error = obj.get("error")
+            raise self._event_error(error if isinstance(error, Mapping) else {}, "response")
+        self._take_final(obj, received, emit)
+
+    def _take_final(self, obj: Mapping[str, Any], received: _Received, emit: EventSink) -> None:
+        """The finished response: usage, status, and any channel the stream did not
+        deliver (some compatible servers send only the final output)."""
+        text, thinking, calls = map(bool, (received.text, received.thinking, received.calls))
+        output = obj.get("output")
+        for index, item in enumerate(output if isinstance(output, list) else ()):
+            if not isinstance(item, Mapping):
+                continue
+            kind = item.get("type")
+            if kind == "reasoning" and not thinking:
+                for number, part in enumerate(_parts(item, "summary") or _parts(item, "content")):
+                    received.add_thinking((index, number), part, emit)
+            elif kind == "message" and not text:
+                for part in _parts(item, "content", "output_text"):
+                    received.text.append(part)
+                    emit(StreamEvent("text", part))
+            elif kind == "function_call" and not calls:
+                call = received.add_call(index, item, emit)
+                self._complete_arguments(call, item.get("arguments"), emit)
+        usage = obj.get("usage")
+        if isinstance(usage, dict):
+            received.usage = usage
+            emit(StreamEvent("usage", data=usage))
+        details = obj.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, Mapping) else None
+        received.incomplete_reason = str(reason) if reason else None
+        received.response_status = str(obj.get("status") or "completed")
+        finish = map_finish_reason(
+            received.response_status, received.incomplete_reason, bool(received.calls)
+        )
+        emit(StreamEvent("finish", data={"finish_reason": finish}))
+
+    def _decode(self, data: str, what: str) -> dict[str, Any]:
+        """Parse one JSON object from the provider; an ``error`` object becomes an error."""
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            obj = None
+        if not isinstance(obj, dict):
+            raise TransportError(
+                f"{self.spec.label}: malformed {what} from {self.public_endpoint}: "
+                f"{error_detail(data)}",
+                endpoint=self.public_endpoint,
+            )
+        error = obj.get("error")
+        if isinstance(error, Mapping) and error and obj.get("type") is None:
+            raise self._event_error(error, what)
+        return obj
+
+    def _event_error(self, error: Mapping[str, Any], what: str) -> ProviderError:
+        """An error the provider reported inside a 200 response (``response.failed``, an
+        ``error`` event, a failed response object)."""
+        code = error.get("code")
+        kind = RateLimited if code in _RATE_LIMIT_CODES else ProviderError
+        message = " ".join(str(error.get("message") or "(no message)").split())
+        label = f" ({code})" if code else ""
+        return kind(
+            f"{self.spec.label}: {what} from {self.public_endpoint}{label}: {message}",
+            endpoint=self.public_endpoint,
+        )
+
+    def _status_error(self, response: httpx.Response) -> ProviderError:
+        raw = bytearray()
+        for chunk in response.iter_bytes():
+            raw += chunk
+            if len(raw) >= ERROR_BODY_LIMIT:
+                break
+        status = response.status_code
+        kind = RateLimited if status in RATE_LIMIT_STATUSES else ProviderError
+        error = kind(
+            f"{self.spec.label}: HTTP {status} from {self.public_endpoint}: "
+            f"{error_detail(raw.decode('utf-8', 'replace'))}",
+            endpoint=self.public_endpoint,
+            status=status,
+        )
+        error.retry_after = retry_after_seconds(response.headers)  # type: ignore[attr-defined]
+        return error
+
+    def _timeout_error(self, request: ModelRequest) -> ModelTimeout:
+        return ModelTimeout(
+            f"{self.spec.label}: no complete reply from {self.public_endpoint} within the "
+            f"{request.timeout_s:g} s deadline",
+            endpoint=self.public_endpoint,
+        )
+
+    def _transport_error(
+        self, exc: httpx.HTTPError, request: ModelRequest, deadline: float | None, fired: bool
+    ) -> ModelError:
+        past_deadline = deadline is not None and time.monotonic() >= deadline - 0.001
+        if fired or (isinstance(exc, httpx.TimeoutException) and past_deadline):
+            return self._timeout_error(request)
+        if isinstance(exc, httpx.TimeoutException):
+            what = "could not connect" if isinstance(exc, httpx.ConnectTimeout) else "timed out"
+            return TransportError(
+                f"{self.spec.label}: {what} to {self.public_endpoint} "
+                f"within {CONNECT_TIMEOUT_S:g} s",
+                endpoint=self.public_endpoint,
+            )
+        if isinstance(exc, httpx.ConnectError):
+            what = f"cannot connect to {self.public_endpoint}"
+        else:
+            what = f"the connection to {self.public_endpoint} broke"
+        detail = " ".join(str(exc).split()) or type(exc).__name__
+        return TransportError(f"{self.spec.label}: {what}: {detail}", endpoint=self.public_endpoint)
+
+    def _with_partial(
+        self, error: ModelError, received: _Received, body: dict[str, Any], started: float
+    ) -> ModelError:
+        partial = None
+        if received.anything:
+            partial = self._generation(received, body, started, error=str(error))
+        error.partial = partial  # type: ignore[attr-defined]
+        if not hasattr(error, "retry_after"):
+            error.retry_after = None  # type: ignore[attr-defined]
+        return error
+
+    def _generation(
+        self,
+        received: _Received,
+        body: dict[str, Any],
+        started: float,
+        error: str | None = None,
+    ) -> Generation:
+        text = "".join(received.text)
+        thinking = "".join(received.thinking)
+        tool_calls = tuple(_tool_call(call) for call in received.calls.values())
+        if received.usage is not None:
+            usage = normalise_responses_usage(received.usage)
+        else:
+            usage = recovered_usage(text, thinking)
+        finish = map_finish_reason(
+            received.response_status, received.incomplete_reason, bool(tool_calls)
+        )
+        elapsed = time.monotonic() - started
+        reply: dict[str, Any] = {
+            "status": received.status,
+            "text": text,
+            "thinking": thinking,
+            "tool_calls": [
+                {"id": call.id, "name": call.name, "arguments": call.raw_arguments}
+                for call in tool_calls
+            ],
+            "finish_reason": finish,
+            "response_status": received.response_status,
+            "incomplete_reason": received.incomplete_reason,
+            "usage": received.usage,
+        }
+        if error is not None:
+            reply["error"] = error
+        return Generation(
+            text=text,
+            thinking=thinking,
+            tool_calls=tool_calls,
+            finish_reason=finish,
+            usage=usage,
+            usage_native=received.usage,
+            exchange={
+                "request": {"url": self.public_endpoint, "body": body},
+                "response": reply,
+                "elapsed_s": round(elapsed, 3),
+            },
+            elapsed_s=elapsed,
+        )
+
+
+def _parts(item: Mapping[str, Any], key: str, kind: str | None = None) -> list[str]:
+    """The texts of an output item's parts (``summary`` or ``content``), optionally of
+    one part type only."""
+    parts = item.get(key)
+    if not isinstance(parts, list):
+        return []
+    return [
+        part["text"]
+        for part in parts
+        if isinstance(part, Mapping)
+        and isinstance(part.get("text"), str)
+        and (kind is None or part.get("type") == kind)
+    ]

@@ -1,0 +1,225 @@
+"""Anthropic Messages on the wire: ``message`` objects and the named SSE events of a
+streamed message (``message_start`` … ``message_stop``), shaped as the real API shapes them.
+
+Tool-call arguments that are not valid JSON are sent as they are written, so a client sees
+them as malformed: in a non-streamed message the ``tool_use`` block's ``input`` is that text
+as a JSON *string* (the API promises an object); in a stream the ``input_json_delta``
+pieces concatenate to that text, which does not parse.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_agentbench.scripted.script import Reply, ScriptedToolCall
+from pytest_agentbench.scripted.wire import words
+
+#: The scripted finish reasons (Chat Completions names) as Anthropic stop reasons; any
+#: other value (``stop_sequence``, ``pause_turn``, …) is sent as written.
+_STOP_REASONS = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "content_filter": "refusal",
+}
+
+#: The Anthropic error type of each status; other 5xx are ``api_error``, other 4xx
+#: ``invalid_request_error``.
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+#: The server's generic error types (OpenAI names); they give way to the status's own type.
+_GENERIC_ERROR_TYPES = ("invalid_request_error", "server_error")
+
+
+def _block_words(content: Any) -> int:
+    """Words in a message's content: a string, or blocks with ``text`` (text blocks) or
+    ``content`` (tool results, whose content is itself a string or text blocks)."""
+    if isinstance(content, str):
+        return words(content)
+    if not isinstance(content, list):
+        return 0
+    total = 0
+    for block in content:
+        if not isinstance(block, Mapping):
+            continue
+        if isinstance(block.get("text"), str):
+            total += words(block["text"])
+        elif "content" in block:
+            total += _block_words(block["content"])
+    return total
+
+
+def _default_usage(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
+    """Words stand in for tokens: the system prompt and every message → ``input_tokens``,
+    text + thinking → ``output_tokens``; nothing is cached."""
+    messages = body.get("messages")
+    prompt = _block_words(body.get("system")) + sum(
+        _block_words(message.get("content"))
+        for message in (messages if isinstance(messages, list) else ())
+        if isinstance(message, Mapping)
+    )
+    return {
+        "input_tokens": prompt,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": words(reply.full_text) + words(reply.thinking),
+    }
+
+
+def _stop_reason(reply: Reply) -> str:
+    if reply.tool_calls and reply.finish_reason == "stop":
+        return "tool_use"
+    return _STOP_REASONS.get(reply.finish_reason, reply.finish_reason)
+
+
+def _signature(thinking: str) -> str:
+    """A stand-in for the opaque signature the API attaches to a thinking block."""
+    return base64.b64encode(hashlib.sha256(thinking.encode()).digest()).decode()
+
+
+def _tool_id(call: ScriptedToolCall, index: int) -> str:
+    """The script's id, except the script format's default ``call_<index>``, which becomes
+    ``toolu_scripted_<index>`` to look like the API's ``toolu_…`` ids."""
+    return f"toolu_scripted_{index}" if call.id == f"call_{index}" else call.id
+
+
+def _tool_input(arguments: str) -> Any:
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
+
+
+def _message(model: str, content: list[Any], usage: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "id": f"msg_{uuid.uuid4().hex[:24]}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": dict(usage),
+    }
+
+
+def _completion(reply: Reply, model: str, usage: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``message`` of a non-streamed reply: thinking, text, then tool_use blocks."""
+    content: list[dict[str, Any]] = []
+    if reply.thinking:
+        thinking = reply.thinking
+        content.append(
+            {"type": "thinking", "thinking": thinking, "signature": _signature(thinking)}
+        )
+    if reply.full_text or not reply.tool_calls:
+        content.append({"type": "text", "text": reply.full_text})
+    for index, call in enumerate(reply.tool_calls):
+        block = {"type": "tool_use", "id": _tool_id(call, index), "name": call.name}
+        content.append({**block, "input": _tool_input(call.arguments)})
+    message = _message(model, content, usage)
+    message["stop_reason"] = _stop_reason(reply)
+    return message
+
+
+def _event(name: str, data: Mapping[str, Any]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode()
+
+
+def _block_events(index: int, start: dict[str, Any], deltas: list[dict[str, Any]]) -> list[bytes]:
+    return [
+        _event("content_block_start", {"index": index, "content_block": start}),
+        *(_event("content_block_delta", {"index": index, "delta": d}) for d in deltas),
+        _event("content_block_stop", {"index": index}),
+    ]
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _split_usage(usage: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The usage of ``message_start`` (input and cache fields, output_tokens at most 1) and
+    of ``message_delta`` (the cumulative output_tokens); merged, they are ``usage`` again."""
+    start = {name: value for name, value in usage.items() if name != "output_tokens"}
+    delta: dict[str, Any] = {}
+    if "output_tokens" in usage:
+        output = usage["output_tokens"]
+        start["output_tokens"] = min(output, 1) if isinstance(output, int) else output
+        delta["output_tokens"] = output
+    return start, delta
+
+
+def _stream_events(reply: Reply, model: str, usage: Mapping[str, Any] | None) -> list[bytes]:
+    """``message_start``, a ``ping``, one content block each for thinking (thinking_delta
+    pieces, then a signature_delta), text and every tool call (input_json_delta pieces),
+    then ``message_delta`` and ``message_stop``. Truncated: message_start and about half of
+    the content events, nothing after."""
+    start_usage, delta_usage = _split_usage(usage or {})
+    message = _message(model, [], start_usage)
+    size = reply.chunk_size
+    blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    if reply.thinking:
+        deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(reply.thinking, size)]
+        deltas.append({"type": "signature_delta", "signature": _signature(reply.thinking)})
+        blocks.append(({"type": "thinking", "thinking": "", "signature": ""}, deltas))
+    text = reply.full_text
+    if text or not reply.tool_calls:
+        deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(text, size)]
+        blocks.append(({"type": "text", "text": ""}, deltas))
+    for index, call in enumerate(reply.tool_calls):
+        start = {"type": "tool_use", "id": _tool_id(call, index), "name": call.name, "input": {}}
+        pieces = _pieces(call.arguments, size)
+        blocks.append((start, [{"type": "input_json_delta", "partial_json": p} for p in pieces]))
+    body = [event for i, block in enumerate(blocks) for event in _block_events(i, *block)]
+    head = [_event("message_start", {"message": message}), _event("ping", {})]
+    if reply.truncate:
+        return head + body[: (len(body) + 1) // 2]
+    finish = {"stop_reason": _stop_reason(reply), "stop_sequence": None}
+    tail = [
+        _event("message_delta", {"delta": finish, "usage": delta_usage}),
+        _event("message_stop", {}),
+    ]
+    return head + body + tail
+
+
+class AnthropicWire:
+    """The Wire of ``POST /v1/messages``. Streamed replies always carry usage."""
+
+    def default_usage(self, reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
+        return _default_usage(reply, body)
+
+    def stream_usage(self, body: Mapping[str, Any]) -> bool:
+        return True
+
+    def completion(self, reply: Reply, model: str, usage: Mapping[str, Any]) -> dict[str, Any]:
+        return _completion(reply, model, usage)
+
+    def stream_events(
+        self, reply: Reply, model: str, usage: Mapping[str, Any] | None
+    ) -> list[bytes]:
+        return _stream_events(reply, model, usage)
+
+    def error_body(self, status: int, message: str, error_type: str) -> dict[str, Any]:
+        """An Anthropic error. A script's own ``type`` is kept; the server's generic types
+        become the status's Anthropic type (404 → ``not_found_error``, 500 → ``api_error``)."""
+        if error_type in _GENERIC_ERROR_TYPES:
+            fallback = "api_error" if status >= 500 else "invalid_request_error"
+            error_type = _ERROR_TYPES.get(status, fallback)
+        return {"type": "error", "error": {"type": error_type, "message": message}}
+
+
+ANTHROPIC_WIRE = AnthropicWire()
