@@ -89,6 +89,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "still reported in pytest's order; rollouts run ahead of them",
     )
     group.addoption(
+        "--agentbench-shard",
+        metavar="K/N",
+        help="run only shard K of N: a stable partition of the tasks by a hash of suite "
+        "name and task id, the same on every machine (merge the shards' runs with python -m "
+        "pytest_agentbench merge)",
+    )
+    group.addoption(
         "--agentbench-min-score",
         metavar="X",
         type=float,
@@ -130,6 +137,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("agentbench_feedback", "none, counts, names or raw")
     parser.addini("agentbench_min_score", "score gate for the run (0-1)")
     parser.addini("agentbench_concurrency", "rollouts in flight per process")
+    parser.addini("agentbench_shard", "K/N: run only shard K of N")
     parser.addini("agentbench_markdown", "path of a Markdown summary to write")
 
 
@@ -207,6 +215,25 @@ def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Coll
 
         return SuiteFile.from_parent(parent, path=file_path)
     return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or state.settings.shard is None:
+        return
+    from pytest_agentbench.items import TaskItem
+    from pytest_agentbench.runner.shard import in_shard
+
+    shard, total = state.settings.shard
+    keep, drop = [], []
+    for item in items:
+        if isinstance(item, TaskItem) and not in_shard(item.task, shard, total):
+            drop.append(item)
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -58,6 +58,7 @@ class Settings:
     min_score: float | None = None
     errors_as_failures: bool = False
     concurrency: int = DEFAULT_CONCURRENCY
+    shard: tuple[int, int] | None = None
     markdown: Path | None = None
 
     def fingerprint(self) -> str:
@@ -92,6 +93,7 @@ class Settings:
             "min_score": self.min_score,
             "errors_as_failures": self.errors_as_failures,
             "concurrency": self.concurrency,
+            "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
             "fingerprint": self.fingerprint(),
         }
 
@@ -118,6 +120,18 @@ def _fraction(name: str, value: Any) -> float:
     if number > 1:
         raise AgentbenchError(f"{name}: expected a score from 0 to 1, got {value!r}")
     return number
+
+
+def _shard(value: Any) -> tuple[int, int] | None:
+    """``K/N`` (1 <= K <= N) as a pair, None when not given."""
+    if value is None:
+        return None
+    k, sep, n = str(value).partition("/")
+    if sep and k.strip().isdigit() and n.strip().isdigit():
+        shard, total = int(k), int(n)
+        if 1 <= shard <= total:
+            return shard, total
+    raise AgentbenchError(f"agentbench shard: expected K/N with 1 <= K <= N, got {value!r}")
 
 
 def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str | None:
@@ -190,6 +204,7 @@ def resolve_settings(
         feedback=feedback,
         min_score=_fraction("agentbench min score", min_score) if min_score is not None else None,
         errors_as_failures=bool(option("agentbench_errors_as_failures")),
+        shard=_shard(_first(option("agentbench_shard"), ini("agentbench_shard"))),
         concurrency=_number("agentbench concurrency", concurrency, int, 1)
         if concurrency is not None
         else DEFAULT_CONCURRENCY,

@@ -95,7 +95,9 @@ def build_summary(
     gate: Mapping[str, Any] | None = None,
     errors_as_failures: bool = False,
 ) -> dict[str, Any]:
-    """The summary.json document."""
+    """The summary.json document. ``tasks`` holds every task's record as the reports saw
+    it (outcome, reward, usage, reason, where its artifacts are), so shards can be merged
+    and runs resumed from it alone."""
     outcomes = classify(records)
     return {
         "schema_version": SUMMARY_SCHEMA_VERSION,
@@ -120,18 +122,5 @@ def build_summary(
         },
         "scores": _group_scores(records, errors_as_failures),
         "gate": dict(gate) if gate is not None else None,
-        "tasks": [
-            {
-                "nodeid": r.get("nodeid"),
-                "suite": r.get("suite"),
-                "task_id": r.get("task_id"),
-                "model": r.get("model"),
-                "outcome": r.get("outcome"),
-                "reward": r.get("reward"),
-                "message": r.get("message"),
-                "rollout_dir": r.get("rollout_dir"),
-                "verifier_dir": r.get("verifier_dir"),
-            }
-            for r in records
-        ],
+        "tasks": [dict(r) for r in records],
     }

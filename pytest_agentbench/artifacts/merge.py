@@ -1,0 +1,78 @@
+"""Merge the runs of several shards (or machines) into one ctrf.json and summary.json."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.artifacts.reports import write_run_reports
+from pytest_agentbench.errors import AgentbenchError
+
+MERGE_SUMMARY_LIMIT = 256 * 1024 * 1024
+
+
+def _load_summary(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "summary.json"
+    try:
+        if path.stat().st_size > MERGE_SUMMARY_LIMIT:
+            raise AgentbenchError(f"{path}: larger than {MERGE_SUMMARY_LIMIT} bytes")
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise AgentbenchError(
+            f"{run_dir}: no summary.json (is this an agentbench run folder?)"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise AgentbenchError(f"{path}: cannot read it: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
+        raise AgentbenchError(f"{path}: not a pytest-agentbench summary (no tasks list)")
+    return data
+
+
+def merge_runs(
+    run_dirs: Sequence[Path], out_dir: Path, *, force: bool = False, tool_version: str
+) -> dict[str, Any]:
+    """Write the merged reports of ``run_dirs`` into ``out_dir`` and return the summary.
+
+    Runs whose settings fingerprints differ are refused unless ``force``: their scores are
+    not comparable. A task present in several runs (a shard run twice) keeps its last
+    record, in the order the runs are given.
+    """
+    if not run_dirs:
+        raise AgentbenchError("merge: name at least one run folder")
+    summaries = [(run_dir, _load_summary(run_dir)) for run_dir in run_dirs]
+    fingerprints = {str(summary.get("settings", {}).get("fingerprint")) for _, summary in summaries}
+    if len(fingerprints) > 1 and not force:
+        listed = ", ".join(
+            f"{run_dir}: {summary.get('settings', {}).get('fingerprint')}"
+            for run_dir, summary in summaries
+        )
+        raise AgentbenchError(
+            "merge: the runs were made with different settings (fingerprints "
+            f"{listed}); their scores do not compare. Pass --force to merge anyway."
+        )
+    records: dict[str, dict[str, Any]] = {}
+    for _, summary in summaries:
+        for record in summary["tasks"]:
+            if isinstance(record, dict) and isinstance(record.get("nodeid"), str):
+                records[record["nodeid"]] = record
+    first = summaries[0][1]
+    starts = [int(s.get("start_ms") or 0) for _, s in summaries]
+    stops = [int(s.get("stop_ms") or 0) for _, s in summaries]
+    settings = dict(first.get("settings") or {})
+    if len(fingerprints) > 1:
+        settings["fingerprint"] = "mixed"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return write_run_reports(
+        out_dir,
+        list(records.values()),
+        run_id="merged-" + "+".join(str(s.get("run_id")) for _, s in summaries),
+        settings=settings,
+        tool_version=tool_version,
+        start_ms=min(starts),
+        stop_ms=max(stops),
+        partial=any(bool(s.get("partial")) for _, s in summaries),
+        exit_status=None,
+        errors_as_failures=bool(settings.get("errors_as_failures")),
+    )
