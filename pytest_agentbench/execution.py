@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.artifacts.paths import task_dir
 from pytest_agentbench.artifacts.record import task_record
-from pytest_agentbench.artifacts.rollout_files import redact, write_rollout
+from pytest_agentbench.artifacts.rollout_files import (
+    read_result,
+    redact,
+    write_result,
+    write_rollout,
+)
 from pytest_agentbench.errors import ModelError
 from pytest_agentbench.report.evidence import collapse, cut, failure_reason
 from pytest_agentbench.run import RunState
@@ -65,6 +71,9 @@ def run_task_item(
     settings = state.settings
     task = with_overrides(task, settings)
     directory = task_dir(state.run_dir, task.suite, task.id, settings.model.label)
+    resumed = resumable_record(state, directory, nodeid)
+    if resumed is not None:
+        return resumed
     verifier = state.verifiers()[task.verifier.kind]
     try:
         state.prepare(file, suite_tasks or (task,))
@@ -95,4 +104,25 @@ def run_task_item(
         record["message"] = reason
         record["trace"] = failure_details(rollout, reason, str(directory))
     record = redact(record, state.secrets)
+    write_result(
+        directory, rollout, record, fingerprint=settings.fingerprint(), secrets=state.secrets
+    )
     return record
+
+
+def resumable_record(state: RunState, directory: Path, nodeid: str) -> dict[str, Any] | None:
+    """With ``--agentbench-resume``: the record of a task this run folder already finished
+    under the same settings (re-run instead when it was a harness error and
+    ``--agentbench-retry-errors`` is given); None when the task must run."""
+    settings = state.settings
+    if not settings.resume:
+        return None
+    result = read_result(directory)
+    if result is None or result.get("fingerprint") != settings.fingerprint():
+        return None
+    record = result.get("record")
+    if not isinstance(record, dict) or record.get("nodeid") != nodeid:
+        return None
+    if settings.retry_errors and record.get("outcome") == "harness_error":
+        return None
+    return {**record, "resumed": True}

@@ -96,6 +96,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "pytest_agentbench merge)",
     )
     group.addoption(
+        "--agentbench-resume",
+        metavar="RUN_DIR",
+        nargs="?",
+        const="latest",
+        help="finish an earlier run in its own folder (default: the latest): tasks it "
+        "finished under the same settings are reported from their result.json, not sent "
+        "again",
+    )
+    group.addoption(
+        "--agentbench-retry-errors",
+        action="store_true",
+        help="with --agentbench-resume (implied): run the earlier run's harness errors again",
+    )
+    group.addoption(
         "--agentbench-min-score",
         metavar="X",
         type=float,
@@ -170,11 +184,27 @@ def pytest_configure(config: pytest.Config) -> None:
             settings = _with_base_url(settings, server.start())
         state = RunState.for_controller(config, settings)
         state.server = server
+        state.restore_sigterm = _interrupt_on_sigterm()
         config.pluginmanager.register(_RecordCollector(state), "agentbench-records")
     config.stash[STATE_KEY] = state
     from pytest_agentbench import builtins
 
     config.pluginmanager.register(builtins, "agentbench-builtins")
+
+
+def _interrupt_on_sigterm() -> Any:
+    """Make SIGTERM end the run like Ctrl-C does, so the reports of what finished are
+    written (marked partial); returns the previous handler, or None where not installed."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    return signal.signal(signal.SIGTERM, interrupt)
 
 
 def _with_base_url(settings: Any, url: str) -> Any:
@@ -345,6 +375,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.section("agentbench")
     for line in summary_lines(state.records, run_dir=str(state.run_dir), wall_s=wall_s):
         terminalreporter.write_line(line)
+    resumed = sum(1 for record in state.records if record.get("resumed"))
+    if resumed:
+        terminalreporter.write_line(
+            f"{resumed} task(s) resumed from the earlier run (not sent again)"
+        )
     if state.gate is not None:
         from pytest_agentbench.report.gate import gate_lines
 
@@ -356,3 +391,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is not None:
         state.close()
+        if state.restore_sigterm is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, state.restore_sigterm)

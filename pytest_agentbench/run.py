@@ -29,6 +29,17 @@ SECRET_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 STATE_KEY = pytest.StashKey["RunState"]()
 
 
+def resume_dir(out_dir: Path, target: str) -> Path:
+    """The run folder ``--agentbench-resume`` names (``latest``: the newest in out_dir)."""
+    path = out_dir / "latest" if target == "latest" else Path(target)
+    if not path.is_dir():
+        raise pytest.UsageError(
+            f"--agentbench-resume: {path} is not a run folder"
+            + (" (no earlier run in this results folder)" if target == "latest" else "")
+        )
+    return path.resolve()
+
+
 @dataclass
 class RunState:
     """One per process. ``records`` fills only where reports arrive (serial run, or the
@@ -47,6 +58,7 @@ class RunState:
     queue: list[Any] = field(default_factory=list)
     positions: dict[str, int] = field(default_factory=dict)
     pool: RolloutPool | None = None
+    restore_sigterm: Any = None
     _client: ModelClient | None = None
     _verifiers: dict[str, Verifier] | None = None
     _prepared: set[str] = field(default_factory=set)
@@ -55,11 +67,15 @@ class RunState:
 
     @classmethod
     def for_controller(cls, config: pytest.Config, settings: Settings) -> RunState:
-        run_id = new_run_id()
-        run_dir = settings.out_dir / run_id
-        run_dir.mkdir(parents=True, exist_ok=True)
-        point_latest(settings.out_dir, run_dir)
-        return cls(config, settings, run_id, run_dir.resolve(), is_worker=False)
+        """A new run folder, or with ``resume`` the folder of the run to finish."""
+        if settings.resume:
+            run_dir = resume_dir(settings.out_dir, settings.resume)
+        else:
+            run_dir = settings.out_dir / new_run_id()
+            run_dir.mkdir(parents=True, exist_ok=True)
+        if run_dir.resolve().parent == settings.out_dir.resolve():
+            point_latest(settings.out_dir, run_dir)
+        return cls(config, settings, run_dir.name, run_dir.resolve(), is_worker=False)
 
     @classmethod
     def for_worker(

@@ -59,6 +59,8 @@ class Settings:
     errors_as_failures: bool = False
     concurrency: int = DEFAULT_CONCURRENCY
     shard: tuple[int, int] | None = None
+    resume: str | None = None
+    retry_errors: bool = False
     markdown: Path | None = None
 
     def fingerprint(self) -> str:
@@ -172,6 +174,8 @@ def resolve_settings(
         if repairs > 10:
             raise AgentbenchError(f"agentbench repairs: expected 0 to 10, got {repairs}")
     min_score = _first(option("agentbench_min_score"), ini("agentbench_min_score"))
+    retry_errors = bool(option("agentbench_retry_errors"))
+    resume = option("agentbench_resume") or ("latest" if retry_errors else None)
     concurrency = _first(option("agentbench_concurrency"), ini("agentbench_concurrency"))
     markdown = _first(option("agentbench_markdown"), ini("agentbench_markdown"))
     repair_mode = _choice(
@@ -204,6 +208,8 @@ def resolve_settings(
         feedback=feedback,
         min_score=_fraction("agentbench min score", min_score) if min_score is not None else None,
         errors_as_failures=bool(option("agentbench_errors_as_failures")),
+        resume=resume,
+        retry_errors=retry_errors,
         shard=_shard(_first(option("agentbench_shard"), ini("agentbench_shard"))),
         concurrency=_number("agentbench concurrency", concurrency, int, 1)
         if concurrency is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -35,11 +36,10 @@ def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
 
 
 def write_rollout(task_dir: Path, rollout: Rollout, secrets: Iterable[str] = ()) -> None:
-    """Write the rollout's files under ``task_dir`` atomically, redacting ``secrets``."""
+    """Write the rollout's trajectory and verifier files under ``task_dir`` atomically,
+    redacting ``secrets``. ``result.json`` comes last (``write_result``): its presence
+    means the task finished."""
     secrets = tuple(secrets)
-    result = rollout.as_dict()
-    result["rollout_dir"] = str(task_dir)
-    write_json_atomic(task_dir / "result.json", redact(result, secrets))
     write_json_atomic(
         task_dir / "trajectory.json",
         redact(
@@ -57,3 +57,29 @@ def write_rollout(task_dir: Path, rollout: Rollout, secrets: Iterable[str] = ())
         if verdict.get("error"):
             reward["error"] = verdict["error"]
         write_json_atomic(task_dir / "verifier" / "reward.json", redact(reward, secrets))
+
+
+def write_result(
+    task_dir: Path,
+    rollout: Rollout,
+    record: Mapping[str, Any],
+    *,
+    fingerprint: str,
+    secrets: Iterable[str] = (),
+) -> None:
+    """Write ``result.json``: the rollout, the settings fingerprint it ran under, and the
+    record the reports use (so a resumed run can report the task without running it)."""
+    result = rollout.as_dict()
+    result["rollout_dir"] = str(task_dir)
+    result["fingerprint"] = fingerprint
+    result["record"] = dict(record)
+    write_json_atomic(task_dir / "result.json", redact(result, tuple(secrets)))
+
+
+def read_result(task_dir: Path) -> dict[str, Any] | None:
+    """A finished task's result.json, or None when it is missing or unreadable."""
+    try:
+        data = json.loads((task_dir / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

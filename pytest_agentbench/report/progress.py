@@ -31,4 +31,6 @@ def verbose_word(record: Mapping[str, Any]) -> str:
     attempts = record.get("attempts")
     if isinstance(attempts, int) and attempts > 1:
         parts.append(f"{attempts} attempts")
+    if record.get("resumed"):
+        parts.append("resumed")
     return f"{word} ({' · '.join(parts)})" if parts else word

@@ -1,0 +1,158 @@
+"""Resume, retry of harness errors, and interrupts that leave valid partial reports."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_ctrf_report import check_ctrf
+
+SUITE = """
+[suite]
+name = "res"
+verifier = {{ kind = "exact" }}
+[[task]]
+id = "ok"
+input = "x"
+target = "x"
+scripted = ["x"]
+[[task]]
+id = "wrong"
+input = "x"
+target = "x"
+scripted = ["y"]
+[[task]]
+id = "flaky-server"
+input = "x"
+target = "x"
+scripted = [{flaky}]
+"""
+ERROR = '{ error = { status = 500, message = "down" } }'
+
+
+def latest(pytester: pytest.Pytester) -> Path:
+    return (pytester.path / "agentbench-results" / "latest").resolve()
+
+
+def results(run: Path) -> dict[str, dict]:
+    return {p.parent.name: json.loads(p.read_text()) for p in (run / "tasks").rglob("result.json")}
+
+
+def test_resume_reports_finished_tasks_without_sending_them_again(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(".toml", bench_res=SUITE.format(flaky=ERROR))
+    first = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+    first.assert_outcomes(passed=1, failed=1, errors=1)
+    run = latest(pytester)
+    before = {name: r["started_at"] for name, r in results(run).items()}
+
+    # the server would now answer the flaky task; a plain resume keeps its recorded error
+    pytester.makefile(".toml", bench_res=SUITE.format(flaky='"x"'))
+    again = pytester.runpytest(
+        "--agentbench", "--agentbench-resume", "-v", "-p", "no:cacheprovider"
+    )
+    again.assert_outcomes(passed=1, failed=1, errors=1)
+    again.stdout.fnmatch_lines(
+        ["*::ok PASSED (reward 1 · * · resumed)*", "3 task(s) resumed from the earlier run*"]
+    )
+    assert latest(pytester) == run
+    assert {name: r["started_at"] for name, r in results(run).items()} == before
+    ctrf = json.loads((run / "ctrf.json").read_text())
+    assert all(t.get("tags") == ["resumed"] for t in ctrf["results"]["tests"])
+
+    retried = pytester.runpytest(
+        "--agentbench", "--agentbench-retry-errors", "-p", "no:cacheprovider"
+    )
+    retried.assert_outcomes(passed=2, failed=1)
+    after = results(run)
+    assert after["flaky-server[scripted]"]["outcome"] == "passed"
+    assert after["ok[scripted]"]["started_at"] == before["ok[scripted]"]
+
+
+def test_changed_settings_are_not_resumed(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", bench_res=SUITE.format(flaky='"x"'))
+    pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+    result = pytester.runpytest(
+        "--agentbench",
+        "--agentbench-resume",
+        "--agentbench-max-tokens",
+        "77",
+        "-p",
+        "no:cacheprovider",
+    )
+    assert "task(s) resumed" not in result.stdout.str()
+    assert all(r["record"]["max_tokens"] == 77 for r in results(latest(pytester)).values())
+
+
+def test_resume_of_a_missing_run_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", bench_res=SUITE.format(flaky='"x"'))
+    result = pytester.runpytest("--agentbench", "--agentbench-resume")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--agentbench-resume*not a run folder*no earlier run*"])
+
+
+SLOW = "".join(
+    f'\n[[task]]\nid = "slow-{i:02d}"\ninput = "x"\ntarget = "x"\n'
+    f'scripted = [{{ text = "x", delay_s = 0.3 }}]\n'
+    for i in range(30)
+)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupt_leaves_valid_partial_reports_and_resume_finishes(
+    pytester: pytest.Pytester, sig: signal.Signals
+) -> None:
+    pytester.makefile(".toml", bench_slow='[suite]\nverifier = { kind = "exact" }\n' + SLOW)
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--agentbench",
+        "--agentbench-concurrency",
+        "2",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+    ]
+    process = subprocess.Popen(
+        cmd, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    run_root = pytester.path / "agentbench-results"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if run_root.exists() and len(list(run_root.rglob("result.json"))) >= 4:
+            break
+        time.sleep(0.05)
+    process.send_signal(sig)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == pytest.ExitCode.INTERRUPTED, output
+    run = (run_root / "latest").resolve()
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["partial"] is True
+    done = summary["totals"]["tasks"]
+    assert 1 <= done < 30
+    for path in run.rglob("*.json"):
+        json.loads(path.read_text())  # nothing half-written
+    checked = check_ctrf(run / "ctrf.json")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+    finish = subprocess.run(
+        [*cmd, "--agentbench-resume"],
+        cwd=pytester.path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ},
+    )
+    assert finish.returncode == 0, finish.stdout
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["totals"]["tasks"] == 30
+    assert summary["partial"] is False
+    assert sum(1 for t in summary["tasks"] if t.get("resumed")) >= done
