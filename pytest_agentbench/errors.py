@@ -6,6 +6,7 @@
      │    ├── ProviderError  the provider answered with an error status
      │    │    └── RateLimited   429 / 529 and friends (retryable)
      │    ├── TransportError the connection failed or the stream broke
+     │    ├── CircuitOpen    not sent: the same permanent error kept coming back
      │    └── ModelTimeout   the request ran past its deadline
      ├── SandboxError        the sandbox could not run something
      └── VerifierError       a verifier could not reach a verdict (bad config, crash)
@@ -64,3 +65,8 @@ class VerifierError(AgentbenchError):
 
 class ModelTimeout(ModelError):
     """A model request ran past its deadline (total, or no byte for too long)."""
+
+
+class CircuitOpen(ModelError):
+    """A request was not sent: the circuit breaker opened after identical permanent
+    errors in a row (a bad key, an unknown model); the message names the first of them."""

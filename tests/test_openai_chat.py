@@ -20,7 +20,14 @@ from pytest_agentbench.errors import (
     SuiteError,
     TransportError,
 )
-from pytest_agentbench.models.base import Generation, ModelRequest, ModelSpec, StreamEvent, Usage
+from pytest_agentbench.models.base import (
+    Generation,
+    ModelRequest,
+    ModelSpec,
+    StreamEvent,
+    ToolCall,
+    Usage,
+)
 from pytest_agentbench.models.openai_chat import OpenAIChatClient, normalise_chat_usage
 from pytest_agentbench.models.scripted import ScriptedClient
 from pytest_agentbench.models.sse import SSEEvent, SSEParser
@@ -347,6 +354,30 @@ def test_a_trickling_stream_still_ends_at_the_deadline(server):
     assert partial.text and text.startswith(partial.text) and partial.text != text
 
 
+@pytest.mark.parametrize(("reply", "stream"), [({"hang": True}, True), ({"delay_s": 5}, False)])
+def test_idle_timeout_fails_a_silent_stream_long_before_the_deadline(server, reply, stream):
+    server.add_scripts({"k": [{"text": "never", **reply}]})
+    chat = client_for(server, "k", idle_timeout_s=0.3)
+    try:
+        with pytest.raises(ModelTimeout) as info:
+            chat.generate(ask(stream=stream, timeout_s=30))
+    finally:
+        chat.close()
+    assert str(info.value) == (
+        f"openai/k: no byte from {server.url}/chat/completions for 0.3 s (the idle timeout)"
+    )
+
+
+def test_idle_timeout_lets_a_steady_trickle_finish(server):
+    text = "abcd" * 10
+    server.add_scripts({"k": [{"text": text, "chunk_size": 4, "chunk_delay_s": 0.05}]})
+    chat = client_for(server, "k", idle_timeout_s=1)
+    try:
+        assert chat.generate(ask(timeout_s=30)).text == text
+    finally:
+        chat.close()
+
+
 def test_slow_first_byte_within_the_deadline_succeeds(server):
     server.add_scripts({"k": [{"text": "late but fine", "delay_s": 0.2}]})
     generation, _ = generate(server, "k", timeout_s=5)
@@ -430,6 +461,36 @@ def test_error_event_inside_a_stream_is_a_provider_error(canned):
     assert "engine died" in str(info.value)
     assert info.value.status == 500
     assert info.value.partial.text == "par"
+
+
+def test_tool_call_fragments_from_compatible_servers(canned):
+    # Later fragments repeating an empty id and a null name (seen from some local
+    # servers) must not erase what the first fragment said.
+    first = {"index": 0, "id": "call_a", "type": "function"}
+    body = sse(
+        delta(tool_calls=[{**first, "function": {"name": "look", "arguments": ""}}]),
+        delta(
+            tool_calls=[{"index": 0, "id": "", "function": {"name": None, "arguments": '{"q": '}}]
+        ),
+        delta(tool_calls=[{"index": 0, "id": "", "function": {"arguments": "1}"}}]),
+        finish("tool_calls"),
+    )
+    generation = canned_generate(canned, body + b"data: [DONE]\n\n")
+    assert generation.tool_calls == (ToolCall("call_a", "look", {"q": 1}, '{"q": 1}'),)
+    assert generation.finish_reason == "tool_calls"
+
+
+def test_whole_tool_calls_without_index_or_with_object_arguments(canned):
+    calls = [
+        {"id": "c1", "type": "function", "function": {"name": "a", "arguments": {"x": 1}}},
+        {"type": "function", "function": {"name": "b", "arguments": "{}"}},
+    ]
+    body = sse(delta(tool_calls=calls), finish("tool_calls"))
+    generation = canned_generate(canned, body + b"data: [DONE]\n\n")
+    assert generation.tool_calls == (
+        ToolCall("c1", "a", {"x": 1}, '{"x": 1}'),
+        ToolCall("call_1", "b", {}, "{}"),
+    )
 
 
 # --- the scripted client -------------------------------------------------------------

@@ -4,7 +4,8 @@
 One ``httpx.Client`` per model client keeps connections alive across requests. A
 request's ``timeout_s`` is its total wall time: httpx timeouts bound connecting and the
 wait for the first byte, and a watchdog closes the socket at the deadline so a stream
-that stalls mid-way fails on time too.
+that stalls mid-way fails on time too. Inline ``<think>…</think>`` at the start of the
+content (local reasoning models) is split into the thinking channel.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -26,11 +26,16 @@ from pytest_agentbench.errors import (
 )
 from pytest_agentbench.models.base import (
     EventSink,
-    FinishReason,
     Generation,
     ModelRequest,
     ModelSpec,
     StreamEvent,
+)
+from pytest_agentbench.models.chat_format import (
+    ChatReceived,
+    chat_messages,
+    chat_tools,
+    map_finish_reason,
 )
 from pytest_agentbench.models.http import (
     CONNECT_TIMEOUT_S,
@@ -43,38 +48,8 @@ from pytest_agentbench.models.http import (
     timeout_for,
 )
 from pytest_agentbench.models.sse import SSEEvent, SSEParser
+from pytest_agentbench.models.think import ThinkSplitter
 from pytest_agentbench.models.usage import count, normalise_chat_usage, recovered_usage
-
-_FINISH_REASONS: dict[str, FinishReason] = {
-    "stop": "stop",
-    "length": "length",
-    "tool_calls": "tool_calls",
-    "function_call": "tool_calls",
-    "content_filter": "content_filter",
-}
-
-
-def map_finish_reason(native: Any) -> FinishReason | None:
-    """The provider's finish reason in the closed set; None when none was reported."""
-    if not native:
-        return None
-    return _FINISH_REASONS.get(str(native), "other")
-
-
-@dataclass
-class _Received:
-    """What has arrived so far for one request (kept for the partial on failure)."""
-
-    status: int | None = None
-    text: list[str] = field(default_factory=list)
-    thinking: list[str] = field(default_factory=list)
-    finish: str | None = None
-    usage: dict[str, Any] | None = None
-    done: bool = False
-
-    @property
-    def anything(self) -> bool:
-        return bool(self.text or self.thinking or self.usage or self.finish)
 
 
 class OpenAIChatClient:
@@ -83,7 +58,9 @@ class OpenAIChatClient:
     ``generate`` raises ProviderError (RateLimited for 429/529; ``retry_after`` holds the
     server's Retry-After in seconds or None), TransportError, or ModelTimeout; each carries
     ``partial``: a Generation of what arrived before the failure, or None. The API key is
-    sent as ``Authorization: Bearer`` and appears nowhere else.
+    sent as ``Authorization: Bearer`` and appears nowhere else. ``split_think=False``
+    keeps inline ``<think>`` blocks in the answer text. ``idle_timeout_s`` fails a request
+    (ModelTimeout) when no byte arrives for that long, the first byte included.
     """
 
     def __init__(
@@ -94,8 +71,12 @@ class OpenAIChatClient:
         *,
         extra_headers: Mapping[str, str] | None = None,
         trust_env: bool = True,
+        split_think: bool = True,
+        idle_timeout_s: float | None = None,
     ) -> None:
         self.spec = spec
+        self.split_think = split_think
+        self.idle_timeout_s = idle_timeout_s
         self.base_url = base_url.rstrip("/")
         self.endpoint = f"{self.base_url}/chat/completions"
         self.public_endpoint = public_url(self.endpoint)
@@ -124,8 +105,10 @@ class OpenAIChatClient:
         messages: list[dict[str, Any]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
-        messages.extend(dict(message) for message in request.messages)
+        messages.extend(chat_messages(request.messages))
         body: dict[str, Any] = {"model": self.spec.model, "messages": messages}
+        if request.tools:
+            body["tools"] = chat_tools(request.tools)
         if request.max_tokens is not None:
             body["max_tokens"] = request.max_tokens
         body["stream"] = request.stream
@@ -146,7 +129,7 @@ class OpenAIChatClient:
         body = self.build_body(request)
         started = time.monotonic()
         deadline = started + request.timeout_s if request.timeout_s is not None else None
-        received = _Received()
+        received = ChatReceived(ThinkSplitter() if self.split_think else None)
         watchdog = Watchdog(deadline)
         emit = on_event or (lambda event: None)
         try:
@@ -155,7 +138,7 @@ class OpenAIChatClient:
                 self.endpoint,
                 json=body,
                 headers=self.request_headers(request),
-                timeout=timeout_for(deadline),
+                timeout=self._timeouts(deadline),
             ) as response:
                 received.status = response.status_code
                 if response.status_code >= 400:
@@ -175,12 +158,15 @@ class OpenAIChatClient:
             watchdog.finish()
         return self._generation(received, body, started)
 
-    def _read_stream(self, response: httpx.Response, received: _Received, emit: EventSink) -> None:
+    def _read_stream(
+        self, response: httpx.Response, received: ChatReceived, emit: EventSink
+    ) -> None:
         parser = SSEParser()
         for chunk in response.iter_bytes():
             for event in parser.feed(chunk):
                 if not received.done:
                     self._on_stream_event(event, received, emit)
+        received.flush(emit)
         if not received.done and received.finish is None:
             raise TransportError(
                 f"{self.spec.label}: the stream from {self.public_endpoint} ended before "
@@ -189,7 +175,7 @@ class OpenAIChatClient:
                 status=received.status,
             )
 
-    def _on_stream_event(self, event: SSEEvent, received: _Received, emit: EventSink) -> None:
+    def _on_stream_event(self, event: SSEEvent, received: ChatReceived, emit: EventSink) -> None:
         data = event.data.strip()
         if data == "[DONE]":
             received.done = True
@@ -205,11 +191,11 @@ class OpenAIChatClient:
             return
         delta = choice.get("delta")
         if isinstance(delta, Mapping):
-            self._take_message(delta, received, emit)
+            received.take_message(delta, emit)
         if choice.get("finish_reason"):
             self._take_finish(choice["finish_reason"], received, emit)
 
-    def _read_json(self, response: httpx.Response, received: _Received, emit: EventSink) -> None:
+    def _read_json(self, response: httpx.Response, received: ChatReceived, emit: EventSink) -> None:
         """A non-streamed completion; its parts are emitted once each, like a stream would."""
         completion = self._decode(response.read().decode("utf-8", "replace"), "response")
         choices = completion.get("choices")
@@ -217,7 +203,8 @@ class OpenAIChatClient:
         choice = choice if isinstance(choice, Mapping) else {}
         message = choice.get("message")
         if isinstance(message, Mapping):
-            self._take_message(message, received, emit)
+            received.take_message(message, emit)
+        received.flush(emit)
         usage = completion.get("usage")
         if isinstance(usage, dict):
             received.usage = usage
@@ -227,19 +214,8 @@ class OpenAIChatClient:
         received.done = True
 
     @staticmethod
-    def _take_message(message: Mapping[str, Any], received: _Received, emit: EventSink) -> None:
-        """Thinking (``reasoning_content``, or ``reasoning`` as vLLM/Ollama name it), text."""
-        thinking = message.get("reasoning_content") or message.get("reasoning")
-        if isinstance(thinking, str) and thinking:
-            received.thinking.append(thinking)
-            emit(StreamEvent("thinking", thinking))
-        content = message.get("content")
-        if isinstance(content, str) and content:
-            received.text.append(content)
-            emit(StreamEvent("text", content))
-
-    @staticmethod
-    def _take_finish(native: Any, received: _Received, emit: EventSink) -> None:
+    def _take_finish(native: Any, received: ChatReceived, emit: EventSink) -> None:
+        received.flush(emit)
         received.finish = str(native)
         emit(StreamEvent("finish", data={"finish_reason": map_finish_reason(received.finish)}))
 
@@ -291,12 +267,25 @@ class OpenAIChatClient:
             endpoint=self.public_endpoint,
         )
 
+    def _timeouts(self, deadline: float | None) -> httpx.Timeout:
+        timeout = timeout_for(deadline)
+        idle = self.idle_timeout_s
+        if idle is None or (timeout.read is not None and timeout.read <= idle):
+            return timeout
+        return httpx.Timeout(timeout.connect, read=idle, write=timeout.write, pool=timeout.pool)
+
     def _transport_error(
         self, exc: httpx.HTTPError, request: ModelRequest, deadline: float | None, fired: bool
     ) -> ModelError:
         past_deadline = deadline is not None and time.monotonic() >= deadline - 0.001
         if fired or (isinstance(exc, httpx.TimeoutException) and past_deadline):
             return self._timeout_error(request)
+        if isinstance(exc, httpx.ReadTimeout) and self.idle_timeout_s is not None:
+            return ModelTimeout(
+                f"{self.spec.label}: no byte from {self.public_endpoint} for "
+                f"{self.idle_timeout_s:g} s (the idle timeout)",
+                endpoint=self.public_endpoint,
+            )
         if isinstance(exc, httpx.TimeoutException):
             what = "could not connect" if isinstance(exc, httpx.ConnectTimeout) else "timed out"
             return TransportError(
@@ -312,8 +301,9 @@ class OpenAIChatClient:
         return TransportError(f"{self.spec.label}: {what}: {detail}", endpoint=self.public_endpoint)
 
     def _with_partial(
-        self, error: ModelError, received: _Received, body: dict[str, Any], started: float
+        self, error: ModelError, received: ChatReceived, body: dict[str, Any], started: float
     ) -> ModelError:
+        received.flush(lambda event: None)
         partial = None
         if received.anything:
             partial = self._generation(received, body, started, error=str(error))
@@ -324,7 +314,7 @@ class OpenAIChatClient:
 
     def _generation(
         self,
-        received: _Received,
+        received: ChatReceived,
         body: dict[str, Any],
         started: float,
         error: str | None = None,
@@ -335,11 +325,16 @@ class OpenAIChatClient:
             usage = normalise_chat_usage(received.usage)
         else:
             usage = recovered_usage(text, thinking)
+        tool_calls = received.tool_calls()
         elapsed = time.monotonic() - started
         reply: dict[str, Any] = {
             "status": received.status,
             "text": text,
             "thinking": thinking,
+            "tool_calls": [
+                {"id": call.id, "name": call.name, "arguments": call.raw_arguments}
+                for call in tool_calls
+            ],
             "finish_reason": received.finish,
             "usage": received.usage,
         }
@@ -348,6 +343,7 @@ class OpenAIChatClient:
         return Generation(
             text=text,
             thinking=thinking,
+            tool_calls=tool_calls,
             finish_reason=map_finish_reason(received.finish),
             usage=usage,
             usage_native=received.usage,

@@ -1,5 +1,6 @@
 """OpenAI Chat Completions on the wire: ``chat.completion`` objects and
-``chat.completion.chunk`` SSE events, shaped as the real API shapes them."""
+``chat.completion.chunk`` SSE events, shaped as the real API shapes them, tool calls
+included (``function`` calls with JSON-string arguments, streamed in fragments)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from pytest_agentbench.scripted.wire import message_words, words
 
 def _default_usage(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
     """The usage reported when a reply declares none: whitespace-separated words stand in
-    for tokens (all request messages → prompt, thinking + text → completion)."""
+    for tokens (all request messages → prompt, thinking + text + tool call arguments →
+    completion)."""
     prompt = message_words(body.get("messages"))
     completion = words(reply.full_text) + words(reply.thinking)
+    completion += sum(words(call.arguments) for call in reply.tool_calls)
     usage: dict[str, Any] = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
@@ -32,16 +35,34 @@ def _completion_id() -> str:
     return f"chatcmpl-{uuid.uuid4().hex[:24]}"
 
 
+def _finish_reason(reply: Reply) -> str:
+    """``tool_calls`` for a reply that calls tools and did not ask for another reason."""
+    return (
+        "tool_calls" if reply.tool_calls and reply.finish_reason == "stop" else reply.finish_reason
+    )
+
+
 def _completion(reply: Reply, model: str, usage: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``chat.completion`` object of a non-streamed reply."""
-    message: dict[str, Any] = {"role": "assistant", "content": reply.full_text, "refusal": None}
+    """The ``chat.completion`` object of a non-streamed reply; content is null when a
+    reply that calls tools says nothing."""
+    content = reply.full_text or (None if reply.tool_calls else "")
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
     if reply.thinking:
         message["reasoning_content"] = reply.thinking
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in reply.tool_calls
+        ]
     choice = {
         "index": 0,
         "message": message,
         "logprobs": None,
-        "finish_reason": reply.finish_reason,
+        "finish_reason": _finish_reason(reply),
     }
     return {
         "id": _completion_id(),
@@ -55,9 +76,10 @@ def _completion(reply: Reply, model: str, usage: Mapping[str, Any]) -> dict[str,
 
 def _stream_events(reply: Reply, model: str, usage: Mapping[str, Any] | None) -> list[bytes]:
     """The SSE events of a streamed reply: a role chunk, thinking then text deltas of
-    ``chunk_size`` characters, the finish chunk, the usage chunk (when ``usage`` is given,
-    i.e. the client asked for it), ``[DONE]``. A truncated reply stops after about half
-    of its deltas, with no finish, usage or ``[DONE]``."""
+    ``chunk_size`` characters, each tool call (a fragment with its index, id, type and
+    name, then its arguments in ``chunk_size`` pieces), the finish chunk, the usage chunk
+    (when ``usage`` is given, i.e. the client asked for it), ``[DONE]``. A truncated reply
+    stops after about half of its deltas, with no finish, usage or ``[DONE]``."""
     base: dict[str, Any] = {
         "id": _completion_id(),
         "object": "chat.completion.chunk",
@@ -78,10 +100,18 @@ def _stream_events(reply: Reply, model: str, usage: Mapping[str, Any] | None) ->
         chunk({"reasoning_content": thinking[i : i + size]}) for i in range(0, len(thinking), size)
     ]
     deltas += [chunk({"content": text[i : i + size]}) for i in range(0, len(text), size)]
+    for index, call in enumerate(reply.tool_calls):
+        function = {"name": call.name, "arguments": ""}
+        first = {"index": index, "id": call.id, "type": "function", "function": function}
+        deltas.append(chunk({"tool_calls": [first]}))
+        deltas += [
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            for piece in (call.arguments[i : i + size] for i in range(0, len(call.arguments), size))
+        ]
     events = [chunk({"role": "assistant", "content": ""}), *deltas]
     if reply.truncate:
         return events[: 1 + (len(deltas) + 1) // 2]
-    events.append(chunk({}, reply.finish_reason))
+    events.append(chunk({}, _finish_reason(reply)))
     if usage is not None:
         events.append(event([], usage=dict(usage)))
     events.append(b"data: [DONE]\n\n")

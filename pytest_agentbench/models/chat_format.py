@@ -1,0 +1,174 @@
+"""Chat Completions shapes on our side of the wire: tool definitions and neutral turns as
+the API wants them; and what has arrived of a reply, with tool calls put together from
+streamed fragments and inline ``<think>`` split out of the content."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_agentbench.models.base import EventSink, FinishReason, StreamEvent, ToolCall, ToolSpec
+from pytest_agentbench.models.think import Channel, ThinkSplitter
+
+
+def chat_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """Tool definitions as Chat Completions ``function`` tools."""
+    out = []
+    for tool in tools:
+        function: dict[str, Any] = {"name": tool.name}
+        if tool.description:
+            function["description"] = tool.description
+        function["parameters"] = dict(tool.parameters)
+        out.append({"type": "function", "function": function})
+    return out
+
+
+def chat_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The neutral turns as Chat Completions messages: an assistant's tool calls get
+    JSON-string arguments (content null when it said nothing); a tool result becomes a
+    ``tool`` message answering its call; other turns pass as they are."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "assistant" and message.get("tool_calls"):
+            calls = [
+                {
+                    "id": call["id"],
+                    "type": "function",
+                    "function": {"name": call["name"], "arguments": _arguments_text(call)},
+                }
+                for call in message["tool_calls"]
+            ]
+            content = message.get("content") or None
+            out.append({"role": "assistant", "content": content, "tool_calls": calls})
+        elif role == "tool":
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": message.get("tool_call_id", ""),
+                    "content": message.get("content", ""),
+                }
+            )
+        else:
+            out.append(dict(message))
+    return out
+
+
+def _arguments_text(call: Mapping[str, Any]) -> str:
+    """A neutral call's arguments as the JSON text the model is shown; a string (e.g. the
+    model's own malformed arguments) is sent back as it was."""
+    arguments = call.get("arguments")
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(dict(arguments or {}), ensure_ascii=False)
+
+
+@dataclass
+class StreamedCall:
+    """A tool call being streamed: its id and name, and its argument fragments."""
+
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+    def tool_call(self, index: int) -> ToolCall:
+        """The call as parsed: arguments a JSON object, or None with the raw text kept.
+        Empty arguments (some servers send "" for a call without parameters) are {}."""
+        raw = "".join(self.arguments)
+        try:
+            parsed = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            parsed = None
+        arguments = parsed if isinstance(parsed, dict) else None
+        return ToolCall(self.id or f"call_{index}", self.name, arguments, raw)
+
+
+_FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+}
+
+
+def map_finish_reason(native: Any) -> FinishReason | None:
+    """The provider's finish reason in the closed set; None when none was reported."""
+    if not native:
+        return None
+    return _FINISH_REASONS.get(str(native), "other")
+
+
+@dataclass
+class ChatReceived:
+    """What has arrived so far for one request (kept for the partial on failure)."""
+
+    splitter: ThinkSplitter | None
+    status: int | None = None
+    text: list[str] = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)
+    calls: dict[int, StreamedCall] = field(default_factory=dict)
+    finish: str | None = None
+    usage: dict[str, Any] | None = None
+    done: bool = False
+
+    @property
+    def anything(self) -> bool:
+        return bool(self.text or self.thinking or self.calls or self.usage or self.finish)
+
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return tuple(self.calls[index].tool_call(index) for index in sorted(self.calls))
+
+    def take_message(self, message: Mapping[str, Any], emit: EventSink) -> None:
+        """A message or a stream delta: thinking (``reasoning_content``, or ``reasoning``
+        as vLLM/Ollama name it), content (through the think splitter), tool calls."""
+        thinking = message.get("reasoning_content") or message.get("reasoning")
+        if isinstance(thinking, str) and thinking:
+            self._add("thinking", thinking, emit)
+        content = message.get("content")
+        if isinstance(content, str) and content:
+            pieces: list[tuple[Channel, str]] = [("text", content)]
+            if self.splitter is not None:
+                pieces = self.splitter.feed(content)
+            for channel, piece in pieces:
+                self._add(channel, piece, emit)
+        calls = message.get("tool_calls")
+        if isinstance(calls, list):
+            for position, fragment in enumerate(calls):
+                if isinstance(fragment, Mapping):
+                    self._take_tool_call(position, fragment, emit)
+
+    def flush(self, emit: EventSink) -> None:
+        """The content the think splitter still holds, at the end of the content."""
+        if self.splitter is not None:
+            for channel, piece in self.splitter.flush():
+                self._add(channel, piece, emit)
+
+    def _add(self, channel: Channel, piece: str, emit: EventSink) -> None:
+        (self.text if channel == "text" else self.thinking).append(piece)
+        emit(StreamEvent(channel, piece))
+
+    def _take_tool_call(self, position: int, fragment: Mapping[str, Any], emit: EventSink) -> None:
+        """One ``tool_calls`` entry: a call's first fragment carries its id and name, later
+        ones (same ``index``) pieces of its arguments. A server that sends no index gets
+        the entry's position; empty ids and names in later fragments change nothing."""
+        index = fragment.get("index")
+        if not isinstance(index, int) or isinstance(index, bool):
+            index = position
+        call = self.calls.setdefault(index, StreamedCall())
+        function = fragment.get("function")
+        function = function if isinstance(function, Mapping) else {}
+        if isinstance(fragment.get("id"), str) and not call.id:
+            call.id = fragment["id"]
+        if isinstance(function.get("name"), str) and not call.name:
+            call.name = function["name"]
+        piece = function.get("arguments")
+        if isinstance(piece, Mapping):
+            piece = json.dumps(piece, ensure_ascii=False)
+        piece = piece if isinstance(piece, str) else ""
+        if piece:
+            call.arguments.append(piece)
+        data = {"index": index, "id": call.id, "name": call.name, "arguments_delta": piece}
+        emit(StreamEvent("tool_call", data=data))

@@ -1,0 +1,200 @@
+"""Retries of failed model requests: which failures, how long to wait, when to give up.
+
+A retry is only safe when the failed attempt delivered nothing: a reply that already
+streamed text, thinking or a tool call is not replayed (the caller has seen it, the
+loop watch has judged it), so that failure is raised with what arrived kept. Every retry
+is recorded where the trajectory keeps it: ``exchange["retries"]`` of the Generation
+returned, or ``retries`` of the error finally raised.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_agentbench.errors import ModelError, ProviderError, TransportError
+from pytest_agentbench.models.base import EventSink, Generation, ModelClient, ModelRequest
+
+#: Statuses worth another try: timeouts, conflicts, too early, rate limits, server and
+#: gateway errors, Cloudflare's 522/524, Anthropic's 529 overloaded.
+RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 522, 524, 529})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """When and how long to retry.
+
+    ``max_attempts`` counts the first attempt. A wait is full-jitter exponential (uniform
+    in ``[0, min(max_delay_s, base_delay_s * 2**(n-1))]`` before the n-th retry) but never
+    shorter than the server's Retry-After, itself capped at ``retry_after_cap_s``.
+    ``deadline_s`` bounds the whole call: no wait that would end past it begins.
+    """
+
+    max_attempts: int = 4
+    base_delay_s: float = 0.5
+    max_delay_s: float = 30.0
+    retry_after_cap_s: float = 60.0
+    deadline_s: float | None = None
+    statuses: frozenset[int] = RETRYABLE_STATUSES
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts}")
+        for name in ("base_delay_s", "max_delay_s", "retry_after_cap_s"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.deadline_s is not None and self.deadline_s <= 0:
+            raise ValueError(f"deadline_s must be > 0, got {self.deadline_s}")
+        object.__setattr__(self, "statuses", frozenset(self.statuses))
+
+    def retryable(self, error: ModelError) -> bool:
+        """True for a failure worth another attempt: a retryable status or a broken
+        connection, and nothing delivered yet. Never a timeout (ModelTimeout is neither)
+        nor any other 4xx."""
+        if delivered(error):
+            return False
+        if isinstance(error, ProviderError):
+            return error.status in self.statuses
+        return isinstance(error, TransportError)
+
+    def backoff_s(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
+        """The wait before the ``retry``-th retry (1-based)."""
+        ceiling = min(self.max_delay_s, self.base_delay_s * 2 ** (retry - 1))
+        wait = rng.uniform(0.0, ceiling)
+        if retry_after is not None:
+            wait = max(wait, min(retry_after, self.retry_after_cap_s))
+        return wait
+
+
+def delivered(error: BaseException) -> bool:
+    """Whether the failed attempt already delivered content (text, thinking, a tool call)."""
+    partial = getattr(error, "partial", None)
+    return isinstance(partial, Generation) and bool(
+        partial.text or partial.thinking or partial.tool_calls
+    )
+
+
+class RetryingClient:
+    """A ModelClient that retries another one (any protocol) under a RetryPolicy.
+
+    The request's ``timeout_s`` is the budget of the whole call: each attempt gets what
+    is left of it, and no wait begins that would end past it (or past the policy's
+    deadline); then the last error is raised. Errors raised by ``on_event`` (how a caller
+    cancels a stream) pass through untouched. The sink may see events of an attempt that
+    failed before delivering content (a role chunk, usage) before the retry's events.
+
+    A raised error carries ``retries`` (a list, empty when none happened); when there
+    were some, its message ends with what happened, e.g. ``(gave up after 4 attempts)``.
+    ``close`` wakes a sleeping retry at once; that call then raises its last error.
+    """
+
+    def __init__(
+        self,
+        inner: ModelClient,
+        policy: RetryPolicy | None = None,
+        *,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.inner = inner
+        self.spec = inner.spec
+        self.policy = policy or RetryPolicy()
+        self._rng = rng or random.Random()
+        self._closed = threading.Event()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.inner!r}, {self.policy!r})"
+
+    def prepare(self, tasks: Iterable[Any]) -> None:
+        self.inner.prepare(tasks)
+
+    def close(self) -> None:
+        self._closed.set()
+        self.inner.close()
+
+    def generate(self, request: ModelRequest, on_event: EventSink | None = None) -> Generation:
+        started = time.monotonic()
+        budget_end = started + request.timeout_s if request.timeout_s is not None else None
+        ends = [t for t in (budget_end, self._policy_end(started)) if t is not None]
+        deadline = min(ends) if ends else None
+        retries: list[dict[str, Any]] = []
+        attempt = 1
+        current = request
+        while True:
+            try:
+                generation = self.inner.generate(current, on_event)
+            except ModelError as error:
+                stop = self._stop_reason(error, attempt, retries)
+                wait = 0.0
+                if stop is None:
+                    wait = self.policy.backoff_s(attempt, _retry_after(error), self._rng)
+                    if deadline is not None and time.monotonic() + wait >= deadline:
+                        stop = (
+                            f"gave up after {_attempts(attempt)}: a retry in {wait:.2f} s "
+                            "would pass the deadline"
+                        )
+                if stop is None and self._closed.wait(wait):
+                    stop = "retry cancelled: the client was closed"
+                if stop is not None:
+                    _finish(error, retries, stop)
+                    raise
+                retries.append(
+                    {
+                        "attempt": attempt,
+                        "status": error.status,
+                        "error": str(error),
+                        "waited_s": math.ceil(wait * 1000) / 1000,
+                    }
+                )
+                attempt += 1
+                if budget_end is not None:
+                    current = dataclasses.replace(
+                        request, timeout_s=max(budget_end - time.monotonic(), 0.001)
+                    )
+                continue
+            exchange = {**generation.exchange, "retries": retries}
+            return dataclasses.replace(generation, exchange=exchange)
+
+    def _policy_end(self, started: float) -> float | None:
+        deadline_s = self.policy.deadline_s
+        return started + deadline_s if deadline_s is not None else None
+
+    def _stop_reason(
+        self, error: ModelError, attempt: int, retries: list[dict[str, Any]]
+    ) -> str | None:
+        """Why ``error`` ends the call (None: retry it). Not retryable after retries says
+        so; not retryable at the first attempt says nothing."""
+        if self._closed.is_set():
+            return "retry cancelled: the client was closed" if retries else ""
+        if not self.policy.retryable(error):
+            count = len(retries)
+            return f"after {count} {'retry' if count == 1 else 'retries'}" if count else ""
+        if attempt >= self.policy.max_attempts:
+            return f"gave up after {_attempts(attempt)}" if retries else ""
+        return None
+
+
+def _attempts(count: int) -> str:
+    return f"{count} attempt{'s' if count != 1 else ''}"
+
+
+def _retry_after(error: ModelError) -> float | None:
+    value = getattr(error, "retry_after", None)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _finish(error: ModelError, retries: list[dict[str, Any]], note: str) -> None:
+    """Record the retries on the error (and its partial) and say in its message why the
+    retrying stopped."""
+    error.retries = list(retries)  # type: ignore[attr-defined]
+    partial = getattr(error, "partial", None)
+    if isinstance(partial, Generation):
+        exchange = {**partial.exchange, "retries": list(retries)}
+        error.partial = dataclasses.replace(partial, exchange=exchange)  # type: ignore[attr-defined]
+    if note and error.args:
+        error.args = (f"{error.args[0]} ({note})", *error.args[1:])
