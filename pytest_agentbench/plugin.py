@@ -96,6 +96,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "pytest_agentbench merge)",
     )
     group.addoption(
+        "--agentbench-max-retries",
+        metavar="N",
+        type=int,
+        help="retries of a failed request (429, 5xx, 529, broken connection; never after "
+        "output arrived), with jittered backoff honouring Retry-After (default 3)",
+    )
+    group.addoption(
+        "--agentbench-breaker",
+        metavar="N",
+        type=int,
+        help="stop sending after N identical permanent errors in a row (401, 404 model not "
+        "found, ...): the remaining tasks become harness errors naming the first (default 5; "
+        "0 turns it off)",
+    )
+    group.addoption(
         "--agentbench-resume",
         metavar="RUN_DIR",
         nargs="?",
@@ -152,6 +167,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("agentbench_min_score", "score gate for the run (0-1)")
     parser.addini("agentbench_concurrency", "rollouts in flight per process")
     parser.addini("agentbench_shard", "K/N: run only shard K of N")
+    parser.addini("agentbench_max_retries", "retries of a failed request (default 3)")
+    parser.addini("agentbench_breaker", "identical permanent errors before no more is sent")
     parser.addini("agentbench_markdown", "path of a Markdown summary to write")
 
 
@@ -375,6 +392,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.section("agentbench")
     for line in summary_lines(state.records, run_dir=str(state.run_dir), wall_s=wall_s):
         terminalreporter.write_line(line)
+    not_sent = [r for r in state.records if str(r.get("error") or "").startswith("not sent:")]
+    if not_sent:
+        terminalreporter.write_line(
+            f"circuit breaker: {len(not_sent)} task(s) not sent — {not_sent[0]['error']}"
+        )
     resumed = sum(1 for record in state.records if record.get("resumed"))
     if resumed:
         terminalreporter.write_line(

@@ -18,6 +18,7 @@ from pytest_agentbench.runner.pool import RolloutPool
 
 if TYPE_CHECKING:
     from pytest_agentbench.models.base import ModelClient
+    from pytest_agentbench.models.breaker import CircuitBreaker
     from pytest_agentbench.report.gate import GateResult
     from pytest_agentbench.scripted.server import ScriptedServer
     from pytest_agentbench.settings import Settings
@@ -59,6 +60,7 @@ class RunState:
     positions: dict[str, int] = field(default_factory=dict)
     pool: RolloutPool | None = None
     restore_sigterm: Any = None
+    breaker: CircuitBreaker | None = None
     _client: ModelClient | None = None
     _verifiers: dict[str, Verifier] | None = None
     _prepared: set[str] = field(default_factory=set)
@@ -119,8 +121,24 @@ class RunState:
                         f"(model {self.settings.model.label}); a plugin must implement "
                         "pytest_agentbench_model_client for it"
                     )
-                self._client = client
+                self._client = self._reliable(client)
             return self._client
+
+    def _reliable(self, client: ModelClient) -> ModelClient:
+        """Retries inside, the circuit breaker outside: a retried failure counts once."""
+        from pytest_agentbench.models.breaker import BreakerClient
+        from pytest_agentbench.models.retry import RetryingClient, RetryPolicy
+
+        settings = self.settings
+        wrapped: ModelClient = RetryingClient(
+            client, RetryPolicy(max_attempts=settings.max_retries + 1)
+        )
+        if settings.breaker_threshold > 0:
+            from pytest_agentbench.models.breaker import CircuitBreaker
+
+            self.breaker = CircuitBreaker(settings.breaker_threshold)
+            wrapped = BreakerClient(wrapped, self.breaker)
+        return wrapped
 
     def prepare(self, key: str, tasks: Any) -> None:
         """Let the client see a suite's tasks once (the scripted client registers replies)

@@ -61,6 +61,8 @@ class Settings:
     shard: tuple[int, int] | None = None
     resume: str | None = None
     retry_errors: bool = False
+    max_retries: int = 3
+    breaker_threshold: int = 5
     markdown: Path | None = None
 
     def fingerprint(self) -> str:
@@ -95,6 +97,8 @@ class Settings:
             "min_score": self.min_score,
             "errors_as_failures": self.errors_as_failures,
             "concurrency": self.concurrency,
+            "max_retries": self.max_retries,
+            "breaker_threshold": self.breaker_threshold,
             "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
             "fingerprint": self.fingerprint(),
         }
@@ -121,6 +125,23 @@ def _fraction(name: str, value: Any) -> float:
     number = float(_number(name, value, float, 0.0))
     if number > 1:
         raise AgentbenchError(f"{name}: expected a score from 0 to 1, got {value!r}")
+    return number
+
+
+def _int_option(
+    option: Callable[[str], Any],
+    ini: Callable[[str], Any],
+    name: str,
+    default: int,
+    low: int,
+    high: int,
+) -> int:
+    value = _first(option(name), ini(name))
+    if value is None:
+        return default
+    number = int(_number(name.replace("_", " "), value, int, low))
+    if number > high:
+        raise AgentbenchError(f"{name.replace('_', ' ')}: expected {low} to {high}, got {value!r}")
     return number
 
 
@@ -210,6 +231,8 @@ def resolve_settings(
         errors_as_failures=bool(option("agentbench_errors_as_failures")),
         resume=resume,
         retry_errors=retry_errors,
+        max_retries=_int_option(option, ini, "agentbench_max_retries", 3, 0, 20),
+        breaker_threshold=_int_option(option, ini, "agentbench_breaker", 5, 0, 1000),
         shard=_shard(_first(option("agentbench_shard"), ini("agentbench_shard"))),
         concurrency=_number("agentbench concurrency", concurrency, int, 1)
         if concurrency is not None

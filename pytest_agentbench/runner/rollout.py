@@ -7,7 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.errors import ModelError, ModelTimeout
+from pytest_agentbench.errors import CircuitOpen, ModelError, ModelTimeout
 from pytest_agentbench.models.base import EventSink, Generation, ModelClient, ModelRequest
 from pytest_agentbench.runner.records import Attempt, Outcome, Rollout, sum_usage
 from pytest_agentbench.runner.repair import repair_request, repairs_allowed
@@ -80,6 +80,16 @@ def run_rollout(
             if isinstance(partial, Generation):
                 _fill(attempt, partial)
                 trajectory.append(dict(partial.exchange))
+            else:
+                trajectory.append(
+                    {
+                        "error": str(exc),
+                        "status": exc.status,
+                        "endpoint": exc.endpoint,
+                        "sent": not isinstance(exc, CircuitOpen),
+                        "retries": list(getattr(exc, "retries", None) or []),
+                    }
+                )
             if isinstance(exc, ModelTimeout):
                 outcome, error = "timeout", f"timeout after {timeout_s:g}s"
             else:

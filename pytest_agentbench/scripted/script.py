@@ -30,7 +30,7 @@ REPLY_KEYS = (
     "finish_reason",
     "tool_calls",
 )
-ERROR_KEYS = ("status", "message", "retry_after", "type")
+ERROR_KEYS = ("status", "message", "retry_after", "type", "times")
 DEFAULT_CHUNK_SIZE = 8
 
 
@@ -50,6 +50,7 @@ class ReplyError:
     message: str = "scripted error"
     retry_after: float | None = None
     type: str = "server_error"
+    times: int | None = None
 
 
 @dataclass(frozen=True)
@@ -198,11 +199,15 @@ def _parse_error(obj: Any, where: str) -> ReplyError:
     retry_after = obj.get("retry_after")
     if retry_after is not None:
         retry_after = _seconds(obj, "retry_after", where)
+    times = obj.get("times")
+    if times is not None and (isinstance(times, bool) or not isinstance(times, int) or times < 1):
+        raise ValueError(f"{where}: 'times' must be an integer >= 1, got {times!r}")
     return ReplyError(
         status=status,
         message=_string(obj, "message", where, "scripted error"),
         retry_after=retry_after,
         type=_string(obj, "type", where, _error_type(status)),
+        times=times,
     )
 
 

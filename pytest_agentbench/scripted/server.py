@@ -15,6 +15,7 @@ worker posts its own; re-posting the same scripts changes nothing), ``GET
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import ipaddress
 import json
 import select
@@ -79,6 +80,7 @@ class ScriptedServer:
         self._scripts: dict[str, tuple[Reply, ...]] = {}
         self._default = parse_replies(default, "default") if default is not None else None
         self._counters: dict[str | None, int] = {}
+        self._turn_requests: dict[tuple[str | None, int], int] = {}
         self._requests: list[dict[str, Any]] = []
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
@@ -140,6 +142,8 @@ class ScriptedServer:
             for key, replies in parsed.items():
                 if self._scripts.get(key) != replies:
                     self._counters.pop(key, None)
+                    for seen in [k for k in self._turn_requests if k[0] == key]:
+                        del self._turn_requests[seen]
                 self._scripts[key] = replies
 
     def set_default(self, replies: Sequence[Any] | None) -> None:
@@ -174,7 +178,14 @@ class ScriptedServer:
             if turn is None:
                 turn = self._counters.get(key, 0)
                 self._counters[key] = turn + 1
-            return key, turn, replies[min(turn, len(replies) - 1)]
+            reply = replies[min(turn, len(replies) - 1)]
+            if reply.error is not None and reply.error.times is not None:
+                # an error that lasts ``times`` requests of this turn, then the reply itself
+                seen = self._turn_requests.get((key, turn), 0)
+                self._turn_requests[(key, turn)] = seen + 1
+                if seen >= reply.error.times:
+                    reply = dataclasses.replace(reply, error=None)
+            return key, turn, reply
 
     def _record(self, entry: dict[str, Any]) -> None:
         with self._lock:
