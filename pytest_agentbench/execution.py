@@ -18,6 +18,7 @@ from pytest_agentbench.artifacts.rollout_files import (
 from pytest_agentbench.errors import ModelError
 from pytest_agentbench.report.evidence import collapse, cut, failure_reason
 from pytest_agentbench.run import RunState
+from pytest_agentbench.runner.loopguard import KillPolicy
 from pytest_agentbench.runner.records import Rollout
 from pytest_agentbench.runner.rollout import run_rollout
 from pytest_agentbench.settings import DEFAULT_TIMEOUT_S, Settings
@@ -85,6 +86,9 @@ def run_task_item(
             max_tokens=settings.max_tokens or task.max_tokens,
             verifier_dir=directory / "verifier",
             stream=settings.stream,
+            kill_policy=KillPolicy(
+                settings.loop_kill / 100, settings.loop_kill_seconds, settings.loop_kill_tokens
+            ),
         )
     except ModelError as exc:
         rollout = Rollout.harness_error(

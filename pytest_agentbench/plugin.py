@@ -96,6 +96,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "pytest_agentbench merge)",
     )
     group.addoption(
+        "--agentbench-loop-kill",
+        metavar="PERCENT",
+        type=int,
+        help="kill a streaming generation whose confirmed loop scores at least PERCENT "
+        "(default 80; 0 keeps detecting but never kills)",
+    )
+    group.addoption(
+        "--agentbench-loop-kill-seconds",
+        metavar="S",
+        type=float,
+        help="how long a loop must hold before the kill (default 10)",
+    )
+    group.addoption(
+        "--agentbench-loop-kill-tokens",
+        metavar="N",
+        type=int,
+        help="or how many more tokens (about 4 characters each) it may stream first, "
+        "whichever comes first (default 1024)",
+    )
+    group.addoption(
         "--agentbench-max-retries",
         metavar="N",
         type=int,
@@ -168,6 +188,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("agentbench_concurrency", "rollouts in flight per process")
     parser.addini("agentbench_shard", "K/N: run only shard K of N")
     parser.addini("agentbench_max_retries", "retries of a failed request (default 3)")
+    parser.addini("agentbench_loop_kill", "loop kill threshold in percent (0: never kill)")
+    parser.addini("agentbench_loop_kill_seconds", "seconds a loop holds before the kill")
+    parser.addini("agentbench_loop_kill_tokens", "tokens a loop may stream before the kill")
     parser.addini("agentbench_breaker", "identical permanent errors before no more is sent")
     parser.addini("agentbench_markdown", "path of a Markdown summary to write")
 

@@ -63,6 +63,9 @@ class Settings:
     retry_errors: bool = False
     max_retries: int = 3
     breaker_threshold: int = 5
+    loop_kill: int = 80
+    loop_kill_seconds: float = 10.0
+    loop_kill_tokens: int = 1024
     markdown: Path | None = None
 
     def fingerprint(self) -> str:
@@ -76,6 +79,7 @@ class Settings:
             "repairs": self.repairs,
             "repair_mode": self.repair_mode,
             "feedback": self.feedback,
+            "loop_kill": [self.loop_kill, self.loop_kill_seconds, self.loop_kill_tokens],
         }
         blob = json.dumps(material, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
@@ -98,6 +102,9 @@ class Settings:
             "errors_as_failures": self.errors_as_failures,
             "concurrency": self.concurrency,
             "max_retries": self.max_retries,
+            "loop_kill": self.loop_kill,
+            "loop_kill_seconds": self.loop_kill_seconds,
+            "loop_kill_tokens": self.loop_kill_tokens,
             "breaker_threshold": self.breaker_threshold,
             "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
             "fingerprint": self.fingerprint(),
@@ -196,6 +203,9 @@ def resolve_settings(
             raise AgentbenchError(f"agentbench repairs: expected 0 to 10, got {repairs}")
     min_score = _first(option("agentbench_min_score"), ini("agentbench_min_score"))
     retry_errors = bool(option("agentbench_retry_errors"))
+    kill_seconds = _first(
+        option("agentbench_loop_kill_seconds"), ini("agentbench_loop_kill_seconds")
+    )
     resume = option("agentbench_resume") or ("latest" if retry_errors else None)
     concurrency = _first(option("agentbench_concurrency"), ini("agentbench_concurrency"))
     markdown = _first(option("agentbench_markdown"), ini("agentbench_markdown"))
@@ -233,6 +243,13 @@ def resolve_settings(
         retry_errors=retry_errors,
         max_retries=_int_option(option, ini, "agentbench_max_retries", 3, 0, 20),
         breaker_threshold=_int_option(option, ini, "agentbench_breaker", 5, 0, 1000),
+        loop_kill=_int_option(option, ini, "agentbench_loop_kill", 80, 0, 100),
+        loop_kill_tokens=_int_option(option, ini, "agentbench_loop_kill_tokens", 1024, 1, 10**7),
+        loop_kill_seconds=float(
+            _number("agentbench loop kill seconds", kill_seconds, float, 0.0)
+            if kill_seconds is not None
+            else 10.0
+        ),
         shard=_shard(_first(option("agentbench_shard"), ini("agentbench_shard"))),
         concurrency=_number("agentbench concurrency", concurrency, int, 1)
         if concurrency is not None

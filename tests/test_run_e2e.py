@@ -119,7 +119,7 @@ scripted = [{ error = { status = 500, message = "scripted outage" } }]
             "2 tasks: 1 passed, 1 harness error(s)",
             "score 1.000 over 1 scored task(s)",
             "harness errors (not the model's fault; excluded from the score):",
-            "! err::server-down: harness error: *HTTP 500*scripted outage",
+            "! err::server-down: harness error: *500*scripted outage",
             "HARNESS ERROR *bench_err.toml::server-down - harness error: *",
         ]
     )

@@ -20,7 +20,11 @@ def task_record(
 ) -> dict[str, Any]:
     """Summarise ``rollout`` for the run-level reports (the details stay in result.json)."""
     verdict = rollout.verdict
-    feedback = [a.feedback_sent for a in rollout.attempts if a.feedback_sent]
+    feedback = [
+        str(a.verdict.get("feedback"))
+        for a in rollout.attempts
+        if a.verdict is not None and a.verdict.get("feedback")
+    ]
     return {
         "nodeid": nodeid,
         "file": file,
@@ -34,6 +38,7 @@ def task_record(
         "attempts": len(rollout.attempts),
         "repaired": rollout.repaired,
         "repair": dict(rollout.repair),
+        "loop": rollout.loop,
         "last_feedback": feedback[-1] if feedback else None,
         "usage": rollout.usage,
         "error": rollout.error,

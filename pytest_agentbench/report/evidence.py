@@ -1,18 +1,49 @@
-"""The one-line reason a task failed, from its record (the artifact probes come later).
+"""The one-line reason a task failed, mined from its record and its verifier artifacts.
 
-Never raises: any surprise in a record degrades to the next tier, down to ``reward R``.
+Tiers, first that yields wins (docs/failure-reasons.md has the rules and examples):
+
+1. the verifier's own error;
+2. ``reward R — <metric breakdown>`` from the verdict's metrics;
+3. ``reward R — <evidence>`` from ``verifier/ctrf.json``, then ``verifier/reward.json``,
+   then ``verifier/test-stdout.txt``;
+4. ``reward R`` (or the bare outcome when no reward is known).
+
+Outcomes other than ``failed`` get their own line (loop kill, timeout, output-token limit,
+provider error, repairs exhausted). Never raises: any surprise degrades to the next tier,
+and the result is always one non-empty line that never says ``reward None``.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pytest_agentbench.models.http import RATE_LIMIT_STATUSES
+from pytest_agentbench.report.ctrf_scan import CtrfFindings, scan_ctrf
+from pytest_agentbench.report.probes import read_reward_json, stdout_evidence
 
 BODY_LIMIT = 100
 MAX_METRICS = 3
+MAX_FAILURE_LINES = 5
 _PAIRED_SUFFIXES = ("_found", "_passed", "_ok")
+_SEVERITY = {"harness_error": 0, "loop_killed": 1, "timeout": 2, "length_exceeded": 3}
+_STATUS_WORDS = {
+    429: "rate limited",
+    500: "server error",
+    502: "bad gateway",
+    503: "unavailable",
+    504: "gateway timeout",
+    529: "overloaded",
+}
+_HTTP_STATUS = re.compile(r"\bHTTP (\d{3})\b")
+_RETRY_NOTE = re.compile(r"\s*\((?:gave up )?after (\d+) (attempts?|retry|retries)\)")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_T = TypeVar("_T")
 
 
 def collapse(text: str) -> str:
@@ -25,68 +56,305 @@ def cut(text: str, limit: int = BODY_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def format_reward(reward: Any) -> str | None:
-    """``0.4``-style text for a numeric reward; None when there is none to show."""
-    if isinstance(reward, bool) or not isinstance(reward, int | float) or math.isnan(reward):
+def _clean(text: str) -> str:
+    """One printable line: control characters and unencodable surrogates removed."""
+    text = text.encode("utf-8", errors="replace").decode("utf-8")
+    return collapse(_CONTROL.sub(" ", text))
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return f"{reward:.3g}"
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+def _number_text(value: float) -> str:
+    """``3``, ``0.25``, ``1000000``: whole numbers without exponent or ``.0``."""
+    return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:g}"
 
 
-def metric_breakdown(metrics: Mapping[str, Any]) -> str | None:
-    """``x found 2/3, y 0, z 1``: numeric metrics, ``reward`` excluded; ``<x>_found`` (or
-    ``_passed`` / ``_ok``) pairs with a positive ``<x>_total`` and sorts by its fraction;
-    other metrics sort zero first, then partial credit, then perfect; at most three."""
-    numeric = {k: v for k, v in metrics.items() if k != "reward" and _is_number(v)}
+def format_reward(reward: Any) -> str | None:
+    """``0.4``-style text for a finite numeric reward; None when there is none to show."""
+    number = _number(reward)
+    return None if number is None else f"{number:.3g}"
+
+
+def _numeric(metrics: Mapping[Any, Any]) -> dict[str, float]:
+    found: dict[str, float] = {}
+    for name, value in metrics.items():
+        number = _number(value)
+        if isinstance(name, str) and name != "reward" and number is not None:
+            found[name] = number
+    return found
+
+
+def _metric_level(metrics: Mapping[Any, Any]) -> dict[str, float]:
+    """The flat level's numeric metrics, else those nested under ``metrics``, else under
+    ``details`` (one level only)."""
+    flat = _numeric(metrics)
+    if flat:
+        return flat
+    for key in ("metrics", "details"):
+        nested = metrics.get(key)
+        if isinstance(nested, Mapping) and (found := _numeric(nested)):
+            return found
+    return {}
+
+
+def _rank(fraction: float) -> float:
+    """Worst first: 0, then partial credit by its size, then perfect and non-scores."""
+    return fraction if 0 <= fraction <= 1 else 1.0
+
+
+def metric_breakdown(metrics: Mapping[Any, Any]) -> str | None:
+    """``tests passed 2/5, format 0.5, style 1``: numeric metrics of the level chosen by
+    :func:`_metric_level`, ``reward`` excluded. ``<x>_found`` / ``_passed`` / ``_ok`` pairs
+    with a positive ``<x>_total`` and ranks by that fraction (the total is not shown again);
+    other metrics rank by their value when in [0, 1]; worst first, stable, at most three."""
+    numeric = _metric_level(metrics)
     shown: list[tuple[float, int, str]] = []
     used: set[str] = set()
     for order, (name, value) in enumerate(numeric.items()):
         for suffix in _PAIRED_SUFFIXES:
             base = name[: -len(suffix)]
             total = numeric.get(f"{base}_total")
-            if name.endswith(suffix) and total is not None and total > 0:
-                shown.append((value / total, order, f"{base} {suffix[1:]} {value:g}/{total:g}"))
+            if name.endswith(suffix) and base and total is not None and total > 0:
+                text = f"{base} {suffix[1:]} {_number_text(value)}/{_number_text(total)}"
+                shown.append((_rank(value / total), order, text))
                 used.update({name, f"{base}_total"})
                 break
     for order, (name, value) in enumerate(numeric.items()):
         if name not in used:
-            rank = 0.0 if value == 0 else (0.5 if 0 < value < 1 else 1.0)
-            shown.append((rank, order, f"{name} {value:g}"))
+            shown.append((_rank(value), order, f"{name} {_number_text(value)}"))
     if not shown:
         return None
     shown.sort(key=lambda item: (item[0], item[1]))
     return ", ".join(text for _, _, text in shown[:MAX_METRICS])
 
 
-def failure_reason(record: Mapping[str, Any]) -> str:
-    """The reason line for a record that did not pass (without the task name)."""
+@dataclass(frozen=True)
+class Evidence:
+    """A free-text ``body`` (cut to :data:`BODY_LIMIT`) and a count ``suffix`` added after
+    the cut, so "more is broken" is never truncated away."""
+
+    body: str
+    suffix: str = ""
+
+    def render(self) -> str:
+        body = cut(_clean(self.body))
+        return f"{body} {self.suffix}" if self.suffix else body
+
+
+def _attempt(probe: Callable[[Path], _T | None], path: Path) -> _T | None:
+    """A probe's result; None when the file is missing or anything about it surprises."""
     try:
-        return _reason(record)
+        return probe(path) if path.is_file() else None
+    except Exception:  # a broken artifact degrades to the next probe, on purpose
+        return None
+
+
+def _ctrf_evidence(findings: CtrfFindings) -> Evidence | None:
+    test = findings.first_failure
+    if test is None:
+        return None
+    name = test.name.split("::", 1)[1] if "::" in test.name else test.name
+    raw = test.raw_status.lower()
+    if raw == "setup_failed":
+        verb = "error at setup"
+    elif raw == "teardown_failed":
+        verb = "error at teardown"
+    else:
+        verb = "failed" if test.status == "failed" else "error"
+    body = f"{name or 'a test'} {verb}" + (f": {test.message}" if test.message.strip() else "")
+    counts = []
+    if findings.failures is not None and findings.failures > 1:
+        more = findings.failures - 1
+        counts.append(f"+{more} more failure{'s' if more > 1 else ''}")
+    if findings.passed is not None and findings.total:
+        counts.append(f"{findings.passed}/{findings.total} checks passed")
+    return Evidence(body, f"({'; '.join(counts)})" if counts else "")
+
+
+def artifact_evidence(verifier_dir: str | os.PathLike[str]) -> Evidence | None:
+    """Tier 3: the first of ``ctrf.json``'s first failure, ``reward.json``'s metric
+    breakdown, ``test-stdout.txt``'s last summary or failure line that yields."""
+    directory = Path(verifier_dir)
+    findings = _attempt(scan_ctrf, directory / "ctrf.json")
+    if findings is not None and (evidence := _ctrf_evidence(findings)) is not None:
+        return evidence
+    reward_json = _attempt(read_reward_json, directory / "reward.json")
+    if reward_json is not None:
+        try:
+            breakdown = metric_breakdown(reward_json)
+        except Exception:  # a hostile reward.json degrades to test stdout
+            breakdown = None
+        if breakdown:
+            return Evidence(breakdown)
+    line = _attempt(stdout_evidence, directory / "test-stdout.txt")
+    return Evidence(line) if line else None
+
+
+def _verdict_evidence(record: Mapping[str, Any]) -> Evidence | None:
+    """Tier 2, then tier 3."""
+    verdict = record.get("verdict")
+    if isinstance(verdict, Mapping) and isinstance(verdict.get("metrics"), Mapping):
+        breakdown = metric_breakdown(verdict["metrics"])
+        if breakdown:
+            return Evidence(breakdown)
+    vdir = record.get("verifier_dir")
+    return artifact_evidence(vdir) if isinstance(vdir, str) and vdir else None
+
+
+def _retry_count(value: Any) -> int:
+    """``retries`` as an int, a ``{"count": n}`` mapping or a list of retried errors."""
+    if isinstance(value, Mapping):
+        value = value.get("count", value.get("retries"))
+    elif isinstance(value, list | tuple):
+        value = len(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _harness_line(record: Mapping[str, Any]) -> str:
+    """``provider 529 overloaded after 4 retries: <detail>`` for a provider status that was
+    retried or is a rate limit; else the error text, with any retry count as a suffix. The
+    count comes from the record's ``retries``, else from the retry note the retrying client
+    appends to the message (``(after 4 retries)``, ``(gave up after 5 attempts)``)."""
+    text = _clean(str(record.get("error") or "")) or "unknown error"
+    retries = _retry_count(record.get("retries"))
+    note = _RETRY_NOTE.search(text)
+    if note is not None:
+        count = int(note.group(1))
+        retries = retries or (count - 1 if note.group(2).startswith("attempt") else count)
+        text = (text[: note.start()] + text[note.end() :]).strip() or "unknown error"
+    after = f"after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
+    match = _HTTP_STATUS.search(text)
+    if match is not None and (retries or int(match.group(1)) in RATE_LIMIT_STATUSES):
+        status = int(match.group(1))
+        line = f"provider {status} {_STATUS_WORDS.get(status, 'error')}"
+        line += f" {after}" if after else ""
+        detail = re.sub(r"^ from \S+?:? ", "", text[match.end() :]).strip(" :")
+        return "harness error: " + cut(f"{line}: {detail}" if detail else line)
+    return "harness error: " + cut(text) + (f" ({after})" if after else "")
+
+
+def _loop_line(record: Mapping[str, Any]) -> str:
+    loop = record.get("loop")
+    loop = loop if isinstance(loop, Mapping) else {}
+    parts = []
+    period, reps = _number(loop.get("period")), _number(loop.get("repetitions"))
+    if period is not None:
+        parts.append(f"period {_number_text(period)}" + (f" ×{_number_text(reps)}" if reps else ""))
+    channel = loop.get("channel")
+    if isinstance(channel, str) and channel.strip():
+        parts.append(f"in {channel}")
+    at = _number(loop.get("killed_s"))
+    at = at if at is not None else _number(loop.get("detected_s"))
+    if at is not None:
+        parts.append(f"at {at:.1f}s")
+    if not parts and record.get("error"):
+        parts.append(str(record["error"]))
+    return "loop killed" + (f": {' '.join(parts)}" if parts else "")
+
+
+def _timeout_line(record: Mapping[str, Any]) -> str:
+    limit = _number(record.get("timeout_s"))
+    if limit is not None:
+        return f"timeout after {_number_text(limit)}s"
+    return str(record.get("error") or "timeout")
+
+
+def _length_note(record: Mapping[str, Any]) -> str:
+    limit = _number(record.get("max_tokens"))
+    if limit is not None and limit > 0:
+        return f"output-token limit ({_number_text(limit)}) reached"
+    return "output-token limit reached"
+
+
+def _repairs_evidence(record: Mapping[str, Any], evidence: Evidence | None) -> Evidence | None:
+    """``repairs exhausted (N): …`` for a failed task that had N repair rounds: the last
+    feedback sent when the record has it (keeping the tier evidence's count suffix), else
+    the tier evidence."""
+    attempts = record.get("attempts")
+    if not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 2:
+        return evidence
+    lead = f"repairs exhausted ({attempts - 1})"
+    feedback = record.get("last_feedback")
+    if isinstance(feedback, str) and feedback.strip():
+        return Evidence(f"{lead}: {feedback}", evidence.suffix if evidence else "")
+    if evidence is None:
+        return Evidence(lead)
+    return Evidence(f"{lead}: {evidence.body}", evidence.suffix)
+
+
+def failure_reason(record: Mapping[str, Any]) -> str:
+    """The reason line for a record that did not pass (without the task name): one
+    non-empty line, never ``reward None``, never an exception."""
+    try:
+        line = _clean(_reason(record))
     except Exception:  # mining must never break a run
-        return "failed (no reason could be read from the record)"
+        line = ""
+    return line or "failed (no reason could be read from the record)"
 
 
 def _reason(record: Mapping[str, Any]) -> str:
     outcome = record.get("outcome")
-    reward = format_reward(record.get("reward"))
-    prefix = f"reward {reward} — " if reward is not None else ""
     if outcome == "harness_error":
-        return "harness error: " + cut(collapse(str(record.get("error") or "unknown error")))
+        return _harness_line(record)
+    verdict = record.get("verdict")
+    verdict = verdict if isinstance(verdict, Mapping) else {}
+    reward = format_reward(record.get("reward"))
+    reward = reward if reward is not None else format_reward(verdict.get("reward"))
+    prefix = f"reward {reward} — " if reward is not None else ""
+    if outcome == "loop_killed":
+        return prefix + cut(_clean(_loop_line(record)))
     if outcome == "timeout":
-        return prefix + cut(collapse(str(record.get("error") or "timeout")))
-    verdict = record.get("verdict") or {}
-    if isinstance(verdict, Mapping) and verdict.get("error"):
-        return cut(collapse(str(verdict["error"])))
-    body = None
-    if isinstance(verdict, Mapping) and isinstance(verdict.get("metrics"), Mapping):
-        body = metric_breakdown(verdict["metrics"])
+        return prefix + cut(_clean(_timeout_line(record)))
+    if verdict.get("error"):
+        return cut(_clean(str(verdict["error"])))
+    evidence = _verdict_evidence(record)
     if outcome == "length_exceeded":
-        limit = record.get("max_tokens")
-        note = f"output-token limit ({limit}) reached" if limit else "output-token limit reached"
-        body = f"{note}; {body}" if body else note
-    if body:
-        return prefix + cut(body)
-    return f"reward {reward}" if reward is not None else str(outcome or "failed")
+        note = _length_note(record)
+        evidence = Evidence(f"{note}; {evidence.body}", evidence.suffix) if evidence else None
+        evidence = evidence or Evidence(note)
+    elif outcome == "failed":
+        evidence = _repairs_evidence(record, evidence)
+    if evidence is not None and (line := evidence.render()):
+        return prefix + line
+    if reward is not None:
+        return f"reward {reward}"
+    return outcome if isinstance(outcome, str) and outcome.strip() else "failed"
+
+
+def _severity(record: Mapping[str, Any]) -> tuple[int, float]:
+    outcome = record.get("outcome")
+    rank = _SEVERITY.get(outcome, len(_SEVERITY)) if isinstance(outcome, str) else len(_SEVERITY)
+    reward = _number(record.get("reward"))
+    return rank, -1.0 if reward is None else reward
+
+
+def order_failures(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The records that did not pass, most severe first: harness error, loop kill, timeout,
+    output-token limit, then any other failure; lowest reward first within each (no reward
+    counts lowest); stable, so equal records keep the run's order."""
+    failed = [r for r in records if isinstance(r, Mapping) and r.get("outcome") != "passed"]
+    return sorted(failed, key=_severity)
+
+
+def shown_failures(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The ``✗`` lines' records in order (harness errors are listed apart), all of them;
+    the terminal shows the first :data:`MAX_FAILURE_LINES`."""
+    return [r for r in order_failures(records) if r.get("outcome") != "harness_error"]
+
+
+def details_pointer(records: Iterable[Mapping[str, Any]]) -> str | None:
+    """The verifier dir of the first shown failure whose verifier dir exists, whichever
+    tier gave its line; None when no shown failure has one."""
+    for record in shown_failures(records)[:MAX_FAILURE_LINES]:
+        vdir = record.get("verifier_dir")
+        if isinstance(vdir, str) and vdir and os.path.isdir(vdir):
+            return vdir
+    return None

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_agentbench.artifacts.summary import classify, score, total_usage
-from pytest_agentbench.report.evidence import failure_reason, format_reward
+from pytest_agentbench.report.evidence import (
+    MAX_FAILURE_LINES,
+    details_pointer,
+    failure_reason,
+    format_reward,
+    order_failures,
+    shown_failures,
+)
 
-MAX_FAILURE_LINES = 5
-_SEVERITY = {"loop_killed": 0, "timeout": 1, "length_exceeded": 2, "failed": 3}
 _LABELS = {
     "passed": "passed",
     "failed": "failed",
@@ -33,14 +37,6 @@ def _tokens(usage: Mapping[str, int | None]) -> str:
 
 def task_label(record: Mapping[str, Any]) -> str:
     return f"{record.get('suite')}::{record.get('task_id')}"
-
-
-def _severity(record: Mapping[str, Any]) -> tuple[int, float]:
-    reward = record.get("reward")
-    return (
-        _SEVERITY.get(str(record.get("outcome")), 3),
-        float(reward) if isinstance(reward, int | float) else -1.0,
-    )
 
 
 def summary_lines(
@@ -66,23 +62,16 @@ def summary_lines(
         lines.append(f"score {run_score:.3f} over {scored} scored task(s){extra}")
     lines.append(f"tokens {_tokens(total_usage(records))} · wall {wall_s:.1f}s")
 
-    failures = sorted(
-        (r for r in records if r.get("outcome") not in ("passed", "harness_error")),
-        key=_severity,
-    )
-    pointer = None
+    failures = shown_failures(records)
     for record in failures[:MAX_FAILURE_LINES]:
-        reason = record.get("message") or failure_reason(record)
-        lines.append(f"✗ {task_label(record)}: {reason}")
-        vdir = record.get("verifier_dir")
-        if pointer is None and isinstance(vdir, str) and os.path.isdir(vdir):
-            pointer = vdir
+        lines.append(f"✗ {task_label(record)}: {record.get('message') or failure_reason(record)}")
     if len(failures) > MAX_FAILURE_LINES:
         lines.append(f"… and {len(failures) - MAX_FAILURE_LINES} more")
+    pointer = details_pointer(records)
     if pointer:
         lines.append(f"(details: {pointer})")
 
-    errors = [r for r in records if r.get("outcome") == "harness_error"]
+    errors = [r for r in order_failures(records) if r.get("outcome") == "harness_error"]
     if errors:
         lines.append("harness errors (not the model's fault; excluded from the score):")
         for record in errors[:MAX_FAILURE_LINES]:

@@ -39,6 +39,7 @@ class Attempt:
     usage_native: dict[str, Any] | None = None
     elapsed_s: float = 0.0
     error: str | None = None
+    loop: dict[str, Any] | None = None
 
 
 @dataclass
@@ -95,6 +96,24 @@ class Rollout:
         return self.outcome == "passed" and len(self.attempts) > 1
 
     @property
+    def loop(self) -> dict[str, Any] | None:
+        """The loop evidence worth reporting: the kill (any attempt), else a thinking loop
+        the model recovered from, else None."""
+        for attempt in self.attempts:
+            if attempt.loop and attempt.loop.get("killed"):
+                return {**attempt.loop["killed"], "attempt": attempt.index + 1}
+        for attempt in self.attempts:
+            if attempt.loop and attempt.loop.get("recovered"):
+                thinking = attempt.loop["channels"]["thinking"]
+                return {
+                    "recovered": True,
+                    "channel": "thinking",
+                    "attempt": attempt.index + 1,
+                    **{k: thinking[k] for k in ("period", "repetitions", "score")},
+                }
+        return None
+
+    @property
     def verdict(self) -> dict[str, Any] | None:
         """The last verdict reached, if any."""
         for attempt in reversed(self.attempts):
@@ -109,6 +128,7 @@ class Rollout:
         data["final_reward"] = self.reward
         data["repaired"] = self.repaired
         data["attempts_used"] = len(self.attempts)
+        data["loop"] = self.loop
         return data
 
 

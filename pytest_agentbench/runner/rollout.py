@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.errors import CircuitOpen, ModelError, ModelTimeout
-from pytest_agentbench.models.base import EventSink, Generation, ModelClient, ModelRequest
+from pytest_agentbench.models.base import (
+    EventSink,
+    Generation,
+    ModelClient,
+    ModelRequest,
+    StreamEvent,
+)
+from pytest_agentbench.models.usage import recovered_usage
+from pytest_agentbench.runner.loopguard import KillPolicy, LoopGuard, LoopKilled
 from pytest_agentbench.runner.records import Attempt, Outcome, Rollout, sum_usage
 from pytest_agentbench.runner.repair import repair_request, repairs_allowed
 from pytest_agentbench.suites.task import Task
@@ -21,6 +29,17 @@ def _verify(verifier: Verifier, check: Check) -> Verdict:
     if reward != verdict.reward:
         verdict = Verdict(reward, verdict.metrics, verdict.details, verdict.feedback, verdict.error)
     return verdict
+
+
+def _chain(guard: LoopGuard, outer: EventSink | None) -> EventSink:
+    if outer is None:
+        return guard
+
+    def sink(event: StreamEvent) -> None:
+        guard(event)
+        outer(event)
+
+    return sink
 
 
 def _fill(attempt: Attempt, generation: Generation) -> None:
@@ -41,9 +60,11 @@ def run_rollout(
     verifier_dir: Path | None = None,
     stream: bool = True,
     on_event: EventSink | None = None,
+    kill_policy: KillPolicy | None = None,
 ) -> Rollout:
     """Run ``task`` to an outcome. Never raises for model or verifier failures: they become
-    the ``timeout`` / ``harness_error`` outcomes with every earlier attempt kept."""
+    the ``timeout`` / ``harness_error`` / ``loop_killed`` outcomes with every earlier
+    attempt kept. Every stream is watched for loops (``kill_policy``)."""
     started_at = time.time()
     start = time.monotonic()
     deadline = start + timeout_s
@@ -71,8 +92,19 @@ def run_rollout(
             turn=index,
         )
         t0 = time.monotonic()
+        guard = LoopGuard(kill_policy or KillPolicy())
+        sink = _chain(guard, on_event)
         try:
-            generation = client.generate(request, on_event)
+            generation = client.generate(request, sink)
+        except LoopKilled as exc:
+            attempt.elapsed_s = time.monotonic() - t0
+            attempt.answer, attempt.thinking = guard.answer, guard.thinking
+            attempt.usage = recovered_usage(guard.answer, guard.thinking).as_dict()
+            attempt.loop = guard.record()
+            attempt.error = str(exc)
+            trajectory.append({"killed": exc.evidence, "answer_chars": len(guard.answer)})
+            outcome, error = "loop_killed", str(exc)
+            break
         except ModelError as exc:
             attempt.elapsed_s = time.monotonic() - t0
             attempt.error = str(exc)
@@ -96,6 +128,7 @@ def run_rollout(
                 outcome, error = "harness_error", str(exc)
             break
         attempt.elapsed_s = time.monotonic() - t0
+        attempt.loop = guard.record()
         _fill(attempt, generation)
         trajectory.append(dict(generation.exchange))
 

@@ -1,0 +1,72 @@
+"""Bounded readers for a rollout's verifier artifacts: ``reward.json`` and
+``test-stdout.txt`` (the inner ``ctrf.json`` has its own reader,
+:mod:`pytest_agentbench.report.ctrf_scan`).
+
+Each reader takes a path and returns plain data, or None when the file is too big to trust
+or says nothing useful; :mod:`pytest_agentbench.report.evidence` turns that data into a
+failure line. Every read is bounded:
+
+- ``reward.json``: at most :data:`READ_CAP` bytes; a bigger file is skipped, not truncated
+  (a cut JSON document is not a smaller JSON document);
+- ``test-stdout.txt``: its last :data:`READ_CAP` bytes (pytest's summary is at the end).
+
+The readers may raise ``OSError`` or ``ValueError`` on unreadable input; the evidence miner
+catches everything and falls through to its next tier.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+READ_CAP = 64 * 1024
+
+
+def read_reward_json(path: Path) -> dict[str, Any] | None:
+    """The parsed ``reward.json`` object; None when it is bigger than :data:`READ_CAP`
+    (skipped, never truncated) or not a JSON object."""
+    with path.open("rb") as file:
+        data = file.read(READ_CAP + 1)
+    if len(data) > READ_CAP:
+        return None
+    value = json.loads(data.decode("utf-8", errors="replace"))
+    return value if isinstance(value, dict) else None
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_COUNT = r"\d+ (?:failed|passed|skipped|deselected|xfailed|xpassed|warnings?|errors?|rerun)"
+_SUMMARY = re.compile(
+    rf"^=*\s*((?:{_COUNT})(?:, {_COUNT})*|no tests ran)\s+in\s+\d+(?:\.\d+)?s\b.*$"
+)
+_SHORT_LINE = re.compile(r"^(?:FAILED|ERROR) \S.*$")
+_SECTION = re.compile(r"^_+ (ERROR (?:collecting|at setup of|at teardown of) .+?) _+$")
+_PROGRESS = re.compile(r"^(\S+::\S+) (FAILED|ERROR)\b")
+
+
+def stdout_evidence(path: Path) -> str | None:
+    """From the last :data:`READ_CAP` bytes of a pytest run's stdout: the last summary line
+    (``1 failed, 2 passed, 1 error``, timing dropped), else the last ``FAILED …`` or
+    ``ERROR …`` line (short test summary, ``ERROR collecting …`` / ``ERROR at setup of …``
+    section headers, or verbose progress). None when neither is there."""
+    with path.open("rb") as file:
+        file.seek(0, 2)
+        size = file.tell()
+        file.seek(max(0, size - READ_CAP))
+        data = file.read(READ_CAP)
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    if size > READ_CAP and lines:
+        lines = lines[1:]
+    summary = failure = None
+    for raw in lines:
+        line = _ANSI.sub("", raw).strip()
+        if (match := _SUMMARY.match(line)) is not None:
+            summary = match.group(1)
+        elif (match := _SECTION.match(line)) is not None:
+            failure = match.group(1)
+        elif _SHORT_LINE.match(line):
+            failure = line
+        elif (match := _PROGRESS.match(line)) is not None:
+            failure = f"{match.group(2)} {match.group(1)}"
+    return summary or failure

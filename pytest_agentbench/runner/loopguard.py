@@ -1,0 +1,126 @@
+"""The kill rule: watch a generation's stream and cancel it when it has degenerated.
+
+One LoopWatch per channel (thinking, answer). A channel is killed when its confirmed
+cycle's score stays at or above the threshold for the kill window in seconds, or for the
+character budget (so fast and slow servers are treated alike) — whichever comes first.
+The guard is the stream's event sink: it raises ``LoopKilled`` from inside the client's
+read loop, which closes the stream. With a threshold of 0 nothing is killed, but every
+verdict is still recorded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_agentbench.models.base import StreamEvent
+from pytest_agentbench.runner.loopwatch import LoopVerdict, LoopWatch
+
+CHARS_PER_TOKEN = 4
+
+
+@dataclass(frozen=True)
+class KillPolicy:
+    """``threshold`` in [0, 1] (0: never kill); ``window_s`` seconds or ``budget_tokens``
+    more tokens (estimated at four characters each) of a confirmed loop before the kill."""
+
+    threshold: float = 0.8
+    window_s: float = 10.0
+    budget_tokens: int = 1024
+
+
+class LoopKilled(Exception):
+    """Raised from the event sink to cancel a looping stream; ``evidence`` says why."""
+
+    def __init__(self, evidence: dict[str, Any]) -> None:
+        self.evidence = evidence
+        super().__init__(
+            f"loop killed: period {evidence['period']} ×{evidence['repetitions']:g} in "
+            f"{evidence['channel']} at {evidence['killed_s']:.1f}s"
+        )
+
+
+def _verdict_dict(verdict: LoopVerdict) -> dict[str, Any]:
+    cycle = verdict.cycle
+    return {
+        "state": verdict.state,
+        "score": round(verdict.score, 3),
+        "confirmed": verdict.confirmed,
+        "period": cycle.period if cycle else None,
+        "repetitions": round(cycle.repetitions, 1) if cycle else None,
+        "numeric": cycle.numeric if cycle else None,
+        "excerpt": cycle.excerpt if cycle else None,
+    }
+
+
+class LoopGuard:
+    """The event sink of one generation. Keeps the streamed text (what a killed stream
+    produced) and each channel's verdicts."""
+
+    def __init__(self, policy: KillPolicy, clock: Callable[[], float] = time.monotonic) -> None:
+        self.policy = policy
+        self._clock = clock
+        self._start = clock()
+        self._watches = {"thinking": LoopWatch(), "answer": LoopWatch()}
+        self._parts: dict[str, list[str]] = {"thinking": [], "answer": []}
+        self._holding: dict[str, tuple[float, int]] = {}
+        self._detected: dict[str, float] = {}
+        self.killed: dict[str, Any] | None = None
+
+    @property
+    def answer(self) -> str:
+        return "".join(self._parts["answer"])
+
+    @property
+    def thinking(self) -> str:
+        return "".join(self._parts["thinking"])
+
+    def __call__(self, event: StreamEvent) -> None:
+        if event.kind == "text":
+            channel = "answer"
+        elif event.kind == "thinking":
+            channel = "thinking"
+        else:
+            return
+        self._parts[channel].append(event.text)
+        watch = self._watches[channel]
+        watch.feed(event.text)
+        verdict = watch.verdict()
+        now = self._clock() - self._start
+        looping = verdict.confirmed and verdict.state == "looping"
+        if looping:
+            self._detected.setdefault(channel, now)
+        threshold = self.policy.threshold
+        if not (threshold > 0 and looping and verdict.score >= threshold):
+            self._holding.pop(channel, None)
+            return
+        since, chars = self._holding.setdefault(channel, (now, watch.chars))
+        held_s = now - since
+        grown_tokens = (watch.chars - chars) / CHARS_PER_TOKEN
+        if held_s >= self.policy.window_s or grown_tokens >= self.policy.budget_tokens:
+            cycle = verdict.cycle
+            assert cycle is not None
+            self.killed = {
+                "channel": channel,
+                "period": cycle.period,
+                "repetitions": round(cycle.repetitions, 1),
+                "numeric": cycle.numeric,
+                "score": round(verdict.score, 3),
+                "detected_s": round(self._detected[channel], 3),
+                "killed_s": round(now, 3),
+                "held_s": round(held_s, 3),
+                "chars": watch.chars,
+                "excerpt": cycle.excerpt,
+                "rule": "window" if held_s >= self.policy.window_s else "token budget",
+            }
+            raise LoopKilled(self.killed)
+
+    def record(self) -> dict[str, Any]:
+        """Per channel the highest verdict seen; ``recovered`` when the thinking looped
+        (confirmed) yet the model went on to answer without being killed."""
+        peaks = {name: _verdict_dict(watch.peak) for name, watch in self._watches.items()}
+        thinking_looped = peaks["thinking"]["confirmed"]
+        recovered = bool(thinking_looped and self.killed is None and self.answer.strip())
+        return {"killed": self.killed, "recovered": recovered, "channels": peaks}
