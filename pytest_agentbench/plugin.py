@@ -413,7 +413,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
     wall_s = (time.time() * 1000 - state.start_ms) / 1000
     terminalreporter.section("agentbench")
-    for line in summary_lines(state.records, run_dir=str(state.run_dir), wall_s=wall_s):
+    lines = summary_lines(
+        state.records,
+        run_dir=str(state.run_dir),
+        wall_s=wall_s,
+        relative_to=str(config.invocation_params.dir),
+    )
+    for line in lines:
         terminalreporter.write_line(line)
     not_sent = [r for r in state.records if str(r.get("error") or "").startswith("not sent:")]
     if not_sent:

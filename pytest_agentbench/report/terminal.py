@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.artifacts.summary import classify, score, total_usage
@@ -39,14 +40,27 @@ def task_label(record: Mapping[str, Any]) -> str:
     return f"{record.get('suite')}::{record.get('task_id')}"
 
 
+def shown_path(path: str, relative_to: str | None) -> str:
+    """``path`` relative to ``relative_to`` when it lies below it, else as it is."""
+    if relative_to is None:
+        return path
+    try:
+        return str(Path(path).relative_to(relative_to))
+    except ValueError:
+        return path
+
+
 def summary_lines(
     records: Sequence[Mapping[str, Any]],
     *,
     run_dir: str,
     wall_s: float,
+    relative_to: str | None = None,
 ) -> list[str]:
     """Totals, score, tokens, then one ``✗ task: reason`` line per failure (at most five,
-    most severe first), one details pointer, harness errors apart, and the run folder."""
+    most severe first), one details pointer, harness errors apart, and the run folder.
+    Paths under ``relative_to`` (where pytest was started) are shown relative to it."""
+    run_dir = shown_path(run_dir, relative_to)
     if not records:
         return ["no tasks ran", f"results: {run_dir}"]
     counts = classify(records)
@@ -69,7 +83,7 @@ def summary_lines(
         lines.append(f"… and {len(failures) - MAX_FAILURE_LINES} more")
     pointer = details_pointer(records)
     if pointer:
-        lines.append(f"(details: {pointer})")
+        lines.append(f"(details: {shown_path(pointer, relative_to)})")
 
     errors = [r for r in order_failures(records) if r.get("outcome") == "harness_error"]
     if errors:
