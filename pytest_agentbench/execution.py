@@ -76,6 +76,9 @@ def run_task_item(
     if resumed is not None:
         return resumed
     verifier = state.verifiers()[task.verifier.kind]
+    live = state.live
+    if live is not None:
+        live.begin(nodeid, f"{task.suite}::{task.id}")
     try:
         state.prepare(file, suite_tasks or (task,))
         rollout = run_rollout(
@@ -89,11 +92,16 @@ def run_task_item(
             kill_policy=KillPolicy(
                 settings.loop_kill / 100, settings.loop_kill_seconds, settings.loop_kill_tokens
             ),
+            on_event=None if live is None else lambda event: live.event(nodeid, event),
+            on_phase=None if live is None else lambda phase: live.phase(nodeid, phase),
         )
     except ModelError as exc:
         rollout = Rollout.harness_error(
             task.key, task.suite, task.id, settings.model.label, str(exc), task.pass_threshold
         )
+    finally:
+        if live is not None:
+            live.end(nodeid)
     write_rollout(directory, rollout, state.secrets)
     record = task_record(
         rollout,

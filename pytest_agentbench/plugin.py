@@ -274,6 +274,28 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     return [f"agentbench: model {model}", f"agentbench: results in {state.run_dir}"]
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Turn the live status line on where a person watches a terminal."""
+    config = session.config
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or state.is_worker or config.getoption("dist", "no") != "no":
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    writer = getattr(reporter, "_tw", None)
+    stream = getattr(writer, "_file", None)
+    if reporter is None or stream is None or not reporter.isatty or config.get_verbosity() < 0:
+        return
+    from pytest_agentbench.report.live import LiveStatus, StatusWriter
+
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    uncaptured = getattr(capture, "global_and_fixture_disabled", None)
+    state.live = LiveStatus()
+    state.status = StatusWriter(
+        stream, writer.fullwidth, lambda: writer.width_of_current_line, uncaptured
+    )
+
+
 def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Collector | None:
     state = parent.config.stash.get(STATE_KEY, None)
     if state is None:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pytest_agentbench.models.base import ModelClient
     from pytest_agentbench.models.breaker import CircuitBreaker
     from pytest_agentbench.report.gate import GateResult
+    from pytest_agentbench.report.live import LiveStatus, StatusWriter
     from pytest_agentbench.scripted.server import ScriptedServer
     from pytest_agentbench.settings import Settings
     from pytest_agentbench.verifiers.base import Verifier
@@ -61,6 +62,8 @@ class RunState:
     pool: RolloutPool | None = None
     restore_sigterm: Any = None
     breaker: CircuitBreaker | None = None
+    live: LiveStatus | None = None
+    status: StatusWriter | None = None
     _client: ModelClient | None = None
     _verifiers: dict[str, Verifier] | None = None
     _prepared: set[str] = field(default_factory=set)
@@ -170,7 +173,8 @@ class RunState:
         """The task items this process will run, in pytest's order (after selection)."""
         self.queue = items
         self.positions = {item.nodeid: i for i, item in enumerate(items)}
-        if self.settings.concurrency > 1 and self.pool is None and len(items) > 1:
+        wants_pool = self.settings.concurrency > 1 and len(items) > 1
+        if (wants_pool or self.live is not None) and self.pool is None and items:
             self.pool = RolloutPool(self.settings.concurrency)
 
     def record_for(self, item: Any, job: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
@@ -181,7 +185,17 @@ class RunState:
         start = self.positions[item.nodeid]
         for ahead in self.queue[start : start + self.pool.size]:
             self.pool.submit(ahead.nodeid, lambda ahead=ahead: job(ahead))
-        return self.pool.result(item.nodeid, lambda: job(item))
+        status, live = self.status, self.live
+        if status is None or live is None:
+            return self.pool.result(item.nodeid, lambda: job(item))
+
+        def show() -> None:
+            status.show(live.line(item.nodeid))
+
+        try:
+            return self.pool.result(item.nodeid, lambda: job(item), on_wait=show)
+        finally:
+            status.clear()
 
     def close(self) -> None:
         if self.pool is not None:

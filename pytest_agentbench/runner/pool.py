@@ -34,9 +34,16 @@ class RolloutPool:
         with self._lock:
             return key in self._futures
 
-    def result(self, key: str, job: Callable[[], Any]) -> Any:
+    def result(
+        self,
+        key: str,
+        job: Callable[[], Any],
+        on_wait: Callable[[], None] | None = None,
+        interval_s: float = 0.25,
+    ) -> Any:
         """The result of the job under ``key`` (submitted now when it was not yet); the
-        job's own exception is raised here. A finished job's future is forgotten, so a
+        job's own exception is raised here. ``on_wait`` is called every ``interval_s``
+        while waiting (the live status line). A finished job's future is forgotten, so a
         long run keeps only what is in flight."""
         self.submit(key, job)
         with self._lock:
@@ -44,6 +51,11 @@ class RolloutPool:
         if future is None:  # the pool closed before this job could start
             return job()
         try:
+            while on_wait is not None:
+                try:
+                    return future.result(timeout=interval_s)
+                except TimeoutError:
+                    on_wait()
             return future.result()
         finally:
             with self._lock:

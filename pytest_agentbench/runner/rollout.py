@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -61,10 +62,12 @@ def run_rollout(
     stream: bool = True,
     on_event: EventSink | None = None,
     kill_policy: KillPolicy | None = None,
+    on_phase: Callable[[str], None] | None = None,
 ) -> Rollout:
     """Run ``task`` to an outcome. Never raises for model or verifier failures: they become
     the ``timeout`` / ``harness_error`` / ``loop_killed`` outcomes with every earlier
-    attempt kept. Every stream is watched for loops (``kill_policy``)."""
+    attempt kept. Every stream is watched for loops (``kill_policy``); ``on_event`` sees
+    the stream and ``on_phase`` each step (waiting, repair k, verifying) as they happen."""
     started_at = time.time()
     start = time.monotonic()
     deadline = start + timeout_s
@@ -91,6 +94,8 @@ def run_rollout(
             script_key=task.key,
             turn=index,
         )
+        if on_phase is not None:
+            on_phase("waiting" if index == 0 else f"repair {index}")
         t0 = time.monotonic()
         guard = LoopGuard(kill_policy or KillPolicy())
         sink = _chain(guard, on_event)
@@ -132,6 +137,8 @@ def run_rollout(
         _fill(attempt, generation)
         trajectory.append(dict(generation.exchange))
 
+        if on_phase is not None:
+            on_phase("verifying")
         check = Check(generation.text, task, task.verifier.options, verifier_dir)
         try:
             verdict = _verify(verifier, check)
