@@ -19,7 +19,6 @@ import httpx
 
 from pytest_agentbench.errors import (
     ModelError,
-    ModelTimeout,
     ProviderError,
     RateLimited,
     TransportError,
@@ -34,13 +33,12 @@ from pytest_agentbench.models.base import (
     ToolCall,
 )
 from pytest_agentbench.models.http import (
-    CONNECT_TIMEOUT_S,
-    ERROR_BODY_LIMIT,
     RATE_LIMIT_STATUSES,
+    ErrorMapping,
     Watchdog,
+    attach_partial,
     error_detail,
     public_url,
-    retry_after_seconds,
     timeout_for,
 )
 from pytest_agentbench.models.sse import SSEEvent, SSEParser
@@ -182,7 +180,7 @@ class _Received:
         return tuple(block.call() for block in self.tools.values())
 
 
-class AnthropicClient:
+class AnthropicClient(ErrorMapping):
     """A ModelClient for ``POST {base_url}/v1/messages`` (``base_url`` like
     ``https://api.anthropic.com``; one ending in ``/v1`` works too).
 
@@ -410,60 +408,13 @@ class AnthropicClient:
             )
         return obj
 
-    def _status_error(self, response: httpx.Response) -> ProviderError:
-        raw = bytearray()
-        for chunk in response.iter_bytes():
-            raw += chunk
-            if len(raw) >= ERROR_BODY_LIMIT:
-                break
-        status = response.status_code
-        kind = RateLimited if status in RATE_LIMIT_STATUSES else ProviderError
-        error = kind(
-            f"{self.spec.label}: HTTP {status} from {self.public_endpoint}: "
-            f"{error_detail(raw.decode('utf-8', 'replace'))}",
-            endpoint=self.public_endpoint,
-            status=status,
-        )
-        error.retry_after = retry_after_seconds(response.headers)  # type: ignore[attr-defined]
-        return error
-
-    def _timeout_error(self, request: ModelRequest) -> ModelTimeout:
-        return ModelTimeout(
-            f"{self.spec.label}: no complete reply from {self.public_endpoint} within the "
-            f"{request.timeout_s:g} s deadline",
-            endpoint=self.public_endpoint,
-        )
-
-    def _transport_error(
-        self, exc: httpx.HTTPError, request: ModelRequest, deadline: float | None, fired: bool
-    ) -> ModelError:
-        past_deadline = deadline is not None and time.monotonic() >= deadline - 0.001
-        if fired or (isinstance(exc, httpx.TimeoutException) and past_deadline):
-            return self._timeout_error(request)
-        if isinstance(exc, httpx.TimeoutException):
-            what = "could not connect" if isinstance(exc, httpx.ConnectTimeout) else "timed out"
-            return TransportError(
-                f"{self.spec.label}: {what} to {self.public_endpoint} "
-                f"within {CONNECT_TIMEOUT_S:g} s",
-                endpoint=self.public_endpoint,
-            )
-        if isinstance(exc, httpx.ConnectError):
-            what = f"cannot connect to {self.public_endpoint}"
-        else:
-            what = f"the connection to {self.public_endpoint} broke"
-        detail = " ".join(str(exc).split()) or type(exc).__name__
-        return TransportError(f"{self.spec.label}: {what}: {detail}", endpoint=self.public_endpoint)
-
     def _with_partial(
         self, error: ModelError, received: _Received, body: dict[str, Any], started: float
     ) -> ModelError:
         partial = None
         if received.anything:
             partial = self._generation(received, body, started, error=str(error))
-        error.partial = partial  # type: ignore[attr-defined]
-        if not hasattr(error, "retry_after"):
-            error.retry_after = None  # type: ignore[attr-defined]
-        return error
+        return attach_partial(error, partial)
 
     def _generation(
         self,

@@ -9,9 +9,18 @@ import socket
 import threading
 import time
 from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+
+from pytest_agentbench.errors import (
+    ModelError,
+    ModelTimeout,
+    ProviderError,
+    RateLimited,
+    TransportError,
+)
 
 CONNECT_TIMEOUT_S = 10.0
 RATE_LIMIT_STATUSES = (429, 529)
@@ -111,3 +120,74 @@ def timeout_for(deadline: float | None) -> httpx.Timeout:
         return httpx.Timeout(None, connect=CONNECT_TIMEOUT_S)
     remaining = max(deadline - time.monotonic(), 0.001)
     return httpx.Timeout(remaining, connect=min(CONNECT_TIMEOUT_S, remaining))
+
+
+class ErrorMapping:
+    """How every client turns HTTP failures into our error tree. Mixed into a client that
+    has ``spec`` (its label names the model) and ``public_endpoint`` (no credentials);
+    ``idle_timeout_s``, when the client has one, names the idle-timeout case."""
+
+    spec: Any
+    public_endpoint: str
+
+    def _status_error(self, response: httpx.Response) -> ProviderError:
+        """ProviderError (RateLimited for 429/529) with the provider's own message and
+        ``retry_after`` from the response headers."""
+        raw = bytearray()
+        for chunk in response.iter_bytes():
+            raw += chunk
+            if len(raw) >= ERROR_BODY_LIMIT:
+                break
+        status = response.status_code
+        kind = RateLimited if status in RATE_LIMIT_STATUSES else ProviderError
+        error = kind(
+            f"{self.spec.label}: HTTP {status} from {self.public_endpoint}: "
+            f"{error_detail(raw.decode('utf-8', 'replace'))}",
+            endpoint=self.public_endpoint,
+            status=status,
+        )
+        error.retry_after = retry_after_seconds(response.headers)  # type: ignore[attr-defined]
+        return error
+
+    def _timeout_error(self, request: Any) -> ModelTimeout:
+        return ModelTimeout(
+            f"{self.spec.label}: no complete reply from {self.public_endpoint} within the "
+            f"{request.timeout_s:g} s deadline",
+            endpoint=self.public_endpoint,
+        )
+
+    def _transport_error(
+        self, exc: httpx.HTTPError, request: Any, deadline: float | None, fired: bool
+    ) -> ModelError:
+        past_deadline = deadline is not None and time.monotonic() >= deadline - 0.001
+        if fired or (isinstance(exc, httpx.TimeoutException) and past_deadline):
+            return self._timeout_error(request)
+        idle = getattr(self, "idle_timeout_s", None)
+        if isinstance(exc, httpx.ReadTimeout) and idle is not None:
+            return ModelTimeout(
+                f"{self.spec.label}: no byte from {self.public_endpoint} for "
+                f"{idle:g} s (the idle timeout)",
+                endpoint=self.public_endpoint,
+            )
+        if isinstance(exc, httpx.TimeoutException):
+            what = "could not connect" if isinstance(exc, httpx.ConnectTimeout) else "timed out"
+            return TransportError(
+                f"{self.spec.label}: {what} to {self.public_endpoint} "
+                f"within {CONNECT_TIMEOUT_S:g} s",
+                endpoint=self.public_endpoint,
+            )
+        if isinstance(exc, httpx.ConnectError):
+            what = f"cannot connect to {self.public_endpoint}"
+        else:
+            what = f"the connection to {self.public_endpoint} broke"
+        detail = " ".join(str(exc).split()) or type(exc).__name__
+        return TransportError(f"{self.spec.label}: {what}: {detail}", endpoint=self.public_endpoint)
+
+
+def attach_partial(error: ModelError, partial: Any) -> ModelError:
+    """Give ``error`` the contract every client keeps: ``partial`` (what arrived, or None)
+    and ``retry_after`` (None unless the server said)."""
+    error.partial = partial  # type: ignore[attr-defined]
+    if not hasattr(error, "retry_after"):
+        error.retry_after = None  # type: ignore[attr-defined]
+    return error
