@@ -1,15 +1,19 @@
-"""The built-in model clients and verifiers, registered through the public hooks exactly as
-a third-party plugin would register its own (and marked trylast so plugins win)."""
+"""The built-in model clients, verifiers and agent tools, registered through the public hooks
+exactly as a third-party plugin would register its own (and marked trylast so plugins win)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_agentbench.models.base import ModelClient, ModelSpec
 from pytest_agentbench.settings import Settings
 from pytest_agentbench.verifiers.base import Verifier
+
+if TYPE_CHECKING:
+    from pytest_agentbench.runner.tools import Tool
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -44,3 +48,10 @@ def pytest_agentbench_verifiers() -> Iterable[Verifier]:
     from pytest_agentbench.verifiers.builtin import BUILTIN_VERIFIERS
 
     return BUILTIN_VERIFIERS
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_agentbench_tools() -> Iterable[Tool]:
+    from pytest_agentbench.runner.tools import BUILTIN_TOOLS
+
+    return BUILTIN_TOOLS

@@ -94,6 +94,7 @@ def run_task_item(
             ),
             on_event=None if live is None else lambda event: live.event(nodeid, event),
             on_phase=None if live is None else lambda phase: live.phase(nodeid, phase),
+            tools=state.tools(),
         )
     except ModelError as exc:
         rollout = Rollout.harness_error(

@@ -1,7 +1,7 @@
-"""Hooks through which pytest-agentbench finds model clients and verifiers.
+"""Hooks through which pytest-agentbench finds model clients, verifiers and agent tools.
 
 Implement them in a ``conftest.py`` or a plugin, with ``@pytest.hookimpl``. The built-in
-clients and verifiers are registered through these same hooks (``builtins.py``).
+clients, verifiers and tools are registered through these same hooks (``builtins.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from pytest_agentbench.models.base import ModelClient, ModelSpec
+    from pytest_agentbench.runner.tools import Tool
     from pytest_agentbench.settings import Settings
     from pytest_agentbench.verifiers.base import Verifier
 
@@ -34,4 +35,12 @@ def pytest_agentbench_verifiers() -> Iterable[Verifier] | None:
     """Return verifiers to add, each with a ``kind`` name, an ``options_schema`` and a
     ``verify(check) -> Verdict`` method. Called once per process before suites load; a
     plugin's verifier with the same kind as a built-in replaces it.
+    """
+
+
+@hookspec
+def pytest_agentbench_tools() -> Iterable[Tool] | None:
+    """Return tools agent tasks may be offered, each a ``Tool(spec, function)`` where
+    ``function(workspace, arguments) -> str`` runs it. Called once per process before
+    suites load; a plugin's tool with the same name as a built-in replaces it.
     """

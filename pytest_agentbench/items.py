@@ -25,7 +25,9 @@ class SuiteFile(pytest.File):
             Reply.parse(obj, where)
 
         try:
-            suite = load_suite(self.path, state.verifiers(), reply_check=reply_check)
+            suite = load_suite(
+                self.path, state.verifiers(), reply_check=reply_check, tools=state.tools()
+            )
         except SuiteError as exc:
             shown = SuiteError(self._display_path(), exc.problems)
             raise self.CollectError(str(shown)) from None

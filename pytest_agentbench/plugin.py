@@ -89,6 +89,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "still reported in pytest's order; rollouts run ahead of them",
     )
     group.addoption(
+        "--agentbench-max-connections",
+        metavar="M",
+        type=int,
+        help="requests in flight to the provider across the whole run, all xdist workers "
+        "together (default: no shared bound); a 429/529 halves the bound for everyone, "
+        "and it grows back after successes",
+    )
+    group.addoption(
+        "--agentbench-rpm",
+        metavar="R",
+        type=float,
+        help="requests per minute to the provider across the whole run, all xdist workers "
+        "together, paced evenly (default: no bound)",
+    )
+    group.addoption(
         "--agentbench-shard",
         metavar="K/N",
         help="run only shard K of N: a stable partition of the tasks by a hash of suite "
@@ -186,6 +201,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("agentbench_feedback", "none, counts, names or raw")
     parser.addini("agentbench_min_score", "score gate for the run (0-1)")
     parser.addini("agentbench_concurrency", "rollouts in flight per process")
+    parser.addini("agentbench_max_connections", "requests in flight across the whole run")
+    parser.addini("agentbench_rpm", "requests per minute across the whole run")
     parser.addini("agentbench_shard", "K/N: run only shard K of N")
     parser.addini("agentbench_max_retries", "retries of a failed request (default 3)")
     parser.addini("agentbench_loop_kill", "loop kill threshold in percent (0: never kill)")
@@ -226,6 +243,8 @@ def pytest_configure(config: pytest.Config) -> None:
         state.server = server
         state.restore_sigterm = _interrupt_on_sigterm()
         config.pluginmanager.register(_RecordCollector(state), "agentbench-records")
+        if config.pluginmanager.hasplugin("xdist"):
+            config.pluginmanager.register(_XdistCrashes(state), "agentbench-xdist-crashes")
     config.stash[STATE_KEY] = state
     from pytest_agentbench import builtins
 
@@ -366,13 +385,74 @@ class _RecordCollector:
 
     def __init__(self, state: RunState) -> None:
         self.state = state
+        self.started: dict[str, int] = {}
+        self.suites: dict[str, str] = {}
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        self.started[nodeid] = int(time.time() * 1000)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = getattr(report, "agentbench", None)
-        if record is not None and report.when == "call":
+        if record is None and report.when not in ("setup", "call", "teardown"):
+            record = self._crash_record(report)
+        elif report.when != "call":
+            record = None
+        if report.when == "teardown":
+            self.started.pop(report.nodeid, None)
+        if record is not None:
+            self.suites.setdefault(str(record.get("file")), str(record.get("suite")))
             self.state.records.append(record)
             if report.failed:
                 self.state.failed_reports += 1
+
+    def _crash_record(self, report: pytest.TestReport) -> dict[str, Any] | None:
+        """A harness-error record for a task whose xdist worker died under it."""
+        from fnmatch import fnmatch
+        from pathlib import PurePath
+
+        from pytest_agentbench.workers import crash_record, is_crash_report
+
+        name = PurePath(report.nodeid.partition("::")[0]).name
+        if not is_crash_report(report) or not any(
+            fnmatch(name, pattern) for pattern in self.state.settings.files
+        ):
+            return None
+        gateway = getattr(getattr(report, "node", None), "gateway", None)
+        return crash_record(
+            report.nodeid,
+            str(getattr(gateway, "id", "?")),
+            model=self.state.settings.model.label,
+            marks_dir=self.state.marks_dir,
+            suites=self.suites,
+            start_ms=self.started.pop(report.nodeid, None),
+            now_ms=int(time.time() * 1000),
+        )
+
+
+class _XdistCrashes:
+    """xdist controller only: a task that was merely in flight on a worker that another
+    task's verifier killed is sent to run again (the killer is reported on its own)."""
+
+    def __init__(self, state: RunState) -> None:
+        self.state = state
+
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+        from pytest_agentbench.workers import interrupted_only
+
+        gateway = getattr(getattr(report, "node", None), "gateway", None)
+        if not interrupted_only(crashitem, str(getattr(gateway, "id", "?")), self.state.marks_dir):
+            return
+        try:
+            sched.mark_test_pending(crashitem)
+        except NotImplementedError:  # --dist loadscope/loadfile/each: reported as crashed
+            return
+        report.outcome = "rerun"  # type: ignore[assignment]
+        report.agentbench_rerun = True  # type: ignore[attr-defined]
+
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> Any:
+        if getattr(report, "agentbench_rerun", False):
+            return "rerun", "R", ("RERUN", {"yellow": True})
+        return None
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

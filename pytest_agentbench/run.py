@@ -19,8 +19,11 @@ from pytest_agentbench.runner.pool import RolloutPool
 if TYPE_CHECKING:
     from pytest_agentbench.models.base import ModelClient
     from pytest_agentbench.models.breaker import CircuitBreaker
+    from pytest_agentbench.models.ratelimit import SharedLimit
+    from pytest_agentbench.models.ratelimit_remote import LimitService
     from pytest_agentbench.report.gate import GateResult
     from pytest_agentbench.report.live import LiveStatus, StatusWriter
+    from pytest_agentbench.runner.tools import Tool
     from pytest_agentbench.scripted.server import ScriptedServer
     from pytest_agentbench.settings import Settings
     from pytest_agentbench.verifiers.base import Verifier
@@ -64,8 +67,15 @@ class RunState:
     breaker: CircuitBreaker | None = None
     live: LiveStatus | None = None
     status: StatusWriter | None = None
+    limit: SharedLimit | None = None
+    limit_service: LimitService | None = None
+    limit_address: str | None = None
+    marks_dir: Path | None = None
+    worker_id: str = ""
+    _interactor: Any = None
     _client: ModelClient | None = None
     _verifiers: dict[str, Verifier] | None = None
+    _tools: dict[str, Tool] | None = None
     _prepared: set[str] = field(default_factory=set)
     _preparing: dict[str, threading.Lock] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -93,6 +103,11 @@ class RunState:
             Path(info["agentbench_run_dir"]),
             is_worker=True,
             start_ms=int(info["agentbench_start_ms"]),
+            limit_address=info.get("agentbench_limit"),
+            marks_dir=Path(info["agentbench_marks_dir"])
+            if info.get("agentbench_marks_dir")
+            else None,
+            worker_id=str(info.get("workerid", "?")),
         )
 
     def worker_input(self) -> dict[str, Any]:
@@ -102,7 +117,40 @@ class RunState:
             "agentbench_run_dir": str(self.run_dir),
             "agentbench_start_ms": self.start_ms,
             "agentbench_base_url": self.settings.base_url,
+            "agentbench_limit": self._serve_limit(),
+            "agentbench_marks_dir": str(self._marks()),
         }
+
+    def _serve_limit(self) -> str | None:
+        """The address of the run's shared limit, served to workers from here (started
+        on the first call); None when no limit was asked for."""
+        limit = self.shared_limit()
+        if limit is None:
+            return None
+        if self.limit_service is None:
+            from pytest_agentbench.models.ratelimit_remote import LimitService
+
+            self.limit_service = LimitService(limit)
+        return self.limit_service.start()
+
+    def _marks(self) -> Path:
+        """The folder where workers mark the verifications they are running (removed at
+        the end); see pytest_agentbench.workers."""
+        if self.marks_dir is None:
+            import tempfile
+
+            self.marks_dir = Path(tempfile.mkdtemp(prefix="agentbench-marks-"))
+        return self.marks_dir
+
+    def shared_limit(self) -> SharedLimit | None:
+        """This process's SharedLimit (the controller's, under xdist), made once; None
+        without --agentbench-max-connections or --agentbench-rpm."""
+        settings = self.settings
+        if self.limit is None and (settings.max_connections or settings.rpm):
+            from pytest_agentbench.models.ratelimit import SharedLimit
+
+            self.limit = SharedLimit(settings.max_connections, settings.rpm)
+        return self.limit
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -133,6 +181,21 @@ class RunState:
         from pytest_agentbench.models.retry import RetryingClient, RetryPolicy
 
         settings = self.settings
+        limit: Any = self.shared_limit() if not self.is_worker else None
+        if self.limit_address:
+            from pytest_agentbench.models.ratelimit_remote import RemoteLimit
+
+            limit = RemoteLimit(self.limit_address)
+        if limit is not None:
+            from pytest_agentbench.models.ratelimit import LimitedClient
+
+            named = []
+            if settings.max_connections:
+                named.append(f"--agentbench-max-connections {settings.max_connections}")
+            if settings.rpm:
+                named.append(f"--agentbench-rpm {settings.rpm:g}")
+            label = " and ".join(named) + " (shared by the whole run)"
+            client = LimitedClient(client, limit, label=label)
         wrapped: ModelClient = RetryingClient(
             client, RetryPolicy(max_attempts=settings.max_retries + 1)
         )
@@ -166,8 +229,23 @@ class RunState:
             for batch in reversed(self.config.hook.pytest_agentbench_verifiers()):
                 for verifier in batch or ():
                     found[verifier.kind] = verifier
+            if self.is_worker and self.marks_dir is not None:
+                from pytest_agentbench.workers import VerifyMarks
+
+                marks = VerifyMarks(self.marks_dir, self.worker_id)
+                found = {kind: marks.guard(verifier) for kind, verifier in found.items()}
             self._verifiers = found
         return self._verifiers
+
+    def tools(self) -> dict[str, Tool]:
+        """Every agent tool by name; a plugin's tool replaces a built-in of the same name."""
+        if self._tools is None:
+            found: dict[str, Tool] = {}
+            for batch in reversed(self.config.hook.pytest_agentbench_tools()):
+                for tool in batch or ():
+                    found[tool.name] = tool
+            self._tools = found
+        return self._tools
 
     def set_queue(self, items: list[Any]) -> None:
         """The task items this process will run, in pytest's order (after selection)."""
@@ -182,8 +260,17 @@ class RunState:
         the queue are started too (up to the pool's size in flight); ``job(item)`` runs one."""
         if self.pool is None or item.nodeid not in self.positions:
             return job(item)
-        start = self.positions[item.nodeid]
-        for ahead in self.queue[start : start + self.pool.size]:
+        if self.is_worker:  # only what xdist sent this worker, never session.items
+            from pytest_agentbench.workers import find_interactor, worker_queue
+
+            if self._interactor is None:
+                self._interactor = find_interactor(self.config) or False
+            queue = worker_queue(self.config, self._interactor or None, item, self.pool.size)
+            following = [other for other in queue if other.nodeid in self.positions]
+        else:
+            start = self.positions[item.nodeid]
+            following = self.queue[start : start + self.pool.size]
+        for ahead in following:
             self.pool.submit(ahead.nodeid, lambda ahead=ahead: job(ahead))
         status, live = self.status, self.live
         if status is None or live is None:
@@ -206,3 +293,10 @@ class RunState:
         if self.server is not None:
             self.server.stop()
             self.server = None
+        if self.limit_service is not None:
+            self.limit_service.stop()
+            self.limit_service = None
+        if self.marks_dir is not None and not self.is_worker:
+            import shutil
+
+            shutil.rmtree(self.marks_dir, ignore_errors=True)

@@ -58,6 +58,8 @@ class Settings:
     min_score: float | None = None
     errors_as_failures: bool = False
     concurrency: int = DEFAULT_CONCURRENCY
+    max_connections: int | None = None
+    rpm: float | None = None
     shard: tuple[int, int] | None = None
     resume: str | None = None
     retry_errors: bool = False
@@ -101,6 +103,8 @@ class Settings:
             "min_score": self.min_score,
             "errors_as_failures": self.errors_as_failures,
             "concurrency": self.concurrency,
+            "max_connections": self.max_connections,
+            "rpm": self.rpm,
             "max_retries": self.max_retries,
             "loop_kill": self.loop_kill,
             "loop_kill_seconds": self.loop_kill_seconds,
@@ -208,6 +212,10 @@ def resolve_settings(
     )
     resume = option("agentbench_resume") or ("latest" if retry_errors else None)
     concurrency = _first(option("agentbench_concurrency"), ini("agentbench_concurrency"))
+    max_connections = _first(
+        option("agentbench_max_connections"), ini("agentbench_max_connections")
+    )
+    rpm = _first(option("agentbench_rpm"), ini("agentbench_rpm"))
     markdown = _first(option("agentbench_markdown"), ini("agentbench_markdown"))
     repair_mode = _choice(
         "agentbench repair mode",
@@ -254,5 +262,9 @@ def resolve_settings(
         concurrency=_number("agentbench concurrency", concurrency, int, 1)
         if concurrency is not None
         else DEFAULT_CONCURRENCY,
+        max_connections=_number("agentbench max connections", max_connections, int, 1)
+        if max_connections is not None
+        else None,
+        rpm=float(_number("agentbench rpm", rpm, float, 0.001)) if rpm is not None else None,
         markdown=Path(markdown) if markdown else None,
     )

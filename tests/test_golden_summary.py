@@ -41,6 +41,5 @@ def test_example_summary_matches_the_golden_file(pytester: pytest.Pytester) -> N
     if os.environ.get("AGENTBENCH_UPDATE_GOLDEN"):
         GOLDEN.write_text(section, encoding="utf-8")
     assert section == GOLDEN.read_text(encoding="utf-8"), (
-        "the terminal summary changed; review it and regenerate with "
-        "AGENTBENCH_UPDATE_GOLDEN=1"
+        "the terminal summary changed; review it and regenerate with AGENTBENCH_UPDATE_GOLDEN=1"
     )

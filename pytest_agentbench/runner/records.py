@@ -27,7 +27,9 @@ USAGE_FIELDS = ("input", "output", "cache_read", "cache_write", "reasoning", "to
 
 @dataclass
 class Attempt:
-    """One generation and its verdict. ``verdict`` is None when generation failed."""
+    """One generation and its verdict. ``verdict`` is None when generation failed. In agent
+    mode an attempt is a tool-calling loop: ``turns`` model calls (summed ``usage``) and the
+    ``tool_calls`` made (name, cut arguments, error flag, output size); None otherwise."""
 
     index: int
     answer: str = ""
@@ -40,6 +42,8 @@ class Attempt:
     elapsed_s: float = 0.0
     error: str | None = None
     loop: dict[str, Any] | None = None
+    turns: int | None = None
+    tool_calls: list[dict[str, Any]] | None = None
 
 
 @dataclass

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.errors import CircuitOpen, ModelError, ModelTimeout
+from pytest_agentbench.errors import AgentbenchError, CircuitOpen, ModelError, ModelTimeout
 from pytest_agentbench.models.base import (
     EventSink,
     Generation,
@@ -17,9 +17,11 @@ from pytest_agentbench.models.base import (
     StreamEvent,
 )
 from pytest_agentbench.models.usage import recovered_usage
+from pytest_agentbench.runner.agent import AgentSession
 from pytest_agentbench.runner.loopguard import KillPolicy, LoopGuard, LoopKilled
 from pytest_agentbench.runner.records import Attempt, Outcome, Rollout, sum_usage
 from pytest_agentbench.runner.repair import repair_request, repairs_allowed
+from pytest_agentbench.runner.tools import BUILTIN_TOOLS, Tool
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.base import Check, Verdict, Verifier
 
@@ -51,6 +53,34 @@ def _fill(attempt: Attempt, generation: Generation) -> None:
     attempt.usage_native = dict(generation.usage_native) if generation.usage_native else None
 
 
+def _open_agent(
+    task: Task,
+    client: ModelClient,
+    tools: Mapping[str, Tool] | None,
+    verifier_dir: Path | None,
+    isolation: str | None,
+) -> AgentSession:
+    if verifier_dir is None:
+        raise AgentbenchError(f"task {task.id!r}: agent mode needs a rollout directory")
+    if tools is None:
+        tools = {tool.name: tool for tool in BUILTIN_TOOLS}
+    mode = isolation or str(task.verifier.options.get("isolation", "auto"))
+    root = verifier_dir.parent / "workspace"
+    return AgentSession.open(task, client, tools, root, isolation=mode)
+
+
+def _workspace_entry(agent: AgentSession) -> dict[str, Any]:
+    """The trajectory's last entry in agent mode: where the workspace was kept, what was
+    pruned from it, and the containment its commands ran under."""
+    pruned = agent.close()
+    return {
+        "workspace": str(agent.workspace.path),
+        "pruned": pruned,
+        "containment": agent.workspace.containment(),
+        "model_calls": agent.calls,
+    }
+
+
 def run_rollout(
     task: Task,
     client: ModelClient,
@@ -63,11 +93,20 @@ def run_rollout(
     on_event: EventSink | None = None,
     kill_policy: KillPolicy | None = None,
     on_phase: Callable[[str], None] | None = None,
+    tools: Mapping[str, Tool] | None = None,
+    isolation: str | None = None,
 ) -> Rollout:
     """Run ``task`` to an outcome. Never raises for model or verifier failures: they become
     the ``timeout`` / ``harness_error`` / ``loop_killed`` outcomes with every earlier
     attempt kept. Every stream is watched for loops (``kill_policy``); ``on_event`` sees
-    the stream and ``on_phase`` each step (waiting, repair k, verifying) as they happen."""
+    the stream and ``on_phase`` each step (waiting, repair k, verifying) as they happen.
+
+    In agent mode (``task.mode``) each attempt is the agent loop (runner/agent.py) with
+    ``tools`` (the built-in ones when None) in a workspace at ``verifier_dir.parent /
+    "workspace"``, kept after the run; the verifier judges that workspace. A turn limit
+    ends the rollout without repairs: ``passed`` when the verifier passes the workspace
+    anyway, else ``failed`` with the limit as the error. ``isolation`` overrides the
+    sandbox mode the verifier's options name (default ``auto``)."""
     started_at = time.time()
     start = time.monotonic()
     deadline = start + timeout_s
@@ -77,6 +116,19 @@ def run_rollout(
     total_attempts = 1 + repairs_allowed(task)
     outcome: Outcome = "failed"
     error: str | None = None
+    answer: str = ""
+    finish_reason: str | None = None
+    turn_limit: str | None = None
+    agent: AgentSession | None = None
+    if task.mode == "agent":
+        try:
+            agent = _open_agent(task, client, tools, verifier_dir, isolation)
+        except AgentbenchError as exc:
+            return Rollout.harness_error(
+                task.key, task.suite, task.id, client.spec.label, str(exc), task.pass_threshold
+            )
+        agent.max_tokens, agent.stream = max_tokens, stream
+        agent.kill_policy = kill_policy or KillPolicy()
 
     for index in range(total_attempts):
         remaining = deadline - time.monotonic()
@@ -85,61 +137,82 @@ def run_rollout(
             break
         attempt = Attempt(index=index)
         attempts.append(attempt)
-        request = ModelRequest(
-            messages=tuple(messages),
-            system=task.system,
-            max_tokens=max_tokens,
-            timeout_s=remaining,
-            stream=stream,
-            script_key=task.key,
-            turn=index,
-        )
-        if on_phase is not None:
-            on_phase("waiting" if index == 0 else f"repair {index}")
-        t0 = time.monotonic()
-        guard = LoopGuard(kill_policy or KillPolicy())
-        sink = _chain(guard, on_event)
-        try:
-            generation = client.generate(request, sink)
-        except LoopKilled as exc:
+        if agent is not None:
+            run = agent.attempt(
+                messages,
+                index=index,
+                deadline=deadline,
+                timeout_s=timeout_s,
+                on_event=on_event,
+                on_phase=on_phase,
+                phase="waiting" if index == 0 else f"repair {index}",
+            )
+            run.fill(attempt)
+            trajectory.extend(run.trajectory)
+            if run.stop in ("loop_killed", "timeout", "harness_error"):
+                outcome = run.stop
+                error = f"timeout after {timeout_s:g}s" if run.stop == "timeout" else run.error
+                break
+            answer, finish_reason, messages = run.text, run.finish_reason, run.messages
+            turn_limit = run.error if run.stop == "turn_limit" else None
+        else:
+            request = ModelRequest(
+                messages=tuple(messages),
+                system=task.system,
+                max_tokens=max_tokens,
+                timeout_s=remaining,
+                stream=stream,
+                script_key=task.key,
+                turn=index,
+            )
+            if on_phase is not None:
+                on_phase("waiting" if index == 0 else f"repair {index}")
+            t0 = time.monotonic()
+            guard = LoopGuard(kill_policy or KillPolicy())
+            sink = _chain(guard, on_event)
+            try:
+                generation = client.generate(request, sink)
+            except LoopKilled as exc:
+                attempt.elapsed_s = time.monotonic() - t0
+                attempt.answer, attempt.thinking = guard.answer, guard.thinking
+                attempt.usage = recovered_usage(guard.answer, guard.thinking).as_dict()
+                attempt.loop = guard.record()
+                attempt.error = str(exc)
+                trajectory.append({"killed": exc.evidence, "answer_chars": len(guard.answer)})
+                outcome, error = "loop_killed", str(exc)
+                break
+            except ModelError as exc:
+                attempt.elapsed_s = time.monotonic() - t0
+                attempt.error = str(exc)
+                partial = getattr(exc, "partial", None)
+                if isinstance(partial, Generation):
+                    _fill(attempt, partial)
+                    trajectory.append(dict(partial.exchange))
+                else:
+                    trajectory.append(
+                        {
+                            "error": str(exc),
+                            "status": exc.status,
+                            "endpoint": exc.endpoint,
+                            "sent": not isinstance(exc, CircuitOpen),
+                            "retries": list(getattr(exc, "retries", None) or []),
+                        }
+                    )
+                if isinstance(exc, ModelTimeout):
+                    outcome, error = "timeout", f"timeout after {timeout_s:g}s"
+                else:
+                    outcome, error = "harness_error", str(exc)
+                break
             attempt.elapsed_s = time.monotonic() - t0
-            attempt.answer, attempt.thinking = guard.answer, guard.thinking
-            attempt.usage = recovered_usage(guard.answer, guard.thinking).as_dict()
             attempt.loop = guard.record()
-            attempt.error = str(exc)
-            trajectory.append({"killed": exc.evidence, "answer_chars": len(guard.answer)})
-            outcome, error = "loop_killed", str(exc)
-            break
-        except ModelError as exc:
-            attempt.elapsed_s = time.monotonic() - t0
-            attempt.error = str(exc)
-            partial = getattr(exc, "partial", None)
-            if isinstance(partial, Generation):
-                _fill(attempt, partial)
-                trajectory.append(dict(partial.exchange))
-            else:
-                trajectory.append(
-                    {
-                        "error": str(exc),
-                        "status": exc.status,
-                        "endpoint": exc.endpoint,
-                        "sent": not isinstance(exc, CircuitOpen),
-                        "retries": list(getattr(exc, "retries", None) or []),
-                    }
-                )
-            if isinstance(exc, ModelTimeout):
-                outcome, error = "timeout", f"timeout after {timeout_s:g}s"
-            else:
-                outcome, error = "harness_error", str(exc)
-            break
-        attempt.elapsed_s = time.monotonic() - t0
-        attempt.loop = guard.record()
-        _fill(attempt, generation)
-        trajectory.append(dict(generation.exchange))
+            _fill(attempt, generation)
+            trajectory.append(dict(generation.exchange))
+            answer, finish_reason = generation.text, generation.finish_reason
 
         if on_phase is not None:
             on_phase("verifying")
-        check = Check(generation.text, task, task.verifier.options, verifier_dir)
+        workspace = agent.workspace.path if agent is not None else None
+        check = Check(answer, task, task.verifier.options, verifier_dir, workspace)
         try:
             verdict = _verify(verifier, check)
         except Exception as exc:  # a crashing verifier is the harness's fault, not the model's
@@ -148,7 +221,7 @@ def run_rollout(
             attempt.error = error
             break
         attempt.verdict = asdict(verdict)
-        cut_off = generation.finish_reason == "length"
+        cut_off = finish_reason == "length"
         if verdict.error is not None:
             outcome = "failed"
             break
@@ -156,12 +229,17 @@ def run_rollout(
             outcome = "passed"
             break
         outcome = "length_exceeded" if cut_off else "failed"
+        if turn_limit is not None:
+            error = turn_limit
+            break
         attempts_left = total_attempts - index - 1
         if attempts_left:
             messages, attempt.feedback_sent = repair_request(
-                task, messages, generation.text, verdict, attempts_left, cut_off
+                task, messages, answer, verdict, attempts_left, cut_off
             )
 
+    if agent is not None:
+        trajectory.append(_workspace_entry(agent))
     rewards = [a.verdict["reward"] for a in attempts if a.verdict is not None]
     return Rollout(
         task_key=task.key,

@@ -9,7 +9,9 @@ script its last reply repeats.
 
 Admin endpoints: ``POST /_agentbench/scripts`` registers scripts (every pytest-xdist
 worker posts its own; re-posting the same scripts changes nothing), ``GET
-/_agentbench/requests`` lists the recorded requests, ``GET /_agentbench/health``.
+/_agentbench/requests`` lists the recorded requests, ``GET /_agentbench/stats`` counts
+generation requests (``in_flight`` now and ``max_in_flight`` ever: from the request's
+arrival until its last byte is about to be written), ``GET /_agentbench/health``.
 """
 
 from __future__ import annotations
@@ -82,6 +84,8 @@ class ScriptedServer:
         self._counters: dict[str | None, int] = {}
         self._turn_requests: dict[tuple[str | None, int], int] = {}
         self._requests: list[dict[str, Any]] = []
+        self._in_flight = 0
+        self._max_in_flight = 0
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -157,6 +161,20 @@ class ScriptedServer:
     def requests(self) -> list[dict[str, Any]]:
         with self._lock:
             return list(self._requests)
+
+    @property
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return {
+                "requests": len(self._requests),
+                "in_flight": self._in_flight,
+                "max_in_flight": self._max_in_flight,
+            }
+
+    def _flight(self, change: int) -> None:
+        with self._lock:
+            self._in_flight += change
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
 
     @property
     def script_keys(self) -> list[str]:
@@ -235,6 +253,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     server: _HTTPServer
+    _flying = False
     server_version = "agentbench-scripted"
 
     def setup(self) -> None:
@@ -258,6 +277,8 @@ class _ChatHandler(BaseHTTPRequestHandler):
         route = self._route()
         if route == "/_agentbench/health":
             self._send_json(200, {"ok": True})
+        elif route == "/_agentbench/stats":
+            self._send_json(200, self._provider.stats)
         elif route == "/_agentbench/requests":
             self._send_json(200, self._provider.requests)
         elif route == "/models":
@@ -276,7 +297,12 @@ class _ChatHandler(BaseHTTPRequestHandler):
             return
         wire = WIRES.get(route)
         if wire is not None:
-            self._generate(body, wire)
+            self._provider._flight(+1)
+            self._flying = True
+            try:
+                self._generate(body, wire)
+            finally:
+                self._land()
         elif route == "/_agentbench/scripts":
             self._register(body)
         else:
@@ -369,6 +395,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
             self.wfile.write(data[: len(data) // 2])
             self._drop()
             return
+        self._land()
         self.wfile.write(data)
 
     def _stream(self, wire: Wire, reply: Reply, model: str, usage: dict[str, Any] | None) -> None:
@@ -392,6 +419,8 @@ class _ChatHandler(BaseHTTPRequestHandler):
             pending.append(b"%x\r\n%s\r\n" % (len(event), event))
             size += len(event)
             if delay_s or size >= _BATCH_BYTES or index == len(events) - 1:
+                if index == len(events) - 1:
+                    self._land()
                 self.wfile.write(b"".join(pending))
                 pending.clear()
                 size = 0
@@ -417,8 +446,16 @@ class _ChatHandler(BaseHTTPRequestHandler):
                     break
         self._drop()
 
+    def _land(self) -> None:
+        """The generation request ends here for the in-flight count: before its last
+        write, so a client can never start its next request while this one still counts."""
+        if self._flying:
+            self._flying = False
+            self._provider._flight(-1)
+
     def _drop(self) -> None:
         """Close the connection now, mid-response: the client sees a broken stream."""
+        self._land()
         self.close_connection = True
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
@@ -431,6 +468,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
+        self._land()
         self.wfile.write(data)
 
     def _send_error(

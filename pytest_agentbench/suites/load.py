@@ -10,13 +10,13 @@ all the problems at once. Tasks are only returned from a file without problems.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.errors import SuiteError
-from pytest_agentbench.suites.task import Task, VerifierConfig
+from pytest_agentbench.suites.task import DEFAULT_TOOLS, Task, VerifierConfig
 from pytest_agentbench.suites.validate import (
     RESERVED_FIELDS,
     Parts,
@@ -61,6 +61,10 @@ _SETTINGS = {
     "timeout_s": None,
     "max_tokens": None,
     "pass_threshold": 1.0,
+    "mode": "answer",
+    "max_turns": 20,
+    "tools": None,
+    "max_tool_output": 10_000,
 }
 
 
@@ -79,6 +83,7 @@ def load_suite(
     verifiers: Mapping[str, Verifier],
     *,
     reply_check: ReplyCheck | None = None,
+    tools: Collection[str] = DEFAULT_TOOLS,
 ) -> Suite:
     """Read and validate one suite file and build its tasks with every default applied.
 
@@ -86,6 +91,8 @@ def load_suite(
     checks the options a suite gives it. ``reply_check`` judges each scripted reply: it
     is called with the reply and its JSON path (``$.task[2].scripted[0]``) and raises
     ValueError to refuse it. Without one, a reply must be a string or a table.
+    ``tools`` are the tool names an agent task may ask for (the built-in ones unless a
+    plugin adds more).
 
     Raises SuiteError naming the file and listing every problem found, one per line.
     """
@@ -94,7 +101,7 @@ def load_suite(
         document, fmt = read_document(path)
     except ValueError as exc:
         raise SuiteError(str(path), [str(exc)]) from None
-    return _Loader(path, fmt, verifiers, reply_check).load(document)
+    return _Loader(path, fmt, verifiers, reply_check, tools).load(document)
 
 
 def _clean(bad: frozenset[Parts] | set[Parts], parts: Parts) -> bool:
@@ -122,11 +129,13 @@ class _Loader:
         fmt: str,
         verifiers: Mapping[str, Verifier],
         reply_check: ReplyCheck | None,
+        tools: Collection[str] = DEFAULT_TOOLS,
     ) -> None:
         self.path = path
         self.fmt = fmt
         self.verifiers = verifiers
         self.reply_check = reply_check
+        self.tools = tools
         self.object_word = "a table" if fmt == "toml" else "an object"
         self.problems: list[tuple[int | None, str, str]] = []
         self.list_key = "task"
@@ -225,7 +234,13 @@ class _Loader:
             for parts, text in self._verifier_problems(verifier["kind"], options):
                 self.add(None, json_path(("suite", "verifier", *parts)), text)
                 verifier_ok = False
+        suite_files = self._files(
+            pick("files"), None, lambda parts: json_path(("suite", "files", *parts))
+        )
+        self._check_tools(None, pick("tools", []), lambda j: json_path(("suite", "tools", j)))
         return defaults | {
+            "files": suite_files[0],
+            "files_dir": suite_files[1],
             "name": name,
             "description": pick("description", ""),
             "min_score": pick("min_score"),
@@ -323,6 +338,10 @@ class _Loader:
             if _clean(raw.bad, ("scripted", j)):
                 self._check_reply(i, raw.locate(("scripted", j)), reply)
         verifier = self._task_verifier(raw, defaults)
+        files, files_dir = self._files(
+            pick("files"), i, lambda parts: raw.locate(("files", *parts))
+        )
+        self._check_tools(i, pick("tools", []), lambda j: raw.locate(("tools", j)))
         if task_id is None or prompt is None or verifier is None:
             return None
         settings = {key: pick(key, defaults.get(key, value)) for key, value in _SETTINGS.items()}
@@ -348,7 +367,40 @@ class _Loader:
             scripted=tuple(replies),
             vars=merged_vars,
             marks=tuple(dict.fromkeys([*defaults["marks"], *marks])),
+            files={**defaults["files"], **files},
+            files_dir=files_dir or defaults["files_dir"],
+            mode=settings["mode"],
+            max_turns=int(settings["max_turns"]),
+            tools=DEFAULT_TOOLS if settings["tools"] is None else tuple(settings["tools"]),
+            max_tool_output=int(settings["max_tool_output"]),
         )
+
+    def _check_tools(self, index: int | None, names: Any, where: Callable[[int], str]) -> None:
+        """Every tool name a suite or task asks for must be a tool this run has."""
+        for j, name in enumerate(names):
+            if name not in self.tools:
+                self.add(index, where(j), unknown_name(name, sorted(self.tools)))
+
+    def _files(
+        self, value: Any, index: int | None, where: Callable[[Parts], str]
+    ) -> tuple[dict[str, str], Path | None]:
+        """A ``files`` table with every path checked, or the directory it names (next to
+        the suite file) checked to exist; empty when unset or broken (reason recorded)."""
+        if value is None:
+            return {}, None
+        if isinstance(value, str):
+            directory = self.path.parent / value
+            if not directory.is_dir():
+                reason = f"names no directory next to the suite file: {show(value)}"
+                self.add(index, where(()), reason)
+                return {}, None
+            return {}, directory
+        for name in value:
+            pure = PurePosixPath(name)
+            if not name.strip() or "\x00" in name or pure.is_absolute() or ".." in pure.parts:
+                reason = "must be a relative path inside the workspace (no '..', not absolute)"
+                self.add(index, where((name,)), reason)
+        return dict(value), None
 
     def _task_id(self, raw: _RawTask) -> str | None:
         """The task's id (its 1-based position when it has none), checked and unique."""

@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+#: The tools an agent task gets unless it names its own (the built-in ones).
+DEFAULT_TOOLS = ("bash", "read_file", "write_file", "list_files")
+
 
 @dataclass(frozen=True)
 class VerifierConfig:
@@ -28,6 +31,11 @@ class Task:
     ``min_score`` is the suite's score gate (suite-level only), None when not set.
     ``timeout_s`` and ``max_tokens`` are None when neither task nor suite set them, so the
     run's settings decide.
+    ``files`` (relative path → text) and ``files_dir`` (a directory, copied first) seed the
+    workspace of code tasks; the task's own entries win over the suite's.
+    ``mode`` is ``answer`` (one generation per attempt) or ``agent`` (each attempt is a
+    tool-calling loop of at most ``max_turns`` model calls, offered ``tools`` by name, each
+    tool result capped at ``max_tool_output`` characters).
     """
 
     suite: str
@@ -50,6 +58,12 @@ class Task:
     scripted: tuple[Any, ...] = ()
     vars: Mapping[str, Any] = field(default_factory=dict)
     marks: tuple[str, ...] = ()
+    files: Mapping[str, str] = field(default_factory=dict)
+    files_dir: Path | None = None
+    mode: str = "answer"
+    max_turns: int = 20
+    tools: tuple[str, ...] = DEFAULT_TOOLS
+    max_tool_output: int = 10_000
 
     @property
     def key(self) -> str:

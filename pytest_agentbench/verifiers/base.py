@@ -30,12 +30,15 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Check:
-    """Everything a verifier may look at for one attempt."""
+    """Everything a verifier may look at for one attempt. ``workspace`` is the agent's
+    workspace directory when the attempt ran in one (code verifiers then judge it as the
+    agent left it); None for a plain answer."""
 
     answer: str
     task: Task
     options: Mapping[str, Any]
     verifier_dir: Path | None = None
+    workspace: Path | None = None
 
 
 class Verifier(Protocol):

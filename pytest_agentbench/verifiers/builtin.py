@@ -5,9 +5,20 @@ from __future__ import annotations
 
 from pytest_agentbench.verifiers.base import Verifier
 from pytest_agentbench.verifiers.choice import CHOICE
+from pytest_agentbench.verifiers.code import PYTHON_TESTS
+from pytest_agentbench.verifiers.command import COMMAND
 from pytest_agentbench.verifiers.json_schema import JSON_SCHEMA
 from pytest_agentbench.verifiers.number import NUMBER
 from pytest_agentbench.verifiers.text import EXACT, INCLUDES, REGEX
 
-#: Every built-in verifier, one per kind. ``python_tests`` and ``command`` join later.
-BUILTIN_VERIFIERS: tuple[Verifier, ...] = (EXACT, INCLUDES, REGEX, CHOICE, NUMBER, JSON_SCHEMA)
+#: Every built-in verifier, one per kind.
+BUILTIN_VERIFIERS: tuple[Verifier, ...] = (
+    EXACT,
+    INCLUDES,
+    REGEX,
+    CHOICE,
+    NUMBER,
+    JSON_SCHEMA,
+    PYTHON_TESTS,
+    COMMAND,
+)

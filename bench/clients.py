@@ -1,0 +1,206 @@
+"""Benchmark the model clients: parse throughput and CPU cost of streaming a long reply,
+next to a raw httpx read of the same bytes from the same endpoint, in the same run.
+
+Run: .venv/bin/python bench/clients.py [--mb 10] [--rounds 3] [--profile]
+
+The scripted provider runs in a subprocess (``python -m pytest_agentbench.scripted``), so
+``time.process_time`` here is the client's CPU alone. For each protocol the same request
+body is streamed by our client (SSE parsing, JSON decoding, event handling, usage) and by
+a bare ``httpx`` stream that only iterates the bytes; the two alternate, and the best of
+``--rounds`` is kept for each so a busy moment hits both alike. The target is that our
+client costs at most 1.5x the raw read. ``--profile`` prints where our client's time goes
+(cProfile, top functions by own time) for each protocol.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import pstats
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from pytest_agentbench.models.anthropic import AnthropicClient
+from pytest_agentbench.models.base import ModelClient, ModelRequest, ModelSpec
+from pytest_agentbench.models.openai_chat import OpenAIChatClient
+from pytest_agentbench.models.openai_responses import OpenAIResponsesClient
+
+CHUNK_SIZE = 64
+VOCABULARY = (
+    "the", "model", "answers", "each", "question", "with", "care", "and", "a", "short",
+    "reason", "before", "its", "final", "number", "while", "verifier", "checks", "café",
+    "naïve", "résumé", "—", "42", "3.14", "tokens", "stream", "slowly",
+)  # fmt: skip
+TARGET_RATIO = 1.5
+START_TIMEOUT_S = 30.0
+REQUEST = ModelRequest(messages=({"role": "user", "content": "Tell me everything."},), stream=True)
+
+#: Protocol name -> a client of it for the scripted server's base URL (``.../v1``).
+PROTOCOLS: dict[str, Callable[[str], ModelClient]] = {
+    "chat completions": lambda url: OpenAIChatClient(
+        ModelSpec("openai", "bench"), url, trust_env=False
+    ),
+    "responses": lambda url: OpenAIResponsesClient(
+        ModelSpec("openai-responses", "bench"), url, trust_env=False
+    ),
+    "anthropic messages": lambda url: AnthropicClient(
+        ModelSpec("anthropic", "bench"), url, trust_env=False
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One streamed reply: client CPU seconds, wall seconds, bytes on the wire."""
+
+    cpu_s: float
+    wall_s: float
+    wire_bytes: int
+
+
+def prose(chars: int, seed: int = 7) -> str:
+    """Varied English-like text with some non-ASCII, so no delta is trivially alike."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    size = 0
+    while size < chars:
+        sentence = " ".join(rng.choice(VOCABULARY) for _ in range(rng.randint(6, 18)))
+        piece = sentence.capitalize() + (".\n" if rng.random() < 0.2 else ". ")
+        out.append(piece)
+        size += len(piece)
+    return "".join(out)[:chars]
+
+
+def start_server(script: Path) -> tuple[subprocess.Popen[str], str]:
+    """Start the standalone scripted provider; return the process and its base URL."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest_agentbench.scripted", "--script", str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if "listening on " not in line:
+        process.kill()
+        _, err = process.communicate(timeout=START_TIMEOUT_S)
+        raise SystemExit(f"the scripted provider did not start: {line.strip()} {err.strip()}")
+    return process, line.rsplit("listening on ", 1)[1].strip()
+
+
+def ours(client: ModelClient, expected_text: str) -> Measure:
+    """Stream the reply with our client; the text must arrive whole."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    generation = client.generate(REQUEST)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    if generation.text != expected_text or generation.usage.output is None:
+        raise SystemExit(
+            f"{client.spec.label}: the streamed reply differs from the script "
+            f"({len(generation.text)} of {len(expected_text)} characters, "
+            f"usage {generation.usage})"
+        )
+    return Measure(cpu, wall, 0)
+
+
+def raw(http: httpx.Client, client: ModelClient) -> Measure:
+    """Read the same reply from the same endpoint as bytes only: no SSE, no JSON."""
+    body = client.build_body(REQUEST)  # type: ignore[attr-defined]
+    endpoint = client.endpoint  # type: ignore[attr-defined]
+    wall, cpu = time.perf_counter(), time.process_time()
+    received = 0
+    with http.stream("POST", endpoint, json=body) as response:
+        response.raise_for_status()
+        for chunk in response.iter_bytes():
+            received += len(chunk)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    return Measure(cpu, wall, received)
+
+
+def profile(client: ModelClient, top: int = 12) -> str:
+    """cProfile of one streamed reply: the functions with the most own time."""
+    profiler = cProfile.Profile(time.process_time)
+    profiler.enable()
+    client.generate(REQUEST)
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(top)
+    return out.getvalue()
+
+
+def bench(url: str, text: str, rounds: int, with_profile: bool) -> list[str]:
+    """Measure every protocol; return the lines of the report table."""
+    mb = 1e6
+    lines = [
+        f"  {'protocol':20} {'wire MB':>8} {'ours CPU s':>11} {'raw CPU s':>10} "
+        f"{'ours MB/s':>10} {'raw MB/s':>9} {'ours/raw':>9}",
+    ]
+    profiles: list[str] = []
+    with httpx.Client(trust_env=False) as http:
+        for name, make in PROTOCOLS.items():
+            client = make(url)
+            try:
+                ours(client, text)  # warm up: connection, imports, caches
+                mine: list[Measure] = []
+                bare: list[Measure] = []
+                for _ in range(rounds):
+                    mine.append(ours(client, text))
+                    bare.append(raw(http, client))
+                if with_profile:
+                    profiles.append(f"--- {name}: our client, by own time ---\n{profile(client)}")
+            finally:
+                client.close()
+            ours_cpu = min(m.cpu_s for m in mine)
+            raw_cpu = min(m.cpu_s for m in bare)
+            wire = max(m.wire_bytes for m in bare)
+            ratio = ours_cpu / raw_cpu
+            verdict = "ok" if ratio <= TARGET_RATIO else f"above {TARGET_RATIO}x"
+            lines.append(
+                f"  {name:20} {wire / mb:8.1f} {ours_cpu:11.3f} {raw_cpu:10.3f} "
+                f"{wire / mb / ours_cpu:10.1f} {wire / mb / raw_cpu:9.1f} "
+                f"{ratio:8.2f}x  {verdict}"
+            )
+            lines.append(
+                f"  {'':20} wall: ours {min(m.wall_s for m in mine):.2f} s, "
+                f"raw {min(m.wall_s for m in bare):.2f} s"
+            )
+    return lines + profiles
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mb", type=float, default=10.0, help="reply text size in MB")
+    parser.add_argument("--rounds", type=int, default=3, help="measured rounds per protocol")
+    parser.add_argument("--profile", action="store_true", help="cProfile our clients too")
+    args = parser.parse_args()
+    text = prose(int(args.mb * 1_000_000))
+    with tempfile.TemporaryDirectory(prefix="agentbench-bench-") as scratch:
+        script = Path(scratch) / "replies.json"
+        script.write_text(json.dumps({"default": [{"text": text, "chunk_size": CHUNK_SIZE}]}))
+        process, url = start_server(script)
+        try:
+            print(
+                f"Client streaming: {len(text.encode()) / 1e6:.1f} MB of text in deltas of "
+                f"{CHUNK_SIZE} characters, scripted provider in a subprocess at {url}; "
+                f"client CPU (process_time), best of {args.rounds}; target ours/raw <= "
+                f"{TARGET_RATIO}x"
+            )
+            for line in bench(url, text, args.rounds, args.profile):
+                print(line)
+        finally:
+            process.terminate()
+            process.wait(timeout=START_TIMEOUT_S)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,404 @@
+"""The agent loop: a model that acts through tools in a workspace, turn after turn.
+
+An attempt in agent mode is a loop: send the conversation with the tools offered, run
+every tool call the reply makes against the rollout's workspace, append the results, and
+ask again, until the model answers without a tool call or a limit hits — max turns (model
+calls per attempt), the wall clock (the task's timeout), a text loop in a generation
+(``LoopGuard``), or a tool-call loop (``ToolLoopWatch``). The workspace and the model-call
+counter belong to the rollout, so repair rounds continue where the last attempt left off.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pytest_agentbench.errors import AgentbenchError, CircuitOpen, ModelError, ModelTimeout
+from pytest_agentbench.models.base import (
+    EventSink,
+    Generation,
+    ModelClient,
+    ModelRequest,
+    StreamEvent,
+    ToolCall,
+)
+from pytest_agentbench.models.usage import recovered_usage
+from pytest_agentbench.runner.loopguard import KillPolicy, LoopGuard, LoopKilled
+from pytest_agentbench.runner.records import Attempt, sum_usage
+from pytest_agentbench.runner.tools import (
+    BASH_TIMEOUT_S,
+    Tool,
+    ToolResult,
+    call_tool,
+    canonical_call,
+    command_limits,
+)
+from pytest_agentbench.sandbox import Limits, Workspace
+from pytest_agentbench.suites.task import Task
+from pytest_agentbench.verifiers.sandboxed import KEEP_BYTES
+
+#: How an attempt's loop ended: the model answered, or a limit or a failure stopped it.
+AgentStop = Literal["answered", "turn_limit", "loop_killed", "timeout", "harness_error"]
+#: What ``result.json`` keeps of a call's arguments (the trajectory has them whole).
+ARGUMENTS_PREVIEW = 300
+_EXCERPT = 300
+#: A command's own output cap: a few times what the model may be shown, so the cap that
+#: adds the truncation marker is the agent's, not the sandbox's.
+_COMMAND_OUTPUT_FACTOR = 4
+
+
+@dataclass(frozen=True)
+class ToolLoopPolicy:
+    """When repeated tool calls are a loop: the same call (name and arguments) ``same_call``
+    times in a row, or a cycle of 2 to ``max_period`` calls repeated ``cycles`` times."""
+
+    same_call: int = 4
+    max_period: int = 4
+    cycles: int = 3
+
+
+class ToolLoopWatch:
+    """The calls of one attempt, in order; ``add`` says when they have become a loop."""
+
+    def __init__(self, policy: ToolLoopPolicy) -> None:
+        self.policy = policy
+        self.calls: list[str] = []
+
+    def add(self, signature: str, at_s: float) -> dict[str, Any] | None:
+        """Record one call (``canonical_call``); the kill evidence when the calls now end
+        in a loop, else None. Shorter periods are tried first, so a cycle of identical
+        calls is reported as period 1."""
+        calls = self.calls
+        calls.append(signature)
+        for period in range(1, self.policy.max_period + 1):
+            needed = self.policy.same_call if period == 1 else self.policy.cycles
+            block = calls[-period:]
+            if len(calls) < period * needed or (period > 1 and len(set(block)) == 1):
+                continue
+            repetitions = 1
+            while calls[-(repetitions + 1) * period : len(calls) - repetitions * period] == block:
+                repetitions += 1
+            if repetitions >= needed:
+                excerpt = " → ".join(block)
+                if len(excerpt) > _EXCERPT:
+                    excerpt = excerpt[: _EXCERPT - 1] + "…"
+                return {
+                    "channel": "tools",
+                    "period": period,
+                    "repetitions": repetitions,
+                    "rule": "same call" if period == 1 else "cycle",
+                    "numeric": False,
+                    "score": 1.0,
+                    "detected_s": round(at_s, 3),
+                    "killed_s": round(at_s, 3),
+                    "held_s": 0.0,
+                    "calls": len(calls),
+                    "excerpt": excerpt,
+                }
+        return None
+
+
+@dataclass
+class AgentRun:
+    """What one attempt's loop produced. ``messages`` is the conversation up to the final
+    answer (which is ``text``, not yet appended); ``error`` says why it stopped short."""
+
+    messages: list[dict[str, Any]]
+    stop: AgentStop = "answered"
+    error: str | None = None
+    text: str = ""
+    thinking: str = ""
+    finish_reason: str | None = None
+    turns: int = 0
+    usages: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    guards: list[dict[str, Any]] = field(default_factory=list)
+    killed: dict[str, Any] | None = None
+    trajectory: list[dict[str, Any]] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    def fill(self, attempt: Attempt) -> None:
+        """Copy this run onto its attempt record (result.json)."""
+        attempt.answer = self.text
+        attempt.thinking = self.thinking
+        attempt.finish_reason = self.finish_reason
+        attempt.usage = sum_usage(self.usages) if self.usages else {}
+        attempt.elapsed_s = self.elapsed_s
+        attempt.error = self.error
+        attempt.turns = self.turns
+        attempt.tool_calls = self.tool_calls
+        attempt.loop = self.loop_record()
+
+    def loop_record(self) -> dict[str, Any]:
+        """The attempt's loop record in the shape of one generation's (``LoopGuard``):
+        the kill (text or tools), whether thinking recovered, and per channel the highest
+        verdict over all turns."""
+        channels: dict[str, dict[str, Any]] = {}
+        for record in self.guards:
+            for name, verdict in record["channels"].items():
+                best = channels.get(name)
+                if best is None or (verdict["confirmed"], verdict["score"]) > (
+                    best["confirmed"],
+                    best["score"],
+                ):
+                    channels[name] = verdict
+        recovered = any(record["recovered"] for record in self.guards) and self.killed is None
+        return {"killed": self.killed, "recovered": recovered, "channels": channels}
+
+
+def _chain(guard: LoopGuard, outer: EventSink | None) -> EventSink:
+    if outer is None:
+        return guard
+
+    def sink(event: StreamEvent) -> None:
+        guard(event)
+        outer(event)
+
+    return sink
+
+
+def _call_part(call: ToolCall) -> dict[str, Any]:
+    """The neutral assistant tool-call part; malformed arguments are sent back as the
+    model wrote them."""
+    arguments: Any = call.raw_arguments if call.arguments is None else dict(call.arguments)
+    return {"id": call.id, "name": call.name, "arguments": arguments}
+
+
+def _preview(call: ToolCall) -> str:
+    text = canonical_call(call).partition(" ")[2]
+    return text if len(text) <= ARGUMENTS_PREVIEW else text[: ARGUMENTS_PREVIEW - 1] + "…"
+
+
+def _error_entry(exc: ModelError) -> dict[str, Any]:
+    partial = getattr(exc, "partial", None)
+    if isinstance(partial, Generation):
+        return dict(partial.exchange)
+    return {
+        "error": str(exc),
+        "status": exc.status,
+        "endpoint": exc.endpoint,
+        "sent": not isinstance(exc, CircuitOpen),
+        "retries": list(getattr(exc, "retries", None) or []),
+    }
+
+
+class AgentSession:
+    """The agent of one rollout: its workspace, the tools it is offered, and the count of
+    model calls so far (the scripted provider's ``turn``, rollout-wide)."""
+
+    def __init__(
+        self,
+        task: Task,
+        client: ModelClient,
+        tools: Mapping[str, Tool],
+        workspace: Workspace,
+        *,
+        max_tokens: int | None = None,
+        stream: bool = True,
+        kill_policy: KillPolicy | None = None,
+        tool_loop: ToolLoopPolicy | None = None,
+    ) -> None:
+        missing = [name for name in task.tools if name not in tools]
+        if missing:
+            raise AgentbenchError(
+                f"task {task.id!r} asks for tool(s) {', '.join(missing)} that no plugin "
+                f"provides; available: {', '.join(tools) or '(none)'}"
+            )
+        self.task = task
+        self.client = client
+        self.tools = {name: tools[name] for name in task.tools}
+        self.workspace = workspace
+        self.max_tokens = max_tokens
+        self.stream = stream
+        self.kill_policy = kill_policy or KillPolicy()
+        self.tool_loop = tool_loop or ToolLoopPolicy()
+        self.calls = 0
+
+    @classmethod
+    def open(
+        cls,
+        task: Task,
+        client: ModelClient,
+        tools: Mapping[str, Tool],
+        root: Path,
+        *,
+        isolation: str = "auto",
+        **options: Any,
+    ) -> AgentSession:
+        """A session with a fresh workspace at ``root`` seeded from the task's files
+        (what an earlier run left there is removed). Raises SandboxError or
+        AgentbenchError when the workspace or the tools cannot be had."""
+        if root.is_symlink() or root.is_file():
+            root.unlink()
+        elif root.exists():
+            shutil.rmtree(root)
+        workspace = Workspace.create(root, task.files, task.files_dir, isolation=isolation)
+        return cls(task, client, tools, workspace, **options)
+
+    def close(self) -> list[str]:
+        """Prune the kept workspace to KEEP_BYTES; returns the files removed."""
+        return self.workspace.prune(KEEP_BYTES)
+
+    def attempt(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        index: int,
+        deadline: float,
+        timeout_s: float,
+        on_event: EventSink | None = None,
+        on_phase: Callable[[str], None] | None = None,
+        phase: str = "waiting",
+    ) -> AgentRun:
+        """Run the loop for attempt ``index`` from ``messages`` until the model answers
+        or a limit hits (``deadline`` is a ``time.monotonic`` instant; ``timeout_s`` only
+        names it in the error). Never raises for model failures: they end the run."""
+        start = time.monotonic()
+        run = AgentRun(messages=[dict(m) for m in messages])
+        watch = ToolLoopWatch(self.tool_loop)
+        specs = tuple(tool.spec for tool in self.tools.values())
+        for turn in range(1, self.task.max_turns + 1):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                run.stop, run.error = "timeout", f"timeout after {timeout_s:g}s"
+                break
+            if on_phase is not None:
+                on_phase(phase if turn == 1 else f"{phase}, turn {turn}")
+            run.turns = turn
+            if not self._turn(run, turn, index, specs, watch, deadline, on_event, start):
+                break
+        else:
+            run.stop = "turn_limit"
+            run.error = f"turn limit ({self.task.max_turns}) reached"
+        run.elapsed_s = time.monotonic() - start
+        return run
+
+    def _turn(
+        self,
+        run: AgentRun,
+        turn: int,
+        index: int,
+        specs: tuple[Any, ...],
+        watch: ToolLoopWatch,
+        deadline: float,
+        on_event: EventSink | None,
+        start: float,
+    ) -> bool:
+        """One model call and its tool calls; False when the loop must stop."""
+        request = ModelRequest(
+            messages=tuple(run.messages),
+            system=self.task.system,
+            tools=specs,
+            max_tokens=self.max_tokens,
+            timeout_s=deadline - time.monotonic(),
+            stream=self.stream,
+            script_key=self.task.key,
+            turn=self.calls,
+        )
+        self.calls += 1
+        where = {"attempt": index + 1, "turn": turn, "call": self.calls}
+        guard = LoopGuard(self.kill_policy)
+        t0 = time.monotonic()
+        try:
+            generation = self.client.generate(request, _chain(guard, on_event))
+        except LoopKilled as exc:
+            run.text, run.thinking = guard.answer, guard.thinking
+            run.usages.append(recovered_usage(guard.answer, guard.thinking).as_dict())
+            run.guards.append(guard.record())
+            run.killed = exc.evidence
+            run.stop, run.error = "loop_killed", str(exc)
+            run.trajectory.append({**where, "killed": exc.evidence, "answer_chars": len(run.text)})
+            return False
+        except ModelError as exc:
+            partial = getattr(exc, "partial", None)
+            if isinstance(partial, Generation):
+                run.text, run.thinking = partial.text, partial.thinking
+                run.usages.append(partial.usage.as_dict())
+            run.stop = "timeout" if isinstance(exc, ModelTimeout) else "harness_error"
+            run.error = str(exc)
+            run.trajectory.append({**where, **_error_entry(exc)})
+            return False
+        elapsed = time.monotonic() - t0
+        run.guards.append(guard.record())
+        run.text, run.thinking = generation.text, generation.thinking
+        run.finish_reason = generation.finish_reason
+        usage = generation.usage.as_dict()
+        run.usages.append(usage)
+        entry: dict[str, Any] = {
+            **where,
+            **generation.exchange,
+            "usage": usage,
+            "model_s": round(elapsed, 3),
+            "tool_results": [],
+        }
+        run.trajectory.append(entry)
+        if not generation.tool_calls:
+            return False
+        run.messages.append(
+            {
+                "role": "assistant",
+                "content": generation.text,
+                "tool_calls": [_call_part(call) for call in generation.tool_calls],
+            }
+        )
+        return self._run_tools(run, generation.tool_calls, turn, entry, watch, deadline, start)
+
+    def _run_tools(
+        self,
+        run: AgentRun,
+        calls: Sequence[ToolCall],
+        turn: int,
+        entry: dict[str, Any],
+        watch: ToolLoopWatch,
+        deadline: float,
+        start: float,
+    ) -> bool:
+        max_output = self.task.max_tool_output
+        for call in calls:
+            evidence = watch.add(canonical_call(call), time.monotonic() - start)
+            if evidence is not None:
+                run.killed = evidence
+                run.stop, run.error = "loop_killed", str(LoopKilled(evidence))
+                entry["killed"] = evidence
+                return False
+            remaining = max(0.1, deadline - time.monotonic())
+            bash_s = min(BASH_TIMEOUT_S, remaining)
+            limits = Limits(
+                timeout_s=bash_s,
+                cpu_s=bash_s,
+                output_bytes=max(65536, max_output * _COMMAND_OUTPUT_FACTOR),
+            )
+            with command_limits(limits):
+                result = call_tool(self.tools, self.workspace, call, max_output)
+            run.messages.append(result.as_message())
+            run.tool_calls.append(_call_record(call, result, turn))
+            entry["tool_results"].append(
+                {
+                    "id": result.call_id,
+                    "name": result.name,
+                    "output": result.output,
+                    "is_error": result.is_error,
+                    "truncated": result.truncated,
+                    "output_chars": result.output_chars,
+                    "elapsed_s": result.elapsed_s,
+                }
+            )
+        return True
+
+
+def _call_record(call: ToolCall, result: ToolResult, turn: int) -> dict[str, Any]:
+    """One tool call as ``result.json`` keeps it (arguments cut, no output)."""
+    return {
+        "turn": turn,
+        "id": call.id,
+        "name": call.name,
+        "arguments": _preview(call),
+        "is_error": result.is_error,
+        "output_chars": result.output_chars,
+        "truncated": result.truncated,
+        "elapsed_s": result.elapsed_s,
+    }

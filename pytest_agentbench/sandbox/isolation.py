@@ -1,0 +1,206 @@
+"""Which isolation this machine gives sandboxed commands, and how a command is wrapped in it.
+
+Levels, best first, detected at run time by trying each tool once per process:
+
+- ``strong`` — bubblewrap (``bwrap``): no network, the host read-only, a private ``/tmp``,
+  ``/proc`` and pid namespace (host processes are invisible, so their environments are
+  too), every capability dropped; only the workspace is writable.
+- ``basic`` with ``unshare`` (util-linux): no network and a private pid namespace with its
+  own ``/proc``, but the host file system stays writable for the command's user.
+- ``basic`` without a tool: rlimits, a scrubbed environment and an own process group only.
+  The command runs as our user: it can read what we can read, including our own
+  ``/proc/<pid>/environ``.
+
+Processes are bounded by a pids cgroup when one can be made (exact, holds for root), else
+by ``RLIMIT_NPROC`` (not enforced for root), else (root without cgroups) by a watcher that
+counts the command's session and kills it past the limit — ``processes`` in the report.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.errors import SandboxError
+from pytest_agentbench.sandbox.pidcap import pids_root
+
+#: ``auto`` takes the best level available; ``strict`` refuses to run without ``strong``;
+#: ``basic`` never uses a namespace tool (for comparison, or where namespaces misbehave).
+ISOLATION_MODES = ("auto", "strict", "basic")
+#: Directories tried for the tools, so a scrubbed or odd PATH cannot hide or fake them.
+_TOOL_PATH = "/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin"
+_PROBE_TIMEOUT_S = 10.0
+#: Size of the private /tmp under bubblewrap (RAM-backed, so it is capped).
+TMPFS_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How commands are contained. ``network`` says whether a command can reach the
+    network; ``readonly_host`` whether everything outside the workspace is read-only;
+    ``processes`` names the process bound: ``cgroup``, ``rlimit`` or ``watch``."""
+
+    level: str
+    tool: str | None
+    network: bool
+    readonly_host: bool
+    processes: str
+    detail: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _tool(name: str) -> str | None:
+    return shutil.which(name, path=_TOOL_PATH)
+
+
+def bwrap_args(bwrap: str, workspace: Path) -> list[str]:
+    """The bubblewrap command line before ``--`` for a command in ``workspace``."""
+    ws = str(workspace)
+    return [
+        bwrap,
+        "--die-with-parent",
+        "--unshare-all",
+        "--cap-drop",
+        "ALL",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--size",
+        str(TMPFS_BYTES),
+        "--tmpfs",
+        "/tmp",
+        "--bind",
+        ws,
+        ws,
+        "--chdir",
+        ws,
+    ]
+
+
+def unshare_args(unshare: str) -> list[str]:
+    """The unshare command line before ``--``: new network, pid and mount namespaces with
+    a private ``/proc``; as a normal user inside a user namespace."""
+    user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    return [unshare, *user, "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
+
+
+def timeout_shim(timeout_s: float) -> list[str]:
+    """``timeout`` as the command's parent: it waits for the command and passes on its
+    exit status or signal, so a command that kills its parent kills only this shim, never
+    the harness; and it stops the command if the harness itself dies. Empty when missing."""
+    tool = _tool("timeout")
+    return [tool, "--kill-after=1", f"{timeout_s + 2:g}"] if tool else []
+
+
+def _probe(argv: list[str]) -> str | None:
+    """None when ``argv`` runs and exits 0; else why not, in a few words."""
+    try:
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=_PROBE_TIMEOUT_S,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if done.returncode == 0:
+        return None
+    lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+    return f"exit {done.returncode}" + (f": {lines[-1][:200]}" if lines else "")
+
+
+def _processes() -> tuple[str, str]:
+    if pids_root() is not None:
+        return "cgroup", "processes bounded by a pids cgroup"
+    if os.geteuid() != 0:
+        return "rlimit", "processes bounded by RLIMIT_NPROC (counts all of this user's)"
+    return "watch", "running as root without a usable pids cgroup: a watcher bounds processes"
+
+
+@functools.cache
+def plan_for(isolation: str = "auto") -> Plan:
+    """The containment commands get under ``isolation`` (one of :data:`ISOLATION_MODES`),
+    probed once per process. Raises SandboxError for ``strict`` without bubblewrap."""
+    if isolation not in ISOLATION_MODES:
+        modes = ", ".join(ISOLATION_MODES)
+        raise SandboxError(f"unknown sandbox isolation {isolation!r}; use one of: {modes}")
+    processes, processes_note = _processes()
+    notes: list[str] = []
+    if isolation != "basic":
+        bwrap = _tool("bwrap")
+        if bwrap is None:
+            notes.append("bwrap not installed (Debian package: bubblewrap)")
+        else:
+            with tempfile.TemporaryDirectory(prefix="agentbench-probe-") as scratch:
+                true = _tool("true") or "/bin/true"
+                failed = _probe([*bwrap_args(bwrap, Path(scratch)), "--", true])
+            if failed is None:
+                detail = (
+                    "bubblewrap: no network, read-only host, private /tmp, /proc and pid "
+                    f"namespace, capabilities dropped; {processes_note}"
+                )
+                return Plan("strong", "bwrap", False, True, processes, detail)
+            notes.append(f"bwrap refused: {failed}")
+    if isolation == "strict":
+        raise SandboxError(
+            "strict sandbox: strong isolation is not available on this machine "
+            f"({'; '.join(notes)}); install bubblewrap or allow the basic sandbox"
+        )
+    if isolation == "auto":
+        unshare = _tool("unshare")
+        if unshare is None:
+            notes.append("unshare not installed (util-linux)")
+        else:
+            true = _tool("true") or "/bin/true"
+            failed = _probe([*unshare_args(unshare), "--", true])
+            if failed is None:
+                detail = (
+                    "unshare: no network, private pid namespace and /proc; the host file "
+                    f"system is writable ({'; '.join(notes)}); {processes_note}"
+                )
+                return Plan("basic", "unshare", False, False, processes, detail)
+            notes.append(f"unshare refused: {failed}")
+    else:
+        notes.append("namespaces not used (isolation=basic)")
+    detail = (
+        "rlimits, scrubbed environment, own process group; network and host file system "
+        f"reachable ({'; '.join(notes)}); {processes_note}"
+    )
+    return Plan("basic", None, True, False, processes, detail)
+
+
+def containment(isolation: str = "auto") -> dict[str, Any]:
+    """What isolation sandboxed commands get on this machine: ``level`` (``strong`` /
+    ``basic``), ``tool`` (``bwrap`` / ``unshare`` / None), ``network`` (True when a command
+    can reach the network), ``readonly_host``, ``processes`` (the process bound) and
+    ``detail`` (a sentence, including why a better level was not used)."""
+    return plan_for(isolation).as_dict()
+
+
+def wrap(plan: Plan, argv: list[str], workspace: Path, timeout_s: float) -> list[str]:
+    """``argv`` as run under ``plan``, with the parent shim where the plan needs one."""
+    if plan.tool == "bwrap":
+        bwrap = _tool("bwrap")
+        if bwrap is None:
+            raise SandboxError("bwrap disappeared since the sandbox was probed")
+        return [*bwrap_args(bwrap, workspace), "--", *argv]
+    if plan.tool == "unshare":
+        unshare = _tool("unshare")
+        if unshare is None:
+            raise SandboxError("unshare disappeared since the sandbox was probed")
+        return [*unshare_args(unshare), "--", *timeout_shim(timeout_s), *argv]
+    return [*timeout_shim(timeout_s), *argv]

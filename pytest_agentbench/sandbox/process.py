@@ -1,0 +1,396 @@
+"""Run one untrusted command: limits, a scrubbed environment, capped output, a sure kill.
+
+The command runs in its own session and process group, with rlimits set in the child
+before exec (CPU, address space, file size, open files, no core dumps, and processes where
+``RLIMIT_NPROC`` means something), under the isolation plan's wrapper. One loop in the
+calling thread feeds stdin, reads stdout and stderr as they come (keeping a head and a
+tail of each, never more than the cap in memory), enforces the wall clock and the process
+bound, and kills the whole group (and its pids cgroup) when anything runs over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import re
+import resource
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_agentbench.errors import SandboxError
+from pytest_agentbench.sandbox.isolation import Plan, wrap
+from pytest_agentbench.sandbox.pidcap import PidsCgroup
+
+_READ_CHUNK = 65536
+_POLL_S = 0.05
+#: Output beyond this many times the cap kills the command (``killed_by="output"``).
+_RUNAWAY_FACTOR = 20
+#: Processes the wrappers themselves add (bwrap twice, unshare, the timeout shim).
+_WRAPPER_PROCESSES = 4
+_DRAIN_GRACE_S = 1.0
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE", re.I)
+_PROXY_NAME = re.compile(r"(^|_)PROXY$", re.I)
+_SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
+#: The command's HOME and TMPDIR, inside the workspace.
+HOME_DIR = ".home"
+TMP_DIR = ".tmp"
+_KEPT_HOST_VARS = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
+_MEMORY_WORDS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
+_FILE_SIZE_WORDS = ("File too large",)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one command may use. ``timeout_s`` is wall-clock seconds, ``cpu_s`` CPU
+    seconds; ``output_bytes`` caps what is kept of stdout and of stderr (each)."""
+
+    timeout_s: float = 30
+    cpu_s: float = 30
+    memory_mb: int = 1024
+    processes: int = 64
+    file_size_mb: int = 64
+    open_files: int = 256
+    output_bytes: int = 1_000_000
+
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"sandbox limit {name} must be a positive number; got {value!r}")
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """How a command ended. ``exit_code`` is None when it did not exit on its own (a
+    signal, or we killed it). ``killed_by`` says why it stopped short: ``timeout``,
+    ``output``, ``processes`` (we killed it), ``cpu``, ``file_size``, ``memory`` (a limit
+    stopped it), ``signal N``; None when it simply exited. ``truncated`` is True when
+    stdout or stderr lost bytes to the cap (a marker in the text shows where)."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+    killed_by: str | None
+    truncated: bool
+    elapsed_s: float
+
+
+def secret_like(name: str) -> bool:
+    """True for environment variable names that may carry credentials or proxy settings."""
+    return bool(_SECRET_NAME.search(name) or _PROXY_NAME.search(name))
+
+
+def sandbox_env(workspace: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The whole environment of a sandboxed command, built from nothing: a minimal PATH
+    (this Python's directory first), HOME and TMPDIR inside the workspace, UTF-8, no
+    bytecode files, the locale of the host, and ``extra``. Raises SandboxError when
+    ``extra`` names a variable that looks like a credential or a proxy setting."""
+    env = {name: os.environ[name] for name in _KEPT_HOST_VARS if name in os.environ}
+    env.setdefault("LANG", "C.UTF-8")
+    env |= {
+        "PATH": os.pathsep.join([os.path.dirname(sys.executable), *_SYSTEM_PATH]),
+        "HOME": str(workspace / HOME_DIR),
+        "TMPDIR": str(workspace / TMP_DIR),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONUTF8": "1",
+    }
+    for name, value in (extra or {}).items():
+        if secret_like(name):
+            raise SandboxError(
+                f"refusing to pass {name} into the sandbox: its name looks like a credential "
+                "or proxy setting"
+            )
+        env[name] = value
+    return env
+
+
+class _Capture:
+    """The first and last bytes of one stream, within ``cap`` bytes in all."""
+
+    def __init__(self, cap: int) -> None:
+        self.tail_cap = cap // 5
+        self.head_cap = cap - self.tail_cap
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk and self.tail_cap:
+            self.tail += chunk
+            del self.tail[: max(0, len(self.tail) - self.tail_cap)]
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.head) + len(self.tail)
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", errors="replace")
+        if not self.truncated:
+            return head + self.tail.decode("utf-8", errors="replace")
+        cut = self.total - len(self.head) - len(self.tail)
+        tail = self.tail.decode("utf-8", errors="replace")
+        return f"{head}\n[… {cut} bytes of output cut …]\n{tail}"
+
+
+def _rlimits(limits: Limits, nproc: int | None) -> list[tuple[int, tuple[int, int]]]:
+    cpu = max(1, math.ceil(limits.cpu_s))
+    memory = int(limits.memory_mb * 1024 * 1024)
+    found = [
+        (resource.RLIMIT_CPU, (cpu, cpu + 1)),
+        (resource.RLIMIT_AS, (memory, memory)),
+        (resource.RLIMIT_FSIZE, (int(limits.file_size_mb * 1024 * 1024),) * 2),
+        (resource.RLIMIT_NOFILE, (int(limits.open_files),) * 2),
+        (resource.RLIMIT_CORE, (0, 0)),
+    ]
+    if nproc is not None:
+        found.append((resource.RLIMIT_NPROC, (nproc, nproc)))
+    return found
+
+
+def _user_process_count() -> int:
+    uid, count = os.getuid(), 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                count += os.stat(entry.path).st_uid == uid
+    return count
+
+
+def _preexec(
+    limits: list[tuple[int, tuple[int, int]]], procs_file: str | None
+) -> Callable[[], None]:
+    """Runs in the child between fork and exec: only plain system calls, no imports."""
+    setrlimit, os_open, os_write, os_close = resource.setrlimit, os.open, os.write, os.close
+    flags = os.O_WRONLY
+
+    def setup() -> None:
+        if procs_file is not None:
+            fd = os_open(procs_file, flags)
+            os_write(fd, b"0")
+            os_close(fd)
+        for which, value in limits:
+            setrlimit(which, value)
+
+    return setup
+
+
+def _session_size(session: int) -> int:
+    """Processes in the command's session or process group (a watcher's count)."""
+    count = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                fields = stat.read().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        if len(fields) > 4 and session in (int(fields[2]), int(fields[3])):
+            count += 1
+    return count
+
+
+def _signal_of(returncode: int) -> int | None:
+    """The signal that ended the command, if any. Shells, bwrap and unshare report a
+    child's death by signal N as status 128 + N, so such a status is read as a signal."""
+    if returncode < 0:
+        return -returncode
+    if 128 < returncode <= 128 + 64:
+        return returncode - 128
+    return None
+
+
+def _killed_by(signum: int | None, exit_code: int | None, stderr_tail: str) -> str | None:
+    if signum == signal.SIGXCPU:
+        return "cpu"
+    if signum == signal.SIGXFSZ:
+        return "file_size"
+    if signum is not None:
+        return f"signal {signum}"
+    if exit_code:
+        if any(word in stderr_tail for word in _MEMORY_WORDS):
+            return "memory"
+        if any(word in stderr_tail for word in _FILE_SIZE_WORDS):
+            return "file_size"
+    return None
+
+
+class _Run:
+    """The state of one running command; :meth:`loop` drives it to the end."""
+
+    def __init__(
+        self, proc: subprocess.Popen[bytes], limits: Limits, plan: Plan, cgroup: PidsCgroup | None
+    ) -> None:
+        self.proc = proc
+        self.limits = limits
+        self.plan = plan
+        self.cgroup = cgroup
+        self.out = _Capture(limits.output_bytes)
+        self.err = _Capture(limits.output_bytes)
+        self.reason: str | None = None
+        self.drain_until: float | None = None
+        self.next_check = 0.0
+
+    def kill(self, reason: str | None) -> None:
+        """SIGKILL the group (and the cgroup); then read what is left for a short grace."""
+        if self.reason is None:
+            self.reason = reason
+        with contextlib.suppress(OSError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+        if self.cgroup is not None:
+            self.cgroup.kill_all()
+        grace = time.monotonic() + _DRAIN_GRACE_S
+        self.drain_until = grace if self.drain_until is None else min(self.drain_until, grace)
+
+    def over_process_limit(self) -> bool:
+        """Checked at most every poll interval: a /proc scan is not free."""
+        now = time.monotonic()
+        if now < self.next_check:
+            return False
+        self.next_check = now + _POLL_S
+        if self.cgroup is not None:
+            return self.cgroup.refused()
+        count = _session_size(self.proc.pid)
+        if self.plan.processes == "rlimit":  # the rlimit stops forks at the bound itself
+            return count >= self.limits.processes
+        return count > self.limits.processes + _WRAPPER_PROCESSES
+
+    def loop(self, stdin: bytes | None, deadline: float) -> None:
+        selector = selectors.DefaultSelector()
+        captures: dict[int, _Capture] = {}
+        for stream, capture in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
+            if stream is not None:
+                selector.register(stream, selectors.EVENT_READ)
+                captures[stream.fileno()] = capture
+        pending = memoryview(stdin or b"")
+        writer = self.proc.stdin
+        if writer is not None:
+            os.set_blocking(writer.fileno(), False)
+            if pending:
+                selector.register(writer, selectors.EVENT_WRITE)
+            else:
+                writer.close()
+        runaway = self.limits.output_bytes * _RUNAWAY_FACTOR
+        exited = False
+        while True:
+            now = time.monotonic()
+            if self.drain_until is not None and now >= self.drain_until:
+                break
+            if self.drain_until is None and now >= deadline:
+                self.kill("timeout")
+                continue
+            if not exited and self.proc.poll() is not None:
+                exited = True
+                self.kill(None)  # the main process is done: its leftovers go with it
+            if not selector.get_map():
+                if exited:
+                    break
+                wait = min(_POLL_S, max(0.0, (self.drain_until or deadline) - now))
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(timeout=wait)
+                continue
+            wait = min(_POLL_S, max(0.0, (self.drain_until or deadline) - now))
+            for key, _ in selector.select(timeout=wait):
+                if writer is not None and key.fileobj is writer:
+                    try:
+                        pending = pending[os.write(key.fd, pending[:_READ_CHUNK]) :]
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        pending = pending[:0]
+                    if not pending:
+                        selector.unregister(writer)
+                        with contextlib.suppress(OSError):
+                            writer.close()
+                    continue
+                chunk = os.read(key.fd, _READ_CHUNK)
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                    continue
+                capture = captures[key.fd]
+                capture.add(chunk)
+                if capture.total > runaway and self.reason is None:
+                    self.kill("output")
+            if self.reason is None and not exited and self.over_process_limit():
+                self.kill("processes")
+        selector.close()
+
+
+def run_command(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    limits: Limits,
+    plan: Plan,
+    stdin: str | None = None,
+    pass_fds: Sequence[int] = (),
+) -> CommandResult:
+    """Run ``argv`` in ``cwd`` under ``plan`` and ``limits``; wait for it, however it ends.
+    Raises SandboxError only when the command could not be started at all."""
+    nproc = None
+    if plan.processes == "rlimit":
+        nproc = _user_process_count() + int(limits.processes) + _WRAPPER_PROCESSES
+    cgroup = None
+    if plan.processes == "cgroup":
+        cgroup = PidsCgroup.create(int(limits.processes) + _WRAPPER_PROCESSES)
+    full = wrap(plan, list(argv), cwd, limits.timeout_s)
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            full,
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            pass_fds=tuple(pass_fds),
+            preexec_fn=_preexec(
+                _rlimits(limits, nproc), cgroup.procs_file if cgroup is not None else None
+            ),
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        if cgroup is not None:
+            cgroup.remove()
+        raise SandboxError(f"could not start {full[0]!r} in {cwd}: {exc}") from None
+    run = _Run(proc, limits, plan, cgroup)
+    try:
+        run.loop(stdin.encode("utf-8") if stdin is not None else None, start + limits.timeout_s)
+    finally:
+        if run.proc.poll() is None:
+            run.kill(run.reason)
+            run.proc.wait()
+        for stream in (proc.stdout, proc.stderr, proc.stdin):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        if cgroup is not None:
+            cgroup.remove()
+    stderr = run.err.text()
+    signum = None if run.reason is not None else _signal_of(proc.returncode)
+    exit_code = None if run.reason is not None or signum is not None else proc.returncode
+    return CommandResult(
+        exit_code=exit_code,
+        stdout=run.out.text(),
+        stderr=stderr,
+        timed_out=run.reason == "timeout",
+        killed_by=run.reason or _killed_by(signum, exit_code, stderr[-4000:]),
+        truncated=run.out.truncated or run.err.truncated,
+        elapsed_s=time.monotonic() - start,
+    )

@@ -1,0 +1,174 @@
+"""The ``command`` verifier: a shell command judges the workspace after the model is done.
+
+The command (``options.run``, else a string target) runs in the sandbox, in the agent's
+workspace or else in a fresh one seeded from the task's files with the answer in
+``answer.txt``. It reports by writing ``reward.json`` (flat ``{"reward": r, "name": …,
+"<metric>": n}`` or nested ``{"reward": r, "metrics": {…}, "details": {…}}``) or
+``reward.txt`` (one number) in the workspace; without either, its exit status decides
+(0 → 1.0, else 0.0). Reward files from before the command ran are removed first, so only
+this run's count. A reward that is not a finite number in [0, 1] is an error verdict,
+never a silent 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_agentbench.errors import SandboxError, VerifierError
+from pytest_agentbench.sandbox import CommandResult, Workspace
+from pytest_agentbench.verifiers.base import Check, FunctionVerifier, Verdict
+from pytest_agentbench.verifiers.sandboxed import (
+    SANDBOX_OPTIONS,
+    check_workspace,
+    clear_artifacts,
+    limits_from,
+    write_artifact,
+)
+from pytest_agentbench.verifiers.text import cannot_judge, excerpt
+
+REWARD_FILES = ("reward.json", "reward.txt")
+REWARD_FILE_LIMIT = 1_000_000
+ANSWER_FILE = "answer.txt"
+_TAIL = 2000
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _reward(value: Any, source: str) -> float:
+    if not _finite(value):
+        raise VerifierError(f"command verifier: {source} must hold a finite number; got {value!r}")
+    if not 0 <= value <= 1:
+        raise VerifierError(f"command verifier: {source} must be between 0 and 1; got {value!r}")
+    return float(value)
+
+
+def parse_reward_json(text: str) -> tuple[float, dict[str, float], dict[str, Any]]:
+    """(reward, metrics, details) from a ``reward.json``; raises VerifierError."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise VerifierError(f"command verifier: reward.json is not JSON ({exc})") from None
+    if not isinstance(data, dict) or "reward" not in data:
+        raise VerifierError('command verifier: reward.json must be an object with a "reward" key')
+    reward = _reward(data["reward"], 'reward.json "reward"')
+    metrics: dict[str, float] = {}
+    details: dict[str, Any] = {}
+    nested = data.get("metrics")
+    if isinstance(nested, Mapping):
+        for name, value in nested.items():
+            if not _finite(value):
+                raise VerifierError(
+                    f"command verifier: reward.json metric {name!r} must be a finite number; "
+                    f"got {value!r}"
+                )
+            metrics[str(name)] = float(value)
+    if isinstance(data.get("details"), Mapping):
+        details.update(data["details"])
+    for name, value in data.items():
+        if name in ("reward", "metrics", "details"):
+            continue
+        if _finite(value):
+            metrics[name] = float(value)
+        else:
+            details[name] = value
+    return reward, metrics, details
+
+
+def parse_reward_txt(text: str) -> float:
+    """The one number of a ``reward.txt``; raises VerifierError."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        shown = excerpt(text.strip(), 80)
+        message = f"command verifier: reward.txt must hold one number; got {shown!r}"
+        raise VerifierError(message) from None
+    return _reward(value, "reward.txt")
+
+
+def _judge(
+    workspace: Workspace, result: CommandResult
+) -> tuple[float, dict[str, float], dict[str, Any], str]:
+    """(reward, metrics, details, where the reward came from)."""
+    for name in REWARD_FILES:
+        path = workspace.path / name
+        if not path.is_symlink() and not path.exists():
+            continue
+        text = workspace.read_file(name, limit=REWARD_FILE_LIMIT)
+        if name == "reward.json":
+            return (*parse_reward_json(text), name)
+        return parse_reward_txt(text), {}, {}, name
+    return (1.0 if result.exit_code == 0 else 0.0), {}, {}, "exit status"
+
+
+def verify_command(check: Check) -> Verdict:
+    """Run ``options.run`` (default: a string target); the reward is its reward file's,
+    or its exit status's."""
+    run = check.options.get("run", check.task.target)
+    got = excerpt(check.answer)
+    if not isinstance(run, str) or not run.strip():
+        error = VerifierError(
+            "command verifier: set options.run (or the target) to the command that checks; "
+            f"got {type(run).__name__}"
+        )
+        return cannot_judge(error, got=got, extraction="whole answer")
+    clear_artifacts(check, "test-stdout.txt", "test-stderr.txt")
+    answer_file = None if check.workspace is not None else (ANSWER_FILE, check.answer)
+    try:
+        with check_workspace(check, answer_file) as workspace:
+            for name in REWARD_FILES:
+                stale = workspace.resolve(name)
+                if stale.is_symlink() or stale.is_file():
+                    stale.unlink()
+            result = workspace.run(run, limits=limits_from(check.options))
+            write_artifact(check, "test-stdout.txt", result.stdout)
+            if result.stderr:
+                write_artifact(check, "test-stderr.txt", result.stderr)
+            details: dict[str, Any] = {
+                "got": got,
+                "extraction": "whole answer",
+                "run": run,
+                "exit_code": result.exit_code,
+                "killed_by": result.killed_by,
+                "elapsed_s": round(result.elapsed_s, 3),
+                "output_tail": (result.stdout + result.stderr)[-_TAIL:],
+                "containment": workspace.containment(),
+            }
+            if result.killed_by is not None:
+                details["source"] = "none"
+                feedback = f"The check did not finish: stopped by {result.killed_by}."
+                return Verdict(reward=0.0, details=details, feedback=feedback)
+            reward, metrics, found, source = _judge(workspace, result)
+    except VerifierError as exc:
+        return cannot_judge(exc, got=got, extraction="whole answer")
+    except SandboxError as exc:
+        return cannot_judge(VerifierError(f"command verifier: {exc}"), got=got)
+    details["source"] = source
+    details.update({key: value for key, value in found.items() if key not in details})
+    feedback = ""
+    if reward < 1:
+        feedback = f"The check scored {reward:g} (from {source}; exit status {result.exit_code})."
+    return Verdict(reward=reward, metrics=metrics, details=details, feedback=feedback)
+
+
+COMMAND = FunctionVerifier(
+    kind="command",
+    function=verify_command,
+    options_schema={
+        "type": "object",
+        "properties": {
+            "run": {
+                "type": "string",
+                "minLength": 1,
+                "description": "Shell command run in the workspace (default: the task's "
+                "target); it writes reward.json or reward.txt, or its exit status decides.",
+            },
+            **SANDBOX_OPTIONS,
+        },
+        "additionalProperties": False,
+    },
+)

@@ -1,0 +1,207 @@
+"""The CTRF writer inside a ``python_tests`` run: a pytest plugin of the inner pytest.
+
+The harness loads this file by its path (it is never imported as part of the package, and
+needs nothing but pytest and the standard library) before any test or solution code is
+imported, and arms it with the run's nonce and a file descriptor of an unlinked file the
+harness opened. After every test, and at the end of the session, it rewrites that file
+with a CTRF 0.0.0 report of what pytest recorded, stamped with the nonce, ``complete``
+once the session finished, and ``tampered`` naming every pytest internal or hook list
+that changed since collection began. The harness trusts nothing else: not the exit
+status, not the output, not any file the code under test could write.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from json import dumps
+from typing import Any
+
+import pytest
+
+EXTRA_KEY = "pytest-agentbench.inner"
+MESSAGE_LIMIT = 1000
+TRACE_LIMIT = 4000
+#: pytest internals a solution could replace to make failing tests pass.
+WATCHED_INTERNALS = (
+    ("_pytest.python", "Function.runtest"),
+    ("_pytest.python", "Function.setup"),
+    ("_pytest.python", "pytest_pyfunc_call"),
+    ("_pytest.runner", "runtestprotocol"),
+    ("_pytest.runner", "call_and_report"),
+    ("_pytest.runner", "CallInfo.from_call"),
+    ("_pytest.runner", "pytest_runtest_call"),
+    ("_pytest.runner", "pytest_runtest_makereport"),
+    ("_pytest.reports", "TestReport.from_item_and_call"),
+    ("_pytest.reports", "BaseReport.passed"),
+    ("_pytest.reports", "BaseReport.failed"),
+    ("_pytest.reports", "BaseReport.skipped"),
+    ("_pytest.main", "Session.perform_collect"),
+)
+#: Hooks whose implementations decide or record outcomes; nobody may join them late.
+WATCHED_HOOKS = (
+    "pytest_runtest_protocol",
+    "pytest_runtest_setup",
+    "pytest_runtest_call",
+    "pytest_runtest_teardown",
+    "pytest_runtest_makereport",
+    "pytest_runtest_logreport",
+    "pytest_pyfunc_call",
+    "pytest_report_teststatus",
+    "pytest_collection_modifyitems",
+    "pytest_collectreport",
+    "pytest_sessionfinish",
+)
+
+_write, _lseek, _ftruncate, _clock = os.write, os.lseek, os.ftruncate, time.time
+_armed: dict[str, Any] = {}
+
+
+def arm(nonce: str, fd: int) -> None:
+    """Called by the harness's bootstrap before pytest starts."""
+    _armed.update(
+        nonce=nonce,
+        fd=fd,
+        start=int(_clock() * 1000),
+        tests={},
+        order=[],
+        collection_errors=[],
+        snapshot=None,
+        tampered=[],
+        config=None,
+    )
+
+
+def _resolve(module: str, dotted: str) -> object:
+    target: object = sys.modules.get(module)
+    for part in dotted.split("."):
+        if target is None:
+            return None
+        members = vars(target) if isinstance(target, type) else None
+        target = members.get(part) if members is not None else getattr(target, part, None)
+    return target
+
+
+def _snapshot(config: pytest.Config) -> dict[str, tuple[object, ...]]:
+    found: dict[str, tuple[object, ...]] = {}
+    for module, dotted in WATCHED_INTERNALS:
+        found[f"{module}.{dotted}"] = (_resolve(module, dotted),)
+    for name in WATCHED_HOOKS:
+        caller = getattr(config.hook, name, None)
+        impls = caller.get_hookimpls() if caller is not None else []
+        found[f"hook {name}"] = tuple(impl.function for impl in impls)
+    return found
+
+
+def _check_tampering() -> None:
+    before, config = _armed.get("snapshot"), _armed.get("config")
+    if before is None or config is None:
+        return
+    after = _snapshot(config)
+    for key, objects in before.items():
+        now = after.get(key, ())
+        same = len(now) == len(objects) and all(a is b for a, b in zip(now, objects, strict=True))
+        if not same and key not in _armed["tampered"]:
+            _armed["tampered"].append(key)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _message(report: pytest.TestReport | pytest.CollectReport) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = getattr(crash, "message", None)
+    if isinstance(message, str) and message.strip():
+        return _cut(message.strip(), MESSAGE_LIMIT)
+    text = report.longreprtext.strip()
+    return _cut(text.splitlines()[-1] if text else "", MESSAGE_LIMIT)
+
+
+def _report(complete: bool, exitstatus: int | None) -> dict[str, Any]:
+    tests = [_armed["tests"][nodeid] for nodeid in _armed["order"]]
+    counts = {status: 0 for status in ("passed", "failed", "skipped", "pending", "other")}
+    for test in tests:
+        counts[test["status"]] += 1
+    return {
+        "reportFormat": "CTRF",
+        "specVersion": "0.0.0",
+        "results": {
+            "tool": {"name": "pytest", "version": pytest.__version__},
+            "summary": {
+                "tests": len(tests),
+                **counts,
+                "start": _armed["start"],
+                "stop": int(_clock() * 1000),
+            },
+            "tests": tests,
+            "extra": {
+                EXTRA_KEY: {
+                    "nonce": _armed["nonce"],
+                    "complete": complete,
+                    "exitstatus": exitstatus,
+                    "tampered": list(_armed["tampered"]),
+                    "collection_errors": list(_armed["collection_errors"]),
+                }
+            },
+        },
+    }
+
+
+def _flush(complete: bool = False, exitstatus: int | None = None) -> None:
+    if not _armed:
+        return
+    _check_tampering()
+    data = dumps(_report(complete, exitstatus), ensure_ascii=False).encode("utf-8")
+    fd = _armed["fd"]
+    _lseek(fd, 0, os.SEEK_SET)
+    _ftruncate(fd, 0)
+    view = memoryview(data)
+    while view:
+        view = view[_write(fd, view) :]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> None:
+    if _armed:
+        _armed["config"] = session.config
+        _armed["snapshot"] = _snapshot(session.config)
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if _armed and report.failed:
+        error = {"nodeid": report.nodeid, "message": _message(report)}
+        _armed["collection_errors"].append(error)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if not _armed:
+        return
+    tests: dict[str, dict[str, Any]] = _armed["tests"]
+    test = tests.get(report.nodeid)
+    if test is None:
+        path, _, _ = report.nodeid.partition("::")
+        test = {"name": report.nodeid, "status": "other", "duration": 0, "filePath": path}
+        tests[report.nodeid] = test
+        _armed["order"].append(report.nodeid)
+    test["duration"] += max(0, int(report.duration * 1000))
+    failed_before = test["status"] == "failed"
+    if report.failed:
+        test["status"] = "failed"
+        test["rawStatus"] = "failed" if report.when == "call" else f"{report.when}_failed"
+        if not failed_before:
+            test["message"] = _message(report)
+            test["trace"] = _cut(report.longreprtext, TRACE_LIMIT)
+    elif report.skipped and not failed_before:
+        test["status"], test["rawStatus"] = "skipped", "skipped"
+        test["message"] = _message(report)
+    elif report.when == "call" and report.passed and not failed_before:
+        test["status"], test["rawStatus"] = "passed", "passed"
+    if report.when == "teardown":
+        _flush()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _flush(complete=True, exitstatus=int(exitstatus))

@@ -1,0 +1,82 @@
+"""A verifier that kills its own xdist worker leaves the run complete: that task is a
+harness error with a reason, a task that was merely in flight beside it runs again, and
+the reports are whole, with sane durations, and accepted by check-ctrf."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_ctrf_report import check_ctrf
+
+CONFTEST = """
+import os
+
+import pytest
+
+from pytest_agentbench.verifiers.base import FunctionVerifier, Verdict
+
+
+def judge(check):
+    if check.answer == "die":
+        os._exit(1)
+    return Verdict(1.0 if check.answer == check.task.target else 0.0)
+
+
+@pytest.hookimpl
+def pytest_agentbench_verifiers():
+    return [FunctionVerifier("fragile", judge)]
+"""
+
+# 40 tasks over two workers: xdist sends each a first batch of 5 (t0-t4, t5-t9).
+# t0 kills its worker while it is that worker's current item. t7 kills the other one
+# while that worker still waits on t5 (slow), running t7 ahead: xdist blames t5.
+CURRENT_KILLER, AHEAD_KILLER, SLOW = "t0", "t7", "t5"
+
+
+def suite() -> str:
+    tasks = []
+    for i in range(40):
+        answer = "die" if f"t{i}" in (CURRENT_KILLER, AHEAD_KILLER) else "ok"
+        delay = 2.0 if f"t{i}" == SLOW else 0.0
+        tasks.append(
+            f'[[task]]\nid = "t{i}"\ninput = "q"\ntarget = "ok"\n'
+            f'scripted = [{{ text = "{answer}", delay_s = {delay} }}]\n'
+        )
+    return '[suite]\nname = "fragile"\nverifier = { kind = "fragile" }\n' + "".join(tasks)
+
+
+def test_a_worker_killed_by_a_verifier_leaves_the_run_complete(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(CONFTEST)
+    pytester.makefile(".toml", bench_fragile=suite())
+    result = pytester.runpytest_subprocess("--agentbench", "-n", "2", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*1 rerun*"])  # t5, interrupted by t7, ran again
+
+    run = (pytester.path / "agentbench-results" / "latest").resolve()
+    ctrf = json.loads((run / "ctrf.json").read_text())
+    summary = ctrf["results"]["summary"]
+    tests = {t["name"].rpartition("::")[2]: t for t in ctrf["results"]["tests"]}
+    assert sorted(tests) == sorted(f"t{i}" for i in range(40))
+    errors = {name: t for name, t in tests.items() if t["status"] != "passed"}
+    assert sorted(errors) == sorted([CURRENT_KILLER, AHEAD_KILLER])
+    for test in errors.values():
+        assert test["status"] == "other" and test["rawStatus"] == "harness_error"
+    assert errors[CURRENT_KILLER]["message"].startswith("xdist worker gw")
+    assert "crashed while verifying this task" in errors[CURRENT_KILLER]["message"]
+    assert "died while verifying this task" in errors[AHEAD_KILLER]["message"]
+    assert "not verified again" in errors[AHEAD_KILLER]["trace"]
+
+    wall_ms = summary["stop"] - summary["start"]
+    for test in tests.values():
+        assert 0 <= test["duration"] <= wall_ms
+        if "start" in test:
+            assert summary["start"] <= test["start"] <= test["stop"] <= summary["stop"]
+    assert tests[SLOW]["duration"] >= 2000  # its rerun, measured like any task
+
+    totals = json.loads((run / "summary.json").read_text())["totals"]
+    assert totals["tasks"] == 40
+    checked = check_ctrf(run / "ctrf.json")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
