@@ -302,7 +302,8 @@ def test_strong_isolation_hides_host_processes_network_and_files(tmp_path: Path)
         probe = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2)"
         assert ws.run(py(probe)).exit_code != 0
         assert basic.run(py(probe)).exit_code == 0  # the same probe works without isolation
-    host_file = Path(__file__).parent / f".sandbox-probe-{os.getpid()}"
+    # the host outside /tmp is read-only (a checkout under /tmp is hidden behind the tmpfs)
+    host_file = Path("/var/tmp") / f".sandbox-probe-{os.getpid()}"
     result = ws.run(f"echo x > {host_file}")
     assert result.exit_code != 0 and "Read-only file system" in result.stderr
     assert not host_file.exists()

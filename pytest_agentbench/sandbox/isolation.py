@@ -61,6 +61,32 @@ def _tool(name: str) -> str | None:
     return shutil.which(name, path=_TOOL_PATH)
 
 
+def _runtime_binds() -> list[str]:
+    """Read-only binds that bring back, over the private ``/tmp``, what commands need from
+    there: the Python running us (a virtualenv or a checkout may live under /tmp, as in a
+    CI clone) and this package (the inner test plugin is loaded from it by path)."""
+    import site
+    import sys
+
+    package = Path(__file__).resolve().parents[1]
+    wanted = {
+        sys.prefix,
+        sys.exec_prefix,
+        sys.base_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+        str(package),
+        *site.getsitepackages(),
+    }
+    binds: list[str] = []
+    for path in sorted(wanted):
+        real = os.path.realpath(path)
+        if (real == "/tmp" or real.startswith("/tmp/")) and os.path.isdir(real):
+            binds += ["--ro-bind", real, real]
+            if path != real and (path == "/tmp" or path.startswith("/tmp/")):
+                binds += ["--ro-bind", real, path]
+    return binds
+
+
 def bwrap_args(bwrap: str, workspace: Path) -> list[str]:
     """The bubblewrap command line before ``--`` for a command in ``workspace``."""
     ws = str(workspace)
@@ -81,6 +107,7 @@ def bwrap_args(bwrap: str, workspace: Path) -> list[str]:
         str(TMPFS_BYTES),
         "--tmpfs",
         "/tmp",
+        *_runtime_binds(),
         "--bind",
         ws,
         ws,
