@@ -46,9 +46,17 @@ def failure_details(rollout: Rollout, reason: str, rollout_dir: str) -> str:
     return "\n".join(lines)
 
 
+#: Verifiers that run code in the sandbox and take an ``isolation`` option.
+SANDBOXED_KINDS = ("python_tests", "command")
+
+
 def with_overrides(task: Task, settings: Settings) -> Task:
-    """The task with the run's repair settings applied where the user set them."""
+    """The task with the run's repair and sandbox settings applied where the user set
+    them."""
     changes: dict[str, Any] = {}
+    if settings.sandbox is not None and task.verifier.kind in SANDBOXED_KINDS:
+        options = {**task.verifier.options, "isolation": settings.sandbox}
+        changes["verifier"] = replace(task.verifier, options=options)
     if settings.repairs is not None:
         changes["repairs"] = settings.repairs
     if settings.repair_mode is not None:
@@ -95,6 +103,7 @@ def run_task_item(
             on_event=None if live is None else lambda event: live.event(nodeid, event),
             on_phase=None if live is None else lambda phase: live.phase(nodeid, phase),
             tools=state.tools(),
+            isolation=settings.sandbox,
         )
     except ModelError as exc:
         rollout = Rollout.harness_error(

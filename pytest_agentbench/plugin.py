@@ -131,6 +131,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "whichever comes first (default 1024)",
     )
     group.addoption(
+        "--agentbench-sandbox",
+        choices=("auto", "strict", "basic"),
+        help="isolation for code and agent tasks: auto (the best this machine allows, the "
+        "default), strict (refuse to run without bubblewrap: no network, read-only host), "
+        "basic (process limits and a scrubbed environment only)",
+    )
+    group.addoption(
         "--agentbench-max-retries",
         metavar="N",
         type=int,
@@ -205,6 +212,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("agentbench_rpm", "requests per minute across the whole run")
     parser.addini("agentbench_shard", "K/N: run only shard K of N")
     parser.addini("agentbench_max_retries", "retries of a failed request (default 3)")
+    parser.addini("agentbench_sandbox", "auto, strict or basic")
     parser.addini("agentbench_loop_kill", "loop kill threshold in percent (0: never kill)")
     parser.addini("agentbench_loop_kill_seconds", "seconds a loop holds before the kill")
     parser.addini("agentbench_loop_kill_tokens", "tokens a loop may stream before the kill")
@@ -227,6 +235,16 @@ def pytest_configure(config: pytest.Config) -> None:
             "(or use --agentbench-model openai-compat/<model> with --agentbench-base-url "
             "for a local server)"
         )
+    if settings.sandbox == "strict":
+        from pytest_agentbench.sandbox.isolation import containment
+
+        found = containment("auto")
+        if found["level"] != "strong":
+            raise pytest.UsageError(
+                "--agentbench-sandbox strict: this machine offers no strong isolation for "
+                f"code tasks ({found['detail']}); install bubblewrap (Debian: apt-get install "
+                "bubblewrap) or use --agentbench-sandbox auto"
+            )
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         if provider == "scripted" and not settings.base_url:
@@ -290,7 +308,31 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
             model += " — set --agentbench-model to benchmark a real model"
     else:
         model = f"{settings.model.label} at {settings.base_url or 'the provider default URL'}"
-    return [f"agentbench: model {model}", f"agentbench: results in {state.run_dir}"]
+    lines = [f"agentbench: model {model}", f"agentbench: results in {state.run_dir}"]
+    if settings.sandbox is not None or _has_code_tasks(config):
+        from pytest_agentbench.sandbox.isolation import containment
+
+        found = containment(settings.sandbox or "auto")
+        lines.append(f"agentbench: sandbox {found['level']} — {found['detail']}")
+    return lines
+
+
+def _has_code_tasks(config: pytest.Config) -> bool:
+    """Whether the run's arguments name a suite folder or file likely to hold code tasks:
+    cheap (file names only); the sandbox line is informative, never required."""
+    from pathlib import Path
+
+    for arg in config.args:
+        path = Path(str(arg).split("::")[0])
+        files = [path] if path.is_file() else list(path.glob("**/bench_*"))[:200]
+        for file in files:
+            try:
+                text = file.read_text(encoding="utf-8", errors="replace")[:200_000]
+            except OSError:
+                continue
+            if any(word in text for word in ("python_tests", "command", "agent")):
+                return True
+    return False
 
 
 @pytest.hookimpl(trylast=True)

@@ -68,6 +68,7 @@ class Settings:
     loop_kill: int = 80
     loop_kill_seconds: float = 10.0
     loop_kill_tokens: int = 1024
+    sandbox: str | None = None
     markdown: Path | None = None
 
     def fingerprint(self) -> str:
@@ -109,6 +110,7 @@ class Settings:
             "loop_kill": self.loop_kill,
             "loop_kill_seconds": self.loop_kill_seconds,
             "loop_kill_tokens": self.loop_kill_tokens,
+            "sandbox": self.sandbox,
             "breaker_threshold": self.breaker_threshold,
             "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
             "fingerprint": self.fingerprint(),
@@ -251,6 +253,11 @@ def resolve_settings(
         retry_errors=retry_errors,
         max_retries=_int_option(option, ini, "agentbench_max_retries", 3, 0, 20),
         breaker_threshold=_int_option(option, ini, "agentbench_breaker", 5, 0, 1000),
+        sandbox=_choice(
+            "agentbench sandbox",
+            _first(option("agentbench_sandbox"), ini("agentbench_sandbox")),
+            ("auto", "strict", "basic"),
+        ),
         loop_kill=_int_option(option, ini, "agentbench_loop_kill", 80, 0, 100),
         loop_kill_tokens=_int_option(option, ini, "agentbench_loop_kill_tokens", 1024, 1, 10**7),
         loop_kill_seconds=float(
