@@ -16,6 +16,7 @@ raises ``WorkerCrashed`` instead, a harness error like any crashing verifier.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -141,7 +142,8 @@ class MarkedVerifier:
             try:
                 return self.inner.verify(check)
             finally:
-                os.unlink(path)
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
         finally:
             os.close(fd)
 
