@@ -35,7 +35,7 @@ def write_run_reports(
         run_id=run_id,
         extra={"partial": partial, "fingerprint": settings.get("fingerprint")},
     )
-    write_json_atomic(run_dir / "ctrf.json", ctrf)
+    write_json_atomic(run_dir / "ctrf.json", ctrf, indent=None)
     summary = build_summary(
         records,
         run_id=run_id,
@@ -48,5 +48,5 @@ def write_run_reports(
         gate=gate,
         errors_as_failures=errors_as_failures,
     )
-    write_json_atomic(run_dir / "summary.json", summary)
+    write_json_atomic(run_dir / "summary.json", summary, indent=None)
     return summary

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import heapq
 import json
 import socket
 import threading
@@ -78,6 +79,45 @@ def error_detail(text: str) -> str:
     return detail if len(detail) <= DETAIL_LIMIT else detail[: DETAIL_LIMIT - 1] + "…"
 
 
+class _DeadlineClock:
+    """One daemon thread for every watchdog of the process: a heap of deadlines, so a
+    request costs a heap push, not a thread of its own (at 64+ requests in flight, a
+    timer thread per request cost more CPU than the request)."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, Watchdog]] = []
+        self._wake = threading.Condition()
+        self._count = 0
+        self._thread: threading.Thread | None = None
+
+    def add(self, deadline: float, watchdog: Watchdog) -> None:
+        with self._wake:
+            self._count += 1
+            heapq.heappush(self._heap, (deadline, self._count, watchdog))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="agentbench-deadlines", daemon=True
+                )
+                self._thread.start()
+            self._wake.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._heap:
+                    self._wake.wait()
+                deadline, _, watchdog = self._heap[0]
+                delay = deadline - time.monotonic()
+                if delay > 0:
+                    self._wake.wait(delay)
+                    continue
+                heapq.heappop(self._heap)
+            watchdog.fire()
+
+
+_CLOCK = _DeadlineClock()
+
+
 class Watchdog:
     """Shuts the response's socket at the deadline, unblocking a read stuck in recv."""
 
@@ -87,7 +127,6 @@ class Watchdog:
         self._lock = threading.Lock()
         self._finished = False
         self._socket: socket.socket | None = None
-        self._timer: threading.Timer | None = None
 
     def arm(self, response: httpx.Response) -> None:
         stream = response.extensions.get("network_stream")
@@ -95,11 +134,10 @@ class Watchdog:
         if self.deadline is None or not isinstance(sock, socket.socket):
             return
         self._socket = sock
-        self._timer = threading.Timer(max(self.deadline - time.monotonic(), 0.0), self._fire)
-        self._timer.daemon = True
-        self._timer.start()
+        _CLOCK.add(self.deadline, self)
 
-    def _fire(self) -> None:
+    def fire(self) -> None:
+        """Called at the deadline: shut the socket unless the request already finished."""
         with self._lock:
             if self._finished or self._socket is None:
                 return
@@ -110,8 +148,7 @@ class Watchdog:
     def finish(self) -> None:
         with self._lock:
             self._finished = True
-        if self._timer is not None:
-            self._timer.cancel()
+            self._socket = None
 
 
 def timeout_for(deadline: float | None) -> httpx.Timeout:
