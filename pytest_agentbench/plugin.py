@@ -245,6 +245,14 @@ def pytest_configure(config: pytest.Config) -> None:
                 f"code tasks ({found['detail']}); install bubblewrap (Debian: apt-get install "
                 "bubblewrap) or use --agentbench-sandbox auto"
             )
+    if provider == "openai-compat" and settings.base_url and not settings.concurrency_given:
+        from pytest_agentbench.models.slots import probe_slots
+
+        slots = probe_slots(settings.base_url)
+        if slots is not None:
+            settings = _replace(
+                settings, concurrency=slots, concurrency_given=True, concurrency_from_slots=True
+            )
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         if provider == "scripted" and not settings.base_url:
@@ -285,9 +293,13 @@ def _interrupt_on_sigterm() -> Any:
 
 
 def _with_base_url(settings: Any, url: str) -> Any:
+    return _replace(settings, base_url=url)
+
+
+def _replace(settings: Any, **changes: Any) -> Any:
     from dataclasses import replace
 
-    return replace(settings, base_url=url)
+    return replace(settings, **changes)
 
 
 def pytest_configure_node(node: Any) -> None:
@@ -309,6 +321,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     else:
         model = f"{settings.model.label} at {settings.base_url or 'the provider default URL'}"
     lines = [f"agentbench: model {model}", f"agentbench: results in {state.run_dir}"]
+    if settings.concurrency_from_slots:
+        lines.append(f"agentbench: {settings.concurrency} rollouts in flight (the server's /slots)")
     if settings.sandbox is not None or _has_code_tasks(config):
         from pytest_agentbench.sandbox.isolation import containment
 

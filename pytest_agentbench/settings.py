@@ -58,6 +58,8 @@ class Settings:
     min_score: float | None = None
     errors_as_failures: bool = False
     concurrency: int = DEFAULT_CONCURRENCY
+    concurrency_given: bool = False
+    concurrency_from_slots: bool = False
     max_connections: int | None = None
     rpm: float | None = None
     shard: tuple[int, int] | None = None
@@ -266,6 +268,7 @@ def resolve_settings(
             else 10.0
         ),
         shard=_shard(_first(option("agentbench_shard"), ini("agentbench_shard"))),
+        concurrency_given=concurrency is not None,
         concurrency=_number("agentbench concurrency", concurrency, int, 1)
         if concurrency is not None
         else DEFAULT_CONCURRENCY,

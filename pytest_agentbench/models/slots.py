@@ -1,0 +1,33 @@
+"""How many requests a local model server serves at once, when it says so.
+
+llama.cpp's server lists its parallel slots at ``GET /slots`` (a JSON list, one entry per
+slot). With no ``--agentbench-concurrency`` given, an ``openai-compat`` run sizes its
+rollouts in flight from it. A missing, slow or odd endpoint never blocks a run: the probe
+gives up after a short timeout and the default stands.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+PROBE_TIMEOUT_S = 2.0
+MAX_SLOTS = 256
+
+
+def probe_slots(base_url: str, timeout_s: float = PROBE_TIMEOUT_S) -> int | None:
+    """The server's slot count, or None when it does not report one. Never raises."""
+    root = base_url.rstrip("/").removesuffix("/v1")
+    try:
+        response = httpx.get(f"{root}/slots", timeout=timeout_s, trust_env=False)
+        if response.status_code != 200:
+            return None
+        data: Any = response.json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    if isinstance(data, dict):
+        data = data.get("slots")
+    if isinstance(data, list) and 0 < len(data) <= MAX_SLOTS:
+        return len(data)
+    return None
