@@ -94,3 +94,21 @@ def test_quiet_and_piped_runs_show_no_status(pytester: pytest.Pytester) -> None:
     )
     assert "waiting" not in piped.stdout
     assert "2 passed" in piped.stdout
+
+
+def test_a_rising_loop_score_shows_in_the_status_line(pytester: pytest.Pytester) -> None:
+    sentence = "Let me check that once more before I answer. "
+    pytester.makefile(
+        ".toml",
+        bench_loopy=f"""
+[suite]
+verifier = {{ kind = "includes" }}
+[[task]]
+id = "loopy"
+input = "x"
+target = "never"
+scripted = [{{ text = "{sentence}", repeat = 80, chunk_size = 32, chunk_delay_s = 0.01 }}]
+""",
+    )
+    raw = run_on_terminal(pytester.path, "--agentbench-loop-kill", "0")
+    assert "· loop 0." in raw or "· loop 1.0" in raw

@@ -110,9 +110,10 @@ class ModelRequest:
 @dataclass(frozen=True)
 class StreamEvent:
     """One streamed piece: answer text, thinking text, a tool-call fragment (``data``:
-    ``index``, ``id``, ``name``, ``arguments_delta``), usage, or the finish reason."""
+    ``index``, ``id``, ``name``, ``arguments_delta``), usage, the finish reason, or (from
+    the loop guard, never a client) ``loop`` with ``data["score"]`` when it rises."""
 
-    kind: Literal["text", "thinking", "tool_call", "finish", "usage"]
+    kind: Literal["text", "thinking", "tool_call", "finish", "usage", "loop"]
     text: str = ""
     data: Mapping[str, Any] = field(default_factory=dict)
 

@@ -28,6 +28,7 @@ class _Progress:
     phase: str = "waiting"
     chars: int = 0
     reported_tokens: int | None = None
+    loop_score: float = 0.0
 
     def tokens(self) -> str:
         if self.reported_tokens is not None:
@@ -64,6 +65,8 @@ class LiveStatus:
             if event.kind in ("text", "thinking"):
                 progress.chars += len(event.text)
                 progress.phase = "answering" if event.kind == "text" else "thinking"
+            elif event.kind == "loop":
+                progress.loop_score = float(event.data.get("score", 0.0))
             elif event.kind == "usage":
                 output = event.data.get("completion_tokens", event.data.get("output_tokens"))
                 if isinstance(output, int) and not isinstance(output, bool):
@@ -80,6 +83,8 @@ class LiveStatus:
             parts = [f"{progress.phase} {elapsed:.1f}s"]
             if progress.tokens():
                 parts.append(progress.tokens())
+            if progress.loop_score >= 0.5:
+                parts.append(f"loop {progress.loop_score:.1f}")
             if others:
                 parts.append(f"+{others} in flight")
             return " · ".join(parts)

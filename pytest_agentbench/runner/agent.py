@@ -23,7 +23,6 @@ from pytest_agentbench.models.base import (
     Generation,
     ModelClient,
     ModelRequest,
-    StreamEvent,
     ToolCall,
 )
 from pytest_agentbench.models.usage import recovered_usage
@@ -148,17 +147,6 @@ class AgentRun:
                     channels[name] = verdict
         recovered = any(record["recovered"] for record in self.guards) and self.killed is None
         return {"killed": self.killed, "recovered": recovered, "channels": channels}
-
-
-def _chain(guard: LoopGuard, outer: EventSink | None) -> EventSink:
-    if outer is None:
-        return guard
-
-    def sink(event: StreamEvent) -> None:
-        guard(event)
-        outer(event)
-
-    return sink
 
 
 def _call_part(call: ToolCall) -> dict[str, Any]:
@@ -304,7 +292,7 @@ class AgentSession:
         guard = LoopGuard(self.kill_policy)
         t0 = time.monotonic()
         try:
-            generation = self.client.generate(request, _chain(guard, on_event))
+            generation = self.client.generate(request, guard.chain(on_event))
         except LoopKilled as exc:
             run.text, run.thinking = guard.answer, guard.thinking
             run.usages.append(recovered_usage(guard.answer, guard.thinking).as_dict())

@@ -117,6 +117,29 @@ class LoopGuard:
             }
             raise LoopKilled(self.killed)
 
+    @property
+    def score(self) -> float:
+        """The higher of the two channels' current loop scores."""
+        return max(watch.verdict().score for watch in self._watches.values())
+
+    def chain(self, outer: Callable[[StreamEvent], None] | None) -> Callable[[StreamEvent], None]:
+        """The event sink for a generation: this guard first (it may kill the stream),
+        then ``outer``, which also hears a ``loop`` event each time the score rises past
+        0.5 by another tenth (the live status shows it)."""
+        if outer is None:
+            return self
+        shown = [0.0]
+
+        def sink(event: StreamEvent) -> None:
+            self(event)
+            outer(event)
+            score = round(self.score, 1)
+            if score >= 0.5 and score > shown[0]:
+                shown[0] = score
+                outer(StreamEvent("loop", data={"score": score}))
+
+        return sink
+
     def record(self) -> dict[str, Any]:
         """Per channel the highest verdict seen; ``recovered`` when the thinking looped
         (confirmed) yet the model went on to answer without being killed."""

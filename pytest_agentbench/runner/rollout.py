@@ -14,7 +14,6 @@ from pytest_agentbench.models.base import (
     Generation,
     ModelClient,
     ModelRequest,
-    StreamEvent,
 )
 from pytest_agentbench.models.usage import recovered_usage
 from pytest_agentbench.runner.agent import AgentSession
@@ -32,17 +31,6 @@ def _verify(verifier: Verifier, check: Check) -> Verdict:
     if reward != verdict.reward:
         verdict = Verdict(reward, verdict.metrics, verdict.details, verdict.feedback, verdict.error)
     return verdict
-
-
-def _chain(guard: LoopGuard, outer: EventSink | None) -> EventSink:
-    if outer is None:
-        return guard
-
-    def sink(event: StreamEvent) -> None:
-        guard(event)
-        outer(event)
-
-    return sink
 
 
 def _fill(attempt: Attempt, generation: Generation) -> None:
@@ -169,7 +157,7 @@ def run_rollout(
                 on_phase("waiting" if index == 0 else f"repair {index}")
             t0 = time.monotonic()
             guard = LoopGuard(kill_policy or KillPolicy())
-            sink = _chain(guard, on_event)
+            sink = guard.chain(on_event)
             try:
                 generation = client.generate(request, sink)
             except LoopKilled as exc:
