@@ -28,7 +28,7 @@ from pytest_agentbench.models.base import (
 from pytest_agentbench.models.sse import SSEParser
 from pytest_agentbench.scripted import ScriptedServer
 
-KEY = "sk-ant-test-do-not-leak-5678"
+KEY = "test-anthropic-key-do-not-leak-5678"
 CACHED = {
     "input_tokens": 12,
     "cache_creation_input_tokens": 300,
