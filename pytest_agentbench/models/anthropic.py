@@ -34,12 +34,10 @@ from pytest_agentbench.models.base import (
 )
 from pytest_agentbench.models.http import (
     RATE_LIMIT_STATUSES,
-    ErrorMapping,
-    Watchdog,
+    ProtocolClient,
     attach_partial,
     error_detail,
     public_url,
-    timeout_for,
 )
 from pytest_agentbench.models.sse import SSEEvent, SSEParser
 from pytest_agentbench.models.usage import normalise_anthropic_usage, recovered_usage
@@ -180,7 +178,7 @@ class _Received:
         return tuple(block.call() for block in self.tools.values())
 
 
-class AnthropicClient(ErrorMapping):
+class AnthropicClient(ProtocolClient):
     """A ModelClient for ``POST {base_url}/v1/messages`` (``base_url`` like
     ``https://api.anthropic.com``; one ending in ``/v1`` works too).
 
@@ -245,43 +243,8 @@ class AnthropicClient(ErrorMapping):
         body["stream"] = request.stream
         return body
 
-    def request_headers(self, request: ModelRequest) -> dict[str, str]:
-        """Headers specific to one request (none here; the scripted client adds some)."""
-        return {}
-
-    def generate(self, request: ModelRequest, on_event: EventSink | None = None) -> Generation:
-        """One request, no retries. Exceptions raised by ``on_event`` propagate unchanged."""
-        body = self.build_body(request)
-        started = time.monotonic()
-        deadline = started + request.timeout_s if request.timeout_s is not None else None
-        received = _Received()
-        watchdog = Watchdog(deadline)
-        emit = on_event or (lambda event: None)
-        try:
-            with self._http.stream(
-                "POST",
-                self.endpoint,
-                json=body,
-                headers=self.request_headers(request),
-                timeout=timeout_for(deadline),
-            ) as response:
-                received.status = response.status_code
-                if response.status_code >= 400:
-                    raise self._status_error(response)
-                watchdog.arm(response)
-                if request.stream:
-                    self._read_stream(response, received, emit)
-                else:
-                    self._read_message(response, received, emit)
-        except ModelError as exc:
-            error = self._timeout_error(request) if watchdog.fired else exc
-            raise self._with_partial(error, received, body, started) from None
-        except httpx.HTTPError as exc:
-            error = self._transport_error(exc, request, deadline, watchdog.fired)
-            raise self._with_partial(error, received, body, started) from exc
-        finally:
-            watchdog.finish()
-        return self._generation(received, body, started)
+    def _new_received(self) -> _Received:
+        return _Received()
 
     def _read_stream(self, response: httpx.Response, received: _Received, emit: EventSink) -> None:
         parser = SSEParser()
@@ -327,7 +290,7 @@ class AnthropicClient(ErrorMapping):
         elif kind == "message_stop":
             received.done = True
 
-    def _read_message(self, response: httpx.Response, received: _Received, emit: EventSink) -> None:
+    def _read_body(self, response: httpx.Response, received: _Received, emit: EventSink) -> None:
         """A non-streamed message; its parts are emitted once each, like a stream would."""
         message = self._decode(response.read().decode("utf-8", "replace"), "response")
         content = message.get("content")

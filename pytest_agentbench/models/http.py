@@ -228,3 +228,61 @@ def attach_partial(error: ModelError, partial: Any) -> ModelError:
     if not hasattr(error, "retry_after"):
         error.retry_after = None  # type: ignore[attr-defined]
     return error
+
+
+def _ignore(event: Any) -> None:
+    return None
+
+
+class ProtocolClient(ErrorMapping):
+    """The request life every protocol client shares: build the body, POST it, map the
+    HTTP status, arm the deadline watchdog, read the stream or the body, and turn any
+    failure into our error tree with what arrived kept as ``partial``. Exceptions raised by
+    ``on_event`` propagate unchanged (that is how a caller cancels a stream).
+
+    A subclass supplies ``endpoint``, ``_http``, ``build_body``, ``_new_received``,
+    ``_read_stream``, ``_read_body``, ``_with_partial`` and ``_generation``."""
+
+    endpoint: str
+    _http: httpx.Client
+
+    def request_headers(self, request: Any) -> dict[str, str]:
+        """Headers specific to one request (none here; the scripted clients add some)."""
+        return {}
+
+    def _timeouts(self, deadline: float | None) -> httpx.Timeout:
+        return timeout_for(deadline)
+
+    def generate(self, request: Any, on_event: Any = None) -> Any:
+        """One request, no retries (RetryingClient adds them)."""
+        body = self.build_body(request)  # type: ignore[attr-defined]
+        started = time.monotonic()
+        deadline = started + request.timeout_s if request.timeout_s is not None else None
+        received = self._new_received()  # type: ignore[attr-defined]
+        watchdog = Watchdog(deadline)
+        emit = on_event or _ignore
+        try:
+            with self._http.stream(
+                "POST",
+                self.endpoint,
+                json=body,
+                headers=self.request_headers(request),
+                timeout=self._timeouts(deadline),
+            ) as response:
+                received.status = response.status_code
+                if response.status_code >= 400:
+                    raise self._status_error(response)
+                watchdog.arm(response)
+                if request.stream:
+                    self._read_stream(response, received, emit)  # type: ignore[attr-defined]
+                else:
+                    self._read_body(response, received, emit)  # type: ignore[attr-defined]
+        except ModelError as exc:
+            error = self._timeout_error(request) if watchdog.fired else exc
+            raise self._with_partial(error, received, body, started) from None  # type: ignore[attr-defined]
+        except httpx.HTTPError as exc:
+            error = self._transport_error(exc, request, deadline, watchdog.fired)
+            raise self._with_partial(error, received, body, started) from exc  # type: ignore[attr-defined]
+        finally:
+            watchdog.finish()
+        return self._generation(received, body, started)  # type: ignore[attr-defined]

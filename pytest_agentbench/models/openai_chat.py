@@ -38,8 +38,7 @@ from pytest_agentbench.models.chat_format import (
 )
 from pytest_agentbench.models.http import (
     RATE_LIMIT_STATUSES,
-    ErrorMapping,
-    Watchdog,
+    ProtocolClient,
     attach_partial,
     error_detail,
     public_url,
@@ -50,7 +49,7 @@ from pytest_agentbench.models.think import ThinkSplitter
 from pytest_agentbench.models.usage import count, normalise_chat_usage, recovered_usage
 
 
-class OpenAIChatClient(ErrorMapping):
+class OpenAIChatClient(ProtocolClient):
     """A ModelClient for ``POST {base_url}/chat/completions``.
 
     ``generate`` raises ProviderError (RateLimited for 429/529; ``retry_after`` holds the
@@ -114,47 +113,8 @@ class OpenAIChatClient(ErrorMapping):
             body["stream_options"] = {"include_usage": True}
         return body
 
-    def request_headers(self, request: ModelRequest) -> dict[str, str]:
-        """Headers specific to one request (none here; the scripted client adds some)."""
-        return {}
-
-    def generate(self, request: ModelRequest, on_event: EventSink | None = None) -> Generation:
-        return self._attempt(request, on_event)
-
-    def _attempt(self, request: ModelRequest, on_event: EventSink | None) -> Generation:
-        """One request, no retries. Exceptions raised by ``on_event`` propagate unchanged
-        (that is how a caller cancels a stream)."""
-        body = self.build_body(request)
-        started = time.monotonic()
-        deadline = started + request.timeout_s if request.timeout_s is not None else None
-        received = ChatReceived(ThinkSplitter() if self.split_think else None)
-        watchdog = Watchdog(deadline)
-        emit = on_event or (lambda event: None)
-        try:
-            with self._http.stream(
-                "POST",
-                self.endpoint,
-                json=body,
-                headers=self.request_headers(request),
-                timeout=self._timeouts(deadline),
-            ) as response:
-                received.status = response.status_code
-                if response.status_code >= 400:
-                    raise self._status_error(response)
-                watchdog.arm(response)
-                if request.stream:
-                    self._read_stream(response, received, emit)
-                else:
-                    self._read_json(response, received, emit)
-        except ModelError as exc:
-            error = self._timeout_error(request) if watchdog.fired else exc
-            raise self._with_partial(error, received, body, started) from None
-        except httpx.HTTPError as exc:
-            error = self._transport_error(exc, request, deadline, watchdog.fired)
-            raise self._with_partial(error, received, body, started) from exc
-        finally:
-            watchdog.finish()
-        return self._generation(received, body, started)
+    def _new_received(self) -> ChatReceived:
+        return ChatReceived(ThinkSplitter() if self.split_think else None)
 
     def _read_stream(
         self, response: httpx.Response, received: ChatReceived, emit: EventSink
@@ -193,7 +153,7 @@ class OpenAIChatClient(ErrorMapping):
         if choice.get("finish_reason"):
             self._take_finish(choice["finish_reason"], received, emit)
 
-    def _read_json(self, response: httpx.Response, received: ChatReceived, emit: EventSink) -> None:
+    def _read_body(self, response: httpx.Response, received: ChatReceived, emit: EventSink) -> None:
         """A non-streamed completion; its parts are emitted once each, like a stream would."""
         completion = self._decode(response.read().decode("utf-8", "replace"), "response")
         choices = completion.get("choices")

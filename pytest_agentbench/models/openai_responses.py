@@ -35,12 +35,10 @@ from pytest_agentbench.models.base import (
     ToolCall,
 )
 from pytest_agentbench.models.http import (
-    ErrorMapping,
-    Watchdog,
+    ProtocolClient,
     attach_partial,
     error_detail,
     public_url,
-    timeout_for,
 )
 from pytest_agentbench.models.sse import SSEEvent, SSEParser
 from pytest_agentbench.models.usage import normalise_responses_usage, recovered_usage
@@ -157,7 +155,7 @@ def _input_items(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return items
 
 
-class OpenAIResponsesClient(ErrorMapping):
+class OpenAIResponsesClient(ProtocolClient):
     """A ModelClient for ``POST {base_url}/responses`` (base URL like
     ``https://api.openai.com/v1``).
 
@@ -226,44 +224,8 @@ class OpenAIResponsesClient(ErrorMapping):
         body["store"] = False
         return body
 
-    def request_headers(self, request: ModelRequest) -> dict[str, str]:
-        """Headers specific to one request (none here; a scripted variant adds some)."""
-        return {}
-
-    def generate(self, request: ModelRequest, on_event: EventSink | None = None) -> Generation:
-        """One request, no retries. Exceptions raised by ``on_event`` propagate unchanged
-        (that is how a caller cancels a stream)."""
-        body = self.build_body(request)
-        started = time.monotonic()
-        deadline = started + request.timeout_s if request.timeout_s is not None else None
-        received = _Received()
-        watchdog = Watchdog(deadline)
-        emit = on_event or (lambda event: None)
-        try:
-            with self._http.stream(
-                "POST",
-                self.endpoint,
-                json=body,
-                headers=self.request_headers(request),
-                timeout=timeout_for(deadline),
-            ) as response:
-                received.status = response.status_code
-                if response.status_code >= 400:
-                    raise self._status_error(response)
-                watchdog.arm(response)
-                if request.stream:
-                    self._read_stream(response, received, emit)
-                else:
-                    self._read_json(response, received, emit)
-        except ModelError as exc:
-            error = self._timeout_error(request) if watchdog.fired else exc
-            raise self._with_partial(error, received, body, started) from None
-        except httpx.HTTPError as exc:
-            error = self._transport_error(exc, request, deadline, watchdog.fired)
-            raise self._with_partial(error, received, body, started) from exc
-        finally:
-            watchdog.finish()
-        return self._generation(received, body, started)
+    def _new_received(self) -> _Received:
+        return _Received()
 
     def _read_stream(self, response: httpx.Response, received: _Received, emit: EventSink) -> None:
         parser = SSEParser()
@@ -316,7 +278,7 @@ class OpenAIResponsesClient(ErrorMapping):
         if isinstance(arguments, str) and arguments != sent and arguments.startswith(sent):
             _Received.add_arguments(call, arguments[len(sent) :], emit)
 
-    def _read_json(self, response: httpx.Response, received: _Received, emit: EventSink) -> None:
+    def _read_body(self, response: httpx.Response, received: _Received, emit: EventSink) -> None:
         """A non-streamed response; its parts are emitted once each, like a stream would."""
         obj = self._decode(response.read().decode("utf-8", "replace"), "response")
         if obj.get("status") == "failed":
