@@ -50,6 +50,8 @@ class SSEParser:
         if self._after_cr and text.startswith("\n"):
             text = text[1:]
         self._after_cr = False
+        if "\r" not in text:
+            return self._feed_lf(text)
         events: list[SSEEvent] = []
         start = 0
         for match in _LINE_END.finditer(text):
@@ -69,6 +71,34 @@ class SSEParser:
             start = match.end()
         if start < len(text):
             self._line_parts.append(text[start:])
+        return events
+
+    def _feed_lf(self, text: str) -> list[SSEEvent]:
+        """The common case, LF line ends only: split once, and take ``data:`` lines and
+        blank lines without the general line processing (a third of the client's cost)."""
+        lines = text.split("\n")
+        tail = lines.pop()
+        if self._line_parts:
+            if lines:
+                self._line_parts.append(lines[0])
+                lines[0] = "".join(self._line_parts)
+                self._line_parts.clear()
+            else:
+                self._line_parts.append(tail)
+                return []
+        if tail:
+            self._line_parts.append(tail)
+        events: list[SSEEvent] = []
+        data = self._data
+        for line in lines:
+            if not line:
+                event = self._dispatch()
+                if event is not None:
+                    events.append(event)
+            elif line.startswith("data:"):
+                data.append(line[6:] if line.startswith("data: ") else line[5:])
+            else:
+                self._process_line(line)
         return events
 
     def _process_line(self, line: str) -> SSEEvent | None:
