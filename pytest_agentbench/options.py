@@ -1,0 +1,206 @@
+"""The command-line options and ini keys of pytest-agentbench, in one named group.
+
+Each help text says what a user can act on; settings.py resolves them (CLI beats ini
+beats environment beats default).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register every ``--agentbench*`` option and ``agentbench_*`` ini key."""
+    group = parser.getgroup("agentbench", "benchmark LLMs and agents (pytest-agentbench)")
+    group.addoption(
+        "--agentbench",
+        action="store_true",
+        help="collect benchmark suite files (bench_*.toml|yaml|yml|json) and run every task "
+        "as a test",
+    )
+    group.addoption(
+        "--agentbench-model",
+        metavar="PROVIDER/MODEL",
+        help="model to benchmark: openai/<model> (Chat Completions), openai-responses/<model>, "
+        "anthropic/<model>, openai-compat/<model> (with a base URL), or scripted (the "
+        "offline default)",
+    )
+    group.addoption(
+        "--agentbench-base-url",
+        metavar="URL",
+        help="API base URL, e.g. http://127.0.0.1:8000/v1 for a local vLLM or llama.cpp "
+        "server (default: OPENAI_BASE_URL, else the provider's own)",
+    )
+    group.addoption(
+        "--agentbench-out",
+        metavar="DIR",
+        help="folder for run results (default: agentbench-results)",
+    )
+    group.addoption(
+        "--agentbench-timeout",
+        metavar="SECONDS",
+        type=float,
+        help="wall-clock limit per task, repairs included (default: the suite's timeout_s, "
+        "else 120); overrides every suite",
+    )
+    group.addoption(
+        "--agentbench-max-tokens",
+        metavar="N",
+        type=int,
+        help="output-token limit per generation; overrides every suite's max_tokens",
+    )
+    group.addoption(
+        "--agentbench-repairs",
+        metavar="N",
+        type=int,
+        help="verifier-feedback repair rounds per task, 0-10; overrides every suite's repairs",
+    )
+    group.addoption(
+        "--agentbench-repair-mode",
+        choices=("conversation", "stateless"),
+        help="conversation: feedback appended as a user turn (default); stateless: a fresh "
+        "request with the task, the previous answer and the feedback",
+    )
+    group.addoption(
+        "--agentbench-feedback",
+        choices=("none", "counts", "names", "raw"),
+        help="how much of the verdict a repair round shows the model (default: names, the "
+        "verifier's feedback sentence; none/counts reveal less, raw adds details)",
+    )
+    group.addoption(
+        "--agentbench-concurrency",
+        metavar="N",
+        type=int,
+        help="rollouts in flight per process (default 8; 1 = strictly serial). Items are "
+        "still reported in pytest's order; rollouts run ahead of them",
+    )
+    group.addoption(
+        "--agentbench-max-connections",
+        metavar="M",
+        type=int,
+        help="requests in flight to the provider across the whole run, all xdist workers "
+        "together (default: no shared bound); a 429/529 halves the bound for everyone, "
+        "and it grows back after successes",
+    )
+    group.addoption(
+        "--agentbench-rpm",
+        metavar="R",
+        type=float,
+        help="requests per minute to the provider across the whole run, all xdist workers "
+        "together, paced evenly (default: no bound)",
+    )
+    group.addoption(
+        "--agentbench-shard",
+        metavar="K/N",
+        help="run only shard K of N: a stable partition of the tasks by a hash of suite "
+        "name and task id, the same on every machine (merge the shards' runs with python -m "
+        "pytest_agentbench merge)",
+    )
+    group.addoption(
+        "--agentbench-loop-kill",
+        metavar="PERCENT",
+        type=int,
+        help="kill a streaming generation whose confirmed loop scores at least PERCENT "
+        "(default 80; 0 keeps detecting but never kills)",
+    )
+    group.addoption(
+        "--agentbench-loop-kill-seconds",
+        metavar="S",
+        type=float,
+        help="how long a loop must hold before the kill (default 10)",
+    )
+    group.addoption(
+        "--agentbench-loop-kill-tokens",
+        metavar="N",
+        type=int,
+        help="or how many more tokens (about 4 characters each) it may stream first, "
+        "whichever comes first (default 1024)",
+    )
+    group.addoption(
+        "--agentbench-sandbox",
+        choices=("auto", "strict", "basic"),
+        help="isolation for code and agent tasks: auto (the best this machine allows, the "
+        "default), strict (refuse to run without bubblewrap: no network, read-only host), "
+        "basic (process limits and a scrubbed environment only)",
+    )
+    group.addoption(
+        "--agentbench-max-retries",
+        metavar="N",
+        type=int,
+        help="retries of a failed request (429, 5xx, 529, broken connection; never after "
+        "output arrived), with jittered backoff honouring Retry-After (default 3)",
+    )
+    group.addoption(
+        "--agentbench-breaker",
+        metavar="N",
+        type=int,
+        help="stop sending after N identical permanent errors in a row (401, 404 model not "
+        "found, ...): the remaining tasks become harness errors naming the first (default 5; "
+        "0 turns it off)",
+    )
+    group.addoption(
+        "--agentbench-resume",
+        metavar="RUN_DIR",
+        nargs="?",
+        const="latest",
+        help="finish an earlier run in its own folder (default: the latest): tasks it "
+        "finished under the same settings are reported from their result.json, not sent "
+        "again",
+    )
+    group.addoption(
+        "--agentbench-retry-errors",
+        action="store_true",
+        help="with --agentbench-resume (implied): run the earlier run's harness errors again",
+    )
+    group.addoption(
+        "--agentbench-min-score",
+        metavar="X",
+        type=float,
+        help="gate on a score instead of on any failure: the run fails only when its score "
+        "(or a suite's, with the suite's min_score) is below X (0-1) or a harness error "
+        "happened",
+    )
+    group.addoption(
+        "--agentbench-errors-as-failures",
+        action="store_true",
+        help="count harness errors as failed tasks (reward 0) in scores and the gate, "
+        "instead of excluding them",
+    )
+    group.addoption(
+        "--agentbench-markdown",
+        metavar="PATH",
+        help="write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY when set)",
+    )
+    group.addoption(
+        "--agentbench-no-stream",
+        action="store_true",
+        help="send non-streaming requests (streaming is the default)",
+    )
+    parser.addini("agentbench_model", "model spec used when --agentbench-model is not given")
+    parser.addini(
+        "agentbench_files",
+        "glob patterns of suite file names (default: bench_*.toml bench_*.yaml bench_*.yml "
+        "bench_*.json)",
+        type="args",
+    )
+    parser.addini(
+        "agentbench_base_url", "API base URL used when --agentbench-base-url is not given"
+    )
+    parser.addini("agentbench_out", "results folder used when --agentbench-out is not given")
+    parser.addini("agentbench_timeout", "per-task timeout in seconds")
+    parser.addini("agentbench_max_tokens", "output-token limit per generation")
+    parser.addini("agentbench_repairs", "repair rounds per task (overrides suites)")
+    parser.addini("agentbench_repair_mode", "conversation or stateless")
+    parser.addini("agentbench_feedback", "none, counts, names or raw")
+    parser.addini("agentbench_min_score", "score gate for the run (0-1)")
+    parser.addini("agentbench_concurrency", "rollouts in flight per process")
+    parser.addini("agentbench_max_connections", "requests in flight across the whole run")
+    parser.addini("agentbench_rpm", "requests per minute across the whole run")
+    parser.addini("agentbench_shard", "K/N: run only shard K of N")
+    parser.addini("agentbench_max_retries", "retries of a failed request (default 3)")
+    parser.addini("agentbench_sandbox", "auto, strict or basic")
+    parser.addini("agentbench_loop_kill", "loop kill threshold in percent (0: never kill)")
+    parser.addini("agentbench_loop_kill_seconds", "seconds a loop holds before the kill")
+    parser.addini("agentbench_loop_kill_tokens", "tokens a loop may stream before the kill")
+    parser.addini("agentbench_breaker", "identical permanent errors before no more is sent")
+    parser.addini("agentbench_markdown", "path of a Markdown summary to write")
