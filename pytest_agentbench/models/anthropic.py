@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +36,6 @@ from pytest_agentbench.models.http import (
     ProtocolClient,
     attach_partial,
     error_detail,
-    public_url,
 )
 from pytest_agentbench.models.sse import SSEEvent, SSEParser
 from pytest_agentbench.models.usage import normalise_anthropic_usage, recovered_usage
@@ -197,30 +195,12 @@ class AnthropicClient(ProtocolClient):
         trust_env: bool = True,
         anthropic_version: str = ANTHROPIC_VERSION,
     ) -> None:
-        self.spec = spec
         self.base_url = base_url.rstrip("/")
-        self.endpoint = f"{self.base_url.removesuffix('/v1')}/v1/messages"
-        self.public_endpoint = public_url(self.endpoint)
-        headers = {"user-agent": "pytest-agentbench", "anthropic-version": anthropic_version}
+        headers = {"anthropic-version": anthropic_version}
         headers.update(extra_headers or {})
         if api_key:
             headers["x-api-key"] = api_key
-        self._http = httpx.Client(
-            headers=headers,
-            http1=True,
-            http2=False,
-            trust_env=trust_env,
-            limits=httpx.Limits(max_connections=512, max_keepalive_connections=128),
-        )
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.spec.label!r}, {self.public_endpoint!r})"
-
-    def prepare(self, tasks: Iterable[Any]) -> None:
-        """Nothing to prepare for a real provider."""
-
-    def close(self) -> None:
-        self._http.close()
+        self._connect(spec, f"{self.base_url.removesuffix('/v1')}/v1/messages", headers, trust_env)
 
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
         """The Messages request body for ``request`` (tools without a description omit it)."""
@@ -397,31 +377,18 @@ class AnthropicClient(ProtocolClient):
             total = sum(p for p in parts if p is not None) if None not in parts else None
             usage = dataclasses.replace(usage, output=counted.output, total=total, recovered=True)
         tool_calls = received.tool_calls()
-        elapsed = time.monotonic() - started
-        reply: dict[str, Any] = {
-            "status": received.status,
-            "text": text,
-            "thinking": thinking,
-            "tool_calls": [
-                {"id": call.id, "name": call.name, "arguments": call.raw_arguments}
-                for call in tool_calls
-            ],
-            "stop_reason": received.stop_reason,
-            "usage": received.usage,
-        }
-        if error is not None:
-            reply["error"] = error
-        return Generation(
+        return self._assemble(
             text=text,
             thinking=thinking,
             tool_calls=tool_calls,
             finish_reason=map_stop_reason(received.stop_reason),
             usage=usage,
-            usage_native=received.usage,
-            exchange={
-                "request": {"url": self.public_endpoint, "body": body},
-                "response": reply,
-                "elapsed_s": round(elapsed, 3),
+            native_usage=received.usage,
+            native_finish={
+                "stop_reason": received.stop_reason,
             },
-            elapsed_s=elapsed,
+            status=received.status,
+            body=body,
+            started=started,
+            error=error,
         )

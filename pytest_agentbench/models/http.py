@@ -246,6 +246,78 @@ class ProtocolClient(ErrorMapping):
     endpoint: str
     _http: httpx.Client
 
+    def _connect(
+        self, spec: Any, endpoint: str, headers: Mapping[str, str], trust_env: bool
+    ) -> None:
+        """Set the endpoint and open the one keep-alive HTTP/1.1 client of this model."""
+        self.spec = spec
+        self.endpoint = endpoint
+        self.public_endpoint = public_url(endpoint)
+        self._http = httpx.Client(
+            headers={"user-agent": "pytest-agentbench", **headers},
+            http1=True,
+            http2=False,
+            trust_env=trust_env,
+            limits=httpx.Limits(max_connections=512, max_keepalive_connections=128),
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.spec.label!r}, {self.public_endpoint!r})"
+
+    def prepare(self, tasks: Any) -> None:
+        """Nothing to prepare for a real provider."""
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _assemble(
+        self,
+        *,
+        text: str,
+        thinking: str,
+        tool_calls: tuple[Any, ...],
+        finish_reason: Any,
+        usage: Any,
+        native_usage: Any,
+        native_finish: Mapping[str, Any],
+        status: int | None,
+        body: Mapping[str, Any],
+        started: float,
+        error: str | None,
+    ) -> Any:
+        """The Generation of a request, with its trajectory entry: the request body and
+        the reply as received (``native_finish`` holds the protocol's own finish fields)."""
+        from pytest_agentbench.models.base import Generation
+
+        elapsed = time.monotonic() - started
+        reply: dict[str, Any] = {
+            "status": status,
+            "text": text,
+            "thinking": thinking,
+            "tool_calls": [
+                {"id": call.id, "name": call.name, "arguments": call.raw_arguments}
+                for call in tool_calls
+            ],
+            **native_finish,
+            "usage": native_usage,
+        }
+        if error is not None:
+            reply["error"] = error
+        return Generation(
+            text=text,
+            thinking=thinking,
+            tool_calls=tool_calls,
+            finish_reason=finish_reason,
+            usage=usage,
+            usage_native=native_usage,
+            exchange={
+                "request": {"url": self.public_endpoint, "body": body},
+                "response": reply,
+                "elapsed_s": round(elapsed, 3),
+            },
+            elapsed_s=elapsed,
+        )
+
     def request_headers(self, request: Any) -> dict[str, str]:
         """Headers specific to one request (none here; the scripted clients add some)."""
         return {}

@@ -11,8 +11,7 @@ content (local reasoning models) is split into the thinking channel.
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
@@ -41,7 +40,6 @@ from pytest_agentbench.models.http import (
     ProtocolClient,
     attach_partial,
     error_detail,
-    public_url,
     timeout_for,
 )
 from pytest_agentbench.models.sse import SSEEvent, SSEParser
@@ -71,31 +69,13 @@ class OpenAIChatClient(ProtocolClient):
         split_think: bool = True,
         idle_timeout_s: float | None = None,
     ) -> None:
-        self.spec = spec
         self.split_think = split_think
         self.idle_timeout_s = idle_timeout_s
         self.base_url = base_url.rstrip("/")
-        self.endpoint = f"{self.base_url}/chat/completions"
-        self.public_endpoint = public_url(self.endpoint)
-        headers = {"user-agent": "pytest-agentbench", **(extra_headers or {})}
+        headers = dict(extra_headers or {})
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
-        self._http = httpx.Client(
-            headers=headers,
-            http1=True,
-            http2=False,
-            trust_env=trust_env,
-            limits=httpx.Limits(max_connections=512, max_keepalive_connections=128),
-        )
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.spec.label!r}, {self.public_endpoint!r})"
-
-    def prepare(self, tasks: Iterable[Any]) -> None:
-        """Nothing to prepare for a real provider."""
-
-    def close(self) -> None:
-        self._http.close()
+        self._connect(spec, f"{self.base_url}/chat/completions", headers, trust_env)
 
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
         """The Chat Completions request body for ``request``."""
@@ -231,31 +211,18 @@ class OpenAIChatClient(ProtocolClient):
         else:
             usage = recovered_usage(text, thinking)
         tool_calls = received.tool_calls()
-        elapsed = time.monotonic() - started
-        reply: dict[str, Any] = {
-            "status": received.status,
-            "text": text,
-            "thinking": thinking,
-            "tool_calls": [
-                {"id": call.id, "name": call.name, "arguments": call.raw_arguments}
-                for call in tool_calls
-            ],
-            "finish_reason": received.finish,
-            "usage": received.usage,
-        }
-        if error is not None:
-            reply["error"] = error
-        return Generation(
+        return self._assemble(
             text=text,
             thinking=thinking,
             tool_calls=tool_calls,
             finish_reason=map_finish_reason(received.finish),
             usage=usage,
-            usage_native=received.usage,
-            exchange={
-                "request": {"url": self.public_endpoint, "body": body},
-                "response": reply,
-                "elapsed_s": round(elapsed, 3),
+            native_usage=received.usage,
+            native_finish={
+                "finish_reason": received.finish,
             },
-            elapsed_s=elapsed,
+            status=received.status,
+            body=body,
+            started=started,
+            error=error,
         )

@@ -12,7 +12,6 @@ Requests are sent with ``store: false``: a benchmark keeps no state on the provi
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,7 +37,6 @@ from pytest_agentbench.models.http import (
     ProtocolClient,
     attach_partial,
     error_detail,
-    public_url,
 )
 from pytest_agentbench.models.sse import SSEEvent, SSEParser
 from pytest_agentbench.models.usage import normalise_responses_usage, recovered_usage
@@ -175,29 +173,11 @@ class OpenAIResponsesClient(ProtocolClient):
         extra_headers: Mapping[str, str] | None = None,
         trust_env: bool = True,
     ) -> None:
-        self.spec = spec
         self.base_url = base_url.rstrip("/")
-        self.endpoint = f"{self.base_url}/responses"
-        self.public_endpoint = public_url(self.endpoint)
-        headers = {"user-agent": "pytest-agentbench", **(extra_headers or {})}
+        headers = dict(extra_headers or {})
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
-        self._http = httpx.Client(
-            headers=headers,
-            http1=True,
-            http2=False,
-            trust_env=trust_env,
-            limits=httpx.Limits(max_connections=512, max_keepalive_connections=128),
-        )
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.spec.label!r}, {self.public_endpoint!r})"
-
-    def prepare(self, tasks: Iterable[Any]) -> None:
-        """Nothing to prepare for a real provider."""
-
-    def close(self) -> None:
-        self._http.close()
+        self._connect(spec, f"{self.base_url}/responses", headers, trust_env)
 
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
         """The Responses request body for ``request``. Tools are sent with ``strict:
@@ -372,35 +352,22 @@ class OpenAIResponsesClient(ProtocolClient):
         finish = map_finish_reason(
             received.response_status, received.incomplete_reason, bool(tool_calls)
         )
-        elapsed = time.monotonic() - started
-        reply: dict[str, Any] = {
-            "status": received.status,
-            "text": text,
-            "thinking": thinking,
-            "tool_calls": [
-                {"id": call.id, "name": call.name, "arguments": call.raw_arguments}
-                for call in tool_calls
-            ],
-            "finish_reason": finish,
-            "response_status": received.response_status,
-            "incomplete_reason": received.incomplete_reason,
-            "usage": received.usage,
-        }
-        if error is not None:
-            reply["error"] = error
-        return Generation(
+        return self._assemble(
             text=text,
             thinking=thinking,
             tool_calls=tool_calls,
             finish_reason=finish,
             usage=usage,
-            usage_native=received.usage,
-            exchange={
-                "request": {"url": self.public_endpoint, "body": body},
-                "response": reply,
-                "elapsed_s": round(elapsed, 3),
+            native_usage=received.usage,
+            native_finish={
+                "finish_reason": finish,
+                "response_status": received.response_status,
+                "incomplete_reason": received.incomplete_reason,
             },
-            elapsed_s=elapsed,
+            status=received.status,
+            body=body,
+            started=started,
+            error=error,
         )
 
 
