@@ -73,9 +73,52 @@ def test_request(i):
 """
 
 
-def start_server(folder: Path) -> tuple[subprocess.Popen[str], str]:
-    script = folder / "default.toml"
-    script.write_text('default = ["a"]\n')
+FLOOR_THREADS = """
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+
+url, count, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+client = httpx.Client(
+    trust_env=False,
+    timeout=60,
+    limits=httpx.Limits(max_connections=512, max_keepalive_connections=128),
+)
+body = {"model": "m", "messages": [{"role": "user", "content": "q"}], "stream": True}
+
+
+def one(_):
+    with client.stream("POST", url + "/chat/completions", json=body) as response:
+        for _ in response.iter_lines():
+            pass
+
+
+with ThreadPoolExecutor(threads) as pool:
+    list(pool.map(one, range(count)))
+"""
+
+
+def threaded_floor(url: str, count: int, processes: int, threads: int) -> float:
+    """Wall seconds for ``count`` streamed requests from ``processes`` plain Python
+    processes of ``threads`` httpx threads each: the most any threaded client in Python
+    gets out of this machine at that many requests in flight (no pytest, no harness)."""
+    started = time.perf_counter()
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", FLOOR_THREADS, url, str(count // processes), str(threads)]
+        )
+        for _ in range(processes)
+    ]
+    for child in children:
+        child.wait()
+    return time.perf_counter() - started
+
+
+def start_server(folder: Path, default: str = '"a"') -> tuple[subprocess.Popen[str], str]:
+    """A scripted server in its own process; ``default`` is the reply to any request."""
+    script = folder / f"default-{len(list(folder.glob('default-*')))}.toml"
+    script.write_text(f"default = [{default}]\n")
     server = subprocess.Popen(
         [sys.executable, "-m", "pytest_agentbench.scripted", "--script", str(script)],
         stdout=subprocess.PIPE,
@@ -141,19 +184,24 @@ def overhead(root: Path, url: str, count: int) -> None:
     )
 
 
-def saturation(root: Path, url: str, count: int, levels: list[int]) -> None:
+def saturation(root: Path, url: str, slow_url: str, count: int, levels: list[int]) -> None:
     reply = f'{{ text = "a", delay_s = {LATENCY_S} }}'
     print(f"2. saturation: {count} tasks, {LATENCY_S * 1000:.0f} ms per request")
-    print("   setup           in flight  ideal s  run phase s  eff   process s  eff")
-    runs = [(f"concurrency {c}", c, ("--agentbench-concurrency", str(c))) for c in levels]
-    runs.append(("-n 2 x 32", 64, ("-n", "2", "--agentbench-concurrency", "32")))
-    for index, (label, flight, args) in enumerate(runs):
+    print(
+        "   setup           in flight  ideal s  run phase s  eff   process s  eff"
+        "   floor s  eff  eff/floor"
+    )
+    runs = [(f"concurrency {c}", c, 1, ("--agentbench-concurrency", str(c))) for c in levels]
+    runs.append(("-n 2 x 32", 64, 2, ("-n", "2", "--agentbench-concurrency", "32")))
+    for index, (label, flight, processes, args) in enumerate(runs):
         result = agentbench(root / f"sat{index}", url, count, reply, *args)
+        floor = threaded_floor(slow_url, count, processes, flight // processes)
         ideal = count * LATENCY_S / flight
         phase = result.phase_s or float("nan")
         print(
             f"   {label:<16}{flight:>9}  {ideal:7.2f}  {phase:11.2f}  {ideal / phase:4.2f}"
             f"  {result.wall_s:9.2f}  {ideal / result.wall_s:4.2f}"
+            f"  {floor:8.2f}  {ideal / floor:4.2f}  {floor / phase:9.2f}"
         )
 
 
@@ -219,17 +267,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="agentbench-bench-") as tmp:
         root = Path(tmp)
         server, url = start_server(root)
+        slow_server, slow_url = start_server(root, f'{{ text = "a", delay_s = {LATENCY_S} }}')
         try:
             print(f"scripted server at {url}; python {sys.version.split()[0]}\n")
             overhead(root, url, 200 if quick else 2000)
             levels = [8, 64] if quick else [1, 8, 32, 64, 128]
-            saturation(root, url, 80 if quick else 400, levels)
+            saturation(root, url, slow_url, 80 if quick else 400, levels)
             memory(root, url, [100, 1000] if quick else [1000, 10000])
             xdist(root, url, 200 if quick else 2000)
             limit_cost(2000 if quick else 20000)
         finally:
-            server.terminate()
-            server.wait()
+            for process in (server, slow_server):
+                process.terminate()
+                process.wait()
 
 
 if __name__ == "__main__":

@@ -297,7 +297,8 @@ class _RecordCollector:
 
 class _XdistCrashes:
     """xdist controller only: a task that was merely in flight on a worker that another
-    task's verifier killed is sent to run again (the killer is reported on its own)."""
+    task's verifier killed is sent to run again (the killer is reported on its own); and
+    the scheduler that keeps every worker's rollouts in flight."""
 
     def __init__(self, state: RunState) -> None:
         self.state = state
@@ -314,6 +315,17 @@ class _XdistCrashes:
             return
         report.outcome = "rerun"  # type: ignore[assignment]
         report.agentbench_rerun = True  # type: ignore[attr-defined]
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        """``--dist load`` (xdist's default) with rollouts in flight: each worker keeps
+        enough items queued to fill its pool (see workers.deep_load_scheduler)."""
+        concurrency = self.state.settings.concurrency
+        if config.getoption("dist", None) != "load" or concurrency <= 1:
+            return None
+        from pytest_agentbench.workers import deep_load_scheduler
+
+        return deep_load_scheduler(config, log, depth=concurrency + 1)
 
     def pytest_report_teststatus(self, report: pytest.TestReport) -> Any:
         if getattr(report, "agentbench_rerun", False):

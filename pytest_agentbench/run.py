@@ -76,6 +76,7 @@ class RunState:
     _client: ModelClient | None = None
     _verifiers: dict[str, Verifier] | None = None
     _tools: dict[str, Tool] | None = None
+    _planned_to: int = 0
     _prepared: set[str] = field(default_factory=set)
     _preparing: dict[str, threading.Lock] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -257,7 +258,8 @@ class RunState:
 
     def record_for(self, item: Any, job: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
         """The record of ``item``'s rollout. With a pool, the rollouts of the next items in
-        the queue are started too (up to the pool's size in flight); ``job(item)`` runs one."""
+        the queue are planned too: the pool keeps its size in flight and runs at most
+        ``pool.ahead`` uncollected; ``job(item)`` runs one."""
         if self.pool is None or item.nodeid not in self.positions:
             return job(item)
         if self.is_worker:  # only what xdist sent this worker, never session.items
@@ -265,13 +267,15 @@ class RunState:
 
             if self._interactor is None:
                 self._interactor = find_interactor(self.config) or False
-            queue = worker_queue(self.config, self._interactor or None, item, self.pool.size)
+            queue = worker_queue(self.config, self._interactor or None, item, self.pool.ahead)
             following = [other for other in queue if other.nodeid in self.positions]
         else:
             start = self.positions[item.nodeid]
-            following = self.queue[start : start + self.pool.size]
+            end = start + self.pool.ahead
+            following = self.queue[max(start, self._planned_to) : end]
+            self._planned_to = max(self._planned_to, end)
         for ahead in following:
-            self.pool.submit(ahead.nodeid, lambda ahead=ahead: job(ahead))
+            self.pool.plan(ahead.nodeid, lambda ahead=ahead: job(ahead))
         status, live = self.status, self.live
         if status is None or live is None:
             return self.pool.result(item.nodeid, lambda: job(item))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Mapping
@@ -75,19 +76,7 @@ class Settings:
 
     def fingerprint(self) -> str:
         """A short hash of the settings that change results (never the key)."""
-        material = {
-            "model": self.model.label,
-            "base_url": self.base_url if self.model.provider != "scripted" else None,
-            "timeout_s": self.timeout_s,
-            "max_tokens": self.max_tokens,
-            "stream": self.stream,
-            "repairs": self.repairs,
-            "repair_mode": self.repair_mode,
-            "feedback": self.feedback,
-            "loop_kill": [self.loop_kill, self.loop_kill_seconds, self.loop_kill_tokens],
-        }
-        blob = json.dumps(material, sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
+        return _fingerprint(self)
 
     def public(self) -> dict[str, Any]:
         """The settings as recorded in summary.json (no secrets)."""
@@ -278,3 +267,21 @@ def resolve_settings(
         rpm=float(_number("agentbench rpm", rpm, float, 0.001)) if rpm is not None else None,
         markdown=Path(markdown) if markdown else None,
     )
+
+
+@functools.lru_cache(maxsize=16)
+def _fingerprint(settings: Settings) -> str:
+    """Settings.fingerprint, computed once per Settings (every task writes it)."""
+    material = {
+        "model": settings.model.label,
+        "base_url": settings.base_url if settings.model.provider != "scripted" else None,
+        "timeout_s": settings.timeout_s,
+        "max_tokens": settings.max_tokens,
+        "stream": settings.stream,
+        "repairs": settings.repairs,
+        "repair_mode": settings.repair_mode,
+        "feedback": settings.feedback,
+        "loop_kill": [settings.loop_kill, settings.loop_kill_seconds, settings.loop_kill_tokens],
+    }
+    blob = json.dumps(material, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]

@@ -262,3 +262,41 @@ def _marks(directory: Path | None) -> list[dict[str, Any]]:
         if mark is not None:
             found.append(mark)
     return found
+
+
+def deep_load_scheduler(config: pytest.Config, log: Any, depth: int) -> Any:
+    """xdist's ``load`` scheduler, keeping at least ``depth`` items queued on each worker
+    while items are left (None when this xdist has no such scheduler to extend).
+
+    xdist's own sizing keeps as few as two items queued per worker once fewer than eight
+    per worker are pending, and holds back a worker whose last item took 0.1 s or more.
+    That is right for tests that each take a core, but a worker here keeps
+    ``--agentbench-concurrency`` rollouts in flight out of its queue (``worker_queue``):
+    with two items queued it has two in flight. At the end of a run the workers may
+    differ by up to ``depth`` items: a round of rollouts, not a round of tests."""
+    try:
+        from xdist.scheduler import LoadScheduling
+    except ImportError:
+        return None
+    if not hasattr(LoadScheduling, "_send_tests"):
+        return None
+
+    class DeepLoadScheduling(LoadScheduling):  # type: ignore[misc,valid-type]
+        def schedule(self) -> None:
+            super().schedule()
+            for node in list(self.node2pending):
+                self._top_up(node)
+
+        def check_schedule(self, node: Any, duration: float = 0) -> None:
+            super().check_schedule(node, duration)
+            self._top_up(node)
+
+        def _top_up(self, node: Any) -> None:
+            pending = self.node2pending.get(node)
+            if pending is None or node.shutting_down or not self.pending:
+                return
+            missing = min(depth - len(pending), len(self.pending))
+            if missing > 0:
+                self._send_tests(node, missing)
+
+    return DeepLoadScheduling(config, log)

@@ -104,3 +104,24 @@ def test_merge_of_a_folder_that_is_not_a_run_says_so(tmp_path: Path) -> None:
     result = merge(str(tmp_path), "--out", str(tmp_path / "out"))
     assert result.returncode == 2
     assert "no summary.json" in result.stderr
+
+
+def test_pytest_split_groups_partition_the_tasks_and_merge(pytester: pytest.Pytester) -> None:
+    """pytest-split (``--splits N --group K``) deselects items like any plugin: each group
+    runs and reports only its own tasks, and the groups merge into the full run."""
+    pytest.importorskip("pytest_split", reason="pytest-split is a dev extra")
+    pytester.makefile(".toml", bench_many=SUITE)
+    full = names(run_shard(pytester, None, "full"))
+    groups = [
+        run_shard(pytester, None, f"group{k}", "--splits", "3", "--group", str(k))
+        for k in (1, 2, 3)
+    ]
+    parts = [names(run) for run in groups]
+    assert all(len(part) == 8 for part in parts), [len(part) for part in parts]
+    assert sorted(n for part in parts for n in part) == sorted(full)  # union, no overlap
+    out = pytester.path / "merged"
+    merged = merge(*map(str, groups), "--out", str(out))
+    assert merged.returncode == 0, merged.stderr
+    assert sorted(names(out)) == sorted(full)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["totals"]["tasks"] == 24

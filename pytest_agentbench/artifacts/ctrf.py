@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import platform
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from pytest_agentbench.artifacts.jsonio import Streamed
 
 SPEC_VERSION = "0.0.0"
 EXTRA_KEY = "pytest-agentbench.rollout"
@@ -74,12 +76,23 @@ def build_ctrf(
     tool_version: str,
     run_id: str,
     extra: Mapping[str, Any] | None = None,
+    stream: bool = False,
 ) -> dict[str, Any]:
-    """The whole report. Counts are derived from the tests, so they always agree."""
-    tests = [ctrf_test(r) for r in records]
+    """The whole report. Counts are derived from the tests' statuses, so they always
+    agree. With ``stream`` the tests are a :class:`Streamed` array, each made as it is
+    written (records must then be a sequence, read twice)."""
     counts = {s: 0 for s in ("passed", "failed", "skipped", "pending", "other")}
-    for test in tests:
-        counts[test["status"]] += 1
+    if stream:
+        records = records if isinstance(records, Sequence) else list(records)
+        for record in records:
+            counts[ctrf_status(str(record.get("outcome") or "harness_error"))] += 1
+        total = len(records)
+        tests: Any = Streamed(ctrf_test(r) for r in records)
+    else:
+        tests = [ctrf_test(r) for r in records]
+        for test in tests:
+            counts[test["status"]] += 1
+        total = len(tests)
     stop_ms = max(stop_ms, start_ms)
     return {
         "reportFormat": "CTRF",
@@ -87,7 +100,7 @@ def build_ctrf(
         "generatedBy": "pytest-agentbench",
         "results": {
             "tool": {"name": "pytest-agentbench", "version": tool_version},
-            "summary": {"tests": len(tests), **counts, "start": start_ms, "stop": stop_ms},
+            "summary": {"tests": total, **counts, "start": start_ms, "stop": stop_ms},
             "tests": tests,
             "environment": {
                 "reportName": f"agentbench run {run_id}",

@@ -7,45 +7,71 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.artifacts.jsonio import write_json_atomic
+from pytest_agentbench.artifacts.jsonio import dumps, write_text_atomic
 from pytest_agentbench.runner.records import Rollout
 
 REDACTED = "[redacted]"
 _SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "proxy-authorization"}
 
 
+def _secret_list(secrets: Iterable[str]) -> list[str]:
+    return [s for s in secrets if s and len(s) >= 4]
+
+
+def _needs_redaction(text: str, secret_list: list[str]) -> bool:
+    """Whether JSON ``text`` may hold a secret: a secret header's name, or a secret
+    (as it is, or as JSON escapes it). A cheap scan; the walk runs only when it hits."""
+    lowered = text.lower()
+    if any(name in lowered for name in _SECRET_HEADERS):
+        return True
+    return any(s in text or dumps(s)[1:-1] in text for s in secret_list)
+
+
 def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
-    """A copy of ``value`` with secret header values and every known secret string
-    replaced by ``[redacted]`` — the last line of defence before anything hits disk."""
-    secret_list = [s for s in secrets if s and len(s) >= 4]
+    """``value`` with secret header values and every known secret string replaced by
+    ``[redacted]`` (a copy; ``value`` itself when there is nothing to replace) — the last
+    line of defence before anything hits disk."""
+    secret_list = _secret_list(secrets)
+    if not _needs_redaction(dumps(value, indent=None), secret_list):
+        return value
+    return _walk(value, secret_list)
 
-    def walk(item: Any, key: str | None = None) -> Any:
-        if key is not None and key.lower() in _SECRET_HEADERS:
-            return REDACTED
-        if isinstance(item, Mapping):
-            return {k: walk(v, str(k)) for k, v in item.items()}
-        if isinstance(item, list | tuple):
-            return [walk(v) for v in item]
-        if isinstance(item, str):
-            for secret in secret_list:
-                if secret in item:
-                    item = item.replace(secret, REDACTED)
-        return item
 
-    return walk(value)
+def _walk(item: Any, secret_list: list[str], key: str | None = None) -> Any:
+    if key is not None and key.lower() in _SECRET_HEADERS:
+        return REDACTED
+    if isinstance(item, Mapping):
+        return {k: _walk(v, secret_list, str(k)) for k, v in item.items()}
+    if isinstance(item, list | tuple):
+        return [_walk(v, secret_list) for v in item]
+    if isinstance(item, str):
+        for secret in secret_list:
+            if secret in item:
+                item = item.replace(secret, REDACTED)
+    return item
+
+
+def _write_redacted(
+    path: Path, data: Any, secret_list: list[str], *, make_parent: bool = False
+) -> None:
+    """Write ``data`` as JSON, redacted: encoded once, and again after the walk only when
+    the text may hold a secret."""
+    text = dumps(data)
+    if _needs_redaction(text, secret_list):
+        text = dumps(_walk(data, secret_list))
+    write_text_atomic(path, text + "\n", make_parent=make_parent)
 
 
 def write_rollout(task_dir: Path, rollout: Rollout, secrets: Iterable[str] = ()) -> None:
     """Write the rollout's trajectory and verifier files under ``task_dir`` atomically,
     redacting ``secrets``. ``result.json`` comes last (``write_result``): its presence
     means the task finished."""
-    secrets = tuple(secrets)
-    write_json_atomic(
+    secret_list = _secret_list(secrets)
+    task_dir.mkdir(parents=True, exist_ok=True)
+    _write_redacted(
         task_dir / "trajectory.json",
-        redact(
-            {"task": rollout.task_key, "model": rollout.model, "requests": rollout.trajectory},
-            secrets,
-        ),
+        {"task": rollout.task_key, "model": rollout.model, "requests": rollout.trajectory},
+        secret_list,
     )
     verdict = rollout.verdict
     if verdict is not None:
@@ -56,7 +82,9 @@ def write_rollout(task_dir: Path, rollout: Rollout, secrets: Iterable[str] = ())
         }
         if verdict.get("error"):
             reward["error"] = verdict["error"]
-        write_json_atomic(task_dir / "verifier" / "reward.json", redact(reward, secrets))
+        _write_redacted(
+            task_dir / "verifier" / "reward.json", reward, secret_list, make_parent=True
+        )
 
 
 def write_result(
@@ -73,7 +101,7 @@ def write_result(
     result["rollout_dir"] = str(task_dir)
     result["fingerprint"] = fingerprint
     result["record"] = dict(record)
-    write_json_atomic(task_dir / "result.json", redact(result, tuple(secrets)))
+    _write_redacted(task_dir / "result.json", result, _secret_list(secrets), make_parent=True)
 
 
 def read_result(task_dir: Path) -> dict[str, Any] | None:

@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pytest_agentbench.artifacts.jsonio import Streamed
 from pytest_agentbench.runner.records import OUTCOMES, USAGE_FIELDS
 
 SUMMARY_SCHEMA_VERSION = 1
@@ -94,10 +95,12 @@ def build_summary(
     exit_status: int | None,
     gate: Mapping[str, Any] | None = None,
     errors_as_failures: bool = False,
+    stream: bool = False,
 ) -> dict[str, Any]:
     """The summary.json document. ``tasks`` holds every task's record as the reports saw
     it (outcome, reward, usage, reason, where its artifacts are), so shards can be merged
-    and runs resumed from it alone."""
+    and runs resumed from it alone. With ``stream`` it is a :class:`Streamed` array of the
+    records themselves, not copies."""
     outcomes = classify(records)
     return {
         "schema_version": SUMMARY_SCHEMA_VERSION,
@@ -122,5 +125,5 @@ def build_summary(
         },
         "scores": _group_scores(records, errors_as_failures),
         "gate": dict(gate) if gate is not None else None,
-        "tasks": [dict(r) for r in records],
+        "tasks": Streamed(records) if stream else [dict(r) for r in records],
     }

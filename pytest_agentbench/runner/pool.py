@@ -4,35 +4,95 @@ for them, so wall time is spent waiting on the model N requests at a time, not o
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 
 class RolloutPool:
-    """Runs submitted jobs on at most ``size`` threads, keyed so each is started once.
+    """Runs planned jobs, in the order they were planned, on at most ``size`` threads.
 
-    ``result(key)`` waits for one job. ``close()`` cancels every job not started yet and
-    returns without waiting for running ones (their clients are closed by the caller, which
-    makes them end promptly)."""
+    A thread that finishes a job takes the next planned one itself, so the number in
+    flight stays at ``size`` however slowly the caller collects results (pytest reports
+    items one at a time, in order, from its main thread). At most ``ahead`` jobs may be
+    started and not yet collected: that bounds the memory held by finished results and
+    the work done in vain when the run stops early.
 
-    def __init__(self, size: int) -> None:
+    ``result(key)`` waits for one job (planning it first, at the front, when it was not
+    planned). ``close()`` drops every job not started yet and returns without waiting for
+    running ones (their clients are closed by the caller, which ends them promptly)."""
+
+    def __init__(self, size: int, ahead: int | None = None) -> None:
         self.size = max(1, size)
-        self._executor = ThreadPoolExecutor(self.size, thread_name_prefix="agentbench-rollout")
-        self._futures: dict[str, Future[Any]] = {}
+        self.ahead = max(self.size, ahead if ahead is not None else 2 * self.size)
         self._lock = threading.Lock()
+        self._work = threading.Condition(self._lock)  # workers wait here for a job
+        self._done = threading.Condition(self._lock)  # result() waits here
+        self._plan: deque[tuple[str, Callable[[], Any]]] = deque()
+        self._known: set[str] = set()  # planned, running or finished, not yet collected
+        self._finished: dict[str, tuple[bool, Any]] = {}
+        self._running: set[str] = set()
+        self._uncollected = 0  # started and not yet collected
+        self._awaited: str | None = None
+        self._threads: list[threading.Thread] = []
+        self._idle = 0
         self._closed = False
 
-    def submit(self, key: str, job: Callable[[], Any]) -> None:
-        """Start ``job`` under ``key`` unless it was submitted already or the pool closed."""
+    def plan(self, key: str, job: Callable[[], Any]) -> None:
+        """Queue ``job`` under ``key`` unless it is known already or the pool closed."""
         with self._lock:
-            if key in self._futures or self._closed:
+            if key in self._known or self._closed:
                 return
-            self._futures[key] = self._executor.submit(job)
+            self._known.add(key)
+            self._plan.append((key, job))
+            self._wake_worker()
 
     def submitted(self, key: str) -> bool:
         with self._lock:
-            return key in self._futures
+            return key in self._known
+
+    def _wake_worker(self) -> None:
+        """With the lock held: a worker for the next planned job, waking an idle one
+        or starting a thread while fewer than ``size`` run."""
+        if self._idle:
+            self._work.notify()
+        elif len(self._threads) < self.size:
+            thread = threading.Thread(
+                target=self._worker,
+                name=f"agentbench-rollout-{len(self._threads)}",
+                daemon=True,
+            )
+            self._threads.append(thread)
+            thread.start()
+
+    def _may_start(self) -> bool:
+        """With the lock held: whether a worker may take the next planned job. The job a
+        caller waits for may always start (it is at the front of the plan)."""
+        if not self._plan:
+            return False
+        return self._uncollected < self.ahead or self._plan[0][0] == self._awaited
+
+    def _worker(self) -> None:
+        while True:
+            with self._lock:
+                while not self._closed and not self._may_start():
+                    self._idle += 1
+                    self._work.wait()
+                    self._idle -= 1
+                if self._closed:
+                    return
+                key, job = self._plan.popleft()
+                self._uncollected += 1
+                self._running.add(key)
+            try:
+                outcome: tuple[bool, Any] = (True, job())
+            except BaseException as exc:  # handed to the caller of result()
+                outcome = (False, exc)
+            with self._lock:
+                self._running.discard(key)
+                self._finished[key] = outcome
+                if key == self._awaited:
+                    self._done.notify_all()
 
     def result(
         self,
@@ -41,27 +101,63 @@ class RolloutPool:
         on_wait: Callable[[], None] | None = None,
         interval_s: float = 0.25,
     ) -> Any:
-        """The result of the job under ``key`` (submitted now when it was not yet); the
-        job's own exception is raised here. ``on_wait`` is called every ``interval_s``
-        while waiting (the live status line). A finished job's future is forgotten, so a
-        long run keeps only what is in flight."""
-        self.submit(key, job)
+        """The result of the job under ``key``; the job's own exception is raised here.
+        ``on_wait`` is called every ``interval_s`` while waiting (the live status line).
+        A collected result is forgotten, so a long run keeps only what is ahead."""
         with self._lock:
-            future = self._futures.get(key)
-        if future is None:  # the pool closed before this job could start
-            return job()
-        try:
-            while on_wait is not None:
+            closed = False
+            if self._closed and key not in self._finished and key not in self._running:
+                closed = True
+            else:
+                self._front(key, job)
+                self._awaited = key
                 try:
-                    return future.result(timeout=interval_s)
-                except TimeoutError:
-                    on_wait()
-            return future.result()
-        finally:
-            with self._lock:
-                self._futures.pop(key, None)
+                    while key not in self._finished:
+                        if self._closed and key not in self._running:
+                            closed = True  # dropped from the plan by close()
+                            break
+                        self._done.wait(interval_s if on_wait is not None else None)
+                        if key not in self._finished and on_wait is not None:
+                            self._lock.release()
+                            try:
+                                on_wait()
+                            finally:
+                                self._lock.acquire()
+                finally:
+                    self._awaited = None
+            if not closed:
+                ok, value = self._finished.pop(key)
+                self._known.discard(key)
+                self._uncollected -= 1
+                if self._plan and self._idle:
+                    self._work.notify()
+        if closed:  # the pool closed before this job could start
+            return job()
+        if not ok:
+            raise value
+        return value
+
+    def _front(self, key: str, job: Callable[[], Any]) -> None:
+        """With the lock held: make sure ``key`` runs next if it has not started."""
+        if key in self._finished:
+            return
+        if key in self._known:
+            for index, (planned, _) in enumerate(self._plan):
+                if planned == key:
+                    del self._plan[index]
+                    break
+            else:
+                return  # running
+        self._known.add(key)
+        self._plan.appendleft((key, job))
+        if self._idle:
+            self._work.notify_all()  # the one free to start it may not be the first woken
+        else:
+            self._wake_worker()
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
-        self._executor.shutdown(wait=False, cancel_futures=True)
+            self._plan.clear()
+            self._work.notify_all()
+            self._done.notify_all()

@@ -7,7 +7,7 @@ whenever a field changes meaning.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 SCHEMA_VERSION = 1
@@ -126,8 +126,12 @@ class Rollout:
         return None
 
     def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        """The rollout as JSON-ready data, without the trajectory (a file of its own).
+        Nested dicts are shared with the rollout, not copied: the caller only reads them
+        (a deep copy through ``dataclasses.asdict`` was a tenth of a task's CPU)."""
+        data = dict(vars(self))
         data.pop("trajectory")
+        data["attempts"] = [dict(vars(attempt)) for attempt in self.attempts]
         data["schema_version"] = SCHEMA_VERSION
         data["final_reward"] = self.reward
         data["repaired"] = self.repaired

@@ -24,6 +24,7 @@ import select
 import socket
 import sys
 import threading
+from collections import deque
 from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -55,12 +56,18 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+#: How many of the latest chat requests a server keeps for ``requests``.
+REQUEST_LOG = 1000
+
+
 class ScriptedServer:
     """The scripted provider, serving in a background thread until ``stop``.
 
-    ``requests`` records every chat request as a dict: ``path``, ``key`` (the script that
-    answered; None for the default script), ``turn``, ``body`` (the JSON sent) and
-    ``headers`` (lower-case names; credential values replaced by ``[redacted]``).
+    ``requests`` records the last ``REQUEST_LOG`` chat requests as dicts: ``path``,
+    ``key`` (the script that answered; None for the default script), ``turn``, ``body``
+    (the JSON sent) and ``headers`` (lower-case names; credential values replaced by
+    ``[redacted]``). Older ones are dropped (a 10 000-task run would otherwise keep every
+    prompt); ``stats["requests"]`` counts them all.
     """
 
     def __init__(
@@ -83,7 +90,8 @@ class ScriptedServer:
         self._default = parse_replies(default, "default") if default is not None else None
         self._counters: dict[str | None, int] = {}
         self._turn_requests: dict[tuple[str | None, int], int] = {}
-        self._requests: list[dict[str, Any]] = []
+        self._requests: deque[dict[str, Any]] = deque(maxlen=REQUEST_LOG)
+        self._request_count = 0
         self._in_flight = 0
         self._max_in_flight = 0
         self._stopping = threading.Event()
@@ -166,7 +174,7 @@ class ScriptedServer:
     def stats(self) -> dict[str, int]:
         with self._lock:
             return {
-                "requests": len(self._requests),
+                "requests": self._request_count,
                 "in_flight": self._in_flight,
                 "max_in_flight": self._max_in_flight,
             }
@@ -208,6 +216,7 @@ class ScriptedServer:
     def _record(self, entry: dict[str, Any]) -> None:
         with self._lock:
             self._requests.append(entry)
+            self._request_count += 1
 
 
 class _HTTPServer(ThreadingHTTPServer):
