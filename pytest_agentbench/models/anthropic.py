@@ -36,8 +36,9 @@ from pytest_agentbench.models.http import (
     ProtocolClient,
     attach_partial,
     error_detail,
+    ignore_events,
 )
-from pytest_agentbench.models.sse import SSEEvent, SSEParser
+from pytest_agentbench.models.sse import StringSlot, parse_json
 from pytest_agentbench.models.usage import normalise_anthropic_usage, recovered_usage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -64,6 +65,10 @@ _ERROR_STATUSES = {
     "api_error": 500,
     "overloaded_error": 529,
 }
+
+
+#: The fields of an event the client reads (the others may vary freely).
+_SLOT_READS = ("type", "index", "delta", "error")
 
 
 def map_stop_reason(native: Any) -> FinishReason | None:
@@ -167,6 +172,11 @@ class _Received:
     usage: dict[str, Any] | None = None
     final: bool = False
     done: bool = False
+    #: The stream's repeating text or thinking delta once learned, and its channel.
+    slot: StringSlot | None = None
+    slot_channel: str = "text"
+    slot_tries: int = 0
+    slot_previous: dict[str, Any] | None = None
 
     @property
     def anything(self) -> bool:
@@ -174,6 +184,14 @@ class _Received:
 
     def tool_calls(self) -> tuple[ToolCall, ...]:
         return tuple(block.call() for block in self.tools.values())
+
+    def take_slot(self, piece: str, emit: EventSink) -> None:
+        """The text of a delta that matched the slot: what its handling does."""
+        if piece:
+            channel = self.slot_channel
+            (self.text if channel == "text" else self.thinking).append(piece)
+            if emit is not ignore_events:
+                emit(StreamEvent(channel, piece))  # type: ignore[arg-type]
 
 
 class AnthropicClient(ProtocolClient):
@@ -227,11 +245,7 @@ class AnthropicClient(ProtocolClient):
         return _Received()
 
     def _read_stream(self, response: httpx.Response, received: _Received, emit: EventSink) -> None:
-        parser = SSEParser()
-        for chunk in response.iter_bytes():
-            for event in parser.feed(chunk):
-                if not received.done:
-                    self._on_stream_event(event, received, emit)
+        self._read_events(response, received, emit)
         if not received.done and received.stop_reason is None:
             raise TransportError(
                 f"{self.spec.label}: the stream from {self.public_endpoint} ended before "
@@ -240,32 +254,43 @@ class AnthropicClient(ProtocolClient):
                 status=received.status,
             )
 
-    def _on_stream_event(self, event: SSEEvent, received: _Received, emit: EventSink) -> None:
-        data = self._decode(event.data, f"{event.event} event")
-        kind = data.get("type", event.event)
+    def _on_stream_event(
+        self, event_type: str, text: str, received: _Received, emit: EventSink
+    ) -> None:
+        """One event: its type and data (a JSON object once decoded, so objects are dicts)."""
+        slot = received.slot
+        if slot is not None:
+            piece = slot.match(text)
+            if piece is not None:
+                received.take_slot(piece, emit)
+                return
+        data = self._decode(text, f"{event_type} event")
+        kind = data.get("type", event_type)
         index = data.get("index")
-        if kind == "message_start":
+        if kind == "content_block_delta":
+            delta = data.get("delta")
+            if isinstance(delta, dict) and isinstance(index, int):
+                self._take_delta(index, delta, received, emit)
+                if received.slot_tries < StringSlot.TRIES:
+                    self._learn_slot(text, data, delta, received)
+        elif kind == "message_start":
             message = data.get("message")
-            usage = message.get("usage") if isinstance(message, Mapping) else None
-            if isinstance(usage, Mapping):
+            usage = message.get("usage") if isinstance(message, dict) else None
+            if isinstance(usage, dict):
                 received.usage = dict(usage)
                 emit(StreamEvent("usage", data=dict(received.usage)))
         elif kind == "content_block_start":
             block = data.get("content_block")
-            if isinstance(block, Mapping) and isinstance(index, int):
+            if isinstance(block, dict) and isinstance(index, int):
                 self._take_block(index, block, received, emit)
-        elif kind == "content_block_delta":
-            delta = data.get("delta")
-            if isinstance(delta, Mapping) and isinstance(index, int):
-                self._take_delta(index, delta, received, emit)
         elif kind == "message_delta":
             usage = data.get("usage")
-            if isinstance(usage, Mapping):
+            if isinstance(usage, dict):
                 received.usage = {**(received.usage or {}), **usage}
                 received.final = True
                 emit(StreamEvent("usage", data=dict(received.usage)))
             delta = data.get("delta")
-            if isinstance(delta, Mapping) and delta.get("stop_reason"):
+            if isinstance(delta, dict) and delta.get("stop_reason"):
                 self._take_stop(delta["stop_reason"], received, emit)
         elif kind == "message_stop":
             received.done = True
@@ -306,21 +331,48 @@ class AnthropicClient(ProtocolClient):
         self, index: int, delta: Mapping[str, Any], received: _Received, emit: EventSink
     ) -> None:
         kind = delta.get("type")
-        if kind in ("text", "text_delta") and isinstance(delta.get("text"), str):
-            if delta["text"]:
-                received.text.append(delta["text"])
-                emit(StreamEvent("text", delta["text"]))
-        elif kind in ("thinking", "thinking_delta") and isinstance(delta.get("thinking"), str):
-            if delta["thinking"]:
-                received.thinking.append(delta["thinking"])
-                emit(StreamEvent("thinking", delta["thinking"]))
+        if kind == "text_delta" or kind == "text":
+            text = delta.get("text")
+            if isinstance(text, str) and text:
+                received.text.append(text)
+                if emit is not ignore_events:
+                    emit(StreamEvent("text", text))
+        elif kind == "thinking_delta" or kind == "thinking":
+            thinking = delta.get("thinking")
+            if isinstance(thinking, str) and thinking:
+                received.thinking.append(thinking)
+                if emit is not ignore_events:
+                    emit(StreamEvent("thinking", thinking))
         elif kind == "input_json_delta" and index in received.tools:
             piece = delta.get("partial_json")
             if isinstance(piece, str) and piece:
                 tool = received.tools[index]
                 tool.parts.append(piece)
-                data = {"index": tool.position, "id": tool.id, "name": tool.name}
-                emit(StreamEvent("tool_call", data={**data, "arguments_delta": piece}))
+                if emit is not ignore_events:
+                    data = {"index": tool.position, "id": tool.id, "name": tool.name}
+                    emit(StreamEvent("tool_call", data={**data, "arguments_delta": piece}))
+
+    @staticmethod
+    def _learn_slot(
+        text: str, data: dict[str, Any], delta: dict[str, Any], received: _Received
+    ) -> None:
+        """After a text or thinking delta (decoded from ``text``): learn where its text
+        sits, so the next deltas that differ only there skip decoding."""
+        kind = delta.get("type")
+        if kind == "text_delta" or kind == "text":
+            key = "text"
+        elif kind == "thinking_delta" or kind == "thinking":
+            key = "thinking"
+        else:
+            return
+        if not isinstance(delta.get(key), str) or not delta[key] or "type" not in data:
+            return  # (without its own type, the event's SSE type would decide its kind)
+        previous, received.slot_previous = received.slot_previous, data
+        if previous is None:  # from the second delta on: a short reply never pays for it
+            return
+        received.slot_tries += 1
+        received.slot = StringSlot.learn(text, data, ("delta",), key, previous, _SLOT_READS)
+        received.slot_channel = key
 
     def _take_stop(self, native: Any, received: _Received, emit: EventSink) -> None:
         received.stop_reason = str(native)
@@ -329,7 +381,7 @@ class AnthropicClient(ProtocolClient):
     def _decode(self, data: str, what: str) -> dict[str, Any]:
         """Parse one JSON object from the provider; an ``error`` object becomes an error."""
         try:
-            obj = json.loads(data)
+            obj = parse_json(data)
         except ValueError:
             obj = None
         if not isinstance(obj, dict):
@@ -340,7 +392,7 @@ class AnthropicClient(ProtocolClient):
             )
         if obj.get("type") == "error" or "error" in obj:
             error = obj.get("error")
-            error_type = error.get("type") if isinstance(error, Mapping) else None
+            error_type = error.get("type") if isinstance(error, dict) else None
             status = _ERROR_STATUSES.get(str(error_type))
             kind = RateLimited if status in RATE_LIMIT_STATUSES else ProviderError
             raise kind(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -107,7 +107,30 @@ class ModelRequest:
     turn: int = 0
 
 
-@dataclass(frozen=True)
+class _NoData(Mapping[str, Any]):
+    """The ``data`` of a StreamEvent that carries none: one shared, empty, read-only
+    mapping, not a new dict per event (a stream makes one event per delta)."""
+
+    def __getitem__(self, key: str) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "{}"
+
+
+NO_DATA: Mapping[str, Any] = _NoData()
+
+
+@dataclass(frozen=True, slots=True)
 class StreamEvent:
     """One streamed piece: answer text, thinking text, a tool-call fragment (``data``:
     ``index``, ``id``, ``name``, ``arguments_delta``), usage, the finish reason, or (from
@@ -115,7 +138,7 @@ class StreamEvent:
 
     kind: Literal["text", "thinking", "tool_call", "finish", "usage", "loop"]
     text: str = ""
-    data: Mapping[str, Any] = field(default_factory=dict)
+    data: Mapping[str, Any] = NO_DATA
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_agentbench.models.base import EventSink, FinishReason, StreamEvent, ToolCall, ToolSpec
+from pytest_agentbench.models.http import ignore_events
+from pytest_agentbench.models.sse import StringSlot
 from pytest_agentbench.models.think import Channel, ThinkSplitter
+
+_SLOT_PATH = ("choices", 0, "delta")
+#: The top-level fields of a chunk the client reads (the others may vary freely).
+_SLOT_READS = ("choices", "usage", "error")
 
 
 def chat_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
@@ -113,32 +119,83 @@ class ChatReceived:
     finish: str | None = None
     usage: dict[str, Any] | None = None
     done: bool = False
+    #: The stream's repeating delta once learned: its slot and the channel of its text.
+    slot: StringSlot | None = None
+    slot_channel: Channel = "text"
+    slot_tries: int = 0
+    slot_previous: dict[str, Any] | None = None
 
     @property
     def anything(self) -> bool:
         return bool(self.text or self.thinking or self.calls or self.usage or self.finish)
 
+    def learn_slot(self, data: str, chunk: dict[str, Any], delta: dict[str, Any]) -> None:
+        """After a chunk (decoded from ``data``) whose only effect was the text of one
+        delta field: learn where that text sits, so the next chunks that differ only there
+        skip decoding. Only when the chunk reports no usage and no finish reason, and from
+        the second such chunk on (a short reply never pays for learning)."""
+        if self.slot_tries >= StringSlot.TRIES:
+            return
+        content = delta.get("content")
+        reasoning_content = delta.get("reasoning_content")
+        reasoning = delta.get("reasoning")
+        calls = delta.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            return
+        if _text(content):
+            key, channel, idle = "content", "text", not _text(reasoning_content or reasoning)
+        elif _text(reasoning_content):
+            key, channel, idle = "reasoning_content", "thinking", not _text(reasoning)
+        elif _text(reasoning):
+            key, channel, idle = "reasoning", "thinking", not reasoning_content
+        else:
+            return
+        previous, self.slot_previous = self.slot_previous, chunk
+        if previous is None or not idle:  # idle: the fields that do not vary do nothing
+            return
+        self.slot_tries += 1
+        self.slot = StringSlot.learn(data, chunk, _SLOT_PATH, key, previous, _SLOT_READS)
+        self.slot_channel = channel
+
+    def take_slot(self, piece: str, emit: EventSink) -> None:
+        """The text of a chunk that matched the slot: what ``take_message`` would do with
+        its delta."""
+        if not piece:
+            return
+        if self.slot_channel == "text":
+            self.take_content(piece, emit)
+        else:
+            self._add("thinking", piece, emit)
+
     def tool_calls(self) -> tuple[ToolCall, ...]:
         return tuple(self.calls[index].tool_call(index) for index in sorted(self.calls))
 
     def take_message(self, message: Mapping[str, Any], emit: EventSink) -> None:
-        """A message or a stream delta: thinking (``reasoning_content``, or ``reasoning``
-        as vLLM/Ollama name it), content (through the think splitter), tool calls."""
+        """A message or a stream delta (a JSON object): thinking (``reasoning_content``, or
+        ``reasoning`` as vLLM/Ollama name it), content (through the think splitter), tool
+        calls."""
         thinking = message.get("reasoning_content") or message.get("reasoning")
         if isinstance(thinking, str) and thinking:
             self._add("thinking", thinking, emit)
         content = message.get("content")
         if isinstance(content, str) and content:
-            pieces: list[tuple[Channel, str]] = [("text", content)]
-            if self.splitter is not None:
-                pieces = self.splitter.feed(content)
-            for channel, piece in pieces:
-                self._add(channel, piece, emit)
+            self.take_content(content, emit)
         calls = message.get("tool_calls")
         if isinstance(calls, list):
             for position, fragment in enumerate(calls):
-                if isinstance(fragment, Mapping):
+                if isinstance(fragment, dict):
                     self._take_tool_call(position, fragment, emit)
+
+    def take_content(self, content: str, emit: EventSink) -> None:
+        """Answer text (non-empty), through the think splitter until it has decided."""
+        splitter = self.splitter
+        if splitter is None or splitter.decided:
+            self.text.append(content)
+            if emit is not ignore_events:
+                emit(StreamEvent("text", content))
+        else:
+            for channel, piece in splitter.feed(content):
+                self._add(channel, piece, emit)
 
     def flush(self, emit: EventSink) -> None:
         """The content the think splitter still holds, at the end of the content."""
@@ -148,7 +205,8 @@ class ChatReceived:
 
     def _add(self, channel: Channel, piece: str, emit: EventSink) -> None:
         (self.text if channel == "text" else self.thinking).append(piece)
-        emit(StreamEvent(channel, piece))
+        if emit is not ignore_events:
+            emit(StreamEvent(channel, piece))
 
     def _take_tool_call(self, position: int, fragment: Mapping[str, Any], emit: EventSink) -> None:
         """One ``tool_calls`` entry: a call's first fragment carries its id and name, later
@@ -159,16 +217,21 @@ class ChatReceived:
             index = position
         call = self.calls.setdefault(index, StreamedCall())
         function = fragment.get("function")
-        function = function if isinstance(function, Mapping) else {}
+        function = function if isinstance(function, dict) else {}
         if isinstance(fragment.get("id"), str) and not call.id:
             call.id = fragment["id"]
         if isinstance(function.get("name"), str) and not call.name:
             call.name = function["name"]
         piece = function.get("arguments")
-        if isinstance(piece, Mapping):
+        if isinstance(piece, dict):
             piece = json.dumps(piece, ensure_ascii=False)
         piece = piece if isinstance(piece, str) else ""
         if piece:
             call.arguments.append(piece)
-        data = {"index": index, "id": call.id, "name": call.name, "arguments_delta": piece}
-        emit(StreamEvent("tool_call", data=data))
+        if emit is not ignore_events:
+            data = {"index": index, "id": call.id, "name": call.name, "arguments_delta": piece}
+            emit(StreamEvent("tool_call", data=data))
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)

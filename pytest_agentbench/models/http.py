@@ -22,6 +22,8 @@ from pytest_agentbench.errors import (
     RateLimited,
     TransportError,
 )
+from pytest_agentbench.models.base import Generation
+from pytest_agentbench.models.sse import SSEParser
 
 CONNECT_TIMEOUT_S = 10.0
 RATE_LIMIT_STATUSES = (429, 529)
@@ -82,37 +84,65 @@ def error_detail(text: str) -> str:
 class _DeadlineClock:
     """One daemon thread for every watchdog of the process: a heap of deadlines, so a
     request costs a heap push, not a thread of its own (at 64+ requests in flight, a
-    timer thread per request cost more CPU than the request)."""
+    timer thread per request cost more CPU than the request).
+
+    The thread is woken only by a deadline earlier than every other (a later one changes
+    nothing it waits for). A request that finishes leaves its entry behind until it is
+    due; once most entries are such leftovers, the heap is rebuilt without them, so it
+    holds about twice the requests in flight, not every request of the deadline window.
+    One lock guards the heap and every watchdog's state."""
+
+    PRUNE_MIN = 64
 
     def __init__(self) -> None:
         self._heap: list[tuple[float, int, Watchdog]] = []
-        self._wake = threading.Condition()
+        self.lock = threading.Lock()
+        self._wake = threading.Condition(self.lock)
         self._count = 0
+        self.finished = 0  # entries of finished watchdogs still in the heap
         self._thread: threading.Thread | None = None
 
     def add(self, deadline: float, watchdog: Watchdog) -> None:
-        with self._wake:
+        with self.lock:
+            heap = self._heap
+            if self.finished >= self.PRUNE_MIN and self.finished * 2 >= len(heap):
+                heap[:] = [entry for entry in heap if not entry[2].finished]
+                heapq.heapify(heap)
+                self.finished = 0
             self._count += 1
-            heapq.heappush(self._heap, (deadline, self._count, watchdog))
+            earliest = not heap or deadline < heap[0][0]
+            heapq.heappush(heap, (deadline, self._count, watchdog))
+            watchdog.queued = True
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="agentbench-deadlines", daemon=True
                 )
                 self._thread.start()
-            self._wake.notify()
+            elif earliest:
+                self._wake.notify()
+
+    def __len__(self) -> int:
+        with self.lock:
+            return len(self._heap)
 
     def _run(self) -> None:
-        while True:
-            with self._wake:
-                while not self._heap:
+        heap = self._heap
+        with self.lock:
+            while True:
+                if not heap:
                     self._wake.wait()
-                deadline, _, watchdog = self._heap[0]
+                    continue
+                deadline, _, watchdog = heap[0]
                 delay = deadline - time.monotonic()
                 if delay > 0:
                     self._wake.wait(delay)
                     continue
-                heapq.heappop(self._heap)
-            watchdog.fire()
+                heapq.heappop(heap)
+                watchdog.queued = False
+                if watchdog.finished:
+                    self.finished -= 1
+                else:
+                    watchdog.fire()
 
 
 _CLOCK = _DeadlineClock()
@@ -121,40 +151,56 @@ _CLOCK = _DeadlineClock()
 class Watchdog:
     """Shuts the response's socket at the deadline, unblocking a read stuck in recv."""
 
+    __slots__ = ("_socket", "deadline", "finished", "fired", "queued")
+
     def __init__(self, deadline: float | None) -> None:
         self.deadline = deadline
         self.fired = False
-        self._lock = threading.Lock()
-        self._finished = False
+        self.finished = False
+        self.queued = False  # in the clock's heap
         self._socket: socket.socket | None = None
 
     def arm(self, response: httpx.Response) -> None:
+        if self.deadline is None:
+            return
         stream = response.extensions.get("network_stream")
         sock = stream.get_extra_info("socket") if stream is not None else None
-        if self.deadline is None or not isinstance(sock, socket.socket):
+        if not isinstance(sock, socket.socket):
             return
         self._socket = sock
         _CLOCK.add(self.deadline, self)
 
     def fire(self) -> None:
-        """Called at the deadline: shut the socket unless the request already finished."""
-        with self._lock:
-            if self._finished or self._socket is None:
-                return
-            self.fired = True
-            with contextlib.suppress(OSError):
-                self._socket.shutdown(socket.SHUT_RDWR)
+        """Called by the clock, holding its lock, at the deadline of an unfinished
+        request: shut its socket."""
+        if self._socket is None:
+            return
+        self.fired = True
+        with contextlib.suppress(OSError):
+            self._socket.shutdown(socket.SHUT_RDWR)
 
     def finish(self) -> None:
-        with self._lock:
-            self._finished = True
+        """The request is over: the deadline no longer applies (its heap entry is left
+        for the clock to drop)."""
+        if self._socket is None:
+            return
+        with _CLOCK.lock:
+            self.finished = True
             self._socket = None
+            if self.queued:
+                _CLOCK.finished += 1
+
+
+_NO_DEADLINE = httpx.Timeout(None, connect=CONNECT_TIMEOUT_S)
+
+#: Request bodies as httpx's ``json=`` would encode them, by the C encoder built once.
+_BODY_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def timeout_for(deadline: float | None) -> httpx.Timeout:
     """httpx timeouts for a request that must finish by ``deadline`` (monotonic)."""
     if deadline is None:
-        return httpx.Timeout(None, connect=CONNECT_TIMEOUT_S)
+        return _NO_DEADLINE
     remaining = max(deadline - time.monotonic(), 0.001)
     return httpx.Timeout(remaining, connect=min(CONNECT_TIMEOUT_S, remaining))
 
@@ -230,8 +276,9 @@ def attach_partial(error: ModelError, partial: Any) -> ModelError:
     return error
 
 
-def _ignore(event: Any) -> None:
-    return None
+def ignore_events(event: Any) -> None:
+    """The event sink of a request nobody listens to: clients skip building the stream
+    events of text and tool-call deltas for it (``emit is ignore_events``)."""
 
 
 class ProtocolClient(ErrorMapping):
@@ -241,7 +288,8 @@ class ProtocolClient(ErrorMapping):
     ``on_event`` propagate unchanged (that is how a caller cancels a stream).
 
     A subclass supplies ``endpoint``, ``_http``, ``build_body``, ``_new_received``,
-    ``_read_stream``, ``_read_body``, ``_with_partial`` and ``_generation``."""
+    ``_read_stream``, ``_read_body``, ``_with_partial`` and ``_generation``; a stream
+    reader may hand the events to ``_on_stream_event`` through ``_read_events``."""
 
     endpoint: str
     _http: httpx.Client
@@ -253,8 +301,13 @@ class ProtocolClient(ErrorMapping):
         self.spec = spec
         self.endpoint = endpoint
         self.public_endpoint = public_url(endpoint)
+        self._url = httpx.URL(endpoint)  # parsed once, not on every request
         self._http = httpx.Client(
-            headers={"user-agent": "pytest-agentbench", **headers},
+            headers={
+                "user-agent": "pytest-agentbench",
+                "content-type": "application/json",
+                **headers,
+            },
             http1=True,
             http2=False,
             trust_env=trust_env,
@@ -287,8 +340,6 @@ class ProtocolClient(ErrorMapping):
     ) -> Any:
         """The Generation of a request, with its trajectory entry: the request body and
         the reply as received (``native_finish`` holds the protocol's own finish fields)."""
-        from pytest_agentbench.models.base import Generation
-
         elapsed = time.monotonic() - started
         reply: dict[str, Any] = {
             "status": status,
@@ -318,6 +369,27 @@ class ProtocolClient(ErrorMapping):
             elapsed_s=elapsed,
         )
 
+    def _read_events(self, response: httpx.Response, received: Any, emit: Any) -> None:
+        """Every SSE event of the stream to ``_on_stream_event(type, data, received,
+        emit)`` until ``received.done``. Once the handler has learned ``received.slot``
+        (the stream's repeating delta), a chunk that is exactly one such event goes
+        straight to ``received.take_slot`` with its text, neither parsed nor decoded."""
+        parser = SSEParser()
+        on_event = self._on_stream_event  # type: ignore[attr-defined]
+        framed = learned = None
+        for chunk in response.iter_bytes():
+            if framed is not None and not received.done:
+                piece = parser.feed_slot(chunk, framed)
+                if piece is not None:
+                    received.take_slot(piece, emit)
+                    continue
+            for event_type, data, _ in parser.feed_fields(chunk):
+                if not received.done:
+                    on_event(event_type, data, received, emit)
+            if received.slot is not learned:
+                learned = received.slot
+                framed = parser.framed(learned) if learned is not None else None
+
     def request_headers(self, request: Any) -> dict[str, str]:
         """Headers specific to one request (none here; the scripted clients add some)."""
         return {}
@@ -328,16 +400,17 @@ class ProtocolClient(ErrorMapping):
     def generate(self, request: Any, on_event: Any = None) -> Any:
         """One request, no retries (RetryingClient adds them)."""
         body = self.build_body(request)  # type: ignore[attr-defined]
+        content = _BODY_ENCODER.encode(body).encode()
         started = time.monotonic()
         deadline = started + request.timeout_s if request.timeout_s is not None else None
         received = self._new_received()  # type: ignore[attr-defined]
         watchdog = Watchdog(deadline)
-        emit = on_event or _ignore
+        emit = on_event or ignore_events
         try:
             with self._http.stream(
                 "POST",
-                self.endpoint,
-                json=body,
+                self._url,
+                content=content,
                 headers=self.request_headers(request),
                 timeout=self._timeouts(deadline),
             ) as response:

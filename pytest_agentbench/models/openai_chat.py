@@ -10,7 +10,6 @@ content (local reasoning models) is split into the thinking channel.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -42,7 +41,7 @@ from pytest_agentbench.models.http import (
     error_detail,
     timeout_for,
 )
-from pytest_agentbench.models.sse import SSEEvent, SSEParser
+from pytest_agentbench.models.sse import parse_json
 from pytest_agentbench.models.think import ThinkSplitter
 from pytest_agentbench.models.usage import count, normalise_chat_usage, recovered_usage
 
@@ -99,11 +98,7 @@ class OpenAIChatClient(ProtocolClient):
     def _read_stream(
         self, response: httpx.Response, received: ChatReceived, emit: EventSink
     ) -> None:
-        parser = SSEParser()
-        for chunk in response.iter_bytes():
-            for event in parser.feed(chunk):
-                if not received.done:
-                    self._on_stream_event(event, received, emit)
+        self._read_events(response, received, emit)
         received.flush(emit)
         if not received.done and received.finish is None:
             raise TransportError(
@@ -113,8 +108,18 @@ class OpenAIChatClient(ProtocolClient):
                 status=received.status,
             )
 
-    def _on_stream_event(self, event: SSEEvent, received: ChatReceived, emit: EventSink) -> None:
-        data = event.data.strip()
+    def _on_stream_event(
+        self, event_type: str, data: str, received: ChatReceived, emit: EventSink
+    ) -> None:
+        """One event's data: a ``chat.completion.chunk`` (JSON-decoded, so objects are
+        dicts) or ``[DONE]``."""
+        data = data.strip()
+        slot = received.slot
+        if slot is not None:
+            piece = slot.match(data)
+            if piece is not None:
+                received.take_slot(piece, emit)
+                return
         if data == "[DONE]":
             received.done = True
             return
@@ -125,13 +130,16 @@ class OpenAIChatClient(ProtocolClient):
             emit(StreamEvent("usage", data=usage))
         choices = chunk.get("choices")
         choice = choices[0] if isinstance(choices, list) and choices else None
-        if not isinstance(choice, Mapping):
+        if not isinstance(choice, dict):
             return
         delta = choice.get("delta")
-        if isinstance(delta, Mapping):
+        finish = choice.get("finish_reason")
+        if isinstance(delta, dict):
             received.take_message(delta, emit)
-        if choice.get("finish_reason"):
-            self._take_finish(choice["finish_reason"], received, emit)
+            if usage is None and not finish:
+                received.learn_slot(data, chunk, delta)
+        if finish:
+            self._take_finish(finish, received, emit)
 
     def _read_body(self, response: httpx.Response, received: ChatReceived, emit: EventSink) -> None:
         """A non-streamed completion; its parts are emitted once each, like a stream would."""
@@ -160,7 +168,7 @@ class OpenAIChatClient(ProtocolClient):
     def _decode(self, data: str, what: str) -> dict[str, Any]:
         """Parse one JSON object from the provider; an ``error`` object becomes an error."""
         try:
-            obj = json.loads(data)
+            obj = parse_json(data)
         except ValueError:
             obj = None
         if not isinstance(obj, dict):

@@ -37,8 +37,9 @@ from pytest_agentbench.models.http import (
     ProtocolClient,
     attach_partial,
     error_detail,
+    ignore_events,
 )
-from pytest_agentbench.models.sse import SSEEvent, SSEParser
+from pytest_agentbench.models.sse import StringSlot, parse_json
 from pytest_agentbench.models.usage import normalise_responses_usage, recovered_usage
 
 _INCOMPLETE: dict[str, FinishReason] = {
@@ -48,6 +49,8 @@ _INCOMPLETE: dict[str, FinishReason] = {
 _THINKING_DELTAS = ("response.reasoning_summary_text.delta", "response.reasoning_text.delta")
 _FINAL_EVENTS = ("response.completed", "response.incomplete")
 _RATE_LIMIT_CODES = ("rate_limit_exceeded", "rate_limit_error", "overloaded_error")
+#: The fields of a delta event the client reads (the others may vary freely).
+_SLOT_READS = ("type", "error", "delta", "item_id", "summary_index", "content_index")
 
 
 def map_finish_reason(
@@ -86,10 +89,42 @@ class _Received:
     response_status: str | None = None
     incomplete_reason: str | None = None
     usage: dict[str, Any] | None = None
+    done: bool = False  # the final response arrived: later events are ignored
+    #: The stream's repeating text or thinking delta once learned: its slot, channel and
+    #: thinking part.
+    slot: StringSlot | None = None
+    slot_channel: str = "text"
+    slot_part: tuple[Any, Any] | None = None
+    slot_tries: int = 0
+    slot_previous: dict[str, Any] | None = None
 
     @property
     def anything(self) -> bool:
         return bool(self.text or self.thinking or self.calls or self.usage)
+
+    def learn_slot(
+        self, text: str, data: dict[str, Any], channel: str, part: tuple[Any, Any] | None
+    ) -> None:
+        """After a text or thinking delta (decoded from ``text``): learn where its delta
+        sits, so the next deltas that differ only there skip decoding."""
+        delta = data.get("delta")
+        if self.slot_tries >= StringSlot.TRIES or not data.get("type") or not _text(delta):
+            return  # (without its own type, the event's SSE type would decide its kind)
+        previous, self.slot_previous = self.slot_previous, data
+        if previous is None:  # from the second delta on: a short reply never pays for it
+            return
+        self.slot_tries += 1
+        self.slot = StringSlot.learn(text, data, (), "delta", previous, _SLOT_READS)
+        self.slot_channel, self.slot_part = channel, part
+
+    def take_slot(self, delta: str, emit: EventSink) -> None:
+        """The delta of an event that matched the slot: what its kind's handling does."""
+        if self.slot_channel == "text":
+            self.text.append(delta)
+            if emit is not ignore_events:
+                emit(StreamEvent("text", delta))
+        else:
+            self.add_thinking(self.slot_part, delta, emit)  # type: ignore[arg-type]
 
     def add_thinking(self, part: tuple[Any, Any], delta: str, emit: EventSink) -> None:
         """Summary parts are separate paragraphs: a new part starts after a blank line."""
@@ -97,7 +132,8 @@ class _Received:
             delta = "\n\n" + delta
         self.thinking_part = part
         self.thinking.append(delta)
-        emit(StreamEvent("thinking", delta))
+        if emit is not ignore_events:
+            emit(StreamEvent("thinking", delta))
 
     def add_call(self, output_index: Any, item: Mapping[str, Any], emit: EventSink) -> _Call:
         call = _Call(len(self.calls), str(item.get("call_id") or ""), str(item.get("name") or ""))
@@ -108,8 +144,9 @@ class _Received:
     @staticmethod
     def add_arguments(call: _Call, delta: str, emit: EventSink) -> None:
         call.arguments.append(delta)
-        data = {"index": call.index, "id": call.call_id, "name": call.name}
-        emit(StreamEvent("tool_call", data={**data, "arguments_delta": delta}))
+        if emit is not ignore_events:
+            data = {"index": call.index, "id": call.call_id, "name": call.name}
+            emit(StreamEvent("tool_call", data={**data, "arguments_delta": delta}))
 
 
 def _tool_call(call: _Call) -> ToolCall:
@@ -208,11 +245,7 @@ class OpenAIResponsesClient(ProtocolClient):
         return _Received()
 
     def _read_stream(self, response: httpx.Response, received: _Received, emit: EventSink) -> None:
-        parser = SSEParser()
-        for chunk in response.iter_bytes():
-            for event in parser.feed(chunk):
-                if received.response_status is None:
-                    self._on_stream_event(event, received, emit)
+        self._read_events(response, received, emit)
         if received.response_status is None:
             raise TransportError(
                 f"{self.spec.label}: the stream from {self.public_endpoint} ended before "
@@ -221,16 +254,29 @@ class OpenAIResponsesClient(ProtocolClient):
                 status=received.status,
             )
 
-    def _on_stream_event(self, event: SSEEvent, received: _Received, emit: EventSink) -> None:
-        data = self._decode(event.data, "stream event")
-        kind = data.get("type") or event.event
+    def _on_stream_event(
+        self, event_type: str, text: str, received: _Received, emit: EventSink
+    ) -> None:
+        """One event: its type and data (a JSON object once decoded, so objects are dicts)."""
+        slot = received.slot
+        if slot is not None:
+            piece = slot.match(text)
+            if piece is not None:
+                received.take_slot(piece, emit)
+                return
+        data = self._decode(text, "stream event")
+        kind = data.get("type") or event_type
         if kind == "response.output_text.delta":
-            delta = str(data.get("delta") or "")
+            delta = data.get("delta")
+            delta = delta if delta.__class__ is str else str(delta or "")
             received.text.append(delta)
-            emit(StreamEvent("text", delta))
+            if emit is not ignore_events:
+                emit(StreamEvent("text", delta))
+            received.learn_slot(text, data, "text", None)
         elif kind in _THINKING_DELTAS:
             part = (data.get("item_id"), data.get("summary_index", data.get("content_index")))
             received.add_thinking(part, str(data.get("delta") or ""), emit)
+            received.learn_slot(text, data, "thinking", part)
         elif kind == "response.function_call_arguments.delta":
             call = received.calls.get(data.get("output_index"))
             if call is not None:
@@ -238,16 +284,16 @@ class OpenAIResponsesClient(ProtocolClient):
         elif kind in ("response.output_item.added", "response.output_item.done"):
             item = data.get("item")
             index = data.get("output_index")
-            if isinstance(item, Mapping) and item.get("type") == "function_call":
+            if isinstance(item, dict) and item.get("type") == "function_call":
                 call = received.calls.get(index) or received.add_call(index, item, emit)
                 self._complete_arguments(call, item.get("arguments"), emit)
         elif kind in _FINAL_EVENTS:
             final = data.get("response")
-            self._take_final(final if isinstance(final, Mapping) else {}, received, emit)
+            self._take_final(final if isinstance(final, dict) else {}, received, emit)
         elif kind == "response.failed":
             final = data.get("response")
-            error = final.get("error") if isinstance(final, Mapping) else None
-            raise self._event_error(error if isinstance(error, Mapping) else {}, "response.failed")
+            error = final.get("error") if isinstance(final, dict) else None
+            raise self._event_error(error if isinstance(error, dict) else {}, "response.failed")
         elif kind == "error":
             raise self._event_error(data, "error event")
 
@@ -293,6 +339,7 @@ class OpenAIResponsesClient(ProtocolClient):
         reason = details.get("reason") if isinstance(details, Mapping) else None
         received.incomplete_reason = str(reason) if reason else None
         received.response_status = str(obj.get("status") or "completed")
+        received.done = True
         finish = map_finish_reason(
             received.response_status, received.incomplete_reason, bool(received.calls)
         )
@@ -301,7 +348,7 @@ class OpenAIResponsesClient(ProtocolClient):
     def _decode(self, data: str, what: str) -> dict[str, Any]:
         """Parse one JSON object from the provider; an ``error`` object becomes an error."""
         try:
-            obj = json.loads(data)
+            obj = parse_json(data)
         except ValueError:
             obj = None
         if not isinstance(obj, dict):
@@ -311,7 +358,7 @@ class OpenAIResponsesClient(ProtocolClient):
                 endpoint=self.public_endpoint,
             )
         error = obj.get("error")
-        if isinstance(error, Mapping) and error and obj.get("type") is None:
+        if isinstance(error, dict) and error and obj.get("type") is None:
             raise self._event_error(error, what)
         return obj
 
@@ -384,3 +431,7 @@ def _parts(item: Mapping[str, Any], key: str, kind: str | None = None) -> list[s
         and isinstance(part.get("text"), str)
         and (kind is None or part.get("type") == kind)
     ]
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)

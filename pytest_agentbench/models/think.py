@@ -33,6 +33,12 @@ class ThinkSplitter:
         self._held = ""
         self._close = ""
 
+    @property
+    def decided(self) -> bool:
+        """True once the rest is answer text: ``feed(text)`` is then ``[("text", text)]``
+        for any non-empty text, and callers may skip it."""
+        return self._state == "text"
+
     def feed(self, text: str) -> list[tuple[Channel, str]]:
         """The pieces decided by ``text``, in order; adjacent pieces of one channel merged."""
         out: list[tuple[Channel, str]] = []
