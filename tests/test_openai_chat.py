@@ -548,3 +548,43 @@ def test_scripted_client_rejects_a_bad_reply_naming_suite_task_and_index(server,
         chat.close()
     assert info.value.path == str(tmp_path / "bench_b.toml")
     assert info.value.problems[0].startswith("task 'apples': scripted[1]: unknown reply key(s)")
+
+
+# --- one connection pool per thread ----------------------------------------------------
+
+
+def test_threads_use_their_own_clients_and_close_closes_them_all(
+    server: ScriptedServer,
+) -> None:
+    """Each thread's requests go through its own httpx client (one pool per thread keeps
+    the pool's per-request work from growing with the threads); close() closes every
+    thread's client, so no thread can send after it."""
+    server.add_scripts({"fine": ["hello"]})
+    client = client_for(server, "fine")
+    used: list[int] = []
+    refused: list[BaseException] = []
+    closed = threading.Event()
+
+    def run() -> None:
+        assert client.generate(ask()).text == "hello"
+        used.append(id(client._http))
+        assert closed.wait(30)
+        try:
+            client.generate(ask())
+        except RuntimeError as exc:
+            refused.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    while len(used) < 3 and all(thread.is_alive() for thread in threads):
+        threading.Event().wait(0.05)
+    assert len(set(used)) == 3
+    assert id(client._http) not in used  # nor the caller's
+    client.close()
+    closed.set()
+    for thread in threads:
+        thread.join(30)
+    assert len(refused) == 3 and all("closed" in str(exc) for exc in refused)
+    with pytest.raises(RuntimeError, match="closed"):
+        client.generate(ask())  # a thread that never sent before is refused too

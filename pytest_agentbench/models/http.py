@@ -287,32 +287,58 @@ class ProtocolClient(ErrorMapping):
     failure into our error tree with what arrived kept as ``partial``. Exceptions raised by
     ``on_event`` propagate unchanged (that is how a caller cancels a stream).
 
-    A subclass supplies ``endpoint``, ``_http``, ``build_body``, ``_new_received``,
+    A subclass calls ``_connect`` and supplies ``build_body``, ``_new_received``,
     ``_read_stream``, ``_read_body``, ``_with_partial`` and ``_generation``; a stream
     reader may hand the events to ``_on_stream_event`` through ``_read_events``."""
 
     endpoint: str
-    _http: httpx.Client
 
     def _connect(
         self, spec: Any, endpoint: str, headers: Mapping[str, str], trust_env: bool
     ) -> None:
-        """Set the endpoint and open the one keep-alive HTTP/1.1 client of this model."""
+        """Set the endpoint and the options of this model's keep-alive HTTP/1.1 clients:
+        one per thread (see ``_http``), sharing one TLS context."""
         self.spec = spec
         self.endpoint = endpoint
         self.public_endpoint = public_url(endpoint)
         self._url = httpx.URL(endpoint)  # parsed once, not on every request
-        self._http = httpx.Client(
-            headers={
+        self._client_options: dict[str, Any] = {
+            "headers": {
                 "user-agent": "pytest-agentbench",
                 "content-type": "application/json",
                 **headers,
             },
-            http1=True,
-            http2=False,
-            trust_env=trust_env,
-            limits=httpx.Limits(max_connections=512, max_keepalive_connections=128),
-        )
+            "http1": True,
+            "http2": False,
+            "trust_env": trust_env,
+            "limits": httpx.Limits(max_connections=64, max_keepalive_connections=8),
+        }
+        self._tls: Any = None
+        self._local = threading.local()
+        self._clients: list[httpx.Client] = []
+        self._clients_lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def _http(self) -> httpx.Client:
+        """This thread's httpx client. One client (one connection pool) per thread, not
+        one for all: httpcore checks every idle connection of a pool (a ``poll`` call,
+        under the pool's lock) each time it hands one out, so with one pool for 64
+        rollout threads the pool, not the model, set the pace; per thread, a request
+        costs the same at 64 or 128 in flight as at 8."""
+        client: httpx.Client | None = getattr(self._local, "client", None)
+        if client is None:
+            with self._clients_lock:
+                if self._tls is None:
+                    trust_env = self._client_options["trust_env"]
+                    self._tls = httpx.create_ssl_context(verify=True, trust_env=trust_env)
+                client = httpx.Client(verify=self._tls, **self._client_options)
+                if self._closed:
+                    client.close()  # requests after close() fail as with a closed client
+                else:
+                    self._clients.append(client)
+            self._local.client = client
+        return client
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.spec.label!r}, {self.public_endpoint!r})"
@@ -321,7 +347,12 @@ class ProtocolClient(ErrorMapping):
         """Nothing to prepare for a real provider."""
 
     def close(self) -> None:
-        self._http.close()
+        """Close every thread's client: requests in flight end promptly, later ones fail."""
+        with self._clients_lock:
+            self._closed = True
+            clients, self._clients = self._clients, []
+        for client in clients:
+            client.close()
 
     def _assemble(
         self,
