@@ -161,6 +161,9 @@ class RunState:
 
     def client(self) -> ModelClient:
         """The model client, made once through the ``pytest_agentbench_model_client`` hook."""
+        made = self._client
+        if made is not None:  # every task asks: no lock once it exists
+            return made
         with self._lock:
             if self._client is None:
                 hook = self.config.hook
@@ -211,6 +214,8 @@ class RunState:
         """Let the client see a suite's tasks once (the scripted client registers replies)
         before any of them runs; concurrent callers for the same suite wait for the first.
         A failure (ModelError) propagates and is tried again by the suite's next task."""
+        if key in self._prepared:  # every task asks: no lock once it is done
+            return
         with self._lock:
             if key in self._prepared:
                 return
