@@ -258,12 +258,6 @@ class AnthropicClient(ProtocolClient):
         self, event_type: str, text: str, received: _Received, emit: EventSink
     ) -> None:
         """One event: its type and data (a JSON object once decoded, so objects are dicts)."""
-        slot = received.slot
-        if slot is not None:
-            piece = slot.match(text)
-            if piece is not None:
-                received.take_slot(piece, emit)
-                return
         data = self._decode(text, f"{event_type} event")
         kind = data.get("type", event_type)
         index = data.get("index")

@@ -403,11 +403,12 @@ class ProtocolClient(ErrorMapping):
     def _read_events(self, response: httpx.Response, received: Any, emit: Any) -> None:
         """Every SSE event of the stream to ``_on_stream_event(type, data, received,
         emit)`` until ``received.done``. Once the handler has learned ``received.slot``
-        (the stream's repeating delta), a chunk that is exactly one such event goes
-        straight to ``received.take_slot`` with its text, neither parsed nor decoded."""
+        (the stream's repeating delta), an event that matches it goes straight to
+        ``received.take_slot`` with its text, undecoded, and a chunk that is exactly one
+        such event is not even parsed."""
         parser = SSEParser()
         on_event = self._on_stream_event  # type: ignore[attr-defined]
-        framed = learned = None
+        framed = framed_for = None
         for chunk in response.iter_bytes():
             if framed is not None and not received.done:
                 piece = parser.feed_slot(chunk, framed)
@@ -415,11 +416,18 @@ class ProtocolClient(ErrorMapping):
                     received.take_slot(piece, emit)
                     continue
             for event_type, data, _ in parser.feed_fields(chunk):
-                if not received.done:
-                    on_event(event_type, data, received, emit)
-            if received.slot is not learned:
-                learned = received.slot
-                framed = parser.framed(learned) if learned is not None else None
+                if received.done:
+                    continue
+                slot = received.slot
+                if slot is not None:
+                    piece = slot.match(data)
+                    if piece is not None:
+                        received.take_slot(piece, emit)
+                        continue
+                on_event(event_type, data, received, emit)
+            if received.slot is not framed_for:  # framed on the chunk that taught the slot
+                framed_for = received.slot
+                framed = parser.framed(framed_for) if framed_for is not None else None
 
     def request_headers(self, request: Any) -> dict[str, str]:
         """Headers specific to one request (none here; the scripted clients add some)."""

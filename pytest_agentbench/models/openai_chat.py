@@ -114,12 +114,6 @@ class OpenAIChatClient(ProtocolClient):
         """One event's data: a ``chat.completion.chunk`` (JSON-decoded, so objects are
         dicts) or ``[DONE]``."""
         data = data.strip()
-        slot = received.slot
-        if slot is not None:
-            piece = slot.match(data)
-            if piece is not None:
-                received.take_slot(piece, emit)
-                return
         if data == "[DONE]":
             received.done = True
             return
