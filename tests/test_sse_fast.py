@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.errors import ModelTimeout, ProviderError, RateLimited, TransportError
-from pytest_agentbench.models import http as model_http
+from pytest_agentbench.models import deadline as model_deadline
 from pytest_agentbench.models.anthropic import AnthropicClient
 from pytest_agentbench.models.base import ModelRequest, ModelSpec, StreamEvent
 from pytest_agentbench.models.openai_chat import OpenAIChatClient
@@ -602,4 +602,4 @@ def test_finished_watchdogs_do_not_pile_up(server):
     finally:
         client.close()
     # 300 deadlines ten minutes away, all finished: dropped, not kept until due.
-    assert len(model_http._CLOCK) <= 2 * model_http._DeadlineClock.PRUNE_MIN
+    assert len(model_deadline._CLOCK) <= 2 * model_deadline._DeadlineClock.PRUNE_MIN
