@@ -17,7 +17,6 @@ from typing import Any
 import httpx
 
 from pytest_agentbench.errors import (
-    ModelError,
     ProviderError,
     RateLimited,
     TransportError,
@@ -34,7 +33,6 @@ from pytest_agentbench.models.base import (
 from pytest_agentbench.models.http import (
     RATE_LIMIT_STATUSES,
     ProtocolClient,
-    attach_partial,
     error_detail,
     ignore_events,
 )
@@ -396,14 +394,6 @@ class AnthropicClient(ProtocolClient):
                 status=status,
             )
         return obj
-
-    def _with_partial(
-        self, error: ModelError, received: _Received, body: dict[str, Any], started: float
-    ) -> ModelError:
-        partial = None
-        if received.anything:
-            partial = self._generation(received, body, started, error=str(error))
-        return attach_partial(error, partial)
 
     def _generation(
         self,

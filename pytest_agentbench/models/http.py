@@ -177,8 +177,9 @@ class ProtocolClient(ErrorMapping):
     ``on_event`` propagate unchanged (that is how a caller cancels a stream).
 
     A subclass calls ``_connect`` and supplies ``build_body``, ``_new_received``,
-    ``_read_stream``, ``_read_body``, ``_with_partial`` and ``_generation``; a stream
-    reader may hand the events to ``_on_stream_event`` through ``_read_events``."""
+    ``_read_stream``, ``_read_body`` and ``_generation`` (and ``_settle`` if it holds text
+    back); a stream reader may hand the events to ``_on_stream_event`` through
+    ``_read_events``."""
 
     endpoint: str
 
@@ -318,6 +319,20 @@ class ProtocolClient(ErrorMapping):
                 framed_for = received.slot
                 framed = parser.framed(framed_for) if framed_for is not None else None
 
+    def _with_partial(self, error: ModelError, received: Any, body: Any, started: float) -> Any:
+        """``error`` with what arrived as its ``partial`` Generation (None when nothing
+        did)."""
+        self._settle(received)
+        partial = None
+        if received.anything:
+            partial = self._generation(received, body, started, error=str(error))  # type: ignore[attr-defined]
+        return attach_partial(error, partial)
+
+    @staticmethod
+    def _settle(received: Any) -> None:
+        """What a client completes in ``received`` before a partial reply is assembled
+        (nothing, unless the client holds text back)."""
+
     def request_headers(self, request: Any) -> dict[str, str]:
         """Headers specific to one request (none here; the scripted clients add some)."""
         return {}
@@ -352,10 +367,10 @@ class ProtocolClient(ErrorMapping):
                     self._read_body(response, received, emit)  # type: ignore[attr-defined]
         except ModelError as exc:
             error = self._timeout_error(request) if watchdog.fired else exc
-            raise self._with_partial(error, received, body, started) from None  # type: ignore[attr-defined]
+            raise self._with_partial(error, received, body, started) from None
         except httpx.HTTPError as exc:
             error = self._transport_error(exc, request, deadline, watchdog.fired)
-            raise self._with_partial(error, received, body, started) from exc  # type: ignore[attr-defined]
+            raise self._with_partial(error, received, body, started) from exc
         finally:
             watchdog.finish()
         return self._generation(received, body, started)  # type: ignore[attr-defined]

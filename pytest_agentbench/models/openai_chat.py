@@ -16,7 +16,6 @@ from typing import Any
 import httpx
 
 from pytest_agentbench.errors import (
-    ModelError,
     ProviderError,
     RateLimited,
     TransportError,
@@ -37,7 +36,6 @@ from pytest_agentbench.models.chat_format import (
 from pytest_agentbench.models.http import (
     RATE_LIMIT_STATUSES,
     ProtocolClient,
-    attach_partial,
     error_detail,
     timeout_for,
 )
@@ -190,14 +188,10 @@ class OpenAIChatClient(ProtocolClient):
             return timeout
         return httpx.Timeout(timeout.connect, read=idle, write=timeout.write, pool=timeout.pool)
 
-    def _with_partial(
-        self, error: ModelError, received: ChatReceived, body: dict[str, Any], started: float
-    ) -> ModelError:
+    @staticmethod
+    def _settle(received: ChatReceived) -> None:
+        """Text held back by the think splitter belongs to the partial reply too."""
         received.flush(lambda event: None)
-        partial = None
-        if received.anything:
-            partial = self._generation(received, body, started, error=str(error))
-        return attach_partial(error, partial)
 
     def _generation(
         self,

@@ -19,7 +19,6 @@ from typing import Any
 import httpx
 
 from pytest_agentbench.errors import (
-    ModelError,
     ProviderError,
     RateLimited,
     TransportError,
@@ -35,7 +34,6 @@ from pytest_agentbench.models.base import (
 )
 from pytest_agentbench.models.http import (
     ProtocolClient,
-    attach_partial,
     error_detail,
     ignore_events,
 )
@@ -367,14 +365,6 @@ class OpenAIResponsesClient(ProtocolClient):
             f"{self.spec.label}: {what} from {self.public_endpoint}{label}: {message}",
             endpoint=self.public_endpoint,
         )
-
-    def _with_partial(
-        self, error: ModelError, received: _Received, body: dict[str, Any], started: float
-    ) -> ModelError:
-        partial = None
-        if received.anything:
-            partial = self._generation(received, body, started, error=str(error))
-        return attach_partial(error, partial)
 
     def _generation(
         self,
