@@ -36,7 +36,7 @@ from pytest_agentbench.models.http import (
     error_detail,
     ignore_events,
 )
-from pytest_agentbench.models.sse import StringSlot, parse_json
+from pytest_agentbench.models.sse import StringSlot
 from pytest_agentbench.models.usage import normalise_anthropic_usage, recovered_usage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -372,16 +372,7 @@ class AnthropicClient(ProtocolClient):
 
     def _decode(self, data: str, what: str) -> dict[str, Any]:
         """Parse one JSON object from the provider; an ``error`` object becomes an error."""
-        try:
-            obj = parse_json(data)
-        except ValueError:
-            obj = None
-        if not isinstance(obj, dict):
-            raise TransportError(
-                f"{self.spec.label}: malformed {what} from {self.public_endpoint}: "
-                f"{error_detail(data)}",
-                endpoint=self.public_endpoint,
-            )
+        obj = self._json_object(data, what)
         if obj.get("type") == "error" or "error" in obj:
             error = obj.get("error")
             error_type = error.get("type") if isinstance(error, dict) else None

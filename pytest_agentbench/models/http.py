@@ -22,7 +22,7 @@ from pytest_agentbench.errors import (
 )
 from pytest_agentbench.models.base import Generation
 from pytest_agentbench.models.deadline import Watchdog
-from pytest_agentbench.models.sse import SSEParser
+from pytest_agentbench.models.sse import SSEParser, parse_json
 
 CONNECT_TIMEOUT_S = 10.0
 RATE_LIMIT_STATUSES = (429, 529)
@@ -318,6 +318,21 @@ class ProtocolClient(ErrorMapping):
             if received.slot is not framed_for:  # framed on the chunk that taught the slot
                 framed_for = received.slot
                 framed = parser.framed(framed_for) if framed_for is not None else None
+
+    def _json_object(self, data: str, what: str) -> dict[str, Any]:
+        """``data`` decoded as the JSON object it must be; anything else is a
+        TransportError naming the endpoint and what arrived."""
+        try:
+            obj = parse_json(data)
+        except ValueError:
+            obj = None
+        if not isinstance(obj, dict):
+            raise TransportError(
+                f"{self.spec.label}: malformed {what} from {self.public_endpoint}: "
+                f"{error_detail(data)}",
+                endpoint=self.public_endpoint,
+            )
+        return obj
 
     def _with_partial(self, error: ModelError, received: Any, body: Any, started: float) -> Any:
         """``error`` with what arrived as its ``partial`` Generation (None when nothing

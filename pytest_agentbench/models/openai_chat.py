@@ -39,7 +39,6 @@ from pytest_agentbench.models.http import (
     error_detail,
     timeout_for,
 )
-from pytest_agentbench.models.sse import parse_json
 from pytest_agentbench.models.think import ThinkSplitter
 from pytest_agentbench.models.usage import count, normalise_chat_usage, recovered_usage
 
@@ -159,16 +158,7 @@ class OpenAIChatClient(ProtocolClient):
 
     def _decode(self, data: str, what: str) -> dict[str, Any]:
         """Parse one JSON object from the provider; an ``error`` object becomes an error."""
-        try:
-            obj = parse_json(data)
-        except ValueError:
-            obj = None
-        if not isinstance(obj, dict):
-            raise TransportError(
-                f"{self.spec.label}: malformed {what} from {self.public_endpoint}: "
-                f"{error_detail(data)}",
-                endpoint=self.public_endpoint,
-            )
+        obj = self._json_object(data, what)
         error = obj.get("error")
         if error:
             code = count(error.get("code")) if isinstance(error, Mapping) else None

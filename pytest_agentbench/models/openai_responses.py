@@ -34,10 +34,9 @@ from pytest_agentbench.models.base import (
 )
 from pytest_agentbench.models.http import (
     ProtocolClient,
-    error_detail,
     ignore_events,
 )
-from pytest_agentbench.models.sse import StringSlot, parse_json
+from pytest_agentbench.models.sse import StringSlot
 from pytest_agentbench.models.usage import normalise_responses_usage, recovered_usage
 
 _INCOMPLETE: dict[str, FinishReason] = {
@@ -339,16 +338,7 @@ class OpenAIResponsesClient(ProtocolClient):
 
     def _decode(self, data: str, what: str) -> dict[str, Any]:
         """Parse one JSON object from the provider; an ``error`` object becomes an error."""
-        try:
-            obj = parse_json(data)
-        except ValueError:
-            obj = None
-        if not isinstance(obj, dict):
-            raise TransportError(
-                f"{self.spec.label}: malformed {what} from {self.public_endpoint}: "
-                f"{error_detail(data)}",
-                endpoint=self.public_endpoint,
-            )
+        obj = self._json_object(data, what)
         error = obj.get("error")
         if isinstance(error, dict) and error and obj.get("type") is None:
             raise self._event_error(error, what)
