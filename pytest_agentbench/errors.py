@@ -4,7 +4,8 @@
      ├── SuiteError          a suite file is broken (file, task, JSON path, what was expected)
      ├── ModelError          talking to a model failed
      │    ├── ProviderError  the provider answered with an error status
-     │    │    └── RateLimited   429 / 529 and friends (retryable)
+     │    │    ├── RateLimited     429 / 529 and friends (retryable)
+     │    │    └── ContextOverflow the conversation does not fit the model's context
      │    ├── TransportError the connection failed or the stream broke
      │    ├── CircuitOpen    not sent: the same permanent error kept coming back
      │    └── ModelTimeout   the request ran past its deadline
@@ -49,6 +50,28 @@ class ProviderError(ModelError):
 
 class RateLimited(ProviderError):
     """The provider asked us to slow down (429, 529 overloaded)."""
+
+
+class ContextOverflow(ProviderError):
+    """The request does not fit the model's context window: llama.cpp's
+    ``exceed_context_size_error``, OpenAI's ``context_length_exceeded``, Anthropic's
+    "prompt is too long". Asking again cannot help (never retried, whatever the status;
+    never counted by the circuit breaker, since each conversation overflows on its own).
+    ``prompt_tokens`` and ``context_tokens`` are the server's counts, None when it gave
+    none."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        endpoint: str = "",
+        status: int | None = None,
+        prompt_tokens: int | None = None,
+        context_tokens: int | None = None,
+    ) -> None:
+        self.prompt_tokens = prompt_tokens
+        self.context_tokens = context_tokens
+        super().__init__(message, endpoint=endpoint, status=status)
 
 
 class TransportError(ModelError):

@@ -37,6 +37,8 @@ def task_record(
         "pass_threshold": rollout.pass_threshold,
         "attempts": len(rollout.attempts),
         "repaired": rollout.repaired,
+        "incomplete": rollout.incomplete,
+        "failure_kind": rollout.failure_kind,
         "repair": dict(rollout.repair),
         "loop": rollout.loop,
         "last_feedback": feedback[-1] if feedback else None,

@@ -30,12 +30,20 @@ def score(
 ) -> float | None:
     """Mean reward over tasks that reached the model, harness errors excluded (or counted
     as 0 with ``errors_as_failures``); a task with no reward (timed out before a verdict)
-    counts as 0. None when no task is scored."""
-    scored = [r for r in records if errors_as_failures or r.get("outcome") != "harness_error"]
+    counts as 0. A harness error that still holds a reward for ``field`` (a later round
+    failed, the first attempt's verdict stands) is scored: a harness problem never
+    discards an earlier attempt. None when no task is scored."""
+    scored = [r for r in records if errors_as_failures or _scored(r, field)]
     if not scored:
         return None
     rewards = [r.get(field) for r in scored]
     return sum(float(v) if isinstance(v, int | float) else 0.0 for v in rewards) / len(scored)
+
+
+def _scored(record: Mapping[str, Any], field: str) -> bool:
+    value = record.get(field)
+    reached = isinstance(value, int | float) and not isinstance(value, bool)
+    return record.get("outcome") != "harness_error" or reached
 
 
 def total_usage(records: Iterable[Mapping[str, Any]]) -> dict[str, int | None]:
@@ -121,6 +129,7 @@ def build_summary(
                 records, "first_attempt_reward", errors_as_failures=errors_as_failures
             ),
             "repaired": sum(1 for r in records if r.get("repaired")),
+            "incomplete": sum(1 for r in records if r.get("incomplete")),
             "usage": total_usage(records),
         },
         "scores": _group_scores(records, errors_as_failures),

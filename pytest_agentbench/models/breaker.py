@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from pytest_agentbench.errors import CircuitOpen, ModelError, ProviderError
+from pytest_agentbench.errors import CircuitOpen, ContextOverflow, ModelError, ProviderError
 from pytest_agentbench.models.base import EventSink, Generation, ModelClient, ModelRequest
 from pytest_agentbench.models.retry import RETRYABLE_STATUSES
 
@@ -33,9 +33,10 @@ class CircuitBreaker:
     """Counts identical permanent errors in a row; thread-safe.
 
     Permanent: a ProviderError whose status is not in ``retryable_statuses`` (400, 401,
-    403, 404, 422, …). A success, or any other failure (a timeout, a broken connection, a
-    rate limit, a different permanent error), restarts the count; the different
-    permanent error starts the new one. Once open it stays open; ``opened_reason`` says
+    403, 404, 422, …), except a ContextOverflow: it belongs to one conversation, not to
+    the model or the key, so it neither counts nor restarts the count. A success, or any
+    other failure (a timeout, a broken connection, a rate limit, a different permanent
+    error), restarts the count; the different permanent error starts the new one. Once open it stays open; ``opened_reason`` says
     why (None while closed).
     """
 
@@ -86,7 +87,7 @@ class CircuitBreaker:
 
     def record_failure(self, error: ModelError) -> None:
         with self._lock:
-            if self._opened_reason is not None:
+            if self._opened_reason is not None or isinstance(error, ContextOverflow):
                 return
             if not self.permanent(error):
                 self._shape, self._first, self._count = None, None, 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import re
 import threading
 import time
 from collections.abc import Mapping
@@ -14,6 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from pytest_agentbench.errors import (
+    ContextOverflow,
     ModelError,
     ModelTimeout,
     ProviderError,
@@ -80,6 +82,82 @@ def error_detail(text: str) -> str:
     return detail if len(detail) <= DETAIL_LIMIT else detail[: DETAIL_LIMIT - 1] + "…"
 
 
+#: How servers say a request does not fit the model's context: llama.cpp's error type
+#: (HTTP 400, or 500 in older builds), OpenAI's error code, and the messages of
+#: llama.cpp (old and new), OpenAI/vLLM ("maximum context length", "exceeds the context
+#: window") and Anthropic ("prompt is too long: N tokens > M maximum").
+_OVERFLOW_TYPES = frozenset({"exceed_context_size_error"})
+_OVERFLOW_CODES = frozenset({"context_length_exceeded"})
+_OVERFLOW_TEXT = re.compile(
+    r"exceeds? the available context size|context size has been exceeded|"
+    r"prompt is too long|maximum context length|context_length_exceeded|"
+    r"exceeds the context window",
+    re.IGNORECASE,
+)
+_OVERFLOW_COUNTS = (
+    re.compile(r"(\d+) tokens\s*>\s*(\d+)\s*maximum"),
+    re.compile(r"\((\d+) tokens\) exceeds the available context size \((\d+) tokens\)"),
+)
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def context_overflow(error: Any, text: str = "") -> tuple[int | None, int | None] | None:
+    """``(prompt_tokens, context_tokens)`` when a provider error says the request does not
+    fit the model's context (either count None when unknown); None for any other error.
+    ``error`` is the body's ``error`` object (or a Responses ``error``), ``text`` the raw
+    body, read when there is no object."""
+    if isinstance(error, Mapping):
+        message = str(error.get("message") or "")
+        if not (
+            error.get("type") in _OVERFLOW_TYPES
+            or error.get("code") in _OVERFLOW_CODES
+            or _OVERFLOW_TEXT.search(message)
+        ):
+            return None
+        prompt, context = _int(error.get("n_prompt_tokens")), _int(error.get("n_ctx"))
+    elif _OVERFLOW_TEXT.search(text):
+        message, prompt, context = text, None, None
+    else:
+        return None
+    for pattern in _OVERFLOW_COUNTS:
+        found = pattern.search(message)
+        if found and prompt is None and context is None:
+            prompt, context = int(found.group(1)), int(found.group(2))
+    return prompt, context
+
+
+def overflow_error(
+    label: str, endpoint: str, status: int | None, counts: tuple[int | None, int | None],
+    detail: str,
+) -> ContextOverflow:
+    """The ContextOverflow every client raises, with the counts when the server gave them."""
+    prompt, context = counts
+    size = ""
+    if prompt is not None and context is not None:
+        size = f" ({prompt} prompt tokens > {context} context tokens)"
+    where = f"HTTP {status} from {endpoint}" if status is not None else f"from {endpoint}"
+    return ContextOverflow(
+        f"{label}: context overflow{size}: the conversation does not fit the model's "
+        f"context, not retried: {detail} ({where})",
+        endpoint=endpoint,
+        status=status,
+        prompt_tokens=prompt,
+        context_tokens=context,
+    )
+
+
+def _error_object(text: str) -> Any:
+    """The ``error`` member of a JSON error body (None when there is none)."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return None
+    return body.get("error") if isinstance(body, Mapping) else None
+
+
 _NO_DEADLINE = httpx.Timeout(None, connect=CONNECT_TIMEOUT_S)
 
 #: Request bodies as httpx's ``json=`` would encode them, by the C encoder built once.
@@ -111,10 +189,16 @@ class ErrorMapping:
             if len(raw) >= ERROR_BODY_LIMIT:
                 break
         status = response.status_code
+        text = raw.decode("utf-8", "replace")
+        counts = context_overflow(_error_object(text), text)
+        if counts is not None:
+            return overflow_error(
+                self.spec.label, self.public_endpoint, status, counts, error_detail(text)
+            )
         kind = RateLimited if status in RATE_LIMIT_STATUSES else ProviderError
         error = kind(
             f"{self.spec.label}: HTTP {status} from {self.public_endpoint}: "
-            f"{error_detail(raw.decode('utf-8', 'replace'))}",
+            f"{error_detail(text)}",
             endpoint=self.public_endpoint,
             status=status,
         )

@@ -36,7 +36,9 @@ from pytest_agentbench.models.chat_format import (
 from pytest_agentbench.models.http import (
     RATE_LIMIT_STATUSES,
     ProtocolClient,
+    context_overflow,
     error_detail,
+    overflow_error,
     timeout_for,
 )
 from pytest_agentbench.models.think import ThinkSplitter
@@ -162,6 +164,11 @@ class OpenAIChatClient(ProtocolClient):
         error = obj.get("error")
         if error:
             code = count(error.get("code")) if isinstance(error, Mapping) else None
+            overflow = context_overflow(error, data)
+            if overflow is not None:
+                raise overflow_error(
+                    self.spec.label, self.public_endpoint, code, overflow, error_detail(data)
+                )
             kind = RateLimited if code in RATE_LIMIT_STATUSES else ProviderError
             raise kind(
                 f"{self.spec.label}: error in the {what} from {self.public_endpoint}: "

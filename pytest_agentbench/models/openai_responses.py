@@ -34,7 +34,9 @@ from pytest_agentbench.models.base import (
 )
 from pytest_agentbench.models.http import (
     ProtocolClient,
+    context_overflow,
     ignore_events,
+    overflow_error,
 )
 from pytest_agentbench.models.sse import StringSlot
 from pytest_agentbench.models.usage import normalise_responses_usage, recovered_usage
@@ -348,8 +350,11 @@ class OpenAIResponsesClient(ProtocolClient):
         """An error the provider reported inside a 200 response (``response.failed``, an
         ``error`` event, a failed response object)."""
         code = error.get("code")
-        kind = RateLimited if code in _RATE_LIMIT_CODES else ProviderError
         message = " ".join(str(error.get("message") or "(no message)").split())
+        overflow = context_overflow(error)
+        if overflow is not None:
+            return overflow_error(self.spec.label, self.public_endpoint, None, overflow, message)
+        kind = RateLimited if code in _RATE_LIMIT_CODES else ProviderError
         label = f" ({code})" if code else ""
         return kind(
             f"{self.spec.label}: {what} from {self.public_endpoint}{label}: {message}",

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_agentbench.errors import ModelError, ProviderError, TransportError
+from pytest_agentbench.errors import ContextOverflow, ModelError, ProviderError, TransportError
 from pytest_agentbench.models.base import EventSink, Generation, ModelClient, ModelRequest
 
 #: Statuses worth another try: timeouts, conflicts, too early, rate limits, server and
@@ -55,9 +55,10 @@ class RetryPolicy:
 
     def retryable(self, error: ModelError) -> bool:
         """True for a failure worth another attempt: a retryable status or a broken
-        connection, and nothing delivered yet. Never a timeout (ModelTimeout is neither)
-        nor any other 4xx."""
-        if delivered(error):
+        connection, and nothing delivered yet. Never a timeout (ModelTimeout is neither),
+        a context overflow (the same conversation overflows again, even when an older
+        llama.cpp says so with a 500) nor any other 4xx."""
+        if delivered(error) or isinstance(error, ContextOverflow):
             return False
         if isinstance(error, ProviderError):
             return error.status in self.statuses

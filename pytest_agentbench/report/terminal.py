@@ -72,7 +72,13 @@ def summary_lines(
         scored = len(records) - counts["harness_error"]
         first = score(records, "first_attempt_reward")
         repaired = sum(1 for r in records if r.get("repaired"))
+        incomplete = sum(1 for r in records if r.get("incomplete"))
         extra = f" (first try {format_reward(first)}, {repaired} repaired)" if repaired else ""
+        if incomplete:
+            extra = (
+                f" (first try {format_reward(first)}, {repaired} repaired, "
+                f"{incomplete} incomplete: a later round hit a harness error)"
+            )
         lines.append(f"score {run_score:.3f} over {scored} scored task(s){extra}")
     lines.append(f"tokens {_tokens(total_usage(records))} · wall {wall_s:.1f}s")
 

@@ -27,7 +27,7 @@ from pytest_agentbench.models.base import (
 )
 from pytest_agentbench.models.usage import recovered_usage
 from pytest_agentbench.runner.loopguard import KillPolicy, LoopGuard, LoopKilled
-from pytest_agentbench.runner.records import Attempt, sum_usage
+from pytest_agentbench.runner.records import Attempt, FailureKind, failure_kind, sum_usage
 from pytest_agentbench.runner.tools import (
     BASH_TIMEOUT_S,
     Tool,
@@ -109,6 +109,7 @@ class AgentRun:
     messages: list[dict[str, Any]]
     stop: AgentStop = "answered"
     error: str | None = None
+    failure: FailureKind | None = None
     text: str = ""
     thinking: str = ""
     finish_reason: str | None = None
@@ -307,7 +308,7 @@ class AgentSession:
                 run.text, run.thinking = partial.text, partial.thinking
                 run.usages.append(partial.usage.as_dict())
             run.stop = "timeout" if isinstance(exc, ModelTimeout) else "harness_error"
-            run.error = str(exc)
+            run.error, run.failure = str(exc), failure_kind(exc)
             run.trajectory.append({**where, **_error_entry(exc)})
             return False
         elapsed = time.monotonic() - t0

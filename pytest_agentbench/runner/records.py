@@ -10,6 +10,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pytest_agentbench import errors
+
 SCHEMA_VERSION = 1
 
 Outcome = Literal["passed", "failed", "timeout", "loop_killed", "length_exceeded", "harness_error"]
@@ -22,7 +24,39 @@ OUTCOMES: tuple[Outcome, ...] = (
     "harness_error",
 )
 
+#: Why a rollout ended in ``harness_error`` or ``timeout``, for reports that must not
+#: parse messages: the class of the failure, not its text.
+FailureKind = Literal[
+    "context_overflow",
+    "rate_limited",
+    "provider_error",
+    "transport_error",
+    "circuit_open",
+    "model_timeout",
+    "model_error",
+    "verifier_crash",
+    "verifier_timeout",
+    "harness",
+]
+
 USAGE_FIELDS = ("input", "output", "cache_read", "cache_write", "reasoning", "total")
+
+
+def failure_kind(error: BaseException) -> FailureKind:
+    """The FailureKind of an error raised while talking to a model."""
+    kinds: tuple[tuple[type[BaseException], FailureKind], ...] = (
+        (errors.ContextOverflow, "context_overflow"),
+        (errors.RateLimited, "rate_limited"),
+        (errors.ProviderError, "provider_error"),
+        (errors.TransportError, "transport_error"),
+        (errors.CircuitOpen, "circuit_open"),
+        (errors.ModelTimeout, "model_timeout"),
+        (errors.ModelError, "model_error"),
+    )
+    for kind, name in kinds:
+        if isinstance(error, kind):
+            return name
+    return "harness"
 
 
 @dataclass
@@ -49,7 +83,10 @@ class Attempt:
 @dataclass
 class Rollout:
     """Everything one task run produced. ``reward`` is the final attempt's reward (None when
-    no verdict was reached); ``error`` is set for timeout and harness errors."""
+    no verdict was reached, and for a harness error: the rounds the harness could not
+    run have no score); ``first_attempt_reward`` is kept whatever a later round did.
+    ``error`` is set for timeout and harness errors, ``failure_kind`` says which class
+    of failure it was."""
 
     task_key: str
     suite: str
@@ -66,6 +103,7 @@ class Rollout:
     error: str | None = None
     trajectory: list[dict[str, Any]] = field(default_factory=list)
     repair: dict[str, Any] = field(default_factory=dict)
+    failure_kind: FailureKind | None = None
 
     @classmethod
     def harness_error(
@@ -92,7 +130,14 @@ class Rollout:
             started_at=time.time(),
             elapsed_s=0.0,
             error=error,
+            failure_kind="harness",
         )
+
+    @property
+    def incomplete(self) -> bool:
+        """True when a harness problem stopped the rollout after a verdict was reached:
+        the first-try score keeps the task, the repaired score does not have it."""
+        return self.outcome == "harness_error" and self.first_attempt_reward is not None
 
     @property
     def repaired(self) -> bool:
@@ -135,6 +180,7 @@ class Rollout:
         data["schema_version"] = SCHEMA_VERSION
         data["final_reward"] = self.reward
         data["repaired"] = self.repaired
+        data["incomplete"] = self.incomplete
         data["attempts_used"] = len(self.attempts)
         data["loop"] = self.loop
         return data

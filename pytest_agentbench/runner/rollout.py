@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
@@ -18,7 +19,14 @@ from pytest_agentbench.models.base import (
 from pytest_agentbench.models.usage import recovered_usage
 from pytest_agentbench.runner.agent import AgentSession
 from pytest_agentbench.runner.loopguard import KillPolicy, LoopGuard, LoopKilled
-from pytest_agentbench.runner.records import Attempt, Outcome, Rollout, sum_usage
+from pytest_agentbench.runner.records import (
+    Attempt,
+    FailureKind,
+    Outcome,
+    Rollout,
+    failure_kind,
+    sum_usage,
+)
 from pytest_agentbench.runner.repair import repair_request, repairs_allowed
 from pytest_agentbench.runner.tools import BUILTIN_TOOLS, Tool
 from pytest_agentbench.suites.task import Task
@@ -31,6 +39,28 @@ def _verify(verifier: Verifier, check: Check) -> Verdict:
     if reward != verdict.reward:
         verdict = Verdict(reward, verdict.metrics, verdict.details, verdict.feedback, verdict.error)
     return verdict
+
+
+def _verify_by(verifier: Verifier, check: Check, deadline: float) -> Verdict | None:
+    """``_verify`` bounded by the task's deadline: None when the verifier has not answered
+    by then (it is left to finish in a daemon thread; its verdict is not used). An
+    exception of the verifier propagates."""
+    box: list[Any] = []
+
+    def run() -> None:
+        try:
+            box.append(_verify(verifier, check))
+        except BaseException as exc:  # handed to the caller's thread
+            box.append(exc)
+
+    worker = threading.Thread(target=run, name="agentbench-verifier", daemon=True)
+    worker.start()
+    worker.join(max(deadline - time.monotonic(), 0.0))
+    if not box:
+        return None
+    if isinstance(box[0], BaseException):
+        raise box[0]
+    return box[0]
 
 
 def _fill(attempt: Attempt, generation: Generation) -> None:
@@ -107,6 +137,7 @@ def run_rollout(
     answer: str = ""
     finish_reason: str | None = None
     turn_limit: str | None = None
+    failure: FailureKind | None = None
     agent: AgentSession | None = None
     if task.mode == "agent":
         try:
@@ -138,7 +169,7 @@ def run_rollout(
             run.fill(attempt)
             trajectory.extend(run.trajectory)
             if run.stop in ("loop_killed", "timeout", "harness_error"):
-                outcome = run.stop
+                outcome, failure = run.stop, run.failure
                 error = f"timeout after {timeout_s:g}s" if run.stop == "timeout" else run.error
                 break
             answer, finish_reason, messages = run.text, run.finish_reason, run.messages
@@ -186,6 +217,7 @@ def run_rollout(
                             "retries": list(getattr(exc, "retries", None) or []),
                         }
                     )
+                failure = failure_kind(exc)
                 if isinstance(exc, ModelTimeout):
                     outcome, error = "timeout", f"timeout after {timeout_s:g}s"
                 else:
@@ -202,10 +234,18 @@ def run_rollout(
         workspace = agent.workspace.path if agent is not None else None
         check = Check(answer, task, task.verifier.options, verifier_dir, workspace)
         try:
-            verdict = _verify(verifier, check)
+            verdict = _verify_by(verifier, check, deadline)
         except Exception as exc:  # a crashing verifier is the harness's fault, not the model's
-            outcome = "harness_error"
+            outcome, failure = "harness_error", "verifier_crash"
             error = f"verifier {task.verifier.kind!r} raised {type(exc).__name__}: {exc}"
+            attempt.error = error
+            break
+        if verdict is None:
+            outcome, failure = "timeout", "verifier_timeout"
+            error = (
+                f"timeout after {timeout_s:g}s: verifier {task.verifier.kind!r} of attempt "
+                f"{index + 1} had not finished"
+            )
             attempt.error = error
             break
         attempt.verdict = asdict(verdict)
@@ -229,6 +269,10 @@ def run_rollout(
     if agent is not None:
         trajectory.append(_workspace_entry(agent))
     rewards = [a.verdict["reward"] for a in attempts if a.verdict is not None]
+    if outcome == "harness_error":
+        rewards = []  # the rounds the harness could not run have no final score
+    if outcome == "timeout" and failure is None:
+        failure = "model_timeout"
     return Rollout(
         task_key=task.key,
         suite=task.suite,
@@ -251,4 +295,5 @@ def run_rollout(
             "mode": task.repair_mode,
             "feedback": task.feedback,
         },
+        failure_kind=failure,
     )
