@@ -36,8 +36,8 @@ class CircuitBreaker:
     403, 404, 422, …), except a ContextOverflow: it belongs to one conversation, not to
     the model or the key, so it neither counts nor restarts the count. A success, or any
     other failure (a timeout, a broken connection, a rate limit, a different permanent
-    error), restarts the count; the different permanent error starts the new one. Once open it stays open; ``opened_reason`` says
-    why (None while closed).
+    error), restarts the count; the different permanent error starts the new one. Once
+    open it stays open; ``opened_reason`` says why (None while closed).
     """
 
     def __init__(

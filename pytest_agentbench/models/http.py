@@ -130,7 +130,10 @@ def context_overflow(error: Any, text: str = "") -> tuple[int | None, int | None
 
 
 def overflow_error(
-    label: str, endpoint: str, status: int | None, counts: tuple[int | None, int | None],
+    label: str,
+    endpoint: str,
+    status: int | None,
+    counts: tuple[int | None, int | None],
     detail: str,
 ) -> ContextOverflow:
     """The ContextOverflow every client raises, with the counts when the server gave them."""
@@ -197,8 +200,7 @@ class ErrorMapping:
             )
         kind = RateLimited if status in RATE_LIMIT_STATUSES else ProviderError
         error = kind(
-            f"{self.spec.label}: HTTP {status} from {self.public_endpoint}: "
-            f"{error_detail(text)}",
+            f"{self.spec.label}: HTTP {status} from {self.public_endpoint}: {error_detail(text)}",
             endpoint=self.public_endpoint,
             status=status,
         )
