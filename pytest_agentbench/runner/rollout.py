@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -41,26 +42,59 @@ def _verify(verifier: Verifier, check: Check) -> Verdict:
     return verdict
 
 
+#: How long a verifier whose own time limit was cut to the task's deadline may take past
+#: it to stop its command and clean up; its verdict is not used either way.
+CLEANUP_GRACE_S = 5.0
+
+
+def _bounded_options(verifier: Verifier, options: Mapping[str, Any], deadline: float) -> Any:
+    """``options`` with ``timeout_s`` cut to what is left of the task, for a verifier that
+    has that option (the sandboxed ones), so its command stops at the task's deadline.
+    None when the verifier has no such option."""
+    schema = getattr(verifier, "options_schema", None) or {}
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(properties, Mapping) or "timeout_s" not in properties:
+        return None
+    default = (
+        properties["timeout_s"].get("default")
+        if isinstance(properties["timeout_s"], Mapping)
+        else None
+    )
+    own = options.get("timeout_s", default)
+    left = max(deadline - time.monotonic(), 0.01)
+    if isinstance(own, int | float) and own <= left:
+        return None
+    return {**options, "timeout_s": left}
+
+
 def _verify_by(verifier: Verifier, check: Check, deadline: float) -> Verdict | None:
     """``_verify`` bounded by the task's deadline: None when the verifier has not answered
-    by then (it is left to finish in a daemon thread; its verdict is not used). An
-    exception of the verifier propagates."""
+    by then (an in-process verifier is left to finish in a daemon thread; a sandboxed one
+    has its command's limit cut to the deadline). An exception of the verifier
+    propagates."""
+    options = _bounded_options(verifier, check.options, deadline)
+    if options is not None:
+        check = dataclasses.replace(check, options=options)
     box: list[Any] = []
 
     def run() -> None:
         try:
-            box.append(_verify(verifier, check))
+            result: Any = _verify(verifier, check)
         except BaseException as exc:  # handed to the caller's thread
-            box.append(exc)
+            result = exc
+        box.append((result, time.monotonic()))
 
     worker = threading.Thread(target=run, name="agentbench-verifier", daemon=True)
     worker.start()
     worker.join(max(deadline - time.monotonic(), 0.0))
-    if not box:
+    if options is not None and worker.is_alive():
+        worker.join(CLEANUP_GRACE_S)  # its command was stopped at the deadline
+    if not box or box[0][1] > deadline:
         return None
-    if isinstance(box[0], BaseException):
-        raise box[0]
-    return box[0]
+    result = box[0][0]
+    if isinstance(result, BaseException):
+        raise result
+    return result
 
 
 def _fill(attempt: Attempt, generation: Generation) -> None:
