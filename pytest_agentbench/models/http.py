@@ -242,6 +242,14 @@ class ErrorMapping:
         return TransportError(f"{self.spec.label}: {what}: {detail}", endpoint=self.public_endpoint)
 
 
+def answered_json(response: httpx.Response) -> bool:
+    """True when the server answered with one JSON document (``application/json`` or a
+    ``+json`` type): some servers ignore ``stream: true``, and their answer is as valid as
+    a stream, so it is read as the non-streamed body it is."""
+    media = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")
+
+
 def attach_partial(error: ModelError, partial: Any) -> ModelError:
     """Give ``error`` the contract every client keeps: ``partial`` (what arrived, or None)
     and ``retry_after`` (None unless the server said)."""
@@ -450,6 +458,7 @@ class ProtocolClient(ErrorMapping):
         received = self._new_received()  # type: ignore[attr-defined]
         watchdog = Watchdog(deadline)
         emit = on_event or ignore_events
+        streamed = request.stream
         try:
             with self._http.stream(
                 "POST",
@@ -462,7 +471,8 @@ class ProtocolClient(ErrorMapping):
                 if response.status_code >= 400:
                     raise self._status_error(response)
                 watchdog.arm(response)
-                if request.stream:
+                streamed = request.stream and not answered_json(response)
+                if streamed:
                     self._read_stream(response, received, emit)  # type: ignore[attr-defined]
                 else:
                     self._read_body(response, received, emit)  # type: ignore[attr-defined]
@@ -474,4 +484,7 @@ class ProtocolClient(ErrorMapping):
             raise self._with_partial(error, received, body, started) from exc
         finally:
             watchdog.finish()
-        return self._generation(received, body, started)  # type: ignore[attr-defined]
+        generation = self._generation(received, body, started)  # type: ignore[attr-defined]
+        if request.stream and not streamed:
+            generation.exchange["response"]["stream_ignored"] = True
+        return generation
