@@ -129,7 +129,10 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         if not settings.model_configured:
             model += " — set --agentbench-model to benchmark a real model"
     else:
-        model = f"{settings.model.label} at {settings.base_url or 'the provider default URL'}"
+        from pytest_agentbench.urls import public_url
+
+        where = public_url(settings.base_url) if settings.base_url else "the provider default URL"
+        model = f"{settings.model.label} at {where}"
     lines = [f"agentbench: model {model}", f"agentbench: results in {state.run_dir}"]
     if settings.concurrency_from_slots:
         lines.append(f"agentbench: {settings.concurrency} rollouts in flight (the server's /slots)")

@@ -15,6 +15,7 @@ import pytest
 
 from pytest_agentbench.artifacts.paths import new_run_id, point_latest
 from pytest_agentbench.runner.pool import RolloutPool
+from pytest_agentbench.urls import url_secrets
 
 if TYPE_CHECKING:
     from pytest_agentbench.models.base import ModelClient
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 
 #: Environment variables whose values never reach an artifact, set or not for this run.
 SECRET_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+#: Environment variables whose URL credentials (``user:password@``) are secrets too.
+SECRET_URL_ENV = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
 
 STATE_KEY = pytest.StashKey["RunState"]()
 
@@ -157,6 +160,8 @@ class RunState:
     def secrets(self) -> tuple[str, ...]:
         values = [os.environ.get(name, "") for name in SECRET_ENV]
         values.append(self.settings.api_key or "")
+        for url in (self.settings.base_url, *(os.environ.get(n) for n in SECRET_URL_ENV)):
+            values.extend(url_secrets(url))
         return tuple(v for v in values if v)
 
     def client(self) -> ModelClient:

@@ -12,6 +12,7 @@ from typing import Any
 
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.base import ModelSpec
+from pytest_agentbench.urls import public_url
 
 REPAIR_MODES = ("conversation", "stateless")
 FEEDBACK_LEVELS = ("none", "counts", "names", "raw")
@@ -83,7 +84,7 @@ class Settings:
         return {
             "model": self.model.label,
             "model_configured": self.model_configured,
-            "base_url": self.base_url,
+            "base_url": public_url(self.base_url) if self.base_url else None,
             "out_dir": str(self.out_dir),
             "timeout_s": self.timeout_s,
             "max_tokens": self.max_tokens,

@@ -10,7 +10,6 @@ import threading
 import time
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -25,17 +24,12 @@ from pytest_agentbench.errors import (
 from pytest_agentbench.models.base import Generation
 from pytest_agentbench.models.deadline import Watchdog
 from pytest_agentbench.models.sse import SSEParser, parse_json
+from pytest_agentbench.urls import public_url
 
 CONNECT_TIMEOUT_S = 10.0
 RATE_LIMIT_STATUSES = (429, 529)
 ERROR_BODY_LIMIT = 65536
 DETAIL_LIMIT = 300
-
-
-def public_url(url: str) -> str:
-    """The URL without user:password, fit for messages and artifacts."""
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def retry_after_seconds(headers: httpx.Headers) -> float | None:
