@@ -82,6 +82,24 @@ def throughput() -> None:
         )
 
 
+def one_delta() -> None:
+    """A non-streamed answer reaches the watch as one delta: its cost must stay linear."""
+    print("\nOne delta (a non-streamed answer fed at once, CPU time, best of 3)")
+    print(f"  {'text':20} {'1 MB s':>8} {'8 MB s':>8} {'8 MB / 1 MB':>12}")
+    for name in ("prose (no loop)", "sentence loop"):
+        large = TEXTS[name](8 * LARGE)
+        times = []
+        for text in (large[:LARGE], large):
+            best = float("inf")
+            for _ in range(3):
+                watch = LoopWatch()
+                started = time.process_time()
+                watch.feed(text)
+                best = min(best, time.process_time() - started)
+            times.append(best)
+        print(f"  {name:20} {times[0]:8.3f} {times[1]:8.3f} {times[1] / times[0]:12.2f}")
+
+
 def worst_state(text: str, seed: int) -> str:
     watch = LoopWatch()
     rng = random.Random(seed)
@@ -172,5 +190,6 @@ WAIT = "I need to check again. Wait, "
 
 if __name__ == "__main__":
     throughput()
+    one_delta()
     quality()
     detection_delay()

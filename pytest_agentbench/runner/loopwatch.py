@@ -193,16 +193,19 @@ class LoopWatch:
         return self._verdict
 
     def feed(self, text: str) -> None:
-        """Append a streamed delta of any size."""
-        while text:
+        """Append a streamed delta of any size, in time linear in its size: a big delta
+        (a non-streamed answer of megabytes) is read in batch-sized pieces by offset,
+        never by cutting off what is left of it (a copy of the rest per batch)."""
+        at, size = 0, len(text)
+        while at < size:
             room = self._next_analysis - self._chars
-            if len(text) < room:
-                self._pending.append(text)
-                self._chars += len(text)
+            if size - at < room:
+                self._pending.append(text[at:] if at else text)
+                self._chars += size - at
                 return
-            self._pending.append(text[:room])
+            self._pending.append(text[at : at + room])
             self._chars += room
-            text = text[room:]
+            at += room
             self._next_analysis += self._batch
             self._analyse()
 
