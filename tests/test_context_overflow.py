@@ -22,6 +22,7 @@ import pytest
 from pytest_agentbench.errors import ContextOverflow
 from pytest_agentbench.models.base import ModelRequest, ModelSpec
 from pytest_agentbench.models.breaker import BreakerClient, CircuitBreaker
+from pytest_agentbench.models.http import context_overflow
 from pytest_agentbench.models.openai_chat import OpenAIChatClient
 from pytest_agentbench.models.retry import RetryingClient, RetryPolicy
 
@@ -54,6 +55,72 @@ OPENAI = {
         "code": "context_length_exceeded",
     }
 }
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (LLAMA_CPP["error"], (4476, 4096)),
+        (LLAMA_CPP_OLD["error"], (1407, 256)),
+        (
+            {"code": 500, "message": "Context size has been exceeded.", "type": "server_error"},
+            (None, None),
+        ),
+        (OPENAI["error"], (None, None)),
+        (
+            {
+                "message": "This model's maximum context length is 2048 tokens. However, you "
+                "requested 2285 tokens (2029 in the messages, 256 in the completion).",
+                "type": "invalid_request_error",
+                "code": "context_length_exceeded",
+            },
+            (2285, 2048),
+        ),
+        (
+            {
+                "message": "Requested tokens (2285) exceed context window of 2048",
+                "type": "internal_server_error",
+                "code": None,
+            },
+            (2285, 2048),
+        ),
+        (
+            {
+                "type": "invalid_request_error",
+                "message": "prompt is too long: 201234 tokens > 200000 maximum",
+            },
+            (201234, 200000),
+        ),
+        (
+            {
+                "code": "context_length_exceeded",
+                "message": "Your input exceeds the context window of this model.",
+            },
+            (None, None),
+        ),
+        ({"message": "bad request", "type": "invalid_request_error"}, None),
+        ({"message": "max_tokens is too large: 300000", "code": "invalid_value"}, None),
+        ({"type": "rate_limit_error", "message": "Too many tokens per minute"}, None),
+        ("not an object", None),
+    ],
+    ids=[
+        "llama.cpp-400",
+        "llama.cpp-500",
+        "llama.cpp-bare-500",
+        "openai",
+        "llama-cpp-python",
+        "llama-cpp-python-500",
+        "anthropic",
+        "responses",
+        "other-400",
+        "max-tokens",
+        "rate-limit",
+        "string",
+    ],
+)
+def test_overflow_shapes(error: Any, expected: Any) -> None:
+    text = json.dumps({"error": error})
+    assert context_overflow(error, text) == expected
 
 
 class _Canned(BaseHTTPRequestHandler):
@@ -161,6 +228,12 @@ target = 4
 scripted = ["4"]
 
 [[task]]
+id = "overflows-at-once"
+input = "5 + 5?"
+target = 10
+scripted = [{{ error = {error} }}]
+
+[[task]]
 id = "overflows-in-repair"
 input = "3 + 4?"
 target = 7
@@ -189,7 +262,7 @@ def test_overflow_in_a_repair_round_keeps_the_first_attempt(
     result = pytester.runpytest(
         "--agentbench", "--agentbench-model", model, "-p", "no:cacheprovider"
     )
-    result.assert_outcomes(passed=1, errors=1)
+    result.assert_outcomes(passed=1, errors=2)
     run = (pytester.path / "agentbench-results" / "latest").resolve()
     label = model.replace("/", "_")
     task = _load(run / "tasks" / "ctx" / f"overflows-in-repair[{label}]" / "result.json")
@@ -203,6 +276,11 @@ def test_overflow_in_a_repair_round_keeps_the_first_attempt(
     trajectory = _load(run / "tasks" / "ctx" / f"overflows-in-repair[{label}]" / "trajectory.json")
     failed = [entry for entry in trajectory["requests"] if "error" in entry]
     assert [entry["retries"] for entry in failed] == [[]], "never retried"
+
+    at_once = _load(run / "tasks" / "ctx" / f"overflows-at-once[{label}]" / "result.json")
+    assert (at_once["outcome"], at_once["failure_kind"]) == ("harness_error", "context_overflow")
+    assert at_once["incomplete"] is False
+    assert at_once["first_attempt_reward"] is None
 
     totals = _load(run / "summary.json")["totals"]
     assert totals["first_try_score"] == 0.5, "the first try of the overflowing task counts"

@@ -78,19 +78,24 @@ def error_detail(text: str) -> str:
 
 #: How servers say a request does not fit the model's context: llama.cpp's error type
 #: (HTTP 400, or 500 in older builds), OpenAI's error code, and the messages of
-#: llama.cpp (old and new), OpenAI/vLLM ("maximum context length", "exceeds the context
-#: window") and Anthropic ("prompt is too long: N tokens > M maximum").
+#: llama.cpp (old and new), llama-cpp-python ("Requested tokens (N) exceed context window
+#: of M" when its own 400 mapping does not apply), OpenAI/vLLM ("maximum context length",
+#: "exceeds the context window") and Anthropic ("prompt is too long: N tokens > M
+#: maximum").
 _OVERFLOW_TYPES = frozenset({"exceed_context_size_error"})
 _OVERFLOW_CODES = frozenset({"context_length_exceeded"})
 _OVERFLOW_TEXT = re.compile(
     r"exceeds? the available context size|context size has been exceeded|"
     r"prompt is too long|maximum context length|context_length_exceeded|"
-    r"exceeds the context window",
+    r"exceeds the context window|exceed context window",
     re.IGNORECASE,
 )
+#: Where a message holds both counts: (pattern, group of the prompt, group of the context).
 _OVERFLOW_COUNTS = (
-    re.compile(r"(\d+) tokens\s*>\s*(\d+)\s*maximum"),
-    re.compile(r"\((\d+) tokens\) exceeds the available context size \((\d+) tokens\)"),
+    (re.compile(r"(\d+) tokens\s*>\s*(\d+)\s*maximum"), 1, 2),
+    (re.compile(r"\((\d+) tokens\) exceeds the available context size \((\d+) tokens\)"), 1, 2),
+    (re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)"), 1, 2),
+    (re.compile(r"maximum context length is (\d+) tokens\. However, you requested (\d+)"), 2, 1),
 )
 
 
@@ -116,10 +121,10 @@ def context_overflow(error: Any, text: str = "") -> tuple[int | None, int | None
         message, prompt, context = text, None, None
     else:
         return None
-    for pattern in _OVERFLOW_COUNTS:
+    for pattern, prompt_at, context_at in _OVERFLOW_COUNTS:
         found = pattern.search(message)
         if found and prompt is None and context is None:
-            prompt, context = int(found.group(1)), int(found.group(2))
+            prompt, context = int(found.group(prompt_at)), int(found.group(context_at))
     return prompt, context
 
 
