@@ -1,6 +1,7 @@
-"""A server that ignores ``stream: true`` and answers one JSON body (llama.cpp builds,
-proxies, gateways do) has answered: its reply is read as the non-streamed body it is, for
-all three protocols, once, and the trajectory says the stream was ignored."""
+"""A server that ignores ``stream: true`` and answers one JSON body (some builds, proxies
+and gateways do) has answered: its reply is read as the non-streamed body it is, for all
+three protocols, once, and the trajectory says what arrived. The other way round too: an
+SSE stream answering a non-streamed request is read as a stream."""
 
 from __future__ import annotations
 
@@ -56,16 +57,29 @@ BODIES: dict[str, dict[str, Any]] = {
 }
 
 
+CHAT_SSE = (
+    'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":"4"},'
+    '"finish_reason":null}]}\n\n'
+    'data: {"choices":[{"index":0,"delta":{"content":"2"},"finish_reason":null}]}\n\n'
+    'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+    "data: [DONE]\n\n"
+)
+
+
 class _IgnoresStream(BaseHTTPRequestHandler):
-    """Answers every POST with one JSON body, whatever ``stream`` says; keeps each request."""
+    """Answers every POST with one JSON body (or, with ``server.sse``, an SSE stream),
+    whatever ``stream`` says; keeps each request."""
 
     def do_POST(self) -> None:
         sent = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
         server: Any = self.server
         server.requests.append(sent)
-        body = json.dumps(BODIES[self.path]).encode()
+        if server.sse:
+            body, media = CHAT_SSE.encode(), "text/event-stream"
+        else:
+            body, media = json.dumps(BODIES[self.path]).encode(), "application/json"
         self.send_response(200)
-        self.send_header("content-type", "application/json; charset=utf-8")
+        self.send_header("content-type", f"{media}; charset=utf-8")
         self.send_header("content-length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -77,7 +91,7 @@ class _IgnoresStream(BaseHTTPRequestHandler):
 @pytest.fixture
 def server() -> Iterator[Any]:
     running: Any = ThreadingHTTPServer(("127.0.0.1", 0), _IgnoresStream)
-    running.requests = []
+    running.requests, running.sse = [], False
     thread = threading.Thread(target=running.serve_forever, daemon=True)
     thread.start()
     try:
@@ -115,5 +129,21 @@ def test_a_json_answer_to_a_streamed_request_is_accepted(server: Any, protocol: 
     assert generation.finish_reason == "stop"
     assert generation.usage.output == 1
     assert "".join(e.text for e in events if e.kind == "text") == "42"
-    assert generation.exchange["response"]["stream_ignored"] is True
+    assert generation.exchange["response"]["streamed"] is False
     assert generation.exchange["retries"] == []
+
+
+def test_a_stream_answering_a_plain_request_is_read_as_a_stream(server: Any) -> None:
+    server.sse = True
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    client = RetryingClient(
+        CLIENTS["chat"](url), RetryPolicy(base_delay_s=0.001), rng=random.Random(3)
+    )
+    request = ModelRequest(({"role": "user", "content": "6 x 7?"},), timeout_s=30, stream=False)
+    try:
+        generation = client.generate(request)
+    finally:
+        client.close()
+    assert [sent["stream"] for sent in server.requests] == [False], "asked once"
+    assert (generation.text, generation.finish_reason) == ("42", "stop")
+    assert generation.exchange["response"]["streamed"] is True

@@ -241,11 +241,12 @@ class ErrorMapping:
         return TransportError(f"{self.spec.label}: {what}: {detail}", endpoint=self.public_endpoint)
 
 
-def answered_json(response: httpx.Response) -> bool:
-    """True when the server answered with one JSON document (``application/json`` or a
-    ``+json`` type): some servers ignore ``stream: true``, and their answer is as valid as
-    a stream, so it is read as the non-streamed body it is."""
-    media = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+def media_type(response: httpx.Response) -> str:
+    """The response's media type, lower case, without parameters ("" when none)."""
+    return response.headers.get("content-type", "").partition(";")[0].strip().lower()
+
+
+def _is_json(media: str) -> bool:
     return media == "application/json" or media.endswith("+json")
 
 
@@ -449,7 +450,9 @@ class ProtocolClient(ErrorMapping):
         return timeout_for(deadline)
 
     def generate(self, request: Any, on_event: Any = None) -> Any:
-        """One request, no retries (RetryingClient adds them)."""
+        """One request, no retries (RetryingClient adds them). The reply is read as what
+        the server sent, whatever was asked: an SSE stream (``text/event-stream``) as a
+        stream, one JSON body as a body (servers and proxies that ignore ``stream``)."""
         body = self.build_body(request)  # type: ignore[attr-defined]
         content = _BODY_ENCODER.encode(body).encode()
         started = time.monotonic()
@@ -470,7 +473,10 @@ class ProtocolClient(ErrorMapping):
                 if response.status_code >= 400:
                     raise self._status_error(response)
                 watchdog.arm(response)
-                streamed = request.stream and not answered_json(response)
+                media = media_type(response)
+                streamed = media == "text/event-stream" or (
+                    request.stream and not _is_json(media)
+                )
                 if streamed:
                     self._read_stream(response, received, emit)  # type: ignore[attr-defined]
                 else:
@@ -484,6 +490,8 @@ class ProtocolClient(ErrorMapping):
         finally:
             watchdog.finish()
         generation = self._generation(received, body, started)  # type: ignore[attr-defined]
-        if request.stream and not streamed:
-            generation.exchange["response"]["stream_ignored"] = True
+        if streamed != request.stream:
+            # the server chose: one JSON body for a streamed request, or a stream for a
+            # non-streamed one; both are valid answers, read as what they are
+            generation.exchange["response"]["streamed"] = streamed
         return generation
