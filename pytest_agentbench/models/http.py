@@ -250,6 +250,22 @@ def _is_json(media: str) -> bool:
     return media == "application/json" or media.endswith("+json")
 
 
+_SSE_STARTS = (b"data:", b"event:", b"id:", b":")
+
+
+def _reads_as_stream(response: httpx.Response, asked: bool) -> bool:
+    """Whether to read the reply as an SSE stream: a streamed request unless one JSON
+    document came back; a non-streamed one only when the server sent SSE (said so, and
+    the body, read whole, starts like it: a JSON body mislabelled as a stream stays a
+    body)."""
+    media = media_type(response)
+    if asked:
+        return not _is_json(media)
+    if media != "text/event-stream":
+        return False
+    return response.read().lstrip().startswith(_SSE_STARTS)
+
+
 def attach_partial(error: ModelError, partial: Any) -> ModelError:
     """Give ``error`` the contract every client keeps: ``partial`` (what arrived, or None)
     and ``retry_after`` (None unless the server said)."""
@@ -473,10 +489,7 @@ class ProtocolClient(ErrorMapping):
                 if response.status_code >= 400:
                     raise self._status_error(response)
                 watchdog.arm(response)
-                media = media_type(response)
-                streamed = media == "text/event-stream" or (
-                    request.stream and not _is_json(media)
-                )
+                streamed = _reads_as_stream(response, request.stream)
                 if streamed:
                     self._read_stream(response, received, emit)  # type: ignore[attr-defined]
                 else:
