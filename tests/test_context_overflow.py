@@ -22,8 +22,8 @@ import pytest
 from pytest_agentbench.errors import ContextOverflow
 from pytest_agentbench.models.base import ModelRequest, ModelSpec
 from pytest_agentbench.models.breaker import BreakerClient, CircuitBreaker
-from pytest_agentbench.models.http import context_overflow
 from pytest_agentbench.models.openai_chat import OpenAIChatClient
+from pytest_agentbench.models.overflow import context_overflow
 from pytest_agentbench.models.retry import RetryingClient, RetryPolicy
 
 LLAMA_CPP = {

@@ -108,3 +108,52 @@ def test_a_sandboxed_verifier_command_is_stopped_at_the_task_deadline(
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):  # stopped, not left running
         os.kill(pid, 0)
+
+
+CRASH_CONFTEST = """
+import pytest
+from pytest_agentbench.verifiers import FunctionVerifier, Verdict
+
+def _crash_on_boom(check):
+    if check.answer.strip() == "boom":
+        raise RuntimeError("the checker fell over")
+    return Verdict(1.0 if check.answer.strip() == "ok" else 0.0, feedback="Not ok.")
+
+@pytest.hookimpl
+def pytest_agentbench_verifiers():
+    return [FunctionVerifier("fragile", _crash_on_boom)]
+"""
+
+CRASH_SUITE = """
+[suite]
+name = "crash"
+verifier = { kind = "fragile" }
+repairs = 1
+
+[[task]]
+id = "crash-in-repair"
+input = "Say ok."
+scripted = ["no", "boom"]
+
+[[task]]
+id = "passes"
+input = "Say ok."
+scripted = ["ok"]
+"""
+
+
+def test_a_verifier_crash_in_a_repair_round_keeps_the_first_attempt(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(CRASH_CONFTEST)
+    pytester.makefile(".toml", bench_crash=CRASH_SUITE)
+    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, errors=1)
+    crashed = _result(pytester, "crash", "crash-in-repair")
+    assert (crashed["outcome"], crashed["failure_kind"]) == ("harness_error", "verifier_crash")
+    assert crashed["incomplete"] is True
+    assert crashed["first_attempt_reward"] == 0.0
+    assert crashed["final_reward"] is None
+    run = (pytester.path / "agentbench-results" / "latest").resolve()
+    totals = json.loads((run / "summary.json").read_text(encoding="utf-8"))["totals"]
+    assert (totals["first_try_score"], totals["score"], totals["incomplete"]) == (0.5, 1.0, 1)

@@ -36,11 +36,10 @@ from pytest_agentbench.models.chat_format import (
 from pytest_agentbench.models.http import (
     RATE_LIMIT_STATUSES,
     ProtocolClient,
-    context_overflow,
     error_detail,
-    overflow_error,
     timeout_for,
 )
+from pytest_agentbench.models.overflow import context_overflow, overflow_error
 from pytest_agentbench.models.think import ThinkSplitter
 from pytest_agentbench.models.usage import count, normalise_chat_usage, recovered_usage
 

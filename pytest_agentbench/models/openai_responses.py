@@ -34,10 +34,9 @@ from pytest_agentbench.models.base import (
 )
 from pytest_agentbench.models.http import (
     ProtocolClient,
-    context_overflow,
     ignore_events,
-    overflow_error,
 )
+from pytest_agentbench.models.overflow import context_overflow, overflow_error
 from pytest_agentbench.models.sse import StringSlot
 from pytest_agentbench.models.usage import normalise_responses_usage, recovered_usage
 
