@@ -3,6 +3,7 @@ the run and no line of the terminal shows them, on success or on error."""
 
 from __future__ import annotations
 
+import base64
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,7 +38,14 @@ target = 2
 scripted = [{ error = { status = 400, message = "bad request" } }]
 """
 
-SECRETS = ("s3cret-pw", "tok3n-user")
+SECRETS = (
+    "s3cret-pw",
+    "tok3n-user",
+    # as a Basic Authorization header would carry them
+    base64.b64encode(b"tok3n-user:s3cret-pw").decode(),
+    base64.b64encode(b"user:s3cret-pw").decode(),
+    base64.b64encode(b"tok3n-user:").decode(),
+)
 
 
 @pytest.fixture
