@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import ipaddress
 import json
 import select
@@ -28,6 +29,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import unquote
 
 from pytest_agentbench.scripted.script import Reply, parse_replies, parse_scripts
 from pytest_agentbench.scripted.wire import Wire
@@ -90,6 +92,7 @@ class ScriptedServer:
         self._default = parse_replies(default, "default") if default is not None else None
         self._counters: dict[str | None, int] = {}
         self._turn_requests: dict[tuple[str | None, int], int] = {}
+        self._retry_turns: dict[tuple[str | None, str], int] = {}
         self._requests: deque[dict[str, Any]] = deque(maxlen=REQUEST_LOG)
         self._request_count = 0
         self._in_flight = 0
@@ -156,6 +159,8 @@ class ScriptedServer:
                     self._counters.pop(key, None)
                     for seen in [k for k in self._turn_requests if k[0] == key]:
                         del self._turn_requests[seen]
+                    for retry in [k for k in self._retry_turns if k[0] == key]:
+                        del self._retry_turns[retry]
                 self._scripts[key] = replies
 
     def set_default(self, replies: Sequence[Any] | None) -> None:
@@ -164,6 +169,8 @@ class ScriptedServer:
         with self._lock:
             self._default = parsed
             self._counters.pop(None, None)
+            for retry in [k for k in self._retry_turns if k[0] is None]:
+                del self._retry_turns[retry]
 
     @property
     def requests(self) -> list[dict[str, Any]]:
@@ -190,9 +197,15 @@ class ScriptedServer:
             return sorted(self._scripts)
 
     def _pick(
-        self, key: str | None, model: Any, turn: int | None
+        self, key: str | None, model: Any, turn: int | None, request_id: str = ""
     ) -> tuple[str | None, int, Reply] | None:
-        """Choose the reply for a request; None when no script matches."""
+        """Choose the reply for a request; None when no script matches.
+
+        Without an explicit ``turn``, a request identical to an earlier one of the same
+        script (``request_id`` fingerprints path and body) whose answer failed (an error,
+        a broken or hung reply) retries that turn, as a provider sees a client's retry:
+        the script does not advance, and ``error.times`` counts its attempts.
+        """
         with self._lock:
             if key is None and isinstance(model, str) and model in self._scripts:
                 key = model
@@ -201,6 +214,9 @@ class ScriptedServer:
             replies = self._scripts[key] if key is not None else self._default
             if replies is None:
                 return None
+            retry = (key, request_id) if turn is None and request_id else None
+            if turn is None:
+                turn = self._retry_turns.get(retry) if retry is not None else None
             if turn is None:
                 turn = self._counters.get(key, 0)
                 self._counters[key] = turn + 1
@@ -211,6 +227,12 @@ class ScriptedServer:
                 self._turn_requests[(key, turn)] = seen + 1
                 if seen >= reply.error.times:
                     reply = dataclasses.replace(reply, error=None)
+            if retry is not None:
+                self._retry_turns.pop(retry, None)
+                if reply.error is not None or reply.truncate or reply.hang:
+                    self._retry_turns[retry] = turn
+                    while len(self._retry_turns) > REQUEST_LOG:
+                        del self._retry_turns[next(iter(self._retry_turns))]
             return key, turn, reply
 
     def _record(self, entry: dict[str, Any]) -> None:
@@ -347,6 +369,12 @@ class _ChatHandler(BaseHTTPRequestHandler):
 
     def _generate(self, body: dict[str, Any], wire: Wire) -> None:
         key = self.headers.get("x-agentbench-script")
+        if key is not None:
+            try:  # percent-encoded UTF-8, so that any Unicode key fits in a header
+                key = unquote(key, errors="strict")
+            except UnicodeDecodeError:
+                self._send_error(400, f"x-agentbench-script is not percent-encoded UTF-8: {key!r}")
+                return
         turn_text = self.headers.get("x-agentbench-turn")
         turn: int | None = None
         if turn_text is not None:
@@ -354,7 +382,10 @@ class _ChatHandler(BaseHTTPRequestHandler):
                 self._send_error(400, f"x-agentbench-turn must be an integer >= 0: {turn_text!r}")
                 return
             turn = int(turn_text)
-        picked = self._provider._pick(key, body.get("model"), turn)
+        request_id = hashlib.sha256(
+            self._route().encode() + json.dumps(body, sort_keys=True).encode()
+        ).hexdigest()
+        picked = self._provider._pick(key, body.get("model"), turn, request_id)
         entry = {
             "path": self.path,
             "key": picked[0] if picked else key,
