@@ -19,6 +19,7 @@ from typing import Any
 REPLY_KEYS = (
     "text",
     "thinking",
+    "redacted_thinking",
     "usage",
     "error",
     "delay_s",
@@ -34,22 +35,15 @@ ERROR_KEYS = ("status", "message", "retry_after", "type", "times")
 DEFAULT_CHUNK_SIZE = 8
 
 
-def _error_type(status: int) -> str:
-    if status == 429:
-        return "rate_limit_error"
-    if status == 529:
-        return "overloaded_error"
-    return "server_error" if status >= 500 else "invalid_request_error"
-
-
 @dataclass(frozen=True)
 class ReplyError:
-    """An HTTP error the scripted model answers with instead of a generation."""
+    """An HTTP error the scripted model answers with instead of a generation. An empty
+    ``type`` is the status's own type in the protocol that serves it (``wire_*.py``)."""
 
     status: int = 500
     message: str = "scripted error"
     retry_after: float | None = None
-    type: str = "server_error"
+    type: str = ""
     times: int | None = None
 
 
@@ -97,6 +91,7 @@ class Reply:
 
     text: str = ""
     thinking: str = ""
+    redacted_thinking: str = ""
     usage: Mapping[str, Any] | None = None
     error: ReplyError | None = None
     delay_s: float = 0.0
@@ -142,6 +137,7 @@ class Reply:
         return cls(
             text=_string(obj, "text", where, ""),
             thinking=_string(obj, "thinking", where, ""),
+            redacted_thinking=_string(obj, "redacted_thinking", where, ""),
             usage=dict(usage) if usage is not None else None,
             error=_parse_error(obj["error"], where) if obj.get("error") is not None else None,
             delay_s=_seconds(obj, "delay_s", where),
@@ -206,7 +202,7 @@ def _parse_error(obj: Any, where: str) -> ReplyError:
         status=status,
         message=_string(obj, "message", where, "scripted error"),
         retry_after=retry_after,
-        type=_string(obj, "type", where, _error_type(status)),
+        type=_string(obj, "type", where, ""),
         times=times,
     )
 

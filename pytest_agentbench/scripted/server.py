@@ -196,6 +196,15 @@ class ScriptedServer:
         with self._lock:
             return sorted(self._scripts)
 
+    def _script(self, key: str | None, model: Any) -> tuple[Reply, ...]:
+        """The replies of the script that would answer (none when no script matches)."""
+        with self._lock:
+            if key is None and isinstance(model, str) and model in self._scripts:
+                key = model
+            if key in self._scripts:
+                return self._scripts[key]  # type: ignore[index]
+            return self._default or ()
+
     def _pick(
         self, key: str | None, model: Any, turn: int | None, request_id: str = ""
     ) -> tuple[str | None, int, Reply] | None:
@@ -373,19 +382,22 @@ class _ChatHandler(BaseHTTPRequestHandler):
             try:  # percent-encoded UTF-8, so that any Unicode key fits in a header
                 key = unquote(key, errors="strict")
             except UnicodeDecodeError:
-                self._send_error(400, f"x-agentbench-script is not percent-encoded UTF-8: {key!r}")
+                message = f"x-agentbench-script is not percent-encoded UTF-8: {key!r}"
+                self._send_error(400, message, wire=wire)
                 return
         turn_text = self.headers.get("x-agentbench-turn")
         turn: int | None = None
         if turn_text is not None:
             if not turn_text.strip().isdigit():
-                self._send_error(400, f"x-agentbench-turn must be an integer >= 0: {turn_text!r}")
+                message = f"x-agentbench-turn must be an integer >= 0: {turn_text!r}"
+                self._send_error(400, message, wire=wire)
                 return
             turn = int(turn_text)
+        refusal = wire.check(body, self._provider._script(key, body.get("model")))
         request_id = hashlib.sha256(
             self._route().encode() + json.dumps(body, sort_keys=True).encode()
         ).hexdigest()
-        picked = self._provider._pick(key, body.get("model"), turn, request_id)
+        picked = None if refusal else self._provider._pick(key, body.get("model"), turn, request_id)
         entry = {
             "path": self.path,
             "key": picked[0] if picked else key,
@@ -397,6 +409,9 @@ class _ChatHandler(BaseHTTPRequestHandler):
             },
         }
         self._provider._record(entry)
+        if refusal is not None:  # refused as the API would: no turn is used up
+            self._send_error(400, refusal.message, param=refusal.param, wire=wire)
+            return
         if picked is None:
             known = ", ".join(repr(k) for k in self._provider.script_keys) or "(none)"
             asked = key if key is not None else body.get("model")
@@ -415,18 +430,23 @@ class _ChatHandler(BaseHTTPRequestHandler):
             self._send_error(error.status, error.message, error.type, extra, wire=wire)
             return
         model = body["model"] if isinstance(body.get("model"), str) else "scripted"
-        usage = dict(reply.usage) if reply.usage is not None else wire.default_usage(reply, body)
-        if body.get("stream") is True:
-            self._stream(wire, reply, model, usage if wire.stream_usage(body) else None)
+        if reply.usage is not None:
+            usage = wire.declared_usage(reply.usage)
         else:
-            self._complete(wire, reply, model, usage)
+            usage = wire.default_usage(reply, body)
+        if body.get("stream") is True:
+            self._stream(wire, reply, model, usage if wire.stream_usage(body) else None, body)
+        else:
+            self._complete(wire, reply, model, usage, body)
 
-    def _complete(self, wire: Wire, reply: Reply, model: str, usage: dict[str, Any]) -> None:
+    def _complete(
+        self, wire: Wire, reply: Reply, model: str, usage: dict[str, Any], body: dict[str, Any]
+    ) -> None:
         if reply.hang:
             self._start_chunked("application/json")
             self._hang()
             return
-        data = json.dumps(wire.completion(reply, model, usage)).encode()
+        data = json.dumps(wire.completion(reply, model, usage, body)).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -438,12 +458,19 @@ class _ChatHandler(BaseHTTPRequestHandler):
         self._land()
         self.wfile.write(data)
 
-    def _stream(self, wire: Wire, reply: Reply, model: str, usage: dict[str, Any] | None) -> None:
+    def _stream(
+        self,
+        wire: Wire,
+        reply: Reply,
+        model: str,
+        usage: dict[str, Any] | None,
+        body: dict[str, Any],
+    ) -> None:
         self._start_chunked("text/event-stream; charset=utf-8")
         if reply.hang:
             self._hang()
             return
-        events = wire.stream_events(reply, model, usage)
+        events = wire.stream_events(reply, model, usage, body)
         if self._send_events(events, reply.chunk_delay_s) and not reply.truncate:
             self.wfile.write(b"0\r\n\r\n")
         else:
@@ -519,5 +546,6 @@ class _ChatHandler(BaseHTTPRequestHandler):
         headers: Mapping[str, str] | None = None,
         *,
         wire: Wire = CHAT_WIRE,
+        param: str | None = None,
     ) -> None:
-        self._send_json(status, wire.error_body(status, message, error_type), headers)
+        self._send_json(status, wire.error_body(status, message, error_type, param), headers)
