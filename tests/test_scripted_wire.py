@@ -72,3 +72,76 @@ def test_a_script_header_that_is_not_utf8_is_a_clear_400(server, http):
     )
     assert response.status_code == 400
     assert "percent-encoded UTF-8" in response.json()["error"]["message"]
+
+
+# --- Anthropic stream order ------------------------------------------------------------
+
+
+def sse_names(raw: bytes) -> list[str]:
+    events = raw.decode().split("\n\n")[:-1]
+    return [event.split("\n", 1)[0].removeprefix("event: ") for event in events]
+
+
+def test_anthropic_ping_follows_the_first_content_block_start(server, http):
+    server.add_scripts({"k": [{"thinking": "hmm", "text": "hi"}]})
+    response = http.post(f"{server.url}/messages", json={**MESSAGES, "model": "k", "stream": True})
+    names = sse_names(response.content)
+    assert names[:4] == ["message_start", "content_block_start", "ping", "content_block_delta"]
+    assert names.count("ping") == 1
+    assert names[-2:] == ["message_delta", "message_stop"]
+
+
+# --- the agent loop sends thinking back with its tool results --------------------------
+
+
+def bash(command: str, **extra: str) -> dict[str, object]:
+    return {"name": "bash", "arguments": {"command": command}, **extra}
+
+
+AGENT_SUITE = {
+    "suite": {"name": "think", "mode": "agent", "timeout_s": 60},
+    "task": [
+        {
+            "id": "round-trip",
+            "input": "Say what echo prints.",
+            "target": "done",
+            "verifier": {"kind": "includes"},
+            "scripted": [
+                {
+                    "thinking": "First I run echo.",
+                    "text": "Running.",
+                    "tool_calls": [bash("echo one")],
+                },
+                {
+                    "redacted_thinking": "EuYBCkQYAiJA-opaque",
+                    "tool_calls": [bash("echo two", id="toolu_second")],
+                },
+                "done",
+            ],
+        }
+    ],
+}
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "no-stream"])
+def test_agent_loop_returns_thinking_blocks_unchanged_with_tool_results(
+    pytester: pytest.Pytester, stream: bool
+) -> None:
+    pytester.makefile(".json", bench_think=json.dumps(AGENT_SUITE))
+    args = ["--agentbench", "-p", "no:cacheprovider", "--agentbench-model", "scripted/anthropic"]
+    if not stream:
+        args.append("--agentbench-no-stream")
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(passed=1)
+    task = next((pytester.path / "agentbench-results" / "latest" / "tasks" / "think").iterdir())
+    entries = json.loads((task / "trajectory.json").read_text())["requests"]
+    bodies = [entry["request"]["body"] for entry in entries if "request" in entry]
+    assert len(bodies) == 3
+    second, third = bodies[1]["messages"], bodies[2]["messages"]
+    thinking = second[1]["content"][0]
+    assert thinking["type"] == "thinking"
+    assert thinking["thinking"] == "First I run echo."
+    assert thinking["signature"]  # the server checks it matches the text
+    assert [block["type"] for block in second[1]["content"]] == ["thinking", "text", "tool_use"]
+    redacted = third[3]["content"][0]
+    assert redacted == {"type": "redacted_thinking", "data": "EuYBCkQYAiJA-opaque"}
