@@ -321,3 +321,11 @@ def test_a_turn_without_thinking_needs_none_back(server, claude):
     client = claude.with_options(max_retries=0)
     content = dump(client.messages.create(**MESSAGES, tools=TOOLS).content)
     assert client.messages.create(**tool_round(content)).content[0].text == "It is sunny."
+
+
+def test_a_turn_error_sequence_answers_the_sdk_retries_in_order(server, claude):
+    errors = [{"status": 529, "retry_after": RETRY_AFTER}, {"status": 429, "retry_after": 0}]
+    server.add_scripts({"k": [{"text": "third time", "error": errors}, "next turn"]})
+    message = claude.messages.create(**MESSAGES)
+    assert message.content[0].text == "third time"
+    assert turns(server) == [0, 0, 0]

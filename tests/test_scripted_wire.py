@@ -11,7 +11,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from pytest_agentbench.scripted import ScriptedServer
+from pytest_agentbench.scripted import Reply, ScriptedServer
 
 
 @pytest.fixture
@@ -145,3 +145,33 @@ def test_agent_loop_returns_thinking_blocks_unchanged_with_tool_results(
     assert [block["type"] for block in second[1]["content"]] == ["thinking", "text", "tool_use"]
     redacted = third[3]["content"][0]
     assert redacted == {"type": "redacted_thinking", "data": "EuYBCkQYAiJA-opaque"}
+
+
+# --- a turn's error sequence: bad input is one clear line ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        ([], "task 'x': scripted[0]: 'error' must not be an empty list"),
+        ([{"status": 503}, {"status": 200}], "scripted[0]: 'error'[1]: 'status' must be an HTTP"),
+        ([{"status": 503, "times": 0}], "scripted[0]: 'error'[0]: 'times' must be an integer >= 1"),
+        ([{"status": 503, "colour": "red"}], "scripted[0]: 'error'[0]: unknown key(s) 'colour'"),
+        ("boom", "scripted[0]: 'error' must be a table"),
+    ],
+)
+def test_bad_error_sequences_name_the_place(error, expected):
+    with pytest.raises(ValueError) as info:
+        Reply.parse({"text": "ok", "error": error}, "task 'x': scripted[0]")
+    assert expected in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_error_sequence_counts_each_entry_times_then_serves_the_reply():
+    reply = Reply.parse(
+        {"text": "ok", "error": [{"status": 529, "times": 2}, {"status": 500}]}, "w"
+    )
+    statuses = [getattr(reply.error_at(n), "status", None) for n in range(5)]
+    assert statuses == [529, 529, 500, None, None]
+    lasting = Reply.parse({"text": "ok", "error": {"status": 503}}, "w")
+    assert [lasting.error_at(n).status for n in range(3)] == [503, 503, 503]

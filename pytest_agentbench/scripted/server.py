@@ -211,9 +211,10 @@ class ScriptedServer:
         """Choose the reply for a request; None when no script matches.
 
         Without an explicit ``turn``, a request identical to an earlier one of the same
-        script (``request_id`` fingerprints path and body) whose answer failed (an error,
-        a broken or hung reply) retries that turn, as a provider sees a client's retry:
-        the script does not advance, and ``error.times`` counts its attempts.
+        script (``request_id`` fingerprints path and body) that was answered with an
+        error retries that turn, as a provider sees a client's retry: the script does not
+        advance, and the turn's errors count its attempts. (A truncated or hung reply is
+        not an error answer: the next request, retry or not, moves on.)
         """
         with self._lock:
             if key is None and isinstance(model, str) and model in self._scripts:
@@ -230,15 +231,15 @@ class ScriptedServer:
                 turn = self._counters.get(key, 0)
                 self._counters[key] = turn + 1
             reply = replies[min(turn, len(replies) - 1)]
-            if reply.error is not None and reply.error.times is not None:
-                # an error that lasts ``times`` requests of this turn, then the reply itself
+            if reply.errors:
+                # the turn's errors answer its attempts in order, then the reply itself
                 seen = self._turn_requests.get((key, turn), 0)
                 self._turn_requests[(key, turn)] = seen + 1
-                if seen >= reply.error.times:
-                    reply = dataclasses.replace(reply, error=None)
+                error = reply.error_at(seen)
+                reply = dataclasses.replace(reply, errors=(error,) if error else ())
             if retry is not None:
                 self._retry_turns.pop(retry, None)
-                if reply.error is not None or reply.truncate or reply.hang:
+                if reply.error is not None:
                     self._retry_turns[retry] = turn
                     while len(self._retry_turns) > REQUEST_LOG:
                         del self._retry_turns[next(iter(self._retry_turns))]
