@@ -3,9 +3,9 @@
 It speaks each protocol in ``WIRES`` (streaming and not) with the shapes of the real API,
 so any client, the official SDKs included, can be tested against it without spending
 money. Which reply answers a request: the script named by the ``x-agentbench-script``
-header (else the body's ``model`` when it names a script, else the default script), at
-the turn given by ``x-agentbench-turn`` (else a per-script counter); past the end of a
-script its last reply repeats.
+header, percent-encoded UTF-8 (else the body's ``model`` when it names a script, else the
+default script), at the turn given by ``x-agentbench-turn`` (else the conversation's
+place in its script; retries stay on their turn): see ``book.py``.
 
 Admin endpoints: ``POST /_agentbench/scripts`` registers scripts (every pytest-xdist
 worker posts its own; re-posting the same scripts changes nothing), ``GET
@@ -17,7 +17,6 @@ arrival until its last byte is about to be written), ``GET /_agentbench/health``
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import ipaddress
 import json
@@ -31,6 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
+from pytest_agentbench.scripted.book import ScriptBook
 from pytest_agentbench.scripted.script import Reply, parse_replies, parse_scripts
 from pytest_agentbench.scripted.wire import Wire
 from pytest_agentbench.scripted.wire_anthropic import ANTHROPIC_WIRE
@@ -88,11 +88,9 @@ class ScriptedServer:
         self.host = "127.0.0.1" if host.lower() == "localhost" else host.strip("[]")
         self.port = port
         self._lock = threading.Lock()
-        self._scripts: dict[str, tuple[Reply, ...]] = {}
-        self._default = parse_replies(default, "default") if default is not None else None
-        self._counters: dict[str | None, int] = {}
-        self._turn_requests: dict[tuple[str | None, int], int] = {}
-        self._retry_turns: dict[tuple[str | None, str], int] = {}
+        self._book = ScriptBook(REQUEST_LOG)
+        if default is not None:
+            self._book.set_default(parse_replies(default, "default"))
         self._requests: deque[dict[str, Any]] = deque(maxlen=REQUEST_LOG)
         self._request_count = 0
         self._in_flight = 0
@@ -152,25 +150,11 @@ class ScriptedServer:
     def add_scripts(self, scripts: Mapping[str, Sequence[Any]]) -> None:
         """Register or replace scripts; raises ValueError naming a bad key and index.
         A replaced script restarts its turn counter only when its replies changed."""
-        parsed = parse_scripts(scripts, "scripts")
-        with self._lock:
-            for key, replies in parsed.items():
-                if self._scripts.get(key) != replies:
-                    self._counters.pop(key, None)
-                    for seen in [k for k in self._turn_requests if k[0] == key]:
-                        del self._turn_requests[seen]
-                    for retry in [k for k in self._retry_turns if k[0] == key]:
-                        del self._retry_turns[retry]
-                self._scripts[key] = replies
+        self._book.add_scripts(parse_scripts(scripts, "scripts"))
 
     def set_default(self, replies: Sequence[Any] | None) -> None:
         """Set (or with None, remove) the script for requests that name no known key."""
-        parsed = parse_replies(replies, "default") if replies is not None else None
-        with self._lock:
-            self._default = parsed
-            self._counters.pop(None, None)
-            for retry in [k for k in self._retry_turns if k[0] is None]:
-                del self._retry_turns[retry]
+        self._book.set_default(parse_replies(replies, "default") if replies is not None else None)
 
     @property
     def requests(self) -> list[dict[str, Any]]:
@@ -193,57 +177,7 @@ class ScriptedServer:
 
     @property
     def script_keys(self) -> list[str]:
-        with self._lock:
-            return sorted(self._scripts)
-
-    def _script(self, key: str | None, model: Any) -> tuple[Reply, ...]:
-        """The replies of the script that would answer (none when no script matches)."""
-        with self._lock:
-            if key is None and isinstance(model, str) and model in self._scripts:
-                key = model
-            if key in self._scripts:
-                return self._scripts[key]  # type: ignore[index]
-            return self._default or ()
-
-    def _pick(
-        self, key: str | None, model: Any, turn: int | None, request_id: str = ""
-    ) -> tuple[str | None, int, Reply] | None:
-        """Choose the reply for a request; None when no script matches.
-
-        Without an explicit ``turn``, a request identical to an earlier one of the same
-        script (``request_id`` fingerprints path and body) that was answered with an
-        error retries that turn, as a provider sees a client's retry: the script does not
-        advance, and the turn's errors count its attempts. (A truncated or hung reply is
-        not an error answer: the next request, retry or not, moves on.)
-        """
-        with self._lock:
-            if key is None and isinstance(model, str) and model in self._scripts:
-                key = model
-            if key not in self._scripts:
-                key = None
-            replies = self._scripts[key] if key is not None else self._default
-            if replies is None:
-                return None
-            retry = (key, request_id) if turn is None and request_id else None
-            if turn is None:
-                turn = self._retry_turns.get(retry) if retry is not None else None
-            if turn is None:
-                turn = self._counters.get(key, 0)
-                self._counters[key] = turn + 1
-            reply = replies[min(turn, len(replies) - 1)]
-            if reply.errors:
-                # the turn's errors answer its attempts in order, then the reply itself
-                seen = self._turn_requests.get((key, turn), 0)
-                self._turn_requests[(key, turn)] = seen + 1
-                error = reply.error_at(seen)
-                reply = dataclasses.replace(reply, errors=(error,) if error else ())
-            if retry is not None:
-                self._retry_turns.pop(retry, None)
-                if reply.error is not None:
-                    self._retry_turns[retry] = turn
-                    while len(self._retry_turns) > REQUEST_LOG:
-                        del self._retry_turns[next(iter(self._retry_turns))]
-            return key, turn, reply
+        return self._book.keys()
 
     def _record(self, entry: dict[str, Any]) -> None:
         with self._lock:
@@ -394,11 +328,12 @@ class _ChatHandler(BaseHTTPRequestHandler):
                 self._send_error(400, message, wire=wire)
                 return
             turn = int(turn_text)
-        refusal = wire.check(body, self._provider._script(key, body.get("model")))
+        book = self._provider._book
+        refusal = wire.check(body, book.script(key, body.get("model")))
         request_id = hashlib.sha256(
             self._route().encode() + json.dumps(body, sort_keys=True).encode()
         ).hexdigest()
-        picked = None if refusal else self._provider._pick(key, body.get("model"), turn, request_id)
+        picked = None if refusal else book.pick(key, body.get("model"), turn, request_id)
         entry = {
             "path": self.path,
             "key": picked[0] if picked else key,
