@@ -71,7 +71,14 @@ def test_a_script_header_that_is_not_utf8_is_a_clear_400(server, http):
         f"{server.url}/chat/completions", json=CHAT, headers={"x-agentbench-script": "%ff%fe"}
     )
     assert response.status_code == 400
-    assert "percent-encoded UTF-8" in response.json()["error"]["message"]
+    assert "percent-encoded" in response.json()["error"]["message"]
+
+
+def test_a_raw_utf8_script_header_is_read_as_utf8(server, http):
+    server.add_scripts({"äpfel": ["raw"]})
+    headers = {"x-agentbench-script": "äpfel".encode(), "x-agentbench-turn": "0"}
+    response = http.post(f"{server.url}/chat/completions", json=CHAT, headers=headers)
+    assert response.json()["choices"][0]["message"]["content"] == "raw"
 
 
 # --- Anthropic stream order ------------------------------------------------------------

@@ -185,6 +185,20 @@ class ScriptedServer:
             self._request_count += 1
 
 
+def _header_text(value: str) -> str | None:
+    """A script header's key: percent-encoded UTF-8 (what the scripted client sends, so
+    any Unicode key fits in an ASCII header); raw UTF-8 bytes (which ``http.server``
+    reads as Latin-1) are accepted too. None when it is neither."""
+    try:
+        value = value.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return None
+    try:
+        return unquote(value, errors="strict")
+    except UnicodeDecodeError:
+        return None
+
+
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 512
@@ -314,10 +328,9 @@ class _ChatHandler(BaseHTTPRequestHandler):
     def _generate(self, body: dict[str, Any], wire: Wire) -> None:
         key = self.headers.get("x-agentbench-script")
         if key is not None:
-            try:  # percent-encoded UTF-8, so that any Unicode key fits in a header
-                key = unquote(key, errors="strict")
-            except UnicodeDecodeError:
-                message = f"x-agentbench-script is not percent-encoded UTF-8: {key!r}"
+            key = _header_text(key)
+            if key is None:
+                message = "x-agentbench-script is neither percent-encoded nor raw UTF-8"
                 self._send_error(400, message, wire=wire)
                 return
         turn_text = self.headers.get("x-agentbench-turn")
