@@ -251,6 +251,26 @@ def test_a_matching_stop_sequence_ends_the_message_and_is_reported(server, claud
     assert (message.stop_reason, message.stop_sequence) == ("stop_sequence", "</answer>")
 
 
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("stop", ["</answer>", ["END", "</answer>"]])
+def test_a_matching_chat_stop_ends_the_content(server, oai, stream, stop):
+    server.add_scripts({"k": [{"text": "Answer: 42</answer> and more END", **TOOL_ONLY}]})
+    if stream:
+        chunks = list(oai.chat.completions.create(**CHAT, stop=stop, stream=True))
+        text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        calls = [c for c in chunks if c.choices and c.choices[0].delta.tool_calls]
+        finish = chunks[-1].choices[0].finish_reason
+    else:
+        choice = oai.chat.completions.create(**CHAT, stop=stop).choices[0]
+        text, calls, finish = (
+            choice.message.content,
+            choice.message.tool_calls,
+            choice.finish_reason,
+        )
+    assert (text, finish) == ("Answer: 42", "stop")
+    assert not calls
+
+
 def test_without_a_match_stop_sequence_stays_null(server, claude):
     server.add_scripts({"k": ["plain answer"]})
     message = claude.messages.create(**MESSAGES, stop_sequences=["END"])

@@ -8,6 +8,7 @@ protocol lives in its own module (``wire_chat.py``, ``wire_anthropic.py``,
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -89,6 +90,27 @@ def openai_error_body(
     elif status == 429:
         code = "rate_limit_exceeded"
     return {"error": {"message": message, "type": error_type, "param": param, "code": code}}
+
+
+def stop_at(reply: Reply, sequences: Any, finish_reason: str) -> tuple[Reply, str | None]:
+    """The reply as generated for a request with stop sequences (a string or a list of
+    strings): when its text contains one, it ends just before the earliest match (the
+    sequence is not sent, nor anything after it: no tool calls) with ``finish_reason``;
+    the matched sequence is returned too (None, and the reply unchanged, without one)."""
+    if isinstance(sequences, str):
+        sequences = [sequences]
+    if not isinstance(sequences, list):
+        return reply, None
+    text = reply.full_text
+    found = [(text.find(s), i, s) for i, s in enumerate(sequences) if isinstance(s, str) and s]
+    hits = [hit for hit in found if hit[0] >= 0]
+    if not hits:
+        return reply, None
+    at, _, sequence = min(hits)
+    cut = dataclasses.replace(
+        reply, text=text[:at], repeat=1, tool_calls=(), finish_reason=finish_reason
+    )
+    return cut, sequence
 
 
 def words(text: str) -> int:

@@ -10,7 +10,6 @@ pieces concatenate to that text, which does not parse.
 from __future__ import annotations
 
 import base64
-import dataclasses
 import hashlib
 import json
 import uuid
@@ -19,7 +18,7 @@ from typing import Any
 
 from pytest_agentbench.scripted.script import Reply, ScriptedToolCall
 from pytest_agentbench.scripted.usage import serve_usage
-from pytest_agentbench.scripted.wire import Refusal, words
+from pytest_agentbench.scripted.wire import Refusal, stop_at, words
 
 #: The scripted finish reasons (Chat Completions names) as Anthropic stop reasons; any
 #: other value (``stop_sequence``, ``pause_turn``, …) is sent as written.
@@ -84,23 +83,9 @@ def _default_usage(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _fit(reply: Reply, body: Mapping[str, Any]) -> tuple[Reply, str | None]:
-    """The reply as generated for this request: when its text contains one of the
-    request's ``stop_sequences``, it ends just before the earliest match (the sequence is
-    not sent, nor anything after it: no tool calls), with stop reason ``stop_sequence``;
-    the matched sequence is returned too."""
-    sequences = body.get("stop_sequences")
-    if not isinstance(sequences, list):
-        return reply, None
-    text = reply.full_text
-    found = [(text.find(s), i, s) for i, s in enumerate(sequences) if isinstance(s, str) and s]
-    hits = [hit for hit in found if hit[0] >= 0]
-    if not hits:
-        return reply, None
-    at, _, sequence = min(hits)
-    cut = dataclasses.replace(
-        reply, text=text[:at], repeat=1, tool_calls=(), finish_reason="stop_sequence"
-    )
-    return cut, sequence
+    """The reply as generated for this request: cut at its ``stop_sequences`` (stop
+    reason ``stop_sequence``), with the matched sequence."""
+    return stop_at(reply, body.get("stop_sequences"), "stop_sequence")
 
 
 def _reasoning(reply: Reply) -> list[dict[str, Any]]:

@@ -12,7 +12,13 @@ from typing import Any
 
 from pytest_agentbench.scripted.script import Reply
 from pytest_agentbench.scripted.usage import serve_usage
-from pytest_agentbench.scripted.wire import Refusal, message_words, openai_error_body, words
+from pytest_agentbench.scripted.wire import (
+    Refusal,
+    message_words,
+    openai_error_body,
+    stop_at,
+    words,
+)
 
 
 def _default_usage(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -30,6 +36,12 @@ def _default_usage(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
     if reply.thinking:
         usage["completion_tokens_details"] = {"reasoning_tokens": words(reply.thinking)}
     return usage
+
+
+def _fit(reply: Reply, body: Mapping[str, Any]) -> Reply:
+    """The reply as generated for this request: cut before the earliest of its ``stop``
+    sequences (finish reason ``stop``; the API does not say which one matched)."""
+    return stop_at(reply, body.get("stop"), "stop")[0]
 
 
 def _completion_id() -> str:
@@ -138,7 +150,7 @@ class ChatWire:
         )
 
     def default_usage(self, reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
-        return _default_usage(reply, body)
+        return _default_usage(_fit(reply, body), body)
 
     def declared_usage(self, usage: Mapping[str, Any]) -> dict[str, Any]:
         return serve_usage(usage, "chat")
@@ -150,7 +162,7 @@ class ChatWire:
     def completion(
         self, reply: Reply, model: str, usage: Mapping[str, Any], body: Mapping[str, Any]
     ) -> dict[str, Any]:
-        return _completion(reply, model, usage)
+        return _completion(_fit(reply, body), model, usage)
 
     def stream_events(
         self,
@@ -159,7 +171,7 @@ class ChatWire:
         usage: Mapping[str, Any] | None,
         body: Mapping[str, Any],
     ) -> list[bytes]:
-        return _stream_events(reply, model, usage)
+        return _stream_events(_fit(reply, body), model, usage)
 
     def error_body(
         self, status: int, message: str, error_type: str, param: str | None = None
