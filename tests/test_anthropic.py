@@ -122,7 +122,7 @@ def test_wire_stream_events_in_order_with_usage_split(server):
     events = sse_payloads(raw_post(server, "k", stream=True).content)
     assert all(name == data["type"] for name, data in events)
     names = [name for name, _ in events]
-    assert names[:2] == ["message_start", "ping"]
+    assert names[:3] == ["message_start", "content_block_start", "ping"]
     assert names[-2:] == ["message_delta", "message_stop"]
     start = events[0][1]["message"]
     assert start["content"] == [] and start["stop_reason"] is None

@@ -69,6 +69,13 @@ def error(status: int, message: str = "scripted error", **extra: Any) -> dict[st
     return {"error": {"status": status, "message": message, **extra}}
 
 
+def after(reply: str | dict[str, Any], *errors: dict[str, Any]) -> dict[str, Any]:
+    """One turn whose first attempts get ``errors`` (one each), then ``reply``: a retry is
+    the same turn to the scripted provider, as to a real one."""
+    table = {"text": reply} if isinstance(reply, str) else dict(reply)
+    return {**table, "error": [e["error"] for e in errors]}
+
+
 # --- the policy ----------------------------------------------------------------------
 
 
@@ -109,7 +116,7 @@ def test_policy_rejects_nonsense(kwargs):
 @pytest.mark.parametrize("stream", [True, False])
 def test_retried_then_succeeds_with_the_retries_recorded(server, stream):
     server.add_scripts(
-        {"k": [error(529, "overloaded", retry_after=0.05), error(500, "boom"), "ok"]}
+        {"k": [after("ok", error(529, "overloaded", retry_after=0.05), error(500, "boom"))]}
     )
     generation = run(retrying(server, "k"), ask(stream=stream))
     assert generation.text == "ok"
@@ -120,7 +127,7 @@ def test_retried_then_succeeds_with_the_retries_recorded(server, stream):
     assert (second["attempt"], second["status"]) == (2, 500)
     assert second["error"].endswith(": boom")
     assert 0 <= second["waited_s"] <= 0.01
-    assert [r["turn"] for r in server.requests] == [0, 1, 2]
+    assert [r["turn"] for r in server.requests] == [0, 0, 0]
     assert generation.exchange["response"]["text"] == "ok"
 
 
@@ -130,7 +137,7 @@ def test_no_retries_still_records_an_empty_list(server):
 
 
 def test_retry_after_is_honoured(server):
-    server.add_scripts({"k": [error(429, "slow down", retry_after=0.3), "ok"]})
+    server.add_scripts({"k": [after("ok", error(429, "slow down", retry_after=0.3))]})
     started = time.monotonic()
     generation = run(retrying(server, "k"))
     assert time.monotonic() - started >= 0.3
@@ -138,7 +145,7 @@ def test_retry_after_is_honoured(server):
 
 
 def test_retry_after_is_capped(server):
-    server.add_scripts({"k": [error(503, retry_after=3600), "ok"]})
+    server.add_scripts({"k": [after("ok", error(503, retry_after=3600))]})
     policy = RetryPolicy(base_delay_s=0.001, retry_after_cap_s=0.05)
     generation = run(retrying(server, "k", policy))
     assert generation.exchange["retries"][0]["waited_s"] == 0.05
@@ -221,7 +228,7 @@ def test_a_stream_broken_after_delivery_is_raised_with_what_arrived(server, repl
 
 
 def test_a_failure_after_retries_and_delivery_keeps_both(server):
-    server.add_scripts({"k": [error(502), {"text": "abcdefgh" * 4, "truncate": True}, "ok"]})
+    server.add_scripts({"k": [after({"text": "abcdefgh" * 4, "truncate": True}, error(502)), "ok"]})
     failure = fails(retrying(server, "k"), TransportError)
     assert str(failure).endswith("(after 1 retry)")
     assert failure.partial.text.startswith("abcdefgh")
@@ -249,7 +256,7 @@ def test_no_wait_passes_the_policy_deadline(server):
 
 
 def test_a_retry_gets_only_what_is_left_of_the_request_budget(server):
-    server.add_scripts({"k": [error(503, retry_after=0.2), {"hang": True}]})
+    server.add_scripts({"k": [after({"hang": True}, error(503, retry_after=0.2))]})
     failure = fails(retrying(server, "k"), ModelTimeout, ask(timeout_s=0.8))
     budget = float(re.search(r"within the (\S+) s deadline", str(failure)).group(1))
     assert budget <= 0.6
@@ -322,7 +329,9 @@ def test_breaker_opens_after_identical_permanent_errors_and_names_the_first(serv
 
 
 def test_a_success_resets_the_breaker(server):
-    server.add_scripts({"k": [error(404, "no such model"), error(404, "no such model"), "ok"] * 3})
+    server.add_scripts(
+        {"k": [after("ok", error(404, "no such model"), error(404, "no such model"))] * 3}
+    )
     breaker = CircuitBreaker(threshold=3)
     client = guarded(server, "k", breaker)
     try:
@@ -344,7 +353,7 @@ def test_a_success_resets_the_breaker(server):
     ],
 )
 def test_breaker_stays_closed_without_identical_permanent_errors_in_a_row(server, replies):
-    server.add_scripts({"k": replies * 4})
+    server.add_scripts({"k": [after("", *replies * 4)]})
     breaker = CircuitBreaker(threshold=2)
     client = BreakerClient(retrying(server, "k", RetryPolicy(max_attempts=1)), breaker)
     try:

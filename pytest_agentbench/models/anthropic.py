@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +21,7 @@ from pytest_agentbench.errors import (
     RateLimited,
     TransportError,
 )
+from pytest_agentbench.models.anthropic_format import anthropic_messages
 from pytest_agentbench.models.base import (
     EventSink,
     FinishReason,
@@ -76,55 +77,6 @@ def map_stop_reason(native: Any) -> FinishReason | None:
     return _STOP_REASONS.get(str(native), "other")
 
 
-def _tool_input(arguments: Any) -> dict[str, Any]:
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except ValueError:
-            return {}
-    return dict(arguments) if isinstance(arguments, Mapping) else {}
-
-
-def anthropic_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The neutral turns as Messages API turns: an assistant's tool calls become
-    ``tool_use`` blocks after its text; tool results become ``tool_result`` blocks of a
-    user turn, consecutive results sharing one turn; other turns pass as they are."""
-    out: list[dict[str, Any]] = []
-    results: list[dict[str, Any]] | None = None
-    for message in messages:
-        role = message.get("role")
-        if role == "tool":
-            block = {
-                "type": "tool_result",
-                "tool_use_id": message.get("tool_call_id", ""),
-                "content": message.get("content", ""),
-                "is_error": bool(message.get("is_error", False)),
-            }
-            if results is None:
-                results = []
-                out.append({"role": "user", "content": results})
-            results.append(block)
-            continue
-        results = None
-        content = message.get("content", "")
-        calls = message.get("tool_calls")
-        if role == "assistant" and calls:
-            blocks: list[dict[str, Any]] = [{"type": "text", "text": content}] if content else []
-            blocks += [
-                {
-                    "type": "tool_use",
-                    "id": call["id"],
-                    "name": call["name"],
-                    "input": _tool_input(call.get("arguments")),
-                }
-                for call in calls
-            ]
-            out.append({"role": "assistant", "content": blocks})
-        else:
-            out.append({"role": role, "content": content})
-    return out
-
-
 @dataclass
 class _ToolBlock:
     """A tool_use block: ``input`` as the block carried it (whole when not streamed, ``{}``
@@ -166,6 +118,10 @@ class _Received:
     text: list[str] = field(default_factory=list)
     thinking: list[str] = field(default_factory=list)
     tools: dict[int, _ToolBlock] = field(default_factory=dict)
+    #: thinking / redacted_thinking blocks by index; a thinking block's text is in parts
+    reasoning: dict[int, dict[str, Any]] = field(default_factory=dict)
+    reasoning_parts: dict[int, list[str]] = field(default_factory=dict)
+    thinking_at: int | None = None
     stop_reason: str | None = None
     usage: dict[str, Any] | None = None
     final: bool = False
@@ -183,11 +139,23 @@ class _Received:
     def tool_calls(self) -> tuple[ToolCall, ...]:
         return tuple(block.call() for block in self.tools.values())
 
+    def reasoning_blocks(self) -> tuple[dict[str, Any], ...]:
+        """The thinking and redacted_thinking blocks as the API sent them, in order."""
+        blocks = []
+        for index in sorted(self.reasoning):
+            block = dict(self.reasoning[index])
+            if block.get("type") == "thinking":
+                block["thinking"] = "".join(self.reasoning_parts.get(index, ()))
+            blocks.append(block)
+        return tuple(blocks)
+
     def take_slot(self, piece: str, emit: EventSink) -> None:
         """The text of a delta that matched the slot: what its handling does."""
         if piece:
             channel = self.slot_channel
             (self.text if channel == "text" else self.thinking).append(piece)
+            if channel == "thinking" and self.thinking_at in self.reasoning_parts:
+                self.reasoning_parts[self.thinking_at].append(piece)
             if emit is not ignore_events:
                 emit(StreamEvent(channel, piece))  # type: ignore[arg-type]
 
@@ -308,6 +276,16 @@ class AnthropicClient(ProtocolClient):
     ) -> None:
         """A content block as it starts (streamed) or whole (not streamed)."""
         kind = block.get("type")
+        if kind == "thinking":
+            signature = block.get("signature")
+            received.reasoning[index] = {
+                "type": "thinking",
+                "thinking": "",
+                "signature": signature if isinstance(signature, str) else "",
+            }
+            received.reasoning_parts[index] = []
+        elif kind == "redacted_thinking":
+            received.reasoning[index] = dict(block)
         if kind in ("text", "thinking"):
             self._take_delta(index, {"type": kind, kind: block.get(kind)}, received, emit)
         elif kind == "tool_use":
@@ -333,8 +311,15 @@ class AnthropicClient(ProtocolClient):
             thinking = delta.get("thinking")
             if isinstance(thinking, str) and thinking:
                 received.thinking.append(thinking)
+                received.thinking_at = index
+                received.reasoning_parts.setdefault(index, []).append(thinking)
                 if emit is not ignore_events:
                     emit(StreamEvent("thinking", thinking))
+        elif kind == "signature_delta" and index in received.reasoning:
+            signature = delta.get("signature")
+            if isinstance(signature, str):
+                block = received.reasoning[index]
+                block["signature"] = block.get("signature", "") + signature
         elif kind == "input_json_delta" and index in received.tools:
             piece = delta.get("partial_json")
             if isinstance(piece, str) and piece:
@@ -404,7 +389,7 @@ class AnthropicClient(ProtocolClient):
             total = sum(p for p in parts if p is not None) if None not in parts else None
             usage = dataclasses.replace(usage, output=counted.output, total=total, recovered=True)
         tool_calls = received.tool_calls()
-        return self._assemble(
+        generation = self._assemble(
             text=text,
             thinking=thinking,
             tool_calls=tool_calls,
@@ -419,3 +404,4 @@ class AnthropicClient(ProtocolClient):
             started=started,
             error=error,
         )
+        return dataclasses.replace(generation, reasoning_blocks=received.reasoning_blocks())

@@ -179,6 +179,10 @@ class Generation:
     usage_native: Mapping[str, Any] | None = None
     exchange: Mapping[str, Any] = field(default_factory=dict)
     elapsed_s: float = 0.0
+    #: Protocol-native reasoning blocks the provider requires back, unchanged, when the
+    #: conversation continues after this turn's tool calls (Anthropic ``thinking`` with its
+    #: ``signature``, ``redacted_thinking``); empty for protocols that need none.
+    reasoning_blocks: tuple[Mapping[str, Any], ...] = ()
 
 
 EventSink = Callable[[StreamEvent], None]

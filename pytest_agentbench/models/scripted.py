@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -22,6 +23,9 @@ from pytest_agentbench.models.openai_responses import OpenAIResponsesClient
 from pytest_agentbench.scripted.script import Reply
 
 REGISTER_TIMEOUT_S = 30.0
+#: Kept as they are in the script header: printable ASCII except ``%``, so a plain key
+#: reads the same on the wire and only ``%``, controls and non-ASCII are encoded.
+_HEADER_SAFE = "".join(chr(c) for c in range(0x20, 0x7F) if chr(c) != "%")
 
 
 class _ScriptBook:
@@ -37,9 +41,13 @@ class _ScriptBook:
         self._book_lock = threading.Lock()
 
     def request_headers(self, request: ModelRequest) -> dict[str, str]:
+        """The script key percent-encoded (UTF-8; printable ASCII but ``%`` kept): a header
+        value is ASCII on the wire, and a key holds the suite path and task id, which may
+        be any Unicode. The server decodes it."""
         if request.script_key is None:
             return {}
-        return {"x-agentbench-script": request.script_key, "x-agentbench-turn": str(request.turn)}
+        key = quote(request.script_key, safe=_HEADER_SAFE)
+        return {"x-agentbench-script": key, "x-agentbench-turn": str(request.turn)}
 
     def prepare(self, tasks: Iterable[Any]) -> None:
         """Register the scripted replies of tasks not registered yet, in one POST.

@@ -327,13 +327,16 @@ class AgentSession:
         run.trajectory.append(entry)
         if not generation.tool_calls:
             return False
-        run.messages.append(
-            {
-                "role": "assistant",
-                "content": generation.text,
-                "tool_calls": [_call_part(call) for call in generation.tool_calls],
-            }
-        )
+        assistant: dict[str, Any] = {
+            "role": "assistant",
+            "content": generation.text,
+            "tool_calls": [_call_part(call) for call in generation.tool_calls],
+        }
+        if generation.reasoning_blocks:
+            # the provider requires them back unchanged (signatures included) with the tool
+            # results (Anthropic thinking with tools); other protocols ignore the key
+            assistant["reasoning_blocks"] = [dict(b) for b in generation.reasoning_blocks]
+        run.messages.append(assistant)
         return self._run_tools(run, generation.tool_calls, turn, entry, watch, deadline, start)
 
     def _run_tools(

@@ -19,6 +19,7 @@ from typing import Any
 REPLY_KEYS = (
     "text",
     "thinking",
+    "redacted_thinking",
     "usage",
     "error",
     "delay_s",
@@ -34,22 +35,15 @@ ERROR_KEYS = ("status", "message", "retry_after", "type", "times")
 DEFAULT_CHUNK_SIZE = 8
 
 
-def _error_type(status: int) -> str:
-    if status == 429:
-        return "rate_limit_error"
-    if status == 529:
-        return "overloaded_error"
-    return "server_error" if status >= 500 else "invalid_request_error"
-
-
 @dataclass(frozen=True)
 class ReplyError:
-    """An HTTP error the scripted model answers with instead of a generation."""
+    """An HTTP error the scripted model answers with instead of a generation. An empty
+    ``type`` is the status's own type in the protocol that serves it (``wire_*.py``)."""
 
     status: int = 500
     message: str = "scripted error"
     retry_after: float | None = None
-    type: str = "server_error"
+    type: str = ""
     times: int | None = None
 
 
@@ -97,8 +91,8 @@ class Reply:
 
     text: str = ""
     thinking: str = ""
+    redacted_thinking: str = ""
     usage: Mapping[str, Any] | None = None
-    error: ReplyError | None = None
     delay_s: float = 0.0
     chunk_delay_s: float = 0.0
     chunk_size: int = DEFAULT_CHUNK_SIZE
@@ -107,6 +101,22 @@ class Reply:
     hang: bool = False
     finish_reason: str = "stop"
     tool_calls: tuple[ScriptedToolCall, ...] = field(default=())
+    errors: tuple[ReplyError, ...] = field(default=())
+
+    @property
+    def error(self) -> ReplyError | None:
+        """The turn's first error; None when it has none."""
+        return self.errors[0] if self.errors else None
+
+    def error_at(self, attempt: int) -> ReplyError | None:
+        """The error answering attempt ``attempt`` (0-based) of this turn: the errors in
+        order, each for its ``times`` attempts (None: every attempt from then on); None
+        once they are spent, when the reply itself is served."""
+        for error in self.errors:
+            if error.times is None or attempt < error.times:
+                return error
+            attempt -= error.times
+        return None
 
     @property
     def full_text(self) -> str:
@@ -142,8 +152,9 @@ class Reply:
         return cls(
             text=_string(obj, "text", where, ""),
             thinking=_string(obj, "thinking", where, ""),
+            redacted_thinking=_string(obj, "redacted_thinking", where, ""),
             usage=dict(usage) if usage is not None else None,
-            error=_parse_error(obj["error"], where) if obj.get("error") is not None else None,
+            errors=_parse_errors(obj.get("error"), where),
             delay_s=_seconds(obj, "delay_s", where),
             chunk_delay_s=_seconds(obj, "chunk_delay_s", where),
             chunk_size=_count(obj, "chunk_size", where, DEFAULT_CHUNK_SIZE),
@@ -183,8 +194,23 @@ def _flag(obj: Mapping[str, Any], key: str, where: str) -> bool:
     return value
 
 
-def _parse_error(obj: Any, where: str) -> ReplyError:
-    where = f"{where}: 'error'"
+def _parse_errors(obj: Any, where: str) -> tuple[ReplyError, ...]:
+    """``error``: one table (answering every attempt of the turn, or its ``times``
+    first), or a list of tables answering the turn's attempts in order (each for its
+    ``times`` attempts, default 1) before the reply itself."""
+    if obj is None:
+        return ()
+    if isinstance(obj, Sequence) and not isinstance(obj, str):
+        if not obj:
+            raise ValueError(f"{where}: 'error' must not be an empty list")
+        return tuple(
+            _parse_error(item, f"{where}: 'error'[{index}]", default_times=1)
+            for index, item in enumerate(obj)
+        )
+    return (_parse_error(obj, f"{where}: 'error'", default_times=None),)
+
+
+def _parse_error(obj: Any, where: str, default_times: int | None) -> ReplyError:
     if not isinstance(obj, Mapping):
         raise ValueError(f"{where} must be a table with keys {', '.join(ERROR_KEYS)}")
     unknown = sorted(str(k) for k in obj if k not in ERROR_KEYS)
@@ -199,14 +225,14 @@ def _parse_error(obj: Any, where: str) -> ReplyError:
     retry_after = obj.get("retry_after")
     if retry_after is not None:
         retry_after = _seconds(obj, "retry_after", where)
-    times = obj.get("times")
+    times = obj.get("times", default_times)
     if times is not None and (isinstance(times, bool) or not isinstance(times, int) or times < 1):
         raise ValueError(f"{where}: 'times' must be an integer >= 1, got {times!r}")
     return ReplyError(
         status=status,
         message=_string(obj, "message", where, "scripted error"),
         retry_after=retry_after,
-        type=_string(obj, "type", where, _error_type(status)),
+        type=_string(obj, "type", where, ""),
         times=times,
     )
 

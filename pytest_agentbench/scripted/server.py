@@ -3,9 +3,9 @@
 It speaks each protocol in ``WIRES`` (streaming and not) with the shapes of the real API,
 so any client, the official SDKs included, can be tested against it without spending
 money. Which reply answers a request: the script named by the ``x-agentbench-script``
-header (else the body's ``model`` when it names a script, else the default script), at
-the turn given by ``x-agentbench-turn`` (else a per-script counter); past the end of a
-script its last reply repeats.
+header, percent-encoded UTF-8 (else the body's ``model`` when it names a script, else the
+default script), at the turn given by ``x-agentbench-turn`` (else the conversation's
+place in its script; retries stay on their turn): see ``book.py``.
 
 Admin endpoints: ``POST /_agentbench/scripts`` registers scripts (every pytest-xdist
 worker posts its own; re-posting the same scripts changes nothing), ``GET
@@ -17,7 +17,7 @@ arrival until its last byte is about to be written), ``GET /_agentbench/health``
 from __future__ import annotations
 
 import contextlib
-import dataclasses
+import hashlib
 import ipaddress
 import json
 import select
@@ -28,7 +28,9 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import unquote
 
+from pytest_agentbench.scripted.book import ScriptBook
 from pytest_agentbench.scripted.script import Reply, parse_replies, parse_scripts
 from pytest_agentbench.scripted.wire import Wire
 from pytest_agentbench.scripted.wire_anthropic import ANTHROPIC_WIRE
@@ -86,10 +88,9 @@ class ScriptedServer:
         self.host = "127.0.0.1" if host.lower() == "localhost" else host.strip("[]")
         self.port = port
         self._lock = threading.Lock()
-        self._scripts: dict[str, tuple[Reply, ...]] = {}
-        self._default = parse_replies(default, "default") if default is not None else None
-        self._counters: dict[str | None, int] = {}
-        self._turn_requests: dict[tuple[str | None, int], int] = {}
+        self._book = ScriptBook(REQUEST_LOG)
+        if default is not None:
+            self._book.set_default(parse_replies(default, "default"))
         self._requests: deque[dict[str, Any]] = deque(maxlen=REQUEST_LOG)
         self._request_count = 0
         self._in_flight = 0
@@ -149,21 +150,11 @@ class ScriptedServer:
     def add_scripts(self, scripts: Mapping[str, Sequence[Any]]) -> None:
         """Register or replace scripts; raises ValueError naming a bad key and index.
         A replaced script restarts its turn counter only when its replies changed."""
-        parsed = parse_scripts(scripts, "scripts")
-        with self._lock:
-            for key, replies in parsed.items():
-                if self._scripts.get(key) != replies:
-                    self._counters.pop(key, None)
-                    for seen in [k for k in self._turn_requests if k[0] == key]:
-                        del self._turn_requests[seen]
-                self._scripts[key] = replies
+        self._book.add_scripts(parse_scripts(scripts, "scripts"))
 
     def set_default(self, replies: Sequence[Any] | None) -> None:
         """Set (or with None, remove) the script for requests that name no known key."""
-        parsed = parse_replies(replies, "default") if replies is not None else None
-        with self._lock:
-            self._default = parsed
-            self._counters.pop(None, None)
+        self._book.set_default(parse_replies(replies, "default") if replies is not None else None)
 
     @property
     def requests(self) -> list[dict[str, Any]]:
@@ -186,37 +177,26 @@ class ScriptedServer:
 
     @property
     def script_keys(self) -> list[str]:
-        with self._lock:
-            return sorted(self._scripts)
-
-    def _pick(
-        self, key: str | None, model: Any, turn: int | None
-    ) -> tuple[str | None, int, Reply] | None:
-        """Choose the reply for a request; None when no script matches."""
-        with self._lock:
-            if key is None and isinstance(model, str) and model in self._scripts:
-                key = model
-            if key not in self._scripts:
-                key = None
-            replies = self._scripts[key] if key is not None else self._default
-            if replies is None:
-                return None
-            if turn is None:
-                turn = self._counters.get(key, 0)
-                self._counters[key] = turn + 1
-            reply = replies[min(turn, len(replies) - 1)]
-            if reply.error is not None and reply.error.times is not None:
-                # an error that lasts ``times`` requests of this turn, then the reply itself
-                seen = self._turn_requests.get((key, turn), 0)
-                self._turn_requests[(key, turn)] = seen + 1
-                if seen >= reply.error.times:
-                    reply = dataclasses.replace(reply, error=None)
-            return key, turn, reply
+        return self._book.keys()
 
     def _record(self, entry: dict[str, Any]) -> None:
         with self._lock:
             self._requests.append(entry)
             self._request_count += 1
+
+
+def _header_text(value: str) -> str | None:
+    """A script header's key: percent-encoded UTF-8 (what the scripted client sends, so
+    any Unicode key fits in an ASCII header); raw UTF-8 bytes (which ``http.server``
+    reads as Latin-1) are accepted too. None when it is neither."""
+    try:
+        value = value.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return None
+    try:
+        return unquote(value, errors="strict")
+    except UnicodeDecodeError:
+        return None
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -347,14 +327,26 @@ class _ChatHandler(BaseHTTPRequestHandler):
 
     def _generate(self, body: dict[str, Any], wire: Wire) -> None:
         key = self.headers.get("x-agentbench-script")
+        if key is not None:
+            key = _header_text(key)
+            if key is None:
+                message = "x-agentbench-script is neither percent-encoded nor raw UTF-8"
+                self._send_error(400, message, wire=wire)
+                return
         turn_text = self.headers.get("x-agentbench-turn")
         turn: int | None = None
         if turn_text is not None:
             if not turn_text.strip().isdigit():
-                self._send_error(400, f"x-agentbench-turn must be an integer >= 0: {turn_text!r}")
+                message = f"x-agentbench-turn must be an integer >= 0: {turn_text!r}"
+                self._send_error(400, message, wire=wire)
                 return
             turn = int(turn_text)
-        picked = self._provider._pick(key, body.get("model"), turn)
+        book = self._provider._book
+        refusal = wire.check(body, book.script(key, body.get("model")))
+        request_id = hashlib.sha256(
+            self._route().encode() + json.dumps(body, sort_keys=True).encode()
+        ).hexdigest()
+        picked = None if refusal else book.pick(key, body.get("model"), turn, request_id)
         entry = {
             "path": self.path,
             "key": picked[0] if picked else key,
@@ -366,6 +358,9 @@ class _ChatHandler(BaseHTTPRequestHandler):
             },
         }
         self._provider._record(entry)
+        if refusal is not None:  # refused as the API would: no turn is used up
+            self._send_error(400, refusal.message, param=refusal.param, wire=wire)
+            return
         if picked is None:
             known = ", ".join(repr(k) for k in self._provider.script_keys) or "(none)"
             asked = key if key is not None else body.get("model")
@@ -384,18 +379,23 @@ class _ChatHandler(BaseHTTPRequestHandler):
             self._send_error(error.status, error.message, error.type, extra, wire=wire)
             return
         model = body["model"] if isinstance(body.get("model"), str) else "scripted"
-        usage = dict(reply.usage) if reply.usage is not None else wire.default_usage(reply, body)
-        if body.get("stream") is True:
-            self._stream(wire, reply, model, usage if wire.stream_usage(body) else None)
+        if reply.usage is not None:
+            usage = wire.declared_usage(reply.usage)
         else:
-            self._complete(wire, reply, model, usage)
+            usage = wire.default_usage(reply, body)
+        if body.get("stream") is True:
+            self._stream(wire, reply, model, usage if wire.stream_usage(body) else None, body)
+        else:
+            self._complete(wire, reply, model, usage, body)
 
-    def _complete(self, wire: Wire, reply: Reply, model: str, usage: dict[str, Any]) -> None:
+    def _complete(
+        self, wire: Wire, reply: Reply, model: str, usage: dict[str, Any], body: dict[str, Any]
+    ) -> None:
         if reply.hang:
             self._start_chunked("application/json")
             self._hang()
             return
-        data = json.dumps(wire.completion(reply, model, usage)).encode()
+        data = json.dumps(wire.completion(reply, model, usage, body)).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -407,12 +407,19 @@ class _ChatHandler(BaseHTTPRequestHandler):
         self._land()
         self.wfile.write(data)
 
-    def _stream(self, wire: Wire, reply: Reply, model: str, usage: dict[str, Any] | None) -> None:
+    def _stream(
+        self,
+        wire: Wire,
+        reply: Reply,
+        model: str,
+        usage: dict[str, Any] | None,
+        body: dict[str, Any],
+    ) -> None:
         self._start_chunked("text/event-stream; charset=utf-8")
         if reply.hang:
             self._hang()
             return
-        events = wire.stream_events(reply, model, usage)
+        events = wire.stream_events(reply, model, usage, body)
         if self._send_events(events, reply.chunk_delay_s) and not reply.truncate:
             self.wfile.write(b"0\r\n\r\n")
         else:
@@ -488,5 +495,6 @@ class _ChatHandler(BaseHTTPRequestHandler):
         headers: Mapping[str, str] | None = None,
         *,
         wire: Wire = CHAT_WIRE,
+        param: str | None = None,
     ) -> None:
-        self._send_json(status, wire.error_body(status, message, error_type), headers)
+        self._send_json(status, wire.error_body(status, message, error_type, param), headers)

@@ -13,11 +13,12 @@ import base64
 import hashlib
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_agentbench.scripted.script import Reply, ScriptedToolCall
-from pytest_agentbench.scripted.wire import words
+from pytest_agentbench.scripted.usage import serve_usage
+from pytest_agentbench.scripted.wire import Refusal, stop_at, words
 
 #: The scripted finish reasons (Chat Completions names) as Anthropic stop reasons; any
 #: other value (``stop_sequence``, ``pause_turn``, …) is sent as written.
@@ -41,8 +42,9 @@ _ERROR_TYPES = {
     529: "overloaded_error",
 }
 
-#: The server's generic error types (OpenAI names); they give way to the status's own type.
-_GENERIC_ERROR_TYPES = ("invalid_request_error", "server_error")
+#: The server's generic error types (OpenAI names, or "" for the status's own type);
+#: they give way to the status's own Anthropic type.
+_GENERIC_ERROR_TYPES = ("", "invalid_request_error", "server_error")
 
 
 def _block_words(content: Any) -> int:
@@ -78,6 +80,23 @@ def _default_usage(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
         "cache_read_input_tokens": 0,
         "output_tokens": words(reply.full_text) + words(reply.thinking),
     }
+
+
+def _fit(reply: Reply, body: Mapping[str, Any]) -> tuple[Reply, str | None]:
+    """The reply as generated for this request: cut at its ``stop_sequences`` (stop
+    reason ``stop_sequence``), with the matched sequence."""
+    return stop_at(reply, body.get("stop_sequences"), "stop_sequence")
+
+
+def _reasoning(reply: Reply) -> list[dict[str, Any]]:
+    """The reply's thinking and redacted_thinking blocks, whole."""
+    blocks: list[dict[str, Any]] = []
+    if reply.thinking:
+        thinking = reply.thinking
+        blocks.append({"type": "thinking", "thinking": thinking, "signature": _signature(thinking)})
+    if reply.redacted_thinking:
+        blocks.append({"type": "redacted_thinking", "data": reply.redacted_thinking})
+    return blocks
 
 
 def _stop_reason(reply: Reply) -> str:
@@ -117,14 +136,13 @@ def _message(model: str, content: list[Any], usage: Mapping[str, Any]) -> dict[s
     }
 
 
-def _completion(reply: Reply, model: str, usage: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``message`` of a non-streamed reply: thinking, text, then tool_use blocks."""
-    content: list[dict[str, Any]] = []
-    if reply.thinking:
-        thinking = reply.thinking
-        content.append(
-            {"type": "thinking", "thinking": thinking, "signature": _signature(thinking)}
-        )
+def _completion(
+    reply: Reply, model: str, usage: Mapping[str, Any], body: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The ``message`` of a non-streamed reply: thinking, redacted_thinking, text, then
+    tool_use blocks."""
+    reply, sequence = _fit(reply, body)
+    content = _reasoning(reply)
     if reply.full_text or not reply.tool_calls:
         content.append({"type": "text", "text": reply.full_text})
     for index, call in enumerate(reply.tool_calls):
@@ -132,6 +150,7 @@ def _completion(reply: Reply, model: str, usage: Mapping[str, Any]) -> dict[str,
         content.append({**block, "input": _tool_input(call.arguments)})
     message = _message(model, content, usage)
     message["stop_reason"] = _stop_reason(reply)
+    message["stop_sequence"] = sequence
     return message
 
 
@@ -163,11 +182,15 @@ def _split_usage(usage: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, An
     return start, delta
 
 
-def _stream_events(reply: Reply, model: str, usage: Mapping[str, Any] | None) -> list[bytes]:
-    """``message_start``, a ``ping``, one content block each for thinking (thinking_delta
-    pieces, then a signature_delta), text and every tool call (input_json_delta pieces),
-    then ``message_delta`` and ``message_stop``. Truncated: message_start and about half of
-    the content events, nothing after."""
+def _stream_events(
+    reply: Reply, model: str, usage: Mapping[str, Any] | None, body: Mapping[str, Any]
+) -> list[bytes]:
+    """``message_start``, one content block each for thinking (thinking_delta pieces, then
+    a signature_delta), redacted_thinking (whole at its start), text and every tool call
+    (input_json_delta pieces), then ``message_delta`` and ``message_stop``; a ``ping``
+    follows the first content_block_start, where the API sends it. Truncated:
+    message_start and about half of the content events, nothing after."""
+    reply, sequence = _fit(reply, body)
     start_usage, delta_usage = _split_usage(usage or {})
     message = _message(model, [], start_usage)
     size = reply.chunk_size
@@ -176,6 +199,8 @@ def _stream_events(reply: Reply, model: str, usage: Mapping[str, Any] | None) ->
         deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(reply.thinking, size)]
         deltas.append({"type": "signature_delta", "signature": _signature(reply.thinking)})
         blocks.append(({"type": "thinking", "thinking": "", "signature": ""}, deltas))
+    if reply.redacted_thinking:
+        blocks.append(({"type": "redacted_thinking", "data": reply.redacted_thinking}, []))
     text = reply.full_text
     if text or not reply.tool_calls:
         deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(text, size)]
@@ -184,38 +209,132 @@ def _stream_events(reply: Reply, model: str, usage: Mapping[str, Any] | None) ->
         start = {"type": "tool_use", "id": _tool_id(call, index), "name": call.name, "input": {}}
         pieces = _pieces(call.arguments, size)
         blocks.append((start, [{"type": "input_json_delta", "partial_json": p} for p in pieces]))
-    body = [event for i, block in enumerate(blocks) for event in _block_events(i, *block)]
-    head = [_event("message_start", {"message": message}), _event("ping", {})]
+    body_events = [event for i, block in enumerate(blocks) for event in _block_events(i, *block)]
+    body_events.insert(1, _event("ping", {}))
+    head = [_event("message_start", {"message": message})]
     if reply.truncate:
-        return head + body[: (len(body) + 1) // 2]
-    finish = {"stop_reason": _stop_reason(reply), "stop_sequence": None}
+        return head + body_events[: (len(body_events) + 1) // 2]
+    finish = {"stop_reason": _stop_reason(reply), "stop_sequence": sequence}
     tail = [
         _event("message_delta", {"delta": finish, "usage": delta_usage}),
         _event("message_stop", {}),
     ]
-    return head + body + tail
+    return head + body_events + tail
+
+
+def _comparable(block: Any) -> tuple[Any, ...] | None:
+    """A reasoning block as the API compares it; None for any other block."""
+    if not isinstance(block, Mapping):
+        return None
+    if block.get("type") == "thinking":
+        return ("thinking", block.get("thinking"), block.get("signature"))
+    if block.get("type") == "redacted_thinking":
+        return ("redacted_thinking", block.get("data"))
+    return None
+
+
+def _check_reasoning(body: Mapping[str, Any], replies: Sequence[Reply]) -> Refusal | None:
+    """What the API checks of reasoning sent back: every thinking block's signature must
+    match its text (it was not edited), and when tool results answer the last assistant
+    turn, that turn must start with the reasoning blocks it was generated with, unchanged
+    (the API requires them when tools are used with thinking). Which reply generated the
+    turn is found by its tool_use ids and names; the rule applies when every such reply
+    of the script had reasoning."""
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return None
+    last = None
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping) or message.get("role") != "assistant":
+            continue
+        last = index
+        content = message.get("content")
+        for position, block in enumerate(content if isinstance(content, list) else ()):
+            compared = _comparable(block)
+            if (
+                compared
+                and compared[0] == "thinking"
+                and compared[2] != _signature(str(compared[1]))
+            ):
+                return Refusal(
+                    f"messages.{index}.content.{position}: invalid `signature` in `thinking` "
+                    "block: a thinking block must be sent back exactly as it was received"
+                )
+    if last is None or last + 1 >= len(messages):
+        return None
+    answer = messages[last + 1].get("content") if isinstance(messages[last + 1], Mapping) else None
+    if not isinstance(answer, list) or not any(
+        isinstance(b, Mapping) and b.get("type") == "tool_result" for b in answer
+    ):
+        return None
+    content = messages[last].get("content")
+    blocks = content if isinstance(content, list) else []
+    calls = [
+        (b.get("id"), b.get("name"))
+        for b in blocks
+        if isinstance(b, Mapping) and b.get("type") == "tool_use"
+    ]
+    makers = [
+        reply
+        for reply in replies
+        if calls and [(_tool_id(c, i), c.name) for i, c in enumerate(reply.tool_calls)] == calls
+    ]
+    wanted = [[_comparable(b) for b in _reasoning(reply)] for reply in makers]
+    if not wanted or not all(wanted):
+        return None
+    sent = []
+    for block in blocks:
+        compared = _comparable(block)
+        if compared is None:
+            break
+        sent.append(compared)
+    if sent in wanted:
+        return None
+    first = blocks[0].get("type") if blocks and isinstance(blocks[0], Mapping) else None
+    return Refusal(
+        f"messages.{last}.content.0: expected the `thinking` or `redacted_thinking` blocks "
+        f"this assistant turn was generated with, unchanged, but found `{first}`; when tools "
+        "are used with thinking, the last assistant turn must start with its thinking blocks "
+        "(signatures included) before its `tool_use` blocks"
+    )
 
 
 class AnthropicWire:
     """The Wire of ``POST /v1/messages``. Streamed replies always carry usage."""
 
+    def check(self, body: Mapping[str, Any], replies: Sequence[Reply]) -> Refusal | None:
+        return _check_reasoning(body, replies)
+
     def default_usage(self, reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
-        return _default_usage(reply, body)
+        return _default_usage(_fit(reply, body)[0], body)
+
+    def declared_usage(self, usage: Mapping[str, Any]) -> dict[str, Any]:
+        return serve_usage(usage, "anthropic")
 
     def stream_usage(self, body: Mapping[str, Any]) -> bool:
         return True
 
-    def completion(self, reply: Reply, model: str, usage: Mapping[str, Any]) -> dict[str, Any]:
-        return _completion(reply, model, usage)
+    def completion(
+        self, reply: Reply, model: str, usage: Mapping[str, Any], body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        return _completion(reply, model, usage, body)
 
     def stream_events(
-        self, reply: Reply, model: str, usage: Mapping[str, Any] | None
+        self,
+        reply: Reply,
+        model: str,
+        usage: Mapping[str, Any] | None,
+        body: Mapping[str, Any],
     ) -> list[bytes]:
-        return _stream_events(reply, model, usage)
+        return _stream_events(reply, model, usage, body)
 
-    def error_body(self, status: int, message: str, error_type: str) -> dict[str, Any]:
-        """An Anthropic error. A script's own ``type`` is kept; the server's generic types
-        become the status's Anthropic type (404 → ``not_found_error``, 500 → ``api_error``)."""
+    def error_body(
+        self, status: int, message: str, error_type: str, param: str | None = None
+    ) -> dict[str, Any]:
+        """An Anthropic error (it has no ``param``). A script's own ``type`` is kept; the
+        server's generic types become the status's Anthropic type (404 →
+        ``not_found_error``, 429 → ``rate_limit_error``, 500 → ``api_error``, 529 →
+        ``overloaded_error``)."""
         if error_type in _GENERIC_ERROR_TYPES:
             fallback = "api_error" if status >= 500 else "invalid_request_error"
             error_type = _ERROR_TYPES.get(status, fallback)

@@ -7,11 +7,18 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_agentbench.scripted.script import Reply
-from pytest_agentbench.scripted.wire import message_words, words
+from pytest_agentbench.scripted.usage import serve_usage
+from pytest_agentbench.scripted.wire import (
+    Refusal,
+    message_words,
+    openai_error_body,
+    stop_at,
+    words,
+)
 
 
 def _default_usage(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -29,6 +36,12 @@ def _default_usage(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
     if reply.thinking:
         usage["completion_tokens_details"] = {"reasoning_tokens": words(reply.thinking)}
     return usage
+
+
+def _fit(reply: Reply, body: Mapping[str, Any]) -> Reply:
+    """The reply as generated for this request: cut before the earliest of its ``stop``
+    sequences (finish reason ``stop``; the API does not say which one matched)."""
+    return stop_at(reply, body.get("stop"), "stop")[0]
 
 
 def _completion_id() -> str:
@@ -75,7 +88,8 @@ def _completion(reply: Reply, model: str, usage: Mapping[str, Any]) -> dict[str,
 
 
 def _stream_events(reply: Reply, model: str, usage: Mapping[str, Any] | None) -> list[bytes]:
-    """The SSE events of a streamed reply: a role chunk, thinking then text deltas of
+    """The SSE events of a streamed reply: a role chunk (``content`` "" or, for a reply that
+    only calls tools, null; ``refusal`` null), thinking then text deltas of
     ``chunk_size`` characters, each tool call (a fragment with its index, id, type and
     name, then its arguments in ``chunk_size`` pieces), the finish chunk, the usage chunk
     (when ``usage`` is given, i.e. the client asked for it), ``[DONE]``. A truncated reply
@@ -108,7 +122,9 @@ def _stream_events(reply: Reply, model: str, usage: Mapping[str, Any] | None) ->
             chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
             for piece in (call.arguments[i : i + size] for i in range(0, len(call.arguments), size))
         ]
-    events = [chunk({"role": "assistant", "content": ""}), *deltas]
+    # the first chunk's content is null when the reply only calls tools, as the API sends it
+    first = {"role": "assistant", "content": None if reply.tool_calls and not text else ""}
+    events = [chunk({**first, "refusal": None}), *deltas]
     if reply.truncate:
         return events[: 1 + (len(deltas) + 1) // 2]
     events.append(chunk({}, _finish_reason(reply)))
@@ -121,23 +137,46 @@ def _stream_events(reply: Reply, model: str, usage: Mapping[str, Any] | None) ->
 class ChatWire:
     """The Wire of ``POST /v1/chat/completions``."""
 
+    def check(self, body: Mapping[str, Any], replies: Sequence[Reply]) -> Refusal | None:
+        """One choice per request: ``n`` other than 1 is refused as the API refuses a bad
+        value, rather than silently answering with one choice."""
+        n = body.get("n")
+        if n is None or (isinstance(n, int) and not isinstance(n, bool) and n == 1):
+            return None
+        return Refusal(
+            f"Invalid value for 'n': {json.dumps(n)}. The scripted provider answers with "
+            "exactly one choice; send n = 1 or leave it out.",
+            "n",
+        )
+
     def default_usage(self, reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
-        return _default_usage(reply, body)
+        return _default_usage(_fit(reply, body), body)
+
+    def declared_usage(self, usage: Mapping[str, Any]) -> dict[str, Any]:
+        return serve_usage(usage, "chat")
 
     def stream_usage(self, body: Mapping[str, Any]) -> bool:
         options = body.get("stream_options")
         return isinstance(options, Mapping) and options.get("include_usage") is True
 
-    def completion(self, reply: Reply, model: str, usage: Mapping[str, Any]) -> dict[str, Any]:
-        return _completion(reply, model, usage)
+    def completion(
+        self, reply: Reply, model: str, usage: Mapping[str, Any], body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        return _completion(_fit(reply, body), model, usage)
 
     def stream_events(
-        self, reply: Reply, model: str, usage: Mapping[str, Any] | None
+        self,
+        reply: Reply,
+        model: str,
+        usage: Mapping[str, Any] | None,
+        body: Mapping[str, Any],
     ) -> list[bytes]:
-        return _stream_events(reply, model, usage)
+        return _stream_events(_fit(reply, body), model, usage)
 
-    def error_body(self, status: int, message: str, error_type: str) -> dict[str, Any]:
-        return {"error": {"message": message, "type": error_type, "param": None, "code": None}}
+    def error_body(
+        self, status: int, message: str, error_type: str, param: str | None = None
+    ) -> dict[str, Any]:
+        return openai_error_body(status, message, error_type, param)
 
 
 CHAT_WIRE = ChatWire()

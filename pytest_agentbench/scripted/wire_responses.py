@@ -14,11 +14,12 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from pytest_agentbench.scripted.script import Reply
-from pytest_agentbench.scripted.wire import content_words, words
+from pytest_agentbench.scripted.usage import serve_usage
+from pytest_agentbench.scripted.wire import Refusal, content_words, openai_error_body, words
 
 _INCOMPLETE_REASONS = {
     "length": "max_output_tokens",
@@ -271,22 +272,36 @@ def _stream_events(reply: Reply, model: str, usage: Mapping[str, Any] | None) ->
 class ResponsesWire:
     """The Wire of ``POST /v1/responses``."""
 
+    def check(self, body: Mapping[str, Any], replies: Sequence[Reply]) -> Refusal | None:
+        return None
+
     def default_usage(self, reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
         return _default_usage(reply, body)
+
+    def declared_usage(self, usage: Mapping[str, Any]) -> dict[str, Any]:
+        return serve_usage(usage, "responses")
 
     def stream_usage(self, body: Mapping[str, Any]) -> bool:
         return True
 
-    def completion(self, reply: Reply, model: str, usage: Mapping[str, Any]) -> dict[str, Any]:
+    def completion(
+        self, reply: Reply, model: str, usage: Mapping[str, Any], body: Mapping[str, Any]
+    ) -> dict[str, Any]:
         return _completion(reply, model, usage)
 
     def stream_events(
-        self, reply: Reply, model: str, usage: Mapping[str, Any] | None
+        self,
+        reply: Reply,
+        model: str,
+        usage: Mapping[str, Any] | None,
+        body: Mapping[str, Any],
     ) -> list[bytes]:
         return _stream_events(reply, model, usage)
 
-    def error_body(self, status: int, message: str, error_type: str) -> dict[str, Any]:
-        return {"error": {"message": message, "type": error_type, "param": None, "code": None}}
+    def error_body(
+        self, status: int, message: str, error_type: str, param: str | None = None
+    ) -> dict[str, Any]:
+        return openai_error_body(status, message, error_type, param)
 
 
 RESPONSES_WIRE = ResponsesWire()
