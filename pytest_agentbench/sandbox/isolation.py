@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.errors import SandboxError
+from pytest_agentbench.sandbox.environ_guard import guard_harness
 from pytest_agentbench.sandbox.pidcap import pids_root
 
 #: ``auto`` takes the best level available; ``strict`` refuses to run without ``strong``;
@@ -165,6 +166,7 @@ def plan_for(isolation: str = "auto") -> Plan:
     if isolation not in ISOLATION_MODES:
         modes = ", ".join(ISOLATION_MODES)
         raise SandboxError(f"unknown sandbox isolation {isolation!r}; use one of: {modes}")
+    guard_harness()  # a process that plans to run untrusted code hides its secrets first
     processes, processes_note = _processes()
     notes: list[str] = []
     if isolation != "basic":

@@ -11,9 +11,11 @@ bound, and kills the whole group (and its pids cgroup) when anything runs over.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
+import functools
 import math
 import os
-import re
 import resource
 import selectors
 import signal
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_agentbench.errors import SandboxError
+from pytest_agentbench.sandbox.environ_guard import guard_harness, secret_like
 from pytest_agentbench.sandbox.isolation import Plan, wrap
 from pytest_agentbench.sandbox.pidcap import PidsCgroup
 
@@ -35,8 +38,6 @@ _RUNAWAY_FACTOR = 20
 #: Processes the wrappers themselves add (bwrap twice, unshare, the timeout shim).
 _WRAPPER_PROCESSES = 4
 _DRAIN_GRACE_S = 1.0
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE", re.I)
-_PROXY_NAME = re.compile(r"(^|_)PROXY$", re.I)
 _SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
 #: The command's HOME and TMPDIR, inside the workspace.
 HOME_DIR = ".home"
@@ -44,6 +45,8 @@ TMP_DIR = ".tmp"
 _KEPT_HOST_VARS = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
 _MEMORY_WORDS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
 _FILE_SIZE_WORDS = ("File too large",)
+_PR_CAPBSET_DROP = 24
+_CAP_SYS_PTRACE = 19
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,9 @@ class CommandResult:
     """How a command ended. ``exit_code`` is None when it did not exit on its own (a
     signal, or we killed it). ``killed_by`` says why it stopped short: ``timeout``,
     ``output``, ``processes`` (we killed it), ``cpu``, ``file_size``, ``memory`` (a limit
-    stopped it), ``signal N``; None when it simply exited. ``truncated`` is True when
+    stopped it), ``signal N``, ``parent signal N`` (the shim that is the command's parent
+    died by signal N, which we did not send: the command or its children killed it, and
+    with it the command); None when it simply exited. ``truncated`` is True when
     stdout or stderr lost bytes to the cap (a marker in the text shows where)."""
 
     exit_code: int | None
@@ -80,11 +85,6 @@ class CommandResult:
     killed_by: str | None
     truncated: bool
     elapsed_s: float
-
-
-def secret_like(name: str) -> bool:
-    """True for environment variable names that may carry credentials or proxy settings."""
-    return bool(_SECRET_NAME.search(name) or _PROXY_NAME.search(name))
 
 
 def sandbox_env(workspace: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -169,8 +169,25 @@ def _user_process_count() -> int:
     return count
 
 
+def _ptrace_dropper() -> Callable[[], object] | None:
+    """For root: a call that removes ``CAP_SYS_PTRACE`` from the bounding set, so the
+    command (root, but without that capability after exec) cannot read a non-dumpable
+    harness's ``/proc/<pid>/environ`` or ``mem``. None for other users (they never hold
+    it) or where libc cannot be loaded."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    return functools.partial(prctl, _PR_CAPBSET_DROP, _CAP_SYS_PTRACE, 0, 0, 0)
+
+
 def _preexec(
-    limits: list[tuple[int, tuple[int, int]]], procs_file: str | None
+    limits: list[tuple[int, tuple[int, int]]],
+    procs_file: str | None,
+    drop_ptrace: Callable[[], object] | None = None,
 ) -> Callable[[], None]:
     """Runs in the child between fork and exec: only plain system calls, no imports."""
     setrlimit, os_open, os_write, os_close = resource.setrlimit, os.open, os.write, os.close
@@ -181,6 +198,8 @@ def _preexec(
             fd = os_open(procs_file, flags)
             os_write(fd, b"0")
             os_close(fd)
+        if drop_ptrace is not None:
+            drop_ptrace()
         for which, value in limits:
             setrlimit(which, value)
 
@@ -232,9 +251,15 @@ class _Run:
     """The state of one running command; :meth:`loop` drives it to the end."""
 
     def __init__(
-        self, proc: subprocess.Popen[bytes], limits: Limits, plan: Plan, cgroup: PidsCgroup | None
+        self,
+        proc: subprocess.Popen[bytes],
+        limits: Limits,
+        plan: Plan,
+        cgroup: PidsCgroup | None,
+        shimmed: bool = False,
     ) -> None:
         self.proc = proc
+        self.shimmed = shimmed
         self.limits = limits
         self.plan = plan
         self.cgroup = cgroup
@@ -256,6 +281,19 @@ class _Run:
             self.cgroup.kill_all()
         grace = time.monotonic() + _DRAIN_GRACE_S
         self.drain_until = grace if self.drain_until is None else min(self.drain_until, grace)
+
+    def parent_killed(self) -> str | None:
+        """``parent signal N`` when the shim we started (the command's parent) died by a
+        signal while the command still ran: nobody but the sandbox can have sent it. (When
+        the command itself dies by a signal, the shim reaps it first and then raises the
+        same signal on itself, so its session is empty by then.)"""
+        code = self.proc.returncode
+        if not self.shimmed or code is None or code >= 0:
+            return None
+        alive = self.cgroup.members() if self.cgroup is not None else []
+        if alive or _session_size(self.proc.pid) > 0:
+            return f"parent signal {-code}"
+        return None
 
     def over_process_limit(self) -> bool:
         """Checked at most every poll interval: a /proc scan is not free."""
@@ -296,7 +334,7 @@ class _Run:
                 continue
             if not exited and self.proc.poll() is not None:
                 exited = True
-                self.kill(None)  # the main process is done: its leftovers go with it
+                self.kill(self.parent_killed())  # the main process is done: so are its leftovers
             if not selector.get_map():
                 if exited:
                     break
@@ -349,7 +387,9 @@ def run_command(
     cgroup = None
     if plan.processes == "cgroup":
         cgroup = PidsCgroup.create(int(limits.processes) + _WRAPPER_PROCESSES)
+    guard_harness()
     full = wrap(plan, list(argv), cwd, limits.timeout_s)
+    drop_ptrace = _ptrace_dropper() if plan.tool is None else None
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -362,14 +402,16 @@ def run_command(
             start_new_session=True,
             pass_fds=tuple(pass_fds),
             preexec_fn=_preexec(
-                _rlimits(limits, nproc), cgroup.procs_file if cgroup is not None else None
+                _rlimits(limits, nproc),
+                cgroup.procs_file if cgroup is not None else None,
+                drop_ptrace,
             ),
         )
     except (OSError, subprocess.SubprocessError) as exc:
         if cgroup is not None:
             cgroup.remove()
         raise SandboxError(f"could not start {full[0]!r} in {cwd}: {exc}") from None
-    run = _Run(proc, limits, plan, cgroup)
+    run = _Run(proc, limits, plan, cgroup, shimmed=plan.tool is None and len(full) > len(argv))
     try:
         run.loop(stdin.encode("utf-8") if stdin is not None else None, start + limits.timeout_s)
     finally:

@@ -24,6 +24,7 @@ from pytest_agentbench.verifiers.sandboxed import (
     SANDBOX_OPTIONS,
     check_workspace,
     clear_artifacts,
+    discard_foreign_files,
     limits_from,
     write_artifact,
 )
@@ -125,6 +126,7 @@ def verify_command(check: Check) -> Verdict:
                 if stale.is_symlink() or stale.is_file():
                     stale.unlink()
             result = workspace.run(run, limits=limits_from(check.options))
+            discard_foreign_files(check)
             write_artifact(check, "test-stdout.txt", result.stdout)
             if result.stderr:
                 write_artifact(check, "test-stderr.txt", result.stderr)
