@@ -223,6 +223,8 @@ def killed_verifier(result: CommandResult) -> str | None:
 
 
 def _outcome_words(result: CommandResult) -> str:
+    if result.killed_by == "timeout":
+        return f"timed out after {result.elapsed_s:.1f}s"
     if result.killed_by:
         return f"stopped by {result.killed_by} after {result.elapsed_s:.1f}s"
     return f"exit status {result.exit_code}"
@@ -252,6 +254,8 @@ def verify_python_tests(check: Check) -> Verdict:
     errors = [e for e in stamp.get("collection_errors", []) if isinstance(e, dict)]
     if errors:
         why = f"the tests could not be collected: {errors[0].get('message', '')}"
+    elif result.killed_by == "timeout":
+        why = f"the test run {_outcome_words(result)}"
     elif problem:
         why = f"{problem} ({_outcome_words(result)})"
     else:
