@@ -35,10 +35,10 @@ def suite(solution: str) -> str:
     )
 
 
-def run(pytester: pytest.Pytester, solution: str, mode: str) -> pytest.RunResult:
+def run(pytester: pytest.Pytester, solution: str, mode: str, *args: str) -> pytest.RunResult:
     pytester.makefile(".toml", bench_code=suite(solution))
     return pytester.runpytest_subprocess(
-        "--agentbench", "--agentbench-sandbox", mode, "-p", "no:cacheprovider", timeout=300
+        "--agentbench", "--agentbench-sandbox", mode, "-p", "no:cacheprovider", *args, timeout=300
     )
 
 
@@ -74,14 +74,24 @@ def add(a, b):
 """
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("mode", "workers"),
+    [
+        ("auto", None),
+        pytest.param("strict", None, marks=MODES[1].marks),
+        ("basic", None),
+        ("basic", "2"),
+    ],
+    ids=["auto", "strict", "basic", "basic-xdist"],
+)
 def test_the_api_key_cannot_be_read_from_proc(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str, workers: str | None
 ) -> None:
+    """Under xdist the controller, the workers' parent, holds the key too."""
     key = f"sk-test-PLANTED-{secrets.token_hex(12)}"
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AGENTBENCH_TEST_TOKEN"):
         monkeypatch.setenv(name, key)
-    result = run(pytester, HUNT, mode)
+    result = run(pytester, HUNT, mode, *(("-n", workers) if workers else ()))
     output = result.stdout.str() + result.stderr.str()
     loot = pytester.path / "agentbench-results/latest/tasks/code/add[scripted]/workspace/loot.txt"
     assert loot.is_file(), "the hunt did not run"
