@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_agentbench.errors import SandboxError
+from pytest_agentbench.sandbox.capture import OutputCapture
 from pytest_agentbench.sandbox.environ_guard import guard_harness, secret_like
 from pytest_agentbench.sandbox.isolation import Plan, wrap
 from pytest_agentbench.sandbox.pidcap import PidsCgroup
@@ -110,39 +111,6 @@ def sandbox_env(workspace: Path, extra: Mapping[str, str] | None = None) -> dict
             )
         env[name] = value
     return env
-
-
-class _Capture:
-    """The first and last bytes of one stream, within ``cap`` bytes in all."""
-
-    def __init__(self, cap: int) -> None:
-        self.tail_cap = cap // 5
-        self.head_cap = cap - self.tail_cap
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    def add(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        room = self.head_cap - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if chunk and self.tail_cap:
-            self.tail += chunk
-            del self.tail[: max(0, len(self.tail) - self.tail_cap)]
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > len(self.head) + len(self.tail)
-
-    def text(self) -> str:
-        head = self.head.decode("utf-8", errors="replace")
-        if not self.truncated:
-            return head + self.tail.decode("utf-8", errors="replace")
-        cut = self.total - len(self.head) - len(self.tail)
-        tail = self.tail.decode("utf-8", errors="replace")
-        return f"{head}\n[… {cut} bytes of output cut …]\n{tail}"
 
 
 def _rlimits(limits: Limits, nproc: int | None) -> list[tuple[int, tuple[int, int]]]:
@@ -263,8 +231,8 @@ class _Run:
         self.limits = limits
         self.plan = plan
         self.cgroup = cgroup
-        self.out = _Capture(limits.output_bytes)
-        self.err = _Capture(limits.output_bytes)
+        self.out = OutputCapture(limits.output_bytes)
+        self.err = OutputCapture(limits.output_bytes)
         self.reason: str | None = None
         self.drain_until: float | None = None
         self.next_check = 0.0
@@ -310,7 +278,7 @@ class _Run:
 
     def loop(self, stdin: bytes | None, deadline: float) -> None:
         selector = selectors.DefaultSelector()
-        captures: dict[int, _Capture] = {}
+        captures: dict[int, OutputCapture] = {}
         for stream, capture in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
             if stream is not None:
                 selector.register(stream, selectors.EVENT_READ)
