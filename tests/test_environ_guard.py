@@ -24,6 +24,8 @@ print(json.dumps({
     'hidden': sorted(hidden),
     'shown_key': shown[b'OPENAI_API_KEY'].decode(),
     'shown_plain': shown[b'PLAIN_SETTING'].decode(),
+    'shown_url': shown[b'OPENAI_BASE_URL'].decode(),
+    'live_url': os.environ['OPENAI_BASE_URL'],
     'live': os.environ['OPENAI_API_KEY'],
     'c_getenv': os.getenv('OPENAI_API_KEY'),
     'child': child,
@@ -33,7 +35,8 @@ print(json.dumps({
 
 def test_the_start_up_block_shows_stars_and_the_live_environment_keeps_the_key() -> None:
     key = "sk-test-PLANTED-0123456789abcdef"
-    env = {**os.environ, "OPENAI_API_KEY": key, "PLAIN_SETTING": "visible"}
+    url = "https://bench:s3cret-pw@llm.example/v1"
+    env = {**os.environ, "OPENAI_API_KEY": key, "PLAIN_SETTING": "visible", "OPENAI_BASE_URL": url}
     done = subprocess.run(
         [sys.executable, "-c", PROGRAM], env=env, capture_output=True, text=True, timeout=60
     )
@@ -43,6 +46,8 @@ def test_the_start_up_block_shows_stars_and_the_live_environment_keeps_the_key()
     assert found["shown_key"] == "*" * len(key)
     assert found["shown_plain"] == "visible"
     assert found["live"] == found["c_getenv"] == found["child"] == key
+    assert found["shown_url"] == "https://" + "*" * len("bench:s3cret-pw") + "@llm.example/v1"
+    assert found["live_url"] == url
 
 
 def test_secret_like_names() -> None:

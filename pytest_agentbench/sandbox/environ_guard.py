@@ -30,6 +30,7 @@ _ENV_START_FIELD = 50 - 3
 _PR_SET_DUMPABLE = 4
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE", re.I)
 _PROXY_NAME = re.compile(r"(^|_)PROXY$", re.I)
+_URL_USERINFO = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*://([^/@\s]+)@")
 
 
 def secret_like(name: str) -> bool:
@@ -47,11 +48,24 @@ def _environ_span() -> tuple[int, int] | None:
     return (start, end) if 0 < start < end else None
 
 
+def _secret_span(name: str, value: bytes) -> tuple[int, int] | None:
+    """The part of ``value`` to star out: all of it for a credential-like name, the
+    ``user:password`` of a URL with credentials in any other variable (a base URL such
+    as ``https://user:token@host/v1``); None when nothing (more) is to hide."""
+    if secret_like(name):
+        return (0, len(value)) if value.strip(b"*") else None
+    match = _URL_USERINFO.search(value)
+    if match is None or not match.group(1).strip(b"*:"):
+        return None
+    return match.span(1)
+
+
 def hide_secrets() -> list[str]:
-    """Star out credential-like values in this process's start-up environment block (the
-    one ``/proc/<pid>/environ`` shows) while keeping them set for the process and its
-    children; returns the names hidden. Never raises: on a system without ``/proc`` or
-    where the block cannot be written, nothing changes and the list is empty."""
+    """Star out credential-like values (and the credentials of URLs in any variable) in
+    this process's start-up environment block (the one ``/proc/<pid>/environ`` shows)
+    while keeping them set for the process and its children; returns the names hidden.
+    Never raises: on a system without ``/proc`` or where the block cannot be written,
+    nothing changes and the list is empty."""
     span = _environ_span()
     if span is None:
         return []
@@ -67,12 +81,14 @@ def hide_secrets() -> list[str]:
         for entry in block.split(b"\0"):
             name, sep, value = entry.partition(b"=")
             text_name = name.decode("utf-8", errors="replace")
-            if sep and value and secret_like(text_name) and value.strip(b"*"):
+            span_hidden = _secret_span(text_name, value) if sep else None
+            if span_hidden is not None:
                 live = os.environ.get(text_name)
                 if live is not None:
                     os.putenv(text_name, live)  # the C environ now points at a heap copy
-                where = start + offset + len(name) + 1
-                os.pwrite(fd, b"*" * len(value), where)
+                first, last = span_hidden
+                where = start + offset + len(name) + 1 + first
+                os.pwrite(fd, b"*" * (last - first), where)
                 hidden.append(text_name)
             offset += len(entry) + 1
     except OSError:
