@@ -109,3 +109,32 @@ def test_without_a_failure_in_the_ctrf_the_metrics_still_speak(tmp_path: Path) -
         "verifier_dir": str(tmp_path / "verifier"),
     }
     assert failure_reason(record) == "reward 0.4 — cases passed 2/5"
+
+
+@pytest.mark.parametrize(
+    ("run", "line"),
+    [
+        ("echo checking; echo 'expected 5, got 4' >&2; exit 1", "exit status 1: expected 5, got 4"),
+        ("sleep 60", "the check did not finish: stopped by timeout"),
+    ],
+    ids=["exit-status", "timeout"],
+)
+def test_a_failed_command_check_says_why(pytester: pytest.Pytester, run: str, line: str) -> None:
+    """Without a reward file the exit status decides; the line gives it and the last
+    output line (or the limit that stopped the check), not the verdict's bookkeeping."""
+    pytester.makefile(
+        ".toml",
+        bench_cmd=(
+            "[suite]\n"
+            f'verifier = {{ kind = "command", run = {json.dumps(run)}, timeout_s = 3 }}\n'
+            "[[task]]\n"
+            'id = "check"\n'
+            'input = "Say something."\n'
+            'scripted = ["something"]\n'
+        ),
+    )
+    result = pytester.runpytest_subprocess("--agentbench", "-p", "no:cacheprovider", timeout=300)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [f"✗ cmd::check: reward 0 — check failed: {line}* (0/1 checks passed)"]
+    )

@@ -222,5 +222,8 @@ def test_verifier_files_forged_by_a_command_task_are_not_read(
     result.assert_outcomes(failed=1)
     assert "FORGED-BY-THE-ANSWER" not in result.stdout.str()
     assert "test_forged" not in "".join(line for line in result.outlines if "✗" in line)
-    assert not list(pytester.path.glob("agentbench-results/latest/tasks/*/*/verifier/ctrf.json"))
-    result.stdout.fnmatch_lines(["*✗ cmd::forge: reward 0*"])
+    ctrf = next(pytester.path.glob("agentbench-results/latest/tasks/*/*/verifier/ctrf.json"))
+    assert [t["name"] for t in json.loads(ctrf.read_text())["results"]["tests"]] == ["check"]
+    result.stdout.fnmatch_lines(
+        ["✗ cmd::forge: reward 0 — check failed: exit status 1: check failed (0/1 checks passed)"]
+    )
