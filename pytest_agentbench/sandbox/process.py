@@ -137,6 +137,7 @@ def _user_process_count() -> int:
     return count
 
 
+@functools.cache
 def _ptrace_dropper() -> Callable[[], object] | None:
     """For root: a call that removes ``CAP_SYS_PTRACE`` from the bounding set, so the
     command (root, but without that capability after exec) cannot read a non-dumpable
@@ -252,9 +253,11 @@ class _Run:
 
     def parent_killed(self) -> str | None:
         """``parent signal N`` when the shim we started (the command's parent) died by a
-        signal while the command still ran: nobody but the sandbox can have sent it. (When
-        the command itself dies by a signal, the shim reaps it first and then raises the
-        same signal on itself, so its session is empty by then.)"""
+        signal while something of the command still ran: we did not send it, so the
+        command (or, rarely, the kernel's OOM killer) did. When the command itself dies by
+        a signal, the shim reaps it first and then raises the same signal on itself, so
+        the session is empty by then, unless the command left background processes
+        behind; such a run is also read as a killed parent, which fails it either way."""
         code = self.proc.returncode
         if not self.shimmed or code is None or code >= 0:
             return None
