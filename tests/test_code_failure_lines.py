@@ -19,16 +19,19 @@ TESTS = (
 )
 
 
-def run_suite(pytester: pytest.Pytester, answer: str, timeout_s: float = 30) -> pytest.RunResult:
+def run_suite(
+    pytester: pytest.Pytester, answer: str, timeout_s: float = 30, repairs: int = 0
+) -> pytest.RunResult:
     pytester.makefile(
         ".toml",
         bench_code=(
             "[suite]\n"
             f'verifier = {{ kind = "python_tests", tests = "{TESTS}", timeout_s = {timeout_s} }}\n'
+            f"repairs = {repairs}\n"
             "[[task]]\n"
             'id = "add"\n'
             'input = "Write add(a, b)."\n'
-            f"scripted = [{json.dumps(answer)}]\n"
+            f"scripted = [{json.dumps(answer)}, {json.dumps(answer)}]\n"
         ),
     )
     return pytester.runpytest_subprocess("--agentbench", "-p", "no:cacheprovider", timeout=300)
@@ -46,6 +49,17 @@ def test_the_line_names_the_first_failing_test_and_its_assertion(
         ]
     )
     assert "tests passed" not in result.stdout.str()
+
+
+def test_after_repairs_the_line_still_names_the_assertion(pytester: pytest.Pytester) -> None:
+    result = run_suite(pytester, "def add(a, b):\n    return a * b\n", repairs=1)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "✗ code::add: reward 0.5 — repairs exhausted (1): test_small failed: AssertionError: "
+            "one and two make three* (1/2 checks passed)"
+        ]
+    )
 
 
 def test_the_line_names_the_timeout(pytester: pytest.Pytester) -> None:

@@ -140,10 +140,12 @@ def metric_breakdown(metrics: Mapping[Any, Any]) -> str | None:
 @dataclass(frozen=True)
 class Evidence:
     """A free-text ``body`` (cut to :data:`BODY_LIMIT`) and a count ``suffix`` added after
-    the cut, so "more is broken" is never truncated away."""
+    the cut, so "more is broken" is never truncated away. ``from_report`` is True when it
+    names a failed test of the inner test report."""
 
     body: str
     suffix: str = ""
+    from_report: bool = False
 
     def render(self) -> str:
         body = cut(_clean(self.body))
@@ -188,7 +190,7 @@ def _ctrf_evidence(findings: CtrfFindings) -> Evidence | None:
         counts.append(f"+{more} more failure{'s' if more > 1 else ''}")
     if findings.passed is not None and findings.total:
         counts.append(f"{findings.passed}/{findings.total} checks passed")
-    return Evidence(body, f"({'; '.join(counts)})" if counts else "")
+    return Evidence(body, f"({'; '.join(counts)})" if counts else "", from_report=True)
 
 
 def ctrf_evidence(verifier_dir: Path) -> Evidence | None:
@@ -303,14 +305,17 @@ def _length_note(record: Mapping[str, Any]) -> str:
 
 
 def _repairs_evidence(record: Mapping[str, Any], evidence: Evidence | None) -> Evidence | None:
-    """``repairs exhausted (N): …`` for a failed task that had N repair rounds: the last
-    feedback sent when the record has it (keeping the tier evidence's count suffix), else
-    the tier evidence."""
+    """``repairs exhausted (N): …`` for a failed task that had N repair rounds: the inner
+    test report's first failure when there is one (it names the test and its assertion,
+    which repair feedback may leave out on purpose), else the last feedback sent when the
+    record has it (keeping the tier evidence's count suffix), else the tier evidence."""
     attempts = record.get("attempts")
     if not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 2:
         return evidence
     lead = f"repairs exhausted ({attempts - 1})"
     feedback = record.get("last_feedback")
+    if evidence is not None and evidence.from_report:
+        return Evidence(f"{lead}: {evidence.body}", evidence.suffix, from_report=True)
     if isinstance(feedback, str) and feedback.strip():
         return Evidence(f"{lead}: {feedback}", evidence.suffix if evidence else "")
     if evidence is None:
