@@ -396,8 +396,18 @@ def test_example_code_suite_end_to_end(pytester: pytest.Pytester) -> None:
     shutil.copy(EXAMPLE, pytester.path / EXAMPLE.name)
     result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider", "-v")
     result.assert_outcomes(passed=7, failed=2)
-    result.stdout.fnmatch_lines(["*✗ code::second-largest: reward 0 — tests passed 0/2*"])
-    result.stdout.fnmatch_lines(["*✗ code::run-length: reward 0.25 — tests passed 1/4*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*✗ code::second-largest: reward 0 — test_plain did not run: the test run ended "
+            "early (exit status 3) (+1 more failure; 0/2 checks passed)"
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*✗ code::run-length: reward 0.25 — test_runs failed: AssertionError: assert "
+            "'3a1b' == '3a1b2c'* (+2 more failures; 1/4 checks passed)"
+        ]
+    )
     run = (pytester.path / "agentbench-results" / "latest").resolve()
     reports = sorted(run.glob("tasks/code/*/verifier/ctrf.json"))
     assert len(reports) == 8  # every python_tests task; the command task has none

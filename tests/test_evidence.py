@@ -419,9 +419,9 @@ def test_repairs_exhausted_line(tmp_path: Path) -> None:
     )
     write_ctrf(tmp_path, SAMPLE_TESTS)
     line = failure_reason(record(tmp_path, attempts=2, last_feedback="2 of 9 checks failed."))
-    assert line == (
-        "reward 0 — repairs exhausted (1): 2 of 9 checks failed."
-        " (+1 more failure; 5/9 checks passed)"
+    assert line == (  # the inner report's first failure beats feedback that only counts
+        "reward 0 — repairs exhausted (1): test_fail failed: AssertionError: one is not two"
+        " assert 1 == 2 (+1 more failure; 5/9 checks passed)"
     )
     assert failure_reason(record(attempts=2, verdict={"metrics": {"correct": 0}})) == (
         "reward 0 — repairs exhausted (1): correct 0"

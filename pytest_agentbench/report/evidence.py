@@ -3,10 +3,11 @@
 Tiers, first that yields wins (docs/failure-reasons.md has the rules and examples):
 
 1. the verifier's own error;
-2. ``reward R — <metric breakdown>`` from the verdict's metrics;
-3. ``reward R — <evidence>`` from ``verifier/ctrf.json``, then ``verifier/reward.json``,
-   then ``verifier/test-stdout.txt``;
-4. ``reward R`` (or the bare outcome when no reward is known).
+2. ``reward R — <first failed test>[: <message>]`` from the inner ``verifier/ctrf.json``;
+3. ``reward R — <metric breakdown>`` from the verdict's metrics;
+4. ``reward R — <evidence>`` from ``verifier/reward.json``, then
+   ``verifier/test-stdout.txt``;
+5. ``reward R`` (or the bare outcome when no reward is known).
 
 Outcomes other than ``failed`` get their own line (loop kill, timeout, output-token limit,
 provider error, repairs exhausted). Never raises: any surprise degrades to the next tier,
@@ -139,10 +140,12 @@ def metric_breakdown(metrics: Mapping[Any, Any]) -> str | None:
 @dataclass(frozen=True)
 class Evidence:
     """A free-text ``body`` (cut to :data:`BODY_LIMIT`) and a count ``suffix`` added after
-    the cut, so "more is broken" is never truncated away."""
+    the cut, so "more is broken" is never truncated away. ``from_report`` is True when it
+    names a failed test of the inner test report."""
 
     body: str
     suffix: str = ""
+    from_report: bool = False
 
     def render(self) -> str:
         body = cut(_clean(self.body))
@@ -157,35 +160,57 @@ def _attempt(probe: Callable[[Path], _T | None], path: Path) -> _T | None:
         return None
 
 
+#: ``rawStatus`` values of a test that got no verdict of its own (it never ran, the run was
+#: tampered with, the verifier was killed): its message already says why, so the line is
+#: ``<test> <message>`` rather than ``<test> failed: <message>``.
+_NO_VERDICT = ("not_run", "tampered", "verifier_killed")
+
+
 def _ctrf_evidence(findings: CtrfFindings) -> Evidence | None:
     test = findings.first_failure
     if test is None:
         return None
     name = test.name.split("::", 1)[1] if "::" in test.name else test.name
+    name = name or "a test"
     raw = test.raw_status.lower()
-    if raw == "setup_failed":
-        verb = "error at setup"
-    elif raw == "teardown_failed":
-        verb = "error at teardown"
+    message = test.message.strip()
+    if raw in _NO_VERDICT and message:
+        body = f"{name} {message}"
     else:
-        verb = "failed" if test.status == "failed" else "error"
-    body = f"{name or 'a test'} {verb}" + (f": {test.message}" if test.message.strip() else "")
+        if raw == "setup_failed":
+            verb = "error at setup"
+        elif raw == "teardown_failed":
+            verb = "error at teardown"
+        else:
+            verb = "failed" if test.status == "failed" else "error"
+        body = f"{name} {verb}" + (f": {message}" if message else "")
     counts = []
     if findings.failures is not None and findings.failures > 1:
         more = findings.failures - 1
         counts.append(f"+{more} more failure{'s' if more > 1 else ''}")
     if findings.passed is not None and findings.total:
         counts.append(f"{findings.passed}/{findings.total} checks passed")
-    return Evidence(body, f"({'; '.join(counts)})" if counts else "")
+    return Evidence(body, f"({'; '.join(counts)})" if counts else "", from_report=True)
+
+
+def ctrf_evidence(verifier_dir: Path) -> Evidence | None:
+    """The first failed test of ``verifier/ctrf.json`` with its assertion message and the
+    counts; None when there is no such file or no failed test in it."""
+    findings = _attempt(scan_ctrf, verifier_dir / "ctrf.json")
+    return _ctrf_evidence(findings) if findings is not None else None
 
 
 def artifact_evidence(verifier_dir: str | os.PathLike[str]) -> Evidence | None:
-    """Tier 3: the first of ``ctrf.json``'s first failure, ``reward.json``'s metric
-    breakdown, ``test-stdout.txt``'s last summary or failure line that yields."""
+    """The verifier files' evidence, first that yields: ``ctrf.json``'s first failure,
+    ``reward.json``'s metric breakdown, ``test-stdout.txt``'s last summary or failure
+    line."""
     directory = Path(verifier_dir)
-    findings = _attempt(scan_ctrf, directory / "ctrf.json")
-    if findings is not None and (evidence := _ctrf_evidence(findings)) is not None:
-        return evidence
+    return ctrf_evidence(directory) or _file_evidence(directory)
+
+
+def _file_evidence(directory: Path) -> Evidence | None:
+    """``reward.json``'s metric breakdown, else ``test-stdout.txt``'s last line that says
+    how the tests went."""
     reward_json = _attempt(read_reward_json, directory / "reward.json")
     if reward_json is not None:
         try:
@@ -199,14 +224,19 @@ def artifact_evidence(verifier_dir: str | os.PathLike[str]) -> Evidence | None:
 
 
 def _verdict_evidence(record: Mapping[str, Any]) -> Evidence | None:
-    """Tier 2, then tier 3."""
+    """Tiers 2 to 4: the inner CTRF's first failure (it names the test and its assertion,
+    which a count like ``tests passed 0/1`` does not), the verdict's metric breakdown, then
+    the other verifier files."""
+    vdir = record.get("verifier_dir")
+    directory = Path(vdir) if isinstance(vdir, str) and vdir else None
+    if directory is not None and (evidence := ctrf_evidence(directory)) is not None:
+        return evidence
     verdict = record.get("verdict")
     if isinstance(verdict, Mapping) and isinstance(verdict.get("metrics"), Mapping):
         breakdown = metric_breakdown(verdict["metrics"])
         if breakdown:
             return Evidence(breakdown)
-    vdir = record.get("verifier_dir")
-    return artifact_evidence(vdir) if isinstance(vdir, str) and vdir else None
+    return _file_evidence(directory) if directory is not None else None
 
 
 def _retry_count(value: Any) -> int:
@@ -275,14 +305,17 @@ def _length_note(record: Mapping[str, Any]) -> str:
 
 
 def _repairs_evidence(record: Mapping[str, Any], evidence: Evidence | None) -> Evidence | None:
-    """``repairs exhausted (N): …`` for a failed task that had N repair rounds: the last
-    feedback sent when the record has it (keeping the tier evidence's count suffix), else
-    the tier evidence."""
+    """``repairs exhausted (N): …`` for a failed task that had N repair rounds: the inner
+    test report's first failure when there is one (it names the test and its assertion,
+    which repair feedback may leave out on purpose), else the last feedback sent when the
+    record has it (keeping the tier evidence's count suffix), else the tier evidence."""
     attempts = record.get("attempts")
     if not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 2:
         return evidence
     lead = f"repairs exhausted ({attempts - 1})"
     feedback = record.get("last_feedback")
+    if evidence is not None and evidence.from_report:
+        return Evidence(f"{lead}: {evidence.body}", evidence.suffix, from_report=True)
     if isinstance(feedback, str) and feedback.strip():
         return Evidence(f"{lead}: {feedback}", evidence.suffix if evidence else "")
     if evidence is None:

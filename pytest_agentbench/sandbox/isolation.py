@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.errors import SandboxError
+from pytest_agentbench.sandbox.environ_guard import guard_harness
 from pytest_agentbench.sandbox.pidcap import pids_root
 
 #: ``auto`` takes the best level available; ``strict`` refuses to run without ``strong``;
@@ -123,12 +124,52 @@ def unshare_args(unshare: str) -> list[str]:
     return [unshare, *user, "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
 
 
-def timeout_shim(timeout_s: float) -> list[str]:
-    """``timeout`` as the command's parent: it waits for the command and passes on its
-    exit status or signal, so a command that kills its parent kills only this shim, never
-    the harness; and it stops the command if the harness itself dies. Empty when missing."""
+#: The parent shim when coreutils' ``timeout`` is missing or refuses our arguments (as
+#: some minimal ``timeout`` builds do): it runs the command as its child, passes on its
+#: exit status or signal, and kills its whole process group at the deadline, so neither a
+#: dead harness nor a ``kill(getppid())`` leaves the command unsupervised or the harness hit.
+_PYTHON_SHIM = """\
+import os, signal, sys
+deadline, argv = float(sys.argv[1]), sys.argv[2:]
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(argv[0], argv)
+    except OSError as exc:
+        os.write(2, f"{argv[0]}: {exc.strerror}\\n".encode())
+    os._exit(127)
+signal.signal(signal.SIGALRM, lambda *_: os.killpg(0, signal.SIGKILL))
+signal.setitimer(signal.ITIMER_REAL, deadline)
+status = os.waitpid(pid, 0)[1]
+if os.WIFSIGNALED(status):
+    signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+    os.kill(os.getpid(), os.WTERMSIG(status))
+    os._exit(128 + os.WTERMSIG(status))
+os._exit(os.WEXITSTATUS(status))
+"""
+
+
+@functools.cache
+def _timeout_usable() -> str | None:
+    """coreutils' ``timeout`` when it is installed and accepts ``-k``; else None."""
     tool = _tool("timeout")
-    return [tool, "--kill-after=1", f"{timeout_s + 2:g}"] if tool else []
+    if tool is None:
+        return None
+    true = _tool("true") or "/bin/true"
+    return tool if _probe([tool, "-k", "1", "5", true]) is None else None
+
+
+def timeout_shim(timeout_s: float) -> list[str]:
+    """The command's parent: it waits for the command and passes on its exit status or
+    signal, so a command that kills its parent kills only this shim, never the harness;
+    and it stops the command if the harness itself dies. ``timeout``, else a Python one."""
+    deadline = f"{timeout_s + 2:g}"
+    tool = _timeout_usable()
+    if tool is not None:
+        return [tool, "-k", "1", deadline]
+    import sys
+
+    return [sys.executable, "-I", "-S", "-c", _PYTHON_SHIM, deadline]
 
 
 def _probe(argv: list[str]) -> str | None:
@@ -165,6 +206,7 @@ def plan_for(isolation: str = "auto") -> Plan:
     if isolation not in ISOLATION_MODES:
         modes = ", ".join(ISOLATION_MODES)
         raise SandboxError(f"unknown sandbox isolation {isolation!r}; use one of: {modes}")
+    guard_harness()  # a process that plans to run untrusted code hides its secrets first
     processes, processes_note = _processes()
     notes: list[str] = []
     if isolation != "basic":

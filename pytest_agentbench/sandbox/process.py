@@ -11,9 +11,11 @@ bound, and kills the whole group (and its pids cgroup) when anything runs over.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
+import functools
 import math
 import os
-import re
 import resource
 import selectors
 import signal
@@ -25,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_agentbench.errors import SandboxError
+from pytest_agentbench.sandbox.capture import OutputCapture
+from pytest_agentbench.sandbox.environ_guard import guard_harness, secret_like
 from pytest_agentbench.sandbox.isolation import Plan, wrap
 from pytest_agentbench.sandbox.pidcap import PidsCgroup
 
@@ -35,8 +39,6 @@ _RUNAWAY_FACTOR = 20
 #: Processes the wrappers themselves add (bwrap twice, unshare, the timeout shim).
 _WRAPPER_PROCESSES = 4
 _DRAIN_GRACE_S = 1.0
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE", re.I)
-_PROXY_NAME = re.compile(r"(^|_)PROXY$", re.I)
 _SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
 #: The command's HOME and TMPDIR, inside the workspace.
 HOME_DIR = ".home"
@@ -44,6 +46,8 @@ TMP_DIR = ".tmp"
 _KEPT_HOST_VARS = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
 _MEMORY_WORDS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
 _FILE_SIZE_WORDS = ("File too large",)
+_PR_CAPBSET_DROP = 24
+_CAP_SYS_PTRACE = 19
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,9 @@ class CommandResult:
     """How a command ended. ``exit_code`` is None when it did not exit on its own (a
     signal, or we killed it). ``killed_by`` says why it stopped short: ``timeout``,
     ``output``, ``processes`` (we killed it), ``cpu``, ``file_size``, ``memory`` (a limit
-    stopped it), ``signal N``; None when it simply exited. ``truncated`` is True when
+    stopped it), ``signal N``, ``parent signal N`` (the shim that is the command's parent
+    died by signal N, which we did not send: the command or its children killed it, and
+    with it the command); None when it simply exited. ``truncated`` is True when
     stdout or stderr lost bytes to the cap (a marker in the text shows where)."""
 
     exit_code: int | None
@@ -80,11 +86,6 @@ class CommandResult:
     killed_by: str | None
     truncated: bool
     elapsed_s: float
-
-
-def secret_like(name: str) -> bool:
-    """True for environment variable names that may carry credentials or proxy settings."""
-    return bool(_SECRET_NAME.search(name) or _PROXY_NAME.search(name))
 
 
 def sandbox_env(workspace: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -112,39 +113,6 @@ def sandbox_env(workspace: Path, extra: Mapping[str, str] | None = None) -> dict
     return env
 
 
-class _Capture:
-    """The first and last bytes of one stream, within ``cap`` bytes in all."""
-
-    def __init__(self, cap: int) -> None:
-        self.tail_cap = cap // 5
-        self.head_cap = cap - self.tail_cap
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    def add(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        room = self.head_cap - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if chunk and self.tail_cap:
-            self.tail += chunk
-            del self.tail[: max(0, len(self.tail) - self.tail_cap)]
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > len(self.head) + len(self.tail)
-
-    def text(self) -> str:
-        head = self.head.decode("utf-8", errors="replace")
-        if not self.truncated:
-            return head + self.tail.decode("utf-8", errors="replace")
-        cut = self.total - len(self.head) - len(self.tail)
-        tail = self.tail.decode("utf-8", errors="replace")
-        return f"{head}\n[… {cut} bytes of output cut …]\n{tail}"
-
-
 def _rlimits(limits: Limits, nproc: int | None) -> list[tuple[int, tuple[int, int]]]:
     cpu = max(1, math.ceil(limits.cpu_s))
     memory = int(limits.memory_mb * 1024 * 1024)
@@ -169,8 +137,26 @@ def _user_process_count() -> int:
     return count
 
 
+@functools.cache
+def _ptrace_dropper() -> Callable[[], object] | None:
+    """For root: a call that removes ``CAP_SYS_PTRACE`` from the bounding set, so the
+    command (root, but without that capability after exec) cannot read a non-dumpable
+    harness's ``/proc/<pid>/environ`` or ``mem``. None for other users (they never hold
+    it) or where libc cannot be loaded."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    return functools.partial(prctl, _PR_CAPBSET_DROP, _CAP_SYS_PTRACE, 0, 0, 0)
+
+
 def _preexec(
-    limits: list[tuple[int, tuple[int, int]]], procs_file: str | None
+    limits: list[tuple[int, tuple[int, int]]],
+    procs_file: str | None,
+    drop_ptrace: Callable[[], object] | None = None,
 ) -> Callable[[], None]:
     """Runs in the child between fork and exec: only plain system calls, no imports."""
     setrlimit, os_open, os_write, os_close = resource.setrlimit, os.open, os.write, os.close
@@ -181,6 +167,8 @@ def _preexec(
             fd = os_open(procs_file, flags)
             os_write(fd, b"0")
             os_close(fd)
+        if drop_ptrace is not None:
+            drop_ptrace()
         for which, value in limits:
             setrlimit(which, value)
 
@@ -232,14 +220,20 @@ class _Run:
     """The state of one running command; :meth:`loop` drives it to the end."""
 
     def __init__(
-        self, proc: subprocess.Popen[bytes], limits: Limits, plan: Plan, cgroup: PidsCgroup | None
+        self,
+        proc: subprocess.Popen[bytes],
+        limits: Limits,
+        plan: Plan,
+        cgroup: PidsCgroup | None,
+        shimmed: bool = False,
     ) -> None:
         self.proc = proc
+        self.shimmed = shimmed
         self.limits = limits
         self.plan = plan
         self.cgroup = cgroup
-        self.out = _Capture(limits.output_bytes)
-        self.err = _Capture(limits.output_bytes)
+        self.out = OutputCapture(limits.output_bytes)
+        self.err = OutputCapture(limits.output_bytes)
         self.reason: str | None = None
         self.drain_until: float | None = None
         self.next_check = 0.0
@@ -257,6 +251,21 @@ class _Run:
         grace = time.monotonic() + _DRAIN_GRACE_S
         self.drain_until = grace if self.drain_until is None else min(self.drain_until, grace)
 
+    def parent_killed(self) -> str | None:
+        """``parent signal N`` when the shim we started (the command's parent) died by a
+        signal while something of the command still ran: we did not send it, so the
+        command (or, rarely, the kernel's OOM killer) did. When the command itself dies by
+        a signal, the shim reaps it first and then raises the same signal on itself, so
+        the session is empty by then, unless the command left background processes
+        behind; such a run is also read as a killed parent, which fails it either way."""
+        code = self.proc.returncode
+        if not self.shimmed or code is None or code >= 0:
+            return None
+        alive = self.cgroup.members() if self.cgroup is not None else []
+        if alive or _session_size(self.proc.pid) > 0:
+            return f"parent signal {-code}"
+        return None
+
     def over_process_limit(self) -> bool:
         """Checked at most every poll interval: a /proc scan is not free."""
         now = time.monotonic()
@@ -272,7 +281,7 @@ class _Run:
 
     def loop(self, stdin: bytes | None, deadline: float) -> None:
         selector = selectors.DefaultSelector()
-        captures: dict[int, _Capture] = {}
+        captures: dict[int, OutputCapture] = {}
         for stream, capture in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
             if stream is not None:
                 selector.register(stream, selectors.EVENT_READ)
@@ -296,7 +305,7 @@ class _Run:
                 continue
             if not exited and self.proc.poll() is not None:
                 exited = True
-                self.kill(None)  # the main process is done: its leftovers go with it
+                self.kill(self.parent_killed())  # the main process is done: so are its leftovers
             if not selector.get_map():
                 if exited:
                     break
@@ -349,7 +358,9 @@ def run_command(
     cgroup = None
     if plan.processes == "cgroup":
         cgroup = PidsCgroup.create(int(limits.processes) + _WRAPPER_PROCESSES)
+    guard_harness()
     full = wrap(plan, list(argv), cwd, limits.timeout_s)
+    drop_ptrace = _ptrace_dropper() if plan.tool is None else None
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -362,14 +373,16 @@ def run_command(
             start_new_session=True,
             pass_fds=tuple(pass_fds),
             preexec_fn=_preexec(
-                _rlimits(limits, nproc), cgroup.procs_file if cgroup is not None else None
+                _rlimits(limits, nproc),
+                cgroup.procs_file if cgroup is not None else None,
+                drop_ptrace,
             ),
         )
     except (OSError, subprocess.SubprocessError) as exc:
         if cgroup is not None:
             cgroup.remove()
         raise SandboxError(f"could not start {full[0]!r} in {cwd}: {exc}") from None
-    run = _Run(proc, limits, plan, cgroup)
+    run = _Run(proc, limits, plan, cgroup, shimmed=plan.tool is None and len(full) > len(argv))
     try:
         run.loop(stdin.encode("utf-8") if stdin is not None else None, start + limits.timeout_s)
     finally:

@@ -30,6 +30,7 @@ from pytest_agentbench.verifiers.sandboxed import (
     SANDBOX_OPTIONS,
     check_workspace,
     clear_artifacts,
+    discard_foreign_files,
     limits_from,
     write_artifact,
 )
@@ -213,7 +214,17 @@ def _ctrf(report: dict[str, Any] | None, tests: list[dict[str, Any]]) -> dict[st
     }
 
 
+def killed_verifier(result: CommandResult) -> str | None:
+    """``signal 9`` when the verifier's own process (the sandbox shim that is the test
+    run's parent) was killed from inside the sandbox; None otherwise. Such a run proves
+    nothing: whatever it reported before the kill does not count."""
+    killed_by = result.killed_by or ""
+    return killed_by.removeprefix("parent ") if killed_by.startswith("parent signal") else None
+
+
 def _outcome_words(result: CommandResult) -> str:
+    if result.killed_by == "timeout":
+        return f"timed out after {result.elapsed_s:.1f}s"
     if result.killed_by:
         return f"stopped by {result.killed_by} after {result.elapsed_s:.1f}s"
     return f"exit status {result.exit_code}"
@@ -243,6 +254,8 @@ def verify_python_tests(check: Check) -> Verdict:
     errors = [e for e in stamp.get("collection_errors", []) if isinstance(e, dict)]
     if errors:
         why = f"the tests could not be collected: {errors[0].get('message', '')}"
+    elif result.killed_by == "timeout":
+        why = f"the test run {_outcome_words(result)}"
     elif problem:
         why = f"{problem} ({_outcome_words(result)})"
     else:
@@ -250,12 +263,19 @@ def verify_python_tests(check: Check) -> Verdict:
     reported = [] if report is None else report["results"]["tests"]
     passed, total, tests = score(expected, reported, test_file, why)
     tampered = [str(t) for t in stamp.get("tampered", [])]
-    if tampered:
+    killed = killed_verifier(result) or (
+        "its parent process died" if stamp.get("orphaned") else None
+    )
+    if tampered or killed:
         passed = 0
-        message = f"not trusted: the run changed {', '.join(tampered)}"
-        tests = [
-            {**t, "status": "failed", "rawStatus": "tampered", "message": message} for t in tests
-        ]
+        raw = "tampered" if tampered else "verifier_killed"
+        message = (
+            f"not trusted: the run changed {', '.join(tampered)}"
+            if tampered
+            else f"not judged: the verifier was killed ({killed})"
+        )
+        tests = [{**t, "status": "failed", "rawStatus": raw, "message": message} for t in tests]
+    discard_foreign_files(check)
     write_artifact(check, "ctrf.json", _ctrf(report, tests))
     write_artifact(check, "test-stdout.txt", result.stdout + result.stderr)
     fraction = passed / total if total else 0.0
@@ -272,6 +292,7 @@ def verify_python_tests(check: Check) -> Verdict:
         "failures": {base_name(str(t["name"])): t.get("message", "") for t in failing},
         "report": "complete" if stamp.get("complete") else (problem or why),
         "tampered": tampered,
+        "verifier_killed": killed,
         "exit_code": result.exit_code,
         "killed_by": result.killed_by,
         "elapsed_s": round(result.elapsed_s, 3),
@@ -279,6 +300,8 @@ def verify_python_tests(check: Check) -> Verdict:
     }
     if tampered:
         feedback = "The test run was tampered with (pytest internals changed); no test counts."
+    elif killed:
+        feedback = f"The test run was killed ({killed}: its parent process died); no test counts."
     elif report is None or errors:
         feedback = f"No test result was recorded: {why}."
     elif names:

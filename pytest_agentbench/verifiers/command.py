@@ -24,6 +24,7 @@ from pytest_agentbench.verifiers.sandboxed import (
     SANDBOX_OPTIONS,
     check_workspace,
     clear_artifacts,
+    discard_foreign_files,
     limits_from,
     write_artifact,
 )
@@ -105,6 +106,39 @@ def _judge(
     return (1.0 if result.exit_code == 0 else 0.0), {}, {}, "exit status"
 
 
+def _last_line(result: CommandResult) -> str:
+    """``: <the last non-empty line of output>`` (stderr first), or nothing."""
+    for text in (result.stderr, result.stdout):
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        if lines:
+            return f": {excerpt(lines[-1], 200)}"
+    return ""
+
+
+def check_report(run: str, why: str, result: CommandResult) -> dict[str, Any]:
+    """A one-test CTRF report of a check that failed without a reward file (its exit
+    status, or a limit, decided): the failure line then says why, not a count."""
+    test = {
+        "name": "check",
+        "status": "failed",
+        "duration": max(0, int(result.elapsed_s * 1000)),
+        "rawStatus": "failed",
+        "message": why,
+        "trace": f"$ {run}\n{(result.stdout + result.stderr)[-_TAIL:]}",
+    }
+    summary = {"tests": 1, "passed": 0, "failed": 1, "skipped": 0, "pending": 0, "other": 0}
+    return {
+        "reportFormat": "CTRF",
+        "specVersion": "0.0.0",
+        "generatedBy": "pytest-agentbench command",
+        "results": {
+            "tool": {"name": "command"},
+            "summary": {**summary, "start": 0, "stop": test["duration"]},
+            "tests": [test],
+        },
+    }
+
+
 def verify_command(check: Check) -> Verdict:
     """Run ``options.run`` (default: a string target); the reward is its reward file's,
     or its exit status's."""
@@ -116,7 +150,7 @@ def verify_command(check: Check) -> Verdict:
             f"got {type(run).__name__}"
         )
         return cannot_judge(error, got=got, extraction="whole answer")
-    clear_artifacts(check, "test-stdout.txt", "test-stderr.txt")
+    clear_artifacts(check, "test-stdout.txt", "test-stderr.txt", "ctrf.json")
     answer_file = None if check.workspace is not None else (ANSWER_FILE, check.answer)
     try:
         with check_workspace(check, answer_file) as workspace:
@@ -125,6 +159,7 @@ def verify_command(check: Check) -> Verdict:
                 if stale.is_symlink() or stale.is_file():
                     stale.unlink()
             result = workspace.run(run, limits=limits_from(check.options))
+            discard_foreign_files(check)
             write_artifact(check, "test-stdout.txt", result.stdout)
             if result.stderr:
                 write_artifact(check, "test-stderr.txt", result.stderr)
@@ -140,9 +175,13 @@ def verify_command(check: Check) -> Verdict:
             }
             if result.killed_by is not None:
                 details["source"] = "none"
-                feedback = f"The check did not finish: stopped by {result.killed_by}."
-                return Verdict(reward=0.0, details=details, feedback=feedback)
+                why = f"the check did not finish: stopped by {result.killed_by}"
+                write_artifact(check, "ctrf.json", check_report(run, why, result))
+                return Verdict(reward=0.0, details=details, feedback=f"{why[0].upper()}{why[1:]}.")
             reward, metrics, found, source = _judge(workspace, result)
+            if reward < 1 and source == "exit status":
+                why = f"exit status {result.exit_code}" + _last_line(result)
+                write_artifact(check, "ctrf.json", check_report(run, why, result))
     except VerifierError as exc:
         return cannot_judge(exc, got=got, extraction="whole answer")
     except SandboxError as exc:

@@ -5,9 +5,11 @@ needs nothing but pytest and the standard library) before any test or solution c
 imported, and arms it with the run's nonce and a file descriptor of an unlinked file the
 harness opened. After every test, and at the end of the session, it rewrites that file
 with a CTRF 0.0.0 report of what pytest recorded, stamped with the nonce, ``complete``
-once the session finished, and ``tampered`` naming every pytest internal or hook list
-that changed since collection began. The harness trusts nothing else: not the exit
-status, not the output, not any file the code under test could write.
+once the session finished, ``tampered`` naming every pytest internal or hook list
+that changed since collection began, and ``orphaned`` once the run's parent (the
+sandbox's shim) is gone: something killed it, so the run is no longer supervised. The
+harness trusts nothing else: not the exit status, not the output, not any file the code
+under test could write.
 """
 
 from __future__ import annotations
@@ -54,7 +56,13 @@ WATCHED_HOOKS = (
     "pytest_sessionfinish",
 )
 
-_write, _lseek, _ftruncate, _clock = os.write, os.lseek, os.ftruncate, time.time
+_write, _lseek, _ftruncate, _clock, _getppid = (
+    os.write,
+    os.lseek,
+    os.ftruncate,
+    time.time,
+    os.getppid,
+)
 _armed: dict[str, Any] = {}
 
 
@@ -70,6 +78,7 @@ def arm(nonce: str, fd: int) -> None:
         snapshot=None,
         tampered=[],
         config=None,
+        ppid=_getppid(),
     )
 
 
@@ -142,6 +151,7 @@ def _report(complete: bool, exitstatus: int | None) -> dict[str, Any]:
                     "complete": complete,
                     "exitstatus": exitstatus,
                     "tampered": list(_armed["tampered"]),
+                    "orphaned": _getppid() != _armed["ppid"],
                     "collection_errors": list(_armed["collection_errors"]),
                 }
             },

@@ -112,6 +112,22 @@ def clear_artifacts(check: Check, *names: str) -> None:
             (check.verifier_dir / name).unlink(missing_ok=True)
 
 
+def discard_foreign_files(check: Check) -> list[str]:
+    """Remove everything in the verifier dir: called after untrusted code ran and before
+    the verifier writes its own files, so nothing the code put there (a forged
+    ``ctrf.json`` or ``reward.json``, where the sandbox leaves the host writable) is ever
+    read as this task's result. Returns the names removed."""
+    directory = check.verifier_dir
+    if directory is None or not directory.is_dir():
+        return []
+    removed = []
+    for entry in sorted(directory.iterdir()):
+        with contextlib.suppress(OSError):
+            _remove_tree(entry)
+            removed.append(entry.name)
+    return removed
+
+
 def write_artifact(check: Check, name: str, content: str | Mapping[str, Any]) -> None:
     """Write ``verifier/<name>`` atomically (JSON for a mapping); nothing without a
     rollout directory."""
