@@ -14,6 +14,7 @@ module finds the blocks and says what each one is:
   hooks, loaded into a real ``pytest --agentbench`` run;
 - ``shell``: command lines (``pytest --agentbench …``, ``python -m pytest_agentbench …``);
 - ``output``: expected output, compared with what a real run prints;
+- ``invalid``: a TOML/JSON/YAML block that does not parse (always a failure);
 - ``fragment``: marked ``<!-- example: fragment … -->`` directly above the fence: not
   runnable on purpose, skipped and counted.
 
@@ -109,7 +110,10 @@ def kind(block: Block) -> str:
     if block.lang == "python":
         return "plugin" if "@pytest.hookimpl" in block.text else "python"
     if block.lang in ("toml", "json", "yaml"):
-        value = parse_data(block)
+        try:
+            value = parse_data(block)
+        except Exception:  # reported by the docs test, with the parser's message
+            return "invalid"
         if not isinstance(value, dict):
             return "unknown"
         if "jobs" in value:
