@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import datetime
 import json
 import math
 import random
@@ -121,7 +122,8 @@ WEIRD: tuple[Any, ...] = (
     -math.inf, 0.5, "", " ", "x" * 5000, "{", "}", "{input", "{nope}", "{0}", "{}",
     "{input!r}", "{input:>{x}}", "{input.attr}", "{input[0]}", "{{", "\x00", "../../etc",
     "/abs", "é ü 日本", "\u202e", "a\nb", [], [1, [2]], [None], {}, {"a": {"b": {}}},
-    {"kind": 3}, {"": ""}, ["bash", "bash"], {"status": 529},
+    {"kind": 3}, {"": ""}, ["bash", "bash"], {"status": 529}, datetime.date(2020, 1, 1),
+    datetime.datetime(2020, 1, 1, 12, 0), datetime.time(1, 2),
 )  # fmt: skip
 KEYS = (
     "id", "input", "target", "scripted", "choices", "system", "template", "verifier",
@@ -131,6 +133,8 @@ KEYS = (
     "tool_calls", "usage", "error", "delay_s", "chunk_delay_s", "repeat", "truncate", "hang",
     "inptu", "tasks", "suite", "task", "$schema", "", "\x00",
 )  # fmt: skip
+#: Keys that are not strings: YAML keeps them; TOML and JSON turn them into strings.
+ODD_KEYS = (1, None, True, 2.5, datetime.date(2020, 1, 1))
 TEMPLATES = ("{", "{input", "{0}", "{}", "{input!z}", "{input:{x}}", "{a.b}", "{a[", "}{")
 KINDS = ("exact", "number", "regex", "python_tests", "command", "json_schema", "nuber", "")
 
@@ -204,7 +208,7 @@ def _mutate_tree(doc: Any, rng: random.Random, steps: list[str]) -> Any:
     elif op == 4:
         target = _get(doc, parts)
         if isinstance(target, dict):
-            key = rng.choice(KEYS)
+            key = rng.choice(KEYS) if rng.random() < 0.85 else rng.choice(ODD_KEYS)
             steps.append(f"add key {key!r} at {parts}")
             target[key] = _weird(rng)
         elif isinstance(target, list):
@@ -245,6 +249,8 @@ def _toml_value(value: Any) -> str:
             if math.isinf(value)
             else repr(value)
         )
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
     if isinstance(value, str):
         return json.dumps(value)
     if isinstance(value, list):
@@ -270,7 +276,7 @@ def serialize(doc: Any, fmt: str) -> bytes:
     if fmt == "toml":
         return to_toml(doc).encode("utf-8", "surrogatepass")
     if fmt == "json":
-        return json.dumps(doc, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        return json.dumps(doc, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass")
     import yaml
 
     try:
@@ -278,7 +284,7 @@ def serialize(doc: Any, fmt: str) -> bytes:
             "utf-8", "surrogatepass"
         )
     except (yaml.YAMLError, RecursionError):
-        return json.dumps(doc).encode()  # JSON is YAML too
+        return json.dumps(doc, default=str).encode()  # JSON is YAML too
 
 
 def _mutate_bytes(data: bytes, fmt: str, rng: random.Random, steps: list[str]) -> bytes:
@@ -342,7 +348,7 @@ def _dataset(rng: random.Random, steps: list[str]) -> bytes:
             record[rng.choice(list(record))] = _weird(rng)
             steps.append("dataset: wrong value in a record")
             try:
-                lines.append(json.dumps(record))
+                lines.append(json.dumps(record, default=str))
             except (ValueError, RecursionError):
                 lines.append('{"task_id": "deep", "prompt": ' + "[" * _DEEP + "]" * _DEEP + "}")
         elif op == 1:
@@ -355,7 +361,7 @@ def _dataset(rng: random.Random, steps: list[str]) -> bytes:
             steps.append("dataset: missing field")
             record = copy.deepcopy(rng.choice(RECORDS))
             del record[rng.choice(list(record))]
-            lines.append(json.dumps(record))
+            lines.append(json.dumps(record, default=str))
         elif op == 3:
             steps.append("dataset: duplicate record")
             lines.append(lines[0] if lines else "{}")
