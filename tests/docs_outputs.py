@@ -97,6 +97,40 @@ def listed_in_skipped(block: dx.Block, request: pytest.FixtureRequest) -> None:
     pytest.fail(f"{block.id}: no check; listed in SKIPPED only while it cannot hold")
 
 
+def check_circuit_open(block: dx.Block, request: pytest.FixtureRequest) -> None:
+    """The breaker's message, from a real client that gets the documented error from the
+    scripted server as often as the message says; only the server's URL differs."""
+    from pytest_agentbench.errors import ModelError
+    from pytest_agentbench.models.base import ModelRequest, ModelSpec
+    from pytest_agentbench.models.breaker import BreakerClient, CircuitBreaker
+    from pytest_agentbench.models.openai_chat import OpenAIChatClient
+    from pytest_agentbench.scripted.server import ScriptedServer
+
+    pattern = (
+        r"not sent: (\d+) identical errors in a row: "
+        r"openai/(\S+): HTTP (\d+) from (\S+)/chat/completions: (.+)"
+    )
+    match = re.fullmatch(pattern, block.first)
+    assert match, f"not a circuit-open line of the chat client: {block.first}"
+    count, model, status, base, message = match.groups()
+    error = {"error": {"status": int(status), "message": message}}
+    ask = ModelRequest(messages=({"role": "user", "content": "hi"},), timeout_s=30)
+    with ScriptedServer({model: [error]}) as server:
+        inner = OpenAIChatClient(ModelSpec("openai", model), server.url, "k", trust_env=False)
+        client = BreakerClient(inner, CircuitBreaker())  # the default threshold
+        seen: list[ModelError] = []
+        while not seen or type(seen[-1]).__name__ != "CircuitOpen":
+            assert len(seen) < 50, "the breaker never opened"
+            try:
+                client.generate(ask)
+            except ModelError as exc:
+                seen.append(exc)
+        inner.close()
+        shown = str(seen[-1]).replace(server.url, base)
+    assert shown == block.first
+    assert len(seen) == int(count) + 1
+
+
 def check_suite_error(block: dx.Block, request: pytest.FixtureRequest) -> None:
     """The suite-format error example, from the suite it describes."""
     folder = request.getfixturevalue("tmp_path")
@@ -126,6 +160,6 @@ OUTPUT_CHECKS: dict[tuple[str, str], Callable[[dx.Block, pytest.FixtureRequest],
     ("docs/failure-reasons.md", "✗ "): listed_in_skipped,
     ("docs/scale.md", "1. overhead"): check_bench_output,
     ("docs/reliability.md", "  protocol  "): check_bench_output,
-    ("docs/reliability.md", "not sent: "): listed_in_skipped,
+    ("docs/reliability.md", "not sent: "): check_circuit_open,
     ("docs/suite-format.md", "bench_math.toml: invalid suite"): check_suite_error,
 }

@@ -38,9 +38,6 @@ BLOCKS = dx.all_blocks()
 KINDS = {block.id: dx.kind(block) for block in BLOCKS}
 #: Blocks of pages owned by others that do not hold today: (page, first line) -> reason.
 SKIPPED: dict[tuple[str, str], str] = {
-    ("docs/reliability.md", "not sent: 5 identical errors"): (
-        "output of a real OpenAI 401 (api.openai.com); not reproducible offline"
-    ),
     ("docs/failure-reasons.md", "✗ "): (
         "no suite in the docs produces these lines (code::add, math::gcd, essay::short); "
         "the page's owner is reworking this example in this issue"
