@@ -123,7 +123,9 @@ WEIRD: tuple[Any, ...] = (
     "{input!r}", "{input:>{x}}", "{input.attr}", "{input[0]}", "{{", "\x00", "../../etc",
     "/abs", "é ü 日本", "\u202e", "a\nb", [], [1, [2]], [None], {}, {"a": {"b": {}}},
     {"kind": 3}, {"": ""}, ["bash", "bash"], {"status": 529}, datetime.date(2020, 1, 1),
-    datetime.datetime(2020, 1, 1, 12, 0), datetime.time(1, 2),
+    datetime.datetime(2020, 1, 1, 12, 0), datetime.time(1, 2), "(", "[", "*", "(?P<",
+    "a{99999999999}", "(a+)+$", {"type": 5}, {"$ref": "#/nope"}, {"type": "object",
+    "properties": {"a": {"pattern": "("}}}, "os", "../evil", "a.b.c",
 )  # fmt: skip
 KEYS = (
     "id", "input", "target", "scripted", "choices", "system", "template", "verifier",
@@ -136,6 +138,11 @@ KEYS = (
 #: Keys that are not strings: YAML keeps them; TOML and JSON turn them into strings.
 ODD_KEYS = (1, None, True, 2.5, datetime.date(2020, 1, 1))
 TEMPLATES = ("{", "{input", "{0}", "{}", "{input!z}", "{input:{x}}", "{a.b}", "{a[", "}{")
+#: Options of the built-in verifiers (any kind may get any of them).
+OPTIONS = (
+    "pattern", "flags", "fullmatch", "tests", "module", "run", "schema", "expected",
+    "tolerance", "relative", "strip", "case_sensitive", "normalize_whitespace", "timeout_s",
+)  # fmt: skip
 KINDS = ("exact", "number", "regex", "python_tests", "command", "json_schema", "nuber", "")
 
 
@@ -222,7 +229,9 @@ def _mutate_tree(doc: Any, rng: random.Random, steps: list[str]) -> Any:
         steps.append(f"bad verifier at {parent_parts}")
         if isinstance(parent, dict):
             table = {"kind": rng.choice(KINDS)}
-            table.update({rng.choice((*KEYS, "pattern", "tests", "run", "schema")): _weird(rng)})
+            for _ in range(rng.randint(1, 3)):
+                option = rng.choice((*KEYS, *OPTIONS))
+                table[option] = _weird(rng)
             parent["verifier"] = table
     elif op == 7:
         steps.append(f"bad scripted replies at {parent_parts}")
