@@ -39,6 +39,7 @@ from suite_fuzz_seeds import (
     MANIFEST,
     ODD_KEYS,
     OPTIONS,
+    PATHS,
     RECORDS,
     TEMPLATES,
     WEIRD,
@@ -98,7 +99,7 @@ def _mutate_tree(doc: Any, rng: random.Random, steps: list[str]) -> Any:
     """One structural change somewhere in ``doc`` (returns the new document)."""
     slots = list(_slots(doc))
     parts = rng.choice(slots)
-    op = rng.randrange(9)
+    op = rng.randrange(10)
     if not parts or op == 0:
         if rng.random() < 0.15:
             steps.append("replace the whole document")
@@ -139,6 +140,13 @@ def _mutate_tree(doc: Any, rng: random.Random, steps: list[str]) -> Any:
         steps.append(f"bad scripted replies at {parent_parts}")
         if isinstance(parent, dict):
             parent["scripted"] = [_weird(rng) for _ in range(rng.randint(0, 3))]
+    elif op == 8:
+        table = doc.get(rng.choice(("suite", "task"))) if isinstance(doc, dict) else None
+        table = rng.choice(table) if isinstance(table, list) and table else table
+        if isinstance(table, dict):
+            key, value = rng.choice(("files", "dataset")), rng.choice(PATHS)
+            steps.append(f"{key} = {value[:20]!r}")
+            table[key] = value
     else:
         tasks = doc.get("task") if isinstance(doc, dict) else None
         if isinstance(tasks, list) and tasks:

@@ -119,3 +119,8 @@ OPTIONS = (
     "tolerance", "relative", "strip", "case_sensitive", "normalize_whitespace", "timeout_s",
 )  # fmt: skip
 KINDS = ("exact", "number", "regex", "python_tests", "command", "json_schema", "nuber", "")
+#: Names of files and folders a suite may point at (``files``, ``dataset``).
+PATHS = (
+    "x" * 300, "a/" * 3000, "\x00", "..", "../..", "/", "/etc", "~", "", " ", ".",
+    "fixtures", "fixtures/keep.txt", "data.jsonl", "bench_case.toml", "é/ü", "a\nb",
+)  # fmt: skip
