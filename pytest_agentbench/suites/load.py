@@ -390,7 +390,11 @@ class _Loader:
             return {}, None
         if isinstance(value, str):
             directory = self.path.parent / value
-            if not directory.is_dir():
+            try:
+                found = directory.is_dir()
+            except (OSError, ValueError):  # a name too long, a loop of links
+                found = False
+            if not found:
                 reason = f"names no directory next to the suite file: {show(value)}"
                 self.add(index, where(()), reason)
                 return {}, None

@@ -1,0 +1,165 @@
+"""Checks of expected-output blocks: each compares a block with what a real run prints.
+
+A check takes the block and the test's FixtureRequest (for the run it needs, e.g. the
+``example_run`` fixture of tests/test_docs_examples.py) and fails with the difference.
+OUTPUT_CHECKS maps (page, first line) to the check; a new output block needs one here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import docs_examples as dx
+import pytest
+from suite_fuzz import real_loader
+
+from pytest_agentbench.errors import SuiteError
+
+ROOT = dx.ROOT
+
+VOLATILE = [
+    (re.compile(r"\d{8}-\d{6}-[0-9a-f]{6}"), "<run-id>"),
+    (re.compile(r"wall \d+\.\ds"), "wall <s>"),
+    (re.compile(r" at \d+\.\ds"), " at <s>"),
+]
+
+
+def normalised(text: str) -> list[str]:
+    for pattern, replacement in VOLATILE:
+        text = pattern.sub(replacement, text)
+    return text.strip("\n").splitlines()
+
+
+def check_readme_summary(block: dx.Block, request: pytest.FixtureRequest) -> None:
+    out, _ = request.getfixturevalue("example_run")
+    section = out.split(block.first, 1)[1].split("\n=====", 1)[0]
+    assert normalised(block.first + section) == normalised(block.text)
+
+
+def check_run_layout(block: dx.Block, request: pytest.FixtureRequest) -> None:
+    _, results = request.getfixturevalue("example_run")
+    assert (results / "latest").is_symlink()
+    stack: list[tuple[int, str]] = []
+    checked = 0
+    for line in block.text.splitlines():
+        name = line.strip().split(" ")[0]
+        if not name or not ("/" in name or "." in name) or "→" in line:
+            continue
+        depth = len(line) - len(line.lstrip())
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        path = "/".join([p for _, p in stack] + [name]).replace("//", "/")
+        pattern = re.sub(r"<[^>]+>(\[<[^>]+>\])?", "*", path).removeprefix("agentbench-results/")
+        assert list(results.glob(pattern.rstrip("/"))), f"{path}: nothing like it in a real run"
+        checked += 1
+        if name.endswith("/"):
+            stack.append((depth, name.rstrip("/")))
+    assert checked >= 6
+
+
+def check_tool_cap_marker(block: dx.Block, request: pytest.FixtureRequest) -> None:
+    from pytest_agentbench.runner.tools import cap_output
+
+    numbers = [int(n) for n in re.findall(r"\d+", block.first)]
+    omitted, limit = numbers
+    capped, cut = cap_output("x" * (omitted + limit), limit)
+    assert cut and block.first in capped.splitlines()
+
+
+def check_failure_lines_form(block: dx.Block, request: pytest.FixtureRequest) -> None:
+    """Output of a real model: its form and the task names it cites are checked."""
+    names = set()
+    for path in (ROOT / "example_suites").glob("bench_*"):
+        suite = real_loader()(path)
+        names.update(f"{suite.name}::{task.id}" for task in suite.tasks)
+    for line in block.text.splitlines():
+        match = re.match(r"✗ (\S+::\S+): reward [\d.]+ — \S", line)
+        assert match, f"not a failure line: {line}"
+        assert match.group(1) in names, f"{match.group(1)} is no example task"
+
+
+def check_bench_output(block: dx.Block, request: pytest.FixtureRequest) -> None:
+    """Output of a bench script (its numbers vary): the script the mark (or BENCH_SCRIPTS)
+    names exists, and every word of the output's heading lines is in its source."""
+    named = re.search(r"bench/\w+\.py", block.mark or "")
+    script = ROOT / (named.group(0) if named else BENCH_SCRIPTS[block.doc])
+    source = script.read_text(encoding="utf-8")
+    headings = [line for line in block.text.splitlines() if not re.search(r"\d", line)]
+    assert headings
+    for line in headings:
+        for word in line.split():
+            assert word in source, f"{script.name} never prints {word!r}"
+
+
+def listed_in_skipped(block: dx.Block, request: pytest.FixtureRequest) -> None:
+    pytest.fail(f"{block.id}: no check; listed in SKIPPED only while it cannot hold")
+
+
+def check_circuit_open(block: dx.Block, request: pytest.FixtureRequest) -> None:
+    """The breaker's message, from a real client that gets the documented error from the
+    scripted server as often as the message says; only the server's URL differs."""
+    from pytest_agentbench.errors import ModelError
+    from pytest_agentbench.models.base import ModelRequest, ModelSpec
+    from pytest_agentbench.models.breaker import BreakerClient, CircuitBreaker
+    from pytest_agentbench.models.openai_chat import OpenAIChatClient
+    from pytest_agentbench.scripted.server import ScriptedServer
+
+    pattern = (
+        r"not sent: (\d+) identical errors in a row: "
+        r"openai/(\S+): HTTP (\d+) from (\S+)/chat/completions: (.+)"
+    )
+    match = re.fullmatch(pattern, block.first)
+    assert match, f"not a circuit-open line of the chat client: {block.first}"
+    count, model, status, base, message = match.groups()
+    error = {"error": {"status": int(status), "message": message}}
+    ask = ModelRequest(messages=({"role": "user", "content": "hi"},), timeout_s=30)
+    with ScriptedServer({model: [error]}) as server:
+        inner = OpenAIChatClient(ModelSpec("openai", model), server.url, "k", trust_env=False)
+        client = BreakerClient(inner, CircuitBreaker())  # the default threshold
+        seen: list[ModelError] = []
+        while not seen or type(seen[-1]).__name__ != "CircuitOpen":
+            assert len(seen) < 50, "the breaker never opened"
+            try:
+                client.generate(ask)
+            except ModelError as exc:
+                seen.append(exc)
+        inner.close()
+        shown = str(seen[-1]).replace(server.url, base)
+    assert shown == block.first
+    assert len(seen) == int(count) + 1
+
+
+def check_suite_error(block: dx.Block, request: pytest.FixtureRequest) -> None:
+    """The suite-format error example, from the suite it describes."""
+    folder = request.getfixturevalue("tmp_path")
+    path = folder / "bench_math.toml"
+    path.write_text(
+        '[suite]\nrepairs = 12\n[[task]]\nid = "apples"\ninput = "3 + 4?"\ninptu = "3 + 4?"\n'
+        '[[task]]\ninput = "2 + 2?"\nverifier = { kind = "nuber" }\n'
+    )
+    request.getfixturevalue("monkeypatch").chdir(folder)
+    with pytest.raises(SuiteError) as info:
+        real_loader()(Path("bench_math.toml"))
+    real = str(info.value).splitlines()
+    shown = block.text.strip("\n").splitlines()
+    assert len(real) == len(shown), "\n".join(real)
+    for want, got in zip(shown, real, strict=True):
+        assert re.fullmatch(re.escape(want).replace("…", ".*"), got), f"\ndoc:  {want}\nreal: {got}"
+
+
+#: Bench output blocks on pages without marks: page -> the script that prints them.
+BENCH_SCRIPTS = {"docs/reliability.md": "bench/clients.py"}
+#: Output blocks and the run that produces them: (page, first line) -> check.
+OUTPUT_CHECKS: dict[tuple[str, str], Callable[[dx.Block, pytest.FixtureRequest], None]] = {
+    ("README.md", "===="): check_readme_summary,
+    ("README.md", "agentbench-results/<run-id>/"): check_run_layout,
+    ("docs/agent.md", "[… "): check_tool_cap_marker,
+    ("docs/real-model.md", "✗ "): check_failure_lines_form,
+    ("docs/failure-reasons.md", "✗ "): listed_in_skipped,
+    ("docs/scale.md", "1. overhead"): check_bench_output,
+    ("docs/reliability.md", "  protocol  "): check_bench_output,
+    ("docs/reliability.md", "not sent: "): check_circuit_open,
+    ("docs/suite-format.md", "bench_math.toml: invalid suite"): check_suite_error,
+}

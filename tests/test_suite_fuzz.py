@@ -1,0 +1,87 @@
+"""Malformed suites never crash or hang loading or collection (seeded fuzz).
+
+The cases come from ``tests/suite_fuzz.py`` (valid suites of every format, broken at
+random). Every outcome must be a suite or a SuiteError naming the file; anything else,
+or a case that does not finish, fails the test with the case number, its mutation steps
+and the traceback, so it can be replayed. ``AGENTBENCH_FUZZ_CASES`` runs more cases
+(default 1000 in-process, 200 through pytest); ``AGENTBENCH_FUZZ_SEED`` another seed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import suite_fuzz
+
+from pytest_agentbench.errors import SuiteError
+
+CASES = int(os.environ.get("AGENTBENCH_FUZZ_CASES", "1000"))
+SEED = int(os.environ.get("AGENTBENCH_FUZZ_SEED", str(suite_fuzz.SEED)))
+COLLECT_CASES = max(200, CASES // 8)
+#: Hang guards only (the loop normally ends in seconds); never a timing assertion.
+CASE_LIMIT_S = 30.0
+RUN_LIMIT_S = 1800.0
+
+
+def test_thousands_of_malformed_suites_load_or_fail_with_a_suite_error() -> None:
+    """The real loader in a child process, each case under its own alarm: a hang is
+    reported per case; a hang the alarm cannot break ends the child at the run limit."""
+    script = Path(suite_fuzz.__file__)
+    args = [str(script), "--seed", str(SEED), "--count", str(CASES)]
+    args += ["--limit-s", str(CASE_LIMIT_S)]
+    done = subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, timeout=RUN_LIMIT_S
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    print(f"fuzz: seed {SEED}, {CASES} cases: {report['suite']} loaded, {report['error']} refused")
+    assert report["suite"] + report["error"] == CASES
+    shown = [f"case {f['case']} {f['steps']}:\n{f['problem']}" for f in report["failures"][:5]]
+    assert not report["failures"], f"{len(report['failures'])} bad outcomes\n" + "\n".join(shown)
+    # the generator must produce both kinds, or it tests nothing
+    assert report["suite"] > CASES // 20 and report["error"] > CASES // 2
+
+
+def test_a_files_directory_name_too_long_for_the_os_is_a_suite_error(tmp_path: Path) -> None:
+    """Found by the fuzz: ``files = "<300 characters>"`` raised OSError (ENAMETOOLONG)."""
+    path = tmp_path / "bench_long.toml"
+    path.write_text(f'[suite]\nfiles = "{"x" * 300}"\n[[task]]\ninput = "hi"\n')
+    with pytest.raises(SuiteError) as info:
+        suite_fuzz.real_loader()(path)
+    assert str(info.value).startswith(f"{path}: invalid suite (1 problem)")
+    assert "$.suite.files names no directory next to the suite file" in str(info.value)
+
+
+def test_collection_of_malformed_suites_shows_no_traceback(pytester: pytest.Pytester) -> None:
+    """A few hundred cases, one folder each, collected by one real ``pytest --agentbench
+    --collect-only``: each case the loader refuses is exactly one collection error
+    naming its file, each it accepts collects, and nothing shows a traceback."""
+    load = suite_fuzz.real_loader()
+    expected: dict[str, str] = {}
+    for number in range(COLLECT_CASES):
+        case = suite_fuzz.make_case(number, SEED + 1)
+        outcome = suite_fuzz.check_case(case, pytester.path, load, CASE_LIMIT_S)
+        assert outcome in ("suite", "error"), f"case {number} {case.steps}: {outcome}"
+        expected[f"case{number}/{case.suite}"] = outcome
+    result = pytester.runpytest_subprocess(
+        "--agentbench", "--collect-only", "-q", "-p", "no:cacheprovider", timeout=600
+    )
+    out = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in out
+    assert "INTERNALERROR" not in out
+    errors = {line.split("ERROR collecting ", 1)[1].split(" ")[0] for line in out.splitlines()
+              if "ERROR collecting " in line}  # fmt: skip
+    refused = {name for name, outcome in expected.items() if outcome == "error"}
+    assert errors == refused
+    for name in refused:
+        assert f"{name}: invalid suite (" in out, name
+    for name in set(expected) - refused:
+        assert f"{name}::" in out, name
+    print(f"fuzz collect: {COLLECT_CASES} cases, {len(refused)} collection errors")
