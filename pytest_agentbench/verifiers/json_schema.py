@@ -22,8 +22,9 @@ from jsonschema.protocols import Validator
 from referencing.exceptions import Unresolvable
 
 from pytest_agentbench.errors import VerifierError
-from pytest_agentbench.verifiers.base import Check, FunctionVerifier, Verdict
-from pytest_agentbench.verifiers.text import cannot_judge, excerpt
+from pytest_agentbench.suites.task import Task
+from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
+from pytest_agentbench.verifiers.text import cannot_judge, excerpt, unusable
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -169,6 +170,24 @@ def _schema_for(check: Check) -> tuple[Mapping[str, Any] | None, str | None]:
     )
 
 
+def check_json_schema(task: Task) -> list[ConfigProblem]:
+    """There must be a schema (options.schema or an object target) or ``expected``, and
+    the schema must be a valid JSON Schema with at least one keyword."""
+    check = Check("", task, task.verifier.options)
+    try:
+        schema, source = _schema_for(check)
+        if schema is not None:
+            compiled_validator(schema, source or "schema")
+    except VerifierError as exc:
+        at = ("options", "schema") if _schema_is_option(check) else ("target",)
+        return [unusable(at, exc)]
+    return []
+
+
+def _schema_is_option(check: Check) -> bool:
+    return check.options.get("schema") is not None
+
+
 def verify_json_schema(check: Check) -> Verdict:
     """Reward 0 unless the answer is JSON valid under the schema; then 1, or the fraction
     of ``expected`` fields whose values are equal."""
@@ -248,6 +267,7 @@ def _compare_fields(value: Any, expected: Mapping[str, Any]) -> tuple[list[str],
 JSON_SCHEMA = FunctionVerifier(
     kind="json_schema",
     function=verify_json_schema,
+    task_check=check_json_schema,
     options_schema={
         "type": "object",
         "properties": {
