@@ -73,8 +73,7 @@ BAD_SETUPS = {
         "task's tests are not valid Python",
     ),
     "python_tests_none": (
-        '[[task]]\nid = "p"\ninput = "x"\ntarget = "x = 1"\n'
-        'verifier = { kind = "python_tests" }\n',
+        '[[task]]\nid = "p"\ninput = "x"\ntarget = "x = 1"\nverifier = { kind = "python_tests" }\n',
         'task 1 ("p"): $.task[0].target cannot be used: python_tests verifier: the task\'s '
         "tests define no test",
     ),
@@ -137,8 +136,8 @@ def _verdict(check: object) -> Verdict:
 @pytest.mark.parametrize(
     ("check", "expected"),
     [
-        (_never_ok, '$.task[0].verifier.word is not a word this verifier knows'),
-        (_crashes, "$.task[0].verifier could not be checked: the \"plug\" verifier's check_task"),
+        (_never_ok, "$.task[0].verifier.word is not a word this verifier knows"),
+        (_crashes, '$.task[0].verifier could not be checked: the "plug" verifier\'s check_task'),
     ],
 )
 def test_a_plugin_verifier_gets_the_same_check(tmp_path: Path, check, expected: str) -> None:

@@ -243,9 +243,9 @@ def verify_regex(check: Check) -> Verdict:
             match = compiled.search(answer, timeout=limit)
     except TimeoutError:
         raise VerifierError(
-            f"regex verifier: the pattern {excerpt(pattern, 80)!r} ({source}) ran past its "
-            f"time limit of {limit:g}s on a {len(answer)}-character answer (catastrophic "
-            "backtracking); simplify the pattern or raise options.timeout_s"
+            f"regex verifier: match timed out after {limit:g}s: the pattern "
+            f"{excerpt(pattern, 80)!r} ({source}) backtracks catastrophically on a "
+            f"{len(answer)}-character answer; simplify it or raise options.timeout_s"
         ) from None
     details: dict[str, Any] = {
         "expected": pattern,
