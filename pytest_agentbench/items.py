@@ -26,7 +26,11 @@ class SuiteFile(pytest.File):
 
         try:
             suite = load_suite(
-                self.path, state.verifiers(), reply_check=reply_check, tools=state.tools()
+                self.path,
+                state.verifiers(),
+                reply_check=reply_check,
+                tools=state.tools(),
+                max_bytes=round(state.settings.max_file_mb * 1024 * 1024),
             )
         except SuiteError as exc:
             shown = SuiteError(self._display_path(), exc.problems)

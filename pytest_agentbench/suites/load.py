@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_agentbench.errors import SuiteError, VerifierError
 from pytest_agentbench.suites.task import DEFAULT_TOOLS, Task, VerifierConfig
 from pytest_agentbench.suites.validate import (
+    DEFAULT_MAX_FILE_BYTES,
     RESERVED_FIELDS,
     Parts,
     document_validator,
@@ -84,6 +85,7 @@ def load_suite(
     *,
     reply_check: ReplyCheck | None = None,
     tools: Collection[str] = DEFAULT_TOOLS,
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
 ) -> Suite:
     """Read and validate one suite file and build its tasks with every default applied.
 
@@ -92,16 +94,17 @@ def load_suite(
     is called with the reply and its JSON path (``$.task[2].scripted[0]``) and raises
     ValueError to refuse it. Without one, a reply must be a string or a table.
     ``tools`` are the tool names an agent task may ask for (the built-in ones unless a
-    plugin adds more).
+    plugin adds more). ``max_bytes`` caps the suite file and its dataset; only regular
+    files are read (a FIFO or a device is refused, never opened to block).
 
     Raises SuiteError naming the file and listing every problem found, one per line.
     """
     path = Path(path)
     try:
-        document, fmt = read_document(path)
+        document, fmt = read_document(path, max_bytes)
     except ValueError as exc:
         raise SuiteError(str(path), [str(exc)]) from None
-    return _Loader(path, fmt, verifiers, reply_check, tools).load(document)
+    return _Loader(path, fmt, verifiers, reply_check, tools, max_bytes).load(document)
 
 
 def _clean(bad: frozenset[Parts] | set[Parts], parts: Parts) -> bool:
@@ -130,8 +133,10 @@ class _Loader:
         verifiers: Mapping[str, Verifier],
         reply_check: ReplyCheck | None,
         tools: Collection[str] = DEFAULT_TOOLS,
+        max_bytes: int = DEFAULT_MAX_FILE_BYTES,
     ) -> None:
         self.path = path
+        self.max_bytes = max_bytes
         self.fmt = fmt
         self.verifiers = verifiers
         self.reply_check = reply_check
@@ -273,7 +278,7 @@ class _Loader:
         if not isinstance(fields, dict) or not _clean(bad, ("suite", "fields")):
             return []
         try:
-            text = read_text(self.path.parent / name)
+            text = read_text(self.path.parent / name, self.max_bytes)
         except ValueError as exc:
             self.add(None, "$.suite.dataset", f"names a file that cannot be read: {exc}")
             return []

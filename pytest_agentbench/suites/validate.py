@@ -12,7 +12,9 @@ import difflib
 import functools
 import json
 import math
+import os
 import re
+import stat
 import string
 import tomllib
 import unicodedata
@@ -31,6 +33,11 @@ FORMATS = {".toml": "toml", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
 #: Template fields every task defines itself; vars may not take these names.
 RESERVED_FIELDS = ("input", "choices", "target")
 MAX_ID_LENGTH = 200
+#: The largest suite or dataset file read unless the run says otherwise (--agentbench-max-file-mb).
+DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
+#: How many values YAML aliases may add to a file once written out (a "billion laughs"
+#: file adds 9**9 from a few lines; every later walk of it would take hours).
+MAX_ALIAS_GROWTH = 1_000_000
 
 _JSON_TYPE = {
     type(None): "null",
@@ -61,12 +68,46 @@ _BOUNDS = {
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def read_text(path: Path) -> str:
-    """A file's text (UTF-8, BOM allowed); raises ValueError naming the file."""
+def _kind_of(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def read_bytes(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes``; raises ValueError naming the
+    file otherwise. A FIFO, a device (``/dev/zero`` behind a symlink) or a socket is
+    refused before it is opened for reading, so it can neither block nor stream forever;
+    the size is checked before reading and again while reading (the file may grow)."""
+    limit = f"the limit is {max_bytes / 1024 / 1024:.3g} MB (--agentbench-max-file-mb)"
     try:
-        data = path.read_bytes()
+        found = os.stat(path)
+        if not stat.S_ISREG(found.st_mode):
+            raise ValueError(f"{path} is {_kind_of(found.st_mode)}; only regular files are read")
+        if found.st_size > max_bytes:
+            raise ValueError(f"{path} is too large ({found.st_size} bytes); {limit}")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped since the check above
+            raise ValueError(f"{path} is not a regular file; only regular files are read")
+        data = file.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"{path} is too large (over {max_bytes} bytes); {limit}")
+    return data
+
+
+def read_text(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> str:
+    """A regular file's text (UTF-8, BOM allowed) of at most ``max_bytes``; raises
+    ValueError naming the file."""
+    data = read_bytes(path, max_bytes)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -74,13 +115,14 @@ def read_text(path: Path) -> str:
         raise ValueError(f"{path} is not UTF-8 text (bad byte at line {line})") from None
 
 
-def read_document(path: Path) -> tuple[Any, str]:
+def read_document(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[Any, str]:
     """The parsed file and its format (``toml``, ``json``, ``yaml``); raises ValueError
-    for an unknown extension, an unreadable file, or a syntax error (with line/column)."""
+    for an unknown extension, an unreadable, special or oversized file, or a syntax error
+    (with line/column)."""
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise ValueError(f"unknown suite format {show(path.suffix)}; use .toml, .json or .yaml")
-    text = read_text(path)
+    text = read_text(path, max_bytes)
     if fmt == "yaml":
         return _parse_yaml(text), fmt
     try:
@@ -104,7 +146,7 @@ def _parse_yaml(text: str) -> Any:
     except ImportError:
         raise ValueError('YAML suites need PyYAML: pip install "pytest-agentbench[yaml]"') from None
     try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        document = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -114,6 +156,37 @@ def _parse_yaml(text: str) -> Any:
         raise ValueError(f"YAML syntax error: {exc}") from None
     except (ValueError, RecursionError) as exc:
         raise ValueError(f"the YAML file cannot be read: {_reason(exc)}") from None
+    growth = alias_growth(document)
+    if growth > MAX_ALIAS_GROWTH:
+        raise ValueError(
+            f"the YAML file's aliases expand it by {growth} values, over the limit of "
+            f"{MAX_ALIAS_GROWTH} (an alias bomb?); write the values out or use fewer aliases"
+        )
+    return document
+
+
+def alias_growth(value: object) -> int:
+    """How many more values ``value`` holds written out than in memory: what YAML
+    aliases (one object reachable by several paths) add. Linear in the memory size;
+    an object that contains itself counts once there (it is reported elsewhere)."""
+    if not isinstance(value, dict | list):
+        return 0
+    sizes: dict[int, int] = {}
+    unique = 0
+    stack: list[tuple[dict[Any, Any] | list[Any], bool]] = [(value, False)]
+    while stack:
+        item, leaving = stack.pop()
+        children = list(item.values()) if isinstance(item, dict) else item
+        if leaving:
+            sizes[id(item)] = 1 + sum(sizes.get(id(child), 1) for child in children)
+            continue
+        if id(item) in sizes:
+            continue
+        sizes[id(item)] = 1  # in progress: a self-reference counts once
+        unique += 1 + sum(not isinstance(child, dict | list) for child in children)
+        stack.append((item, True))
+        stack.extend((child, False) for child in children if isinstance(child, dict | list))
+    return sizes[id(value)] - unique
 
 
 @functools.cache

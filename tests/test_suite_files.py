@@ -1,0 +1,156 @@
+"""Suite and dataset files are read only when they are regular files under a size cap
+(--agentbench-max-file-mb), and YAML aliases are bounded: a FIFO, a device, a huge file
+or an alias bomb is one clear collection error naming the path, never a hang or an OOM."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_agentbench.errors import SuiteError
+from pytest_agentbench.suites.load import load_suite
+from pytest_agentbench.verifiers.builtin import BUILTIN_VERIFIERS
+
+VERIFIERS = {verifier.kind: verifier for verifier in BUILTIN_VERIFIERS}
+GOOD = '[[task]]\nid = "fine"\ninput = "x"\ntarget = "x"\nscripted = ["x"]\n'
+MANIFEST = '[suite]\ndataset = "data.jsonl"\nfields = { input = "q", target = "a" }\n'
+#: The inner run may not grow past this, so that code reading /dev/zero fails fast
+#: instead of taking the machine down.
+GUARD = """
+import resource
+resource.setrlimit(resource.RLIMIT_AS, (3 * 1024**3, resource.RLIM_INFINITY))
+"""
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    pytester.makeconftest(GUARD)
+    # a hang guard only: each case is refused before anything is read
+    return pytester.runpytest_subprocess(
+        "--agentbench", "-p", "no:cacheprovider", *args, timeout=60
+    )
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "directory"])
+def test_a_dataset_that_is_not_a_regular_file_is_a_collection_error(
+    pytester: pytest.Pytester, kind: str
+) -> None:
+    data = pytester.path / "data.jsonl"
+    if kind == "fifo":
+        os.mkfifo(data)
+        what = "a FIFO (named pipe)"
+    elif kind == "device":
+        data.symlink_to("/dev/zero")
+        what = "a device"
+    else:
+        data.mkdir()
+        what = "a directory"
+    (pytester.path / "bench_ds.toml").write_text(MANIFEST)
+    (pytester.path / "bench_good.toml").write_text(GOOD)
+    result = _run(pytester, "--continue-on-collection-errors")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [f"*$.suite.dataset names a file that cannot be read: *data.jsonl is {what};*"]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_suite_path_that_is_not_a_regular_file_is_refused_unread(
+    tmp_path: Path, kind: str
+) -> None:
+    # pytest itself never hands such a path to the plugin; load_suite is public API
+    path = tmp_path / "bench_x.toml"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    with pytest.raises(SuiteError, match=r"bench_x\.toml is a (FIFO|device)"):
+        load_suite(path, VERIFIERS)
+
+
+def test_a_suite_over_the_size_cap_names_the_path_and_the_flag(pytester: pytest.Pytester) -> None:
+    big = GOOD + "# padding\n" * 2000  # ~22 KB
+    (pytester.path / "bench_big.toml").write_text(big)
+    (pytester.path / "bench_good.toml").write_text(GOOD)
+    result = _run(pytester, "--agentbench-max-file-mb", "0.01", "--continue-on-collection-errors")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"*bench_big.toml is too large ({len(big)} bytes); the limit is 0.01 MB "
+            "(--agentbench-max-file-mb)*"
+        ]
+    )
+
+
+def test_the_size_cap_applies_to_datasets_and_comes_from_the_ini_file(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini("[pytest]\nagentbench_max_file_mb = 0.001\n")
+    lines = "".join(f'{{"q": "{i}", "a": "{i}"}}\n' for i in range(100))
+    (pytester.path / "data.jsonl").write_text(lines)
+    (pytester.path / "bench_ds.toml").write_text(MANIFEST)
+    result = _run(pytester)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*$.suite.dataset*data.jsonl is too large*0.001 MB*"])
+
+
+def test_the_default_cap_refuses_a_huge_file(tmp_path: Path) -> None:
+    path = tmp_path / "bench_huge.toml"
+    with path.open("wb") as file:
+        file.truncate(65 * 1024 * 1024)  # sparse: no disk space used
+    with pytest.raises(SuiteError, match=r"bench_huge\.toml is too large \(68157440 bytes\)"):
+        load_suite(path, VERIFIERS)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "lots"])
+def test_a_bad_size_cap_is_a_usage_error(pytester: pytest.Pytester, value: str) -> None:
+    (pytester.path / "bench_good.toml").write_text(GOOD)
+    result = pytester.runpytest("--agentbench", f"--agentbench-max-file-mb={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+BOMB = """
+suite:
+  template: "{input} {i}"
+  vars:
+    a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]
+    b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]
+    c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]
+    d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]
+    e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]
+    f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]
+    g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]
+    h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g]
+    i: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h]
+task:
+  - id: boom
+    input: hi
+    target: hi
+"""
+
+
+def test_a_yaml_alias_bomb_is_refused_at_load(tmp_path: Path) -> None:
+    pytest.importorskip("yaml")
+    path = tmp_path / "bench_lol.yaml"
+    path.write_text(BOMB)
+    with pytest.raises(SuiteError) as caught:
+        load_suite(path, VERIFIERS)
+    assert caught.value.problems == [
+        "the YAML file's aliases expand it by 490329036 values, over the limit of 1000000 "
+        "(an alias bomb?); write the values out or use fewer aliases"
+    ]
+
+
+def test_yaml_aliases_within_reason_still_work(tmp_path: Path) -> None:
+    pytest.importorskip("yaml")
+    path = tmp_path / "bench_alias.yaml"
+    path.write_text(
+        "suite:\n  verifier: &v {kind: exact, case_sensitive: false}\n"
+        "task:\n  - {id: a, input: x, target: X, verifier: *v}\n"
+        "  - {id: b, input: y, target: Y, verifier: *v}\n"
+    )
+    suite = load_suite(path, VERIFIERS)
+    assert [task.verifier.options for task in suite.tasks] == [{"case_sensitive": False}] * 2
