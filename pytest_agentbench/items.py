@@ -11,6 +11,10 @@ from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.run import STATE_KEY, RunState
 from pytest_agentbench.suites.task import Task
 
+#: (suite name, task id) → the suite file that holds it, over every file collected so
+#: far: two files may declare the same suite name, but never the same task in it.
+_TASK_FILES = pytest.StashKey[dict[tuple[str, str], str]]()
+
 
 class SuiteFile(pytest.File):
     """A ``bench_*`` suite file; collecting it loads and validates the whole suite."""
@@ -35,12 +39,31 @@ class SuiteFile(pytest.File):
         except SuiteError as exc:
             shown = SuiteError(self._display_path(), exc.problems)
             raise self.CollectError(str(shown)) from None
+        self._claim(suite.tasks)
         self.tasks = suite.tasks
         for task in suite.tasks:
             item = TaskItem.from_parent(self, name=task.id, task=task)
             for mark in task.marks:
                 item.add_marker(mark)
             yield item
+
+    def _claim(self, tasks: tuple[Task, ...]) -> None:
+        """Register this file's tasks run-wide; a task another file of the same suite
+        already holds would share its artifact folder and its results, so it is a
+        collection error naming both files."""
+        owners = self.config.stash.setdefault(_TASK_FILES, {})
+        here = self._display_path()
+        clashes = [
+            f'task {task.index + 1} ("{task.id}"): the suite "{task.suite}" already has a task '
+            f'"{task.id}" in {owners[task.suite, task.id]}; the two would share one artifact '
+            "folder: rename one of them, or give one file its own [suite] name"
+            for task in tasks
+            if owners.get((task.suite, task.id), here) != here
+        ]
+        if clashes:
+            raise self.CollectError(str(SuiteError(here, clashes)))
+        for task in tasks:
+            owners[task.suite, task.id] = here
 
     def _display_path(self) -> str:
         """The suite's path as the user typed it: relative to where pytest was started."""

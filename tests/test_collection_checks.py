@@ -200,3 +200,28 @@ def test_no_request_reaches_the_model_for_a_task_that_cannot_be_judged(
     result.stdout.fnmatch_lines(['*task 1 ("p"): $.task[[]0].verifier.word must be "ok"'])
     assert "Traceback" not in result.stdout.str()
     assert server.stats["requests"] == 1  # the good task's, and no other
+
+
+@pytest.mark.parametrize(
+    ("template", "written"),
+    [
+        ("{input.upper}", "{input.upper}"),
+        ("{items[0]}", "{items[0]}"),
+        ("{input!r}", "{input!r}"),
+        ("{input:>9}", "{input:>9}"),
+        ("{items.__class__}", "{items.__class__}"),
+    ],
+)
+def test_a_template_field_must_be_a_plain_name(tmp_path: Path, template: str, written: str) -> None:
+    path = tmp_path / "bench_t.toml"
+    path.write_text(
+        f'[suite]\ntemplate = "Q: {template}"\nvars = {{ items = ["a", "b"] }}\n'
+        '[[task]]\nid = "t"\ninput = "x"\ntarget = "x"\n'
+    )
+    root = written[1:].split(".")[0].split("[")[0].split("!")[0].split(":")[0]
+    with pytest.raises(SuiteError) as caught:
+        load_suite(path, VERIFIERS)
+    assert caught.value.problems == [
+        f"$.suite.template uses {written}, which is not a plain field name; write {{{root}}} "
+        "(attribute, index, !conversion and :format are not supported)"
+    ]

@@ -462,6 +462,12 @@ class _Loader:
             self.ids[raw.index] = task_id
             if (problem := id_problem(task_id)) is not None:
                 self.add(raw.index, raw.locate(("id",)), problem)
+            elif "::" in task_id:
+                reason = (
+                    f'must not contain "::" (pytest\'s node-id separator: the task could not be '
+                    f"selected as <file>::<id>); got {show(task_id)}"
+                )
+                self.add(raw.index, raw.locate(("id",)), reason)
         first = self.first_with_id.setdefault(task_id, raw.index)
         if first != raw.index and "id" in raw.data:
             reason = f"repeats the id {show(task_id)} of {self._label(first)}"

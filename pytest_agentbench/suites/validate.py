@@ -423,28 +423,38 @@ def mark_problem(name: str) -> str | None:
 
 
 def template_fields(template: str) -> tuple[list[str], list[str]]:
-    """The root names of the fields a template uses (``{vars[0]}`` → ``vars``), format
-    specs included, and the problems no task could fix: bad syntax, ``{target}``,
-    positional fields."""
+    """The root names of the fields a template uses (``{vars[0]}`` → ``vars``) and the
+    problems no task could fix: bad syntax, ``{target}``, positional fields, and any
+    field that is not a plain name (``{input.upper}``, ``{vars[0]}``, ``{input!r}``,
+    ``{input:>9}``), which would format to something odd instead of the value."""
     try:
         parsed = list(string.Formatter().parse(template))
     except ValueError as exc:
         return [], [f"is not a valid template: {exc} (write {{{{ and }}}} for braces)"]
     roots: list[str] = []
     problems: list[str] = []
-    for _, name, spec, _ in parsed:
+    for _, name, spec, conversion in parsed:
         if name is None:
             continue
         root = re.split(r"[.\[]", name, maxsplit=1)[0]
         roots.append(root)
+        written = (
+            "{"
+            + name
+            + (f"!{conversion}" if conversion else "")
+            + (f":{spec}" if spec else "")
+            + "}"
+        )
         if root == "target":
             problems.append("uses {target}, which would give the answer away; it is not a field")
         elif root == "" or root.isdigit():
             problems.append(f"uses a positional field {{{root}}}; name a field such as {{input}}")
-        if spec and "{" in spec:
-            nested, nested_problems = template_fields(spec)
-            roots += nested
-            problems += nested_problems
+        elif name != root or conversion or spec:
+            shown = written if len(written) <= 60 else written[:59] + "…"
+            problems.append(
+                f"uses {shown}, which is not a plain field name; write {{{root}}} (attribute,"
+                " index, !conversion and :format are not supported)"
+            )
     return roots, problems
 
 
