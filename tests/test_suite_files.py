@@ -4,6 +4,7 @@ or an alias bomb is one clear collection error naming the path, never a hang or 
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from pathlib import Path
@@ -170,3 +171,22 @@ def test_a_yaml_alias_bomb_is_refused_at_load(tmp_path: Path) -> None:
     )
     suite = load_suite(path, VERIFIERS)
     assert [task.verifier.options for task in suite.tasks] == [{"case_sensitive": False}] * 2
+
+
+def test_a_manifest_maps_the_scripted_replies_from_a_field(pytester: pytest.Pytester) -> None:
+    (pytester.path / "data.jsonl").write_text(
+        '{"q": "3+4?", "a": "7", "reply": "7"}\n'
+        '{"q": "4+4?", "a": "8", "reply": ["9", "8"]}\n'
+        '{"q": "5+4?", "a": "9", "reply": ["1", "2"]}\n'
+    )
+    (pytester.path / "bench_ds.toml").write_text(
+        '[suite]\ndataset = "data.jsonl"\nrepairs = 1\n'
+        'fields = { input = "q", target = "a", scripted = "reply" }\n'
+    )
+    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, failed=1)
+    answers = {}
+    for path in pytester.path.rglob("result.json"):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        answers[record["task_id"]] = [a["answer"] for a in record["attempts"]]
+    assert answers == {"1": ["7"], "2": ["9", "8"], "3": ["1", "2"]}

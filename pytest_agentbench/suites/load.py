@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_agentbench.errors import SuiteError, VerifierError
 from pytest_agentbench.suites.task import DEFAULT_TOOLS, Task, VerifierConfig
 from pytest_agentbench.suites.validate import (
+    DATASET_KEYS,
     DEFAULT_MAX_FILE_BYTES,
     RESERVED_FIELDS,
     Parts,
@@ -282,7 +283,7 @@ class _Loader:
         except ValueError as exc:
             self.add(None, "$.suite.dataset", f"names a file that cannot be read: {exc}")
             return []
-        mapping = {key: fields.get(key, key) for key in ("id", "input", "target", "choices")}
+        mapping = {key: fields.get(key, key) for key in DATASET_KEYS}
 
         def locate(parts: Parts) -> str:
             if parts[:1] == ("vars",):
