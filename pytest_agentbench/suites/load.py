@@ -16,10 +16,15 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.errors import SuiteError, VerifierError
+from pytest_agentbench.suites.read import (
+    DEFAULT_MAX_FILE_BYTES,
+    parse_record,
+    read_document,
+    read_text,
+)
 from pytest_agentbench.suites.task import DEFAULT_TOOLS, Task, VerifierConfig
 from pytest_agentbench.suites.validate import (
     DATASET_KEYS,
-    DEFAULT_MAX_FILE_BYTES,
     RESERVED_FIELDS,
     Parts,
     document_validator,
@@ -28,9 +33,6 @@ from pytest_agentbench.suites.validate import (
     map_record,
     mark_problem,
     options_validator,
-    parse_record,
-    read_document,
-    read_text,
     record_validator,
     render_prompt,
     schema_problems,
