@@ -45,6 +45,13 @@ BAD_SETUPS = {
         'task 1 ("j"): $.task[0].target cannot be used: json_schema verifier: target has '
         "no JSON Schema keyword",
     ),
+    "schema_dangling_ref": (
+        '[[task]]\nid = "j"\ninput = "x"\n'
+        'verifier = { kind = "json_schema", schema = { properties = { a = '
+        '{ "$ref" = "#/$defs/nope" } } } }\n',
+        'task 1 ("j"): $.task[0].verifier.schema cannot be used: json_schema verifier: '
+        "options.schema has a $ref that points at nothing: '#/$defs/nope'",
+    ),
     "choice_out_of_range": (
         '[[task]]\nid = "c"\ninput = "x"\nchoices = ["a", "b"]\ntarget = "D"\n'
         'verifier = { kind = "choice" }\n',
