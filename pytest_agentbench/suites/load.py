@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from pytest_agentbench.errors import SuiteError, VerifierError
+from pytest_agentbench.errors import SuiteError
+from pytest_agentbench.suites.fit import fit_path, fit_problems
 from pytest_agentbench.suites.read import (
     DEFAULT_MAX_FILE_BYTES,
     parse_record,
@@ -387,44 +388,13 @@ class _Loader:
         return task if self._check_setup(raw, task, defaults) else None
 
     def _check_setup(self, raw: _RawTask, task: Task, defaults: Mapping[str, Any]) -> bool:
-        """Ask the task's verifier whether it can judge this task at all (its optional
-        ``check_task``); record each problem at the place it names. True when none."""
-        kind = task.verifier.kind
-        check = getattr(self.verifiers[kind], "check_task", None)
-        if check is None:
-            return True
-        try:
-            found = [(tuple(p.at), str(p.text)) for p in check(task)]
-        except VerifierError as exc:
-            found = [((), f"cannot be used: {exc}")]
-        except Exception as exc:
-            reason = f"{type(exc).__name__}: {exc}"
-            found = [
-                (
-                    (),
-                    f"could not be checked: the {show(kind)} verifier's check_task raised "
-                    f"{show(reason, 200)}; this is a bug in the plugin that provides it",
-                )
-            ]
+        """Ask the task's verifier whether it can judge this task at all (suites/fit.py);
+        record each problem where it was written. True when there is none."""
+        found = fit_problems(self.verifiers[task.verifier.kind], task)
+        own, suite = raw.data.get("verifier") or {}, defaults["verifier"] or {}
         for at, text in found:
-            self.add(raw.index, self._setup_path(raw, defaults, at), text)
+            self.add(raw.index, fit_path(at, own, suite, raw.locate), text)
         return not found
-
-    def _setup_path(self, raw: _RawTask, defaults: Mapping[str, Any], at: Parts) -> str:
-        """Where a verifier's setup problem is: the task key it names, else the option
-        in the verifier table that set it (the task's own, else the suite's)."""
-        if at[:1] in (("target",), ("choices",)):
-            return raw.locate(at)
-        own = raw.data.get("verifier") or {}
-        suite = defaults["verifier"] or {}
-        option = at[1:2]
-        if option and option[0] in own:
-            return raw.locate(("verifier", *option))
-        if "kind" not in own and option and option[0] in suite:
-            return json_path(("suite", "verifier", *option))
-        if own:
-            return raw.locate(("verifier",))
-        return "$.suite.verifier" if suite else ""
 
     def _check_tools(self, index: int | None, names: Any, where: Callable[[int], str]) -> None:
         """Every tool name a suite or task asks for must be a tool this run has."""
