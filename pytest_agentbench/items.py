@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Iterable, Iterator
+from fnmatch import fnmatch
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +17,30 @@ from pytest_agentbench.suites.task import Task
 #: (suite name, task id) → the suite file that holds it, over every file collected so
 #: far: two files may declare the same suite name, but never the same task in it.
 _TASK_FILES = pytest.StashKey[dict[tuple[str, str], str]]()
+
+
+class SuiteDir(pytest.Dir):
+    """A plain directory that also collects its ``bench_*`` entries that are not regular
+    files (a FIFO, a device, a socket, a symlink to one or to nothing). pytest skips such
+    entries without a word; collected, each is a clear collection error naming its path
+    (the suite loader refuses it before opening it, so nothing blocks)."""
+
+    def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
+        yield from super().collect()
+        state = self.config.stash.get(STATE_KEY, None)
+        if state is None:
+            return
+        with os.scandir(self.path) as entries:
+            special = sorted(
+                Path(entry.path)
+                for entry in entries
+                if not entry.is_dir()
+                and not entry.is_file()
+                and any(fnmatch(entry.name, pattern) for pattern in state.settings.files)
+            )
+        for path in special:
+            if not self.ihook.pytest_ignore_collect(collection_path=path, config=self.config):
+                yield SuiteFile.from_parent(self, path=path)
 
 
 class SuiteFile(pytest.File):

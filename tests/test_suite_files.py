@@ -58,6 +58,27 @@ def test_a_dataset_that_is_not_a_regular_file_is_a_collection_error(
     assert "Traceback" not in result.stdout.str()
 
 
+def test_bench_files_that_are_not_regular_files_are_collection_errors(
+    pytester: pytest.Pytester,
+) -> None:
+    # pytest skips such entries without a word; each must say why it is not run
+    sub = pytester.path / "sub"
+    sub.mkdir()
+    os.mkfifo(pytester.path / "bench_fifo.toml")
+    (sub / "bench_zero.toml").symlink_to("/dev/zero")
+    (pytester.path / "bench_gone.toml").symlink_to(pytester.path / "missing.toml")
+    (sub / "bench_good.toml").write_text(GOOD)
+    result = _run(pytester, "--continue-on-collection-errors")
+    result.assert_outcomes(passed=1, errors=3)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*bench_fifo.toml is a FIFO (named pipe); only regular files are read",
+            "*sub/bench_zero.toml is a device; only regular files are read",
+            "*cannot read *bench_gone.toml: No such file or directory",
+        ]
+    )
+
+
 @pytest.mark.parametrize("kind", ["fifo", "device"])
 def test_a_suite_path_that_is_not_a_regular_file_is_refused_unread(
     tmp_path: Path, kind: str

@@ -59,6 +59,22 @@ def read_bytes(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
     return data
 
 
+def read_head(path: Path, limit: int) -> str | None:
+    """Up to ``limit`` bytes from the start of a regular file, as text (bad bytes
+    replaced); None when it is not a regular file or cannot be read. For cheap sniffing:
+    never blocks on a FIFO, never reads a device."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return file.read(limit).decode("utf-8", errors="replace")
+
+
 def read_text(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> str:
     """A regular file's text (UTF-8, BOM allowed) of at most ``max_bytes``; raises
     ValueError naming the file."""
