@@ -211,3 +211,15 @@ def test_a_manifest_maps_the_scripted_replies_from_a_field(pytester: pytest.Pyte
         record = json.loads(path.read_text(encoding="utf-8"))
         answers[record["task_id"]] = [a["answer"] for a in record["attempts"]]
     assert answers == {"1": ["7"], "2": ["9", "8"], "3": ["1", "2"]}
+
+
+def test_a_scripted_field_of_the_wrong_type_names_the_record_and_field(tmp_path: Path) -> None:
+    (tmp_path / "data.jsonl").write_text('{"q": "a", "a": "1", "reply": 5}\n')
+    path = tmp_path / "bench_ds.toml"
+    path.write_text(MANIFEST.replace('target = "a"', 'target = "a", scripted = "reply"'))
+    with pytest.raises(SuiteError) as caught:
+        load_suite(path, VERIFIERS)
+    assert caught.value.problems == [
+        'task 1 at data.jsonl line 1: the field "reply" must be a string (one reply) or a '
+        "list of replies; got integer 5"
+    ]

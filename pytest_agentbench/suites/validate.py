@@ -110,6 +110,10 @@ def map_record(
             task[key] = record[source]
             if key == "scripted" and isinstance(task[key], str):
                 task[key] = [task[key]]  # one reply, written as a plain string
+            elif key == "scripted" and not isinstance(task[key], list):
+                got = f"{type_name(task.pop(key))} {show(record[source])}"
+                expected = "must be a string (one reply) or a list of replies"
+                missing.append(((key,), f"the field {show(source)} {expected}; got {got}"))
         elif key == "input" or key in fields:
             how = f" (fields.{key})" if key in fields else ""
             missing.append(((key,), f"the record has no field {show(source)}{how}"))
