@@ -223,3 +223,33 @@ def test_a_scripted_field_of_the_wrong_type_names_the_record_and_field(tmp_path:
         'task 1 at data.jsonl line 1: the field "reply" must be a string (one reply) or a '
         "list of replies; got integer 5"
     ]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "too big"])
+def test_a_files_directory_that_cannot_be_copied_is_a_collection_error(
+    pytester: pytest.Pytester, kind: str
+) -> None:
+    fixture = pytester.path / "fixture" / "sub"
+    fixture.mkdir(parents=True)
+    (fixture / "ok.txt").write_text("fine")
+    args = ["--continue-on-collection-errors"]
+    if kind == "fifo":
+        os.mkfifo(fixture / "entry")
+        reason = 'holds "sub/entry", which is a FIFO (named pipe); only regular files'
+    elif kind == "device":
+        (fixture / "entry").symlink_to("/dev/zero")
+        reason = 'holds "sub/entry", which is a device; only regular files'
+    else:
+        (fixture / "entry").write_text("x" * 20_000)
+        args += ["--agentbench-max-file-mb", "0.01"]
+        reason = "holds more than 0.01 MB (--agentbench-max-file-mb) of files (at *)"
+    (pytester.path / "bench_code.toml").write_text(
+        '[suite]\nfiles = "fixture"\nverifier = { kind = "command", run = "true" }\n'
+        '[[task]]\nid = "t"\ninput = "x"\nscripted = ["x"]\n'
+    )
+    (pytester.path / "bench_good.toml").write_text(GOOD)
+    result = _run(pytester, *args)
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [f"*$.suite.files names a directory that cannot seed a workspace: {reason}"]
+    )

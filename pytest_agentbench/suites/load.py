@@ -22,6 +22,7 @@ from pytest_agentbench.suites.read import (
     parse_record,
     read_document,
     read_text,
+    tree_problem,
 )
 from pytest_agentbench.suites.task import DEFAULT_TOOLS, Task, VerifierConfig
 from pytest_agentbench.suites.validate import (
@@ -414,6 +415,11 @@ class _Loader:
             if not directory.is_dir():
                 reason = f"names no directory next to the suite file: {show(value)}"
                 self.add(index, where(()), reason)
+                return {}, None
+            if (problem := tree_problem(directory, self.max_bytes)) is not None:
+                self.add(
+                    index, where(()), f"names a directory that cannot seed a workspace: {problem}"
+                )
                 return {}, None
             return {}, directory
         for name in value:

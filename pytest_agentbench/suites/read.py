@@ -59,6 +59,36 @@ def read_bytes(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
     return data
 
 
+#: Entries a ``files`` directory may hold (a symlink loop would otherwise never end).
+MAX_TREE_ENTRIES = 100_000
+
+
+def tree_problem(root: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> str | None:
+    """Why directory ``root`` cannot seed a workspace, or None. It is copied following
+    symlinks, so each entry must lead to a regular file or a directory (a FIFO would
+    block the copy, a device would never end it); the files together must fit in
+    ``max_bytes``. Dangling symlinks are skipped, as the copy skips them."""
+    total = entries = 0
+    for folder, _, names in os.walk(root, followlinks=True):
+        for name in names:
+            path = Path(folder) / name
+            entries += 1
+            if entries > MAX_TREE_ENTRIES:
+                return f"holds more than {MAX_TREE_ENTRIES} entries (a symlink loop?)"
+            try:
+                found = os.stat(path)
+            except OSError:
+                continue
+            where = show(path.relative_to(root).as_posix())
+            if not stat.S_ISREG(found.st_mode):
+                return f"holds {where}, which is {_kind_of(found.st_mode)}; only regular files"
+            total += found.st_size
+            if total > max_bytes:
+                limit = f"{max_bytes / 1024 / 1024:.3g} MB (--agentbench-max-file-mb)"
+                return f"holds more than {limit} of files (at {where})"
+    return None
+
+
 def read_head(path: Path, limit: int) -> str | None:
     """Up to ``limit`` bytes from the start of a regular file, as text (bad bytes
     replaced); None when it is not a regular file or cannot be read. For cheap sniffing:
