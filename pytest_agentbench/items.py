@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Iterable, Iterator
+from fnmatch import fnmatch
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +13,34 @@ import pytest
 from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.run import STATE_KEY, RunState
 from pytest_agentbench.suites.task import Task
+
+#: (suite name, task id) → the suite file that holds it, over every file collected so
+#: far: two files may declare the same suite name, but never the same task in it.
+_TASK_FILES = pytest.StashKey[dict[tuple[str, str], str]]()
+
+
+class SuiteDir(pytest.Dir):
+    """A plain directory that also collects its ``bench_*`` entries that are not regular
+    files (a FIFO, a device, a socket, a symlink to one or to nothing). pytest skips such
+    entries without a word; collected, each is a clear collection error naming its path
+    (the suite loader refuses it before opening it, so nothing blocks)."""
+
+    def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
+        yield from super().collect()
+        state = self.config.stash.get(STATE_KEY, None)
+        if state is None:
+            return
+        with os.scandir(self.path) as entries:
+            special = sorted(
+                Path(entry.path)
+                for entry in entries
+                if not entry.is_dir()
+                and not entry.is_file()
+                and any(fnmatch(entry.name, pattern) for pattern in state.settings.files)
+            )
+        for path in special:
+            if not self.ihook.pytest_ignore_collect(collection_path=path, config=self.config):
+                yield SuiteFile.from_parent(self, path=path)
 
 
 class SuiteFile(pytest.File):
@@ -26,17 +57,40 @@ class SuiteFile(pytest.File):
 
         try:
             suite = load_suite(
-                self.path, state.verifiers(), reply_check=reply_check, tools=state.tools()
+                self.path,
+                state.verifiers(),
+                reply_check=reply_check,
+                tools=state.tools(),
+                max_bytes=round(state.settings.max_file_mb * 1024 * 1024),
             )
         except SuiteError as exc:
             shown = SuiteError(self._display_path(), exc.problems)
             raise self.CollectError(str(shown)) from None
+        self._claim(suite.tasks)
         self.tasks = suite.tasks
         for task in suite.tasks:
             item = TaskItem.from_parent(self, name=task.id, task=task)
             for mark in task.marks:
                 item.add_marker(mark)
             yield item
+
+    def _claim(self, tasks: tuple[Task, ...]) -> None:
+        """Register this file's tasks run-wide; a task another file of the same suite
+        already holds would share its artifact folder and its results, so it is a
+        collection error naming both files."""
+        owners = self.config.stash.setdefault(_TASK_FILES, {})
+        here = self._display_path()
+        clashes = [
+            f'task {task.index + 1} ("{task.id}"): the suite "{task.suite}" already has a task '
+            f'"{task.id}" in {owners[task.suite, task.id]}; the two would share one artifact '
+            "folder: rename one of them, or give one file its own [suite] name"
+            for task in tasks
+            if owners.get((task.suite, task.id), here) != here
+        ]
+        if clashes:
+            raise self.CollectError(str(SuiteError(here, clashes)))
+        for task in tasks:
+            owners[task.suite, task.id] = here
 
     def _display_path(self) -> str:
         """The suite's path as the user typed it: relative to where pytest was started."""

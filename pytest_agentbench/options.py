@@ -124,6 +124,13 @@ def add_options(parser: pytest.Parser) -> None:
         "basic (process limits and a scrubbed environment only)",
     )
     group.addoption(
+        "--agentbench-max-file-mb",
+        metavar="MB",
+        type=float,
+        help="largest suite or dataset file read, in MB (default 64); a bigger one, or one "
+        "that is not a regular file (a FIFO, a device), is a collection error",
+    )
+    group.addoption(
         "--agentbench-max-retries",
         metavar="N",
         type=int,
@@ -198,6 +205,9 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("agentbench_rpm", "requests per minute across the whole run")
     parser.addini("agentbench_shard", "K/N: run only shard K of N")
     parser.addini("agentbench_max_retries", "retries of a failed request (default 3)")
+    parser.addini(
+        "agentbench_max_file_mb", "largest suite or dataset file read, in MB (default 64)"
+    )
     parser.addini("agentbench_sandbox", "auto, strict or basic")
     parser.addini("agentbench_loop_kill", "loop kill threshold in percent (0: never kill)")
     parser.addini("agentbench_loop_kill_seconds", "seconds a loop holds before the kill")

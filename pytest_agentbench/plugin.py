@@ -149,14 +149,13 @@ def _has_code_tasks(config: pytest.Config) -> bool:
     cheap (file names only); the sandbox line is informative, never required."""
     from pathlib import Path
 
+    from pytest_agentbench.suites.read import read_head
+
     for arg in config.args:
         path = Path(str(arg).split("::")[0])
         files = [path] if path.is_file() else list(path.glob("**/bench_*"))[:200]
         for file in files:
-            try:
-                text = file.read_text(encoding="utf-8", errors="replace")[:200_000]
-            except OSError:
-                continue
+            text = read_head(file, 200_000) or ""  # a FIFO or a device is skipped unread
             if any(word in text for word in ("python_tests", "command", "agent")):
                 return True
     return False
@@ -182,6 +181,18 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     state.status = StatusWriter(
         stream, writer.fullwidth, lambda: writer.width_of_current_line, uncaptured
     )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collect_directory(path: Any, parent: pytest.Collector) -> Any:
+    """A plain directory becomes a SuiteDir, which reports the bench files pytest would
+    skip for not being regular files (packages are left as they are)."""
+    collector = yield
+    if parent.config.stash.get(STATE_KEY, None) is None or type(collector) is not pytest.Dir:
+        return collector
+    from pytest_agentbench.items import SuiteDir
+
+    return SuiteDir.from_parent(parent, path=path)
 
 
 def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Collector | None:

@@ -68,6 +68,7 @@ class Settings:
     resume: str | None = None
     retry_errors: bool = False
     max_retries: int = 3
+    max_file_mb: float = 64.0
     breaker_threshold: int = 5
     loop_kill: int = 80
     loop_kill_seconds: float = 10.0
@@ -193,6 +194,7 @@ def resolve_settings(
     api_key = env.get(key_var) if key_var else None
     timeout = _first(option("agentbench_timeout"), ini("agentbench_timeout"))
     max_tokens = _first(option("agentbench_max_tokens"), ini("agentbench_max_tokens"))
+    max_file_mb = _first(option("agentbench_max_file_mb"), ini("agentbench_max_file_mb"))
     files = ini("agentbench_files") or list(DEFAULT_FILES)
     repairs = _first(option("agentbench_repairs"), ini("agentbench_repairs"))
     if repairs is not None:
@@ -244,6 +246,9 @@ def resolve_settings(
         resume=resume,
         retry_errors=retry_errors,
         max_retries=_int_option(option, ini, "agentbench_max_retries", 3, 0, 20),
+        max_file_mb=float(_number("agentbench max file mb", max_file_mb, float, 0.000001))
+        if max_file_mb is not None
+        else 64.0,
         breaker_threshold=_int_option(option, ini, "agentbench_breaker", 5, 0, 1000),
         sandbox=_choice(
             "agentbench sandbox",

@@ -24,7 +24,7 @@ BROKEN = {
         ['*$.suite.repairs must be an integer; got string "many"'],
     ),
     "bench_dupe.toml": (
-        '[[task]]\nid = "a"\ninput = "x"\n[[task]]\nid = "a"\ninput = "y"\n',
+        '[[task]]\nid = "a"\ninput = "x"\ntarget = "x"\n[[task]]\nid = "a"\ninput = "y"\n',
         ['*task 2 ("a"): $.task[1].id repeats the id "a" of task 1*'],
     ),
     "bench_kind.toml": (

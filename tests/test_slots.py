@@ -71,7 +71,7 @@ def test_a_hanging_endpoint_gives_up_quickly() -> None:
 def test_openai_compat_runs_size_concurrency_from_slots(
     pytester: pytest.Pytester, four_slots: str
 ) -> None:
-    pytester.makefile(".toml", bench_x='[[task]]\nid = "a"\ninput = "x"\n')
+    pytester.makefile(".toml", bench_x='[[task]]\nid = "a"\ninput = "x"\ntarget = "x"\n')
     args = ["--agentbench", "--agentbench-model", "openai-compat/local"]
     result = pytester.runpytest(*args, "--agentbench-base-url", four_slots, "--co")
     result.stdout.fnmatch_lines(["agentbench: 4 rollouts in flight (the server's /slots)"])

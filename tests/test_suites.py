@@ -629,7 +629,7 @@ def test_manifest_mistakes(tmp_path: Path) -> None:
     )
     assert problems(path) == [
         '$.suite.fields has unknown key "inptu" (did you mean "input"?); known keys: '
-        "choices, id, input, target, vars",
+        "choices, id, input, scripted, target, vars",
         '$.suite has "fields" but no "dataset"',
     ]
 

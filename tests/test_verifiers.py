@@ -233,7 +233,7 @@ def test_regex_records_the_match_and_hides_the_pattern_from_feedback() -> None:
 @pytest.mark.parametrize(
     ("target", "options", "fragment"),
     [
-        ("(unclosed", {}, "invalid pattern '(unclosed' in target: missing ), unterminated"),
+        ("(unclosed", {}, "invalid pattern '(unclosed' in target: missing )"),
         ("x", {"pattern": "a{2,1}"}, "in options.pattern: min repeat greater than max repeat"),
         (None, {}, "set options.pattern or make target the pattern string (target is NoneType)"),
         (["a"], {}, "(target is list)"),

@@ -16,8 +16,17 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.errors import SuiteError
+from pytest_agentbench.suites.fit import fit_path, fit_problems
+from pytest_agentbench.suites.read import (
+    DEFAULT_MAX_FILE_BYTES,
+    parse_record,
+    read_document,
+    read_text,
+    tree_problem,
+)
 from pytest_agentbench.suites.task import DEFAULT_TOOLS, Task, VerifierConfig
 from pytest_agentbench.suites.validate import (
+    DATASET_KEYS,
     RESERVED_FIELDS,
     Parts,
     document_validator,
@@ -26,9 +35,6 @@ from pytest_agentbench.suites.validate import (
     map_record,
     mark_problem,
     options_validator,
-    parse_record,
-    read_document,
-    read_text,
     record_validator,
     render_prompt,
     schema_problems,
@@ -84,6 +90,7 @@ def load_suite(
     *,
     reply_check: ReplyCheck | None = None,
     tools: Collection[str] = DEFAULT_TOOLS,
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
 ) -> Suite:
     """Read and validate one suite file and build its tasks with every default applied.
 
@@ -92,16 +99,17 @@ def load_suite(
     is called with the reply and its JSON path (``$.task[2].scripted[0]``) and raises
     ValueError to refuse it. Without one, a reply must be a string or a table.
     ``tools`` are the tool names an agent task may ask for (the built-in ones unless a
-    plugin adds more).
+    plugin adds more). ``max_bytes`` caps the suite file and its dataset; only regular
+    files are read (a FIFO or a device is refused, never opened to block).
 
     Raises SuiteError naming the file and listing every problem found, one per line.
     """
     path = Path(path)
     try:
-        document, fmt = read_document(path)
+        document, fmt = read_document(path, max_bytes)
     except ValueError as exc:
         raise SuiteError(str(path), [str(exc)]) from None
-    return _Loader(path, fmt, verifiers, reply_check, tools).load(document)
+    return _Loader(path, fmt, verifiers, reply_check, tools, max_bytes).load(document)
 
 
 def _clean(bad: frozenset[Parts] | set[Parts], parts: Parts) -> bool:
@@ -130,8 +138,10 @@ class _Loader:
         verifiers: Mapping[str, Verifier],
         reply_check: ReplyCheck | None,
         tools: Collection[str] = DEFAULT_TOOLS,
+        max_bytes: int = DEFAULT_MAX_FILE_BYTES,
     ) -> None:
         self.path = path
+        self.max_bytes = max_bytes
         self.fmt = fmt
         self.verifiers = verifiers
         self.reply_check = reply_check
@@ -273,11 +283,11 @@ class _Loader:
         if not isinstance(fields, dict) or not _clean(bad, ("suite", "fields")):
             return []
         try:
-            text = read_text(self.path.parent / name)
+            text = read_text(self.path.parent / name, self.max_bytes)
         except ValueError as exc:
             self.add(None, "$.suite.dataset", f"names a file that cannot be read: {exc}")
             return []
-        mapping = {key: fields.get(key, key) for key in ("id", "input", "target", "choices")}
+        mapping = {key: fields.get(key, key) for key in DATASET_KEYS}
 
         def locate(parts: Parts) -> str:
             if parts[:1] == ("vars",):
@@ -346,7 +356,7 @@ class _Loader:
             return None
         settings = {key: pick(key, defaults.get(key, value)) for key, value in _SETTINGS.items()}
         timeout_s, max_tokens = settings["timeout_s"], settings["max_tokens"]
-        return Task(
+        task = Task(
             suite=defaults["name"],
             id=task_id,
             index=i,
@@ -374,6 +384,18 @@ class _Loader:
             tools=DEFAULT_TOOLS if settings["tools"] is None else tuple(settings["tools"]),
             max_tool_output=int(settings["max_tool_output"]),
         )
+        if any(index in (i, None) for index, _, _ in self.problems):
+            return None  # asked only of a task with no other problem: no noise on noise
+        return task if self._check_setup(raw, task, defaults) else None
+
+    def _check_setup(self, raw: _RawTask, task: Task, defaults: Mapping[str, Any]) -> bool:
+        """Ask the task's verifier whether it can judge this task at all (suites/fit.py);
+        record each problem where it was written. True when there is none."""
+        found = fit_problems(self.verifiers[task.verifier.kind], task)
+        own, suite = raw.data.get("verifier") or {}, defaults["verifier"] or {}
+        for at, text in found:
+            self.add(raw.index, fit_path(at, own, suite, raw.locate), text)
+        return not found
 
     def _check_tools(self, index: int | None, names: Any, where: Callable[[int], str]) -> None:
         """Every tool name a suite or task asks for must be a tool this run has."""
@@ -398,6 +420,11 @@ class _Loader:
                 reason = f"names no directory next to the suite file: {show(value)}"
                 self.add(index, where(()), reason)
                 return {}, None
+            if (problem := tree_problem(directory, self.max_bytes)) is not None:
+                self.add(
+                    index, where(()), f"names a directory that cannot seed a workspace: {problem}"
+                )
+                return {}, None
             return {}, directory
         for name in value:
             pure = PurePosixPath(name)
@@ -418,6 +445,12 @@ class _Loader:
             self.ids[raw.index] = task_id
             if (problem := id_problem(task_id)) is not None:
                 self.add(raw.index, raw.locate(("id",)), problem)
+            elif "::" in task_id:
+                reason = (
+                    f'must not contain "::" (pytest\'s node-id separator: the task could not be '
+                    f"selected as <file>::<id>); got {show(task_id)}"
+                )
+                self.add(raw.index, raw.locate(("id",)), reason)
         first = self.first_with_id.setdefault(task_id, raw.index)
         if first != raw.index and "id" in raw.data:
             reason = f"repeats the id {show(task_id)} of {self._label(first)}"

@@ -1,4 +1,4 @@
-"""Reading suite files and checking their parts, each mistake turned into readable text.
+"""Checking the parts of a suite, each mistake turned into readable text.
 
 A problem is a ``(path, text)`` pair: ``path`` is a tuple of keys and indexes, ``text``
 completes a sentence whose subject is that path (``must be an integer; got string "2"``).
@@ -14,11 +14,9 @@ import json
 import math
 import re
 import string
-import tomllib
 import unicodedata
 from collections.abc import Mapping, Sequence
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -27,11 +25,11 @@ from jsonschema.protocols import Validator
 
 Parts = tuple[str | int, ...]
 
-FORMATS = {".toml": "toml", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
+#: The task keys a dataset record can fill, each from the field ``fields`` maps it to.
+DATASET_KEYS = ("id", "input", "target", "choices", "scripted")
 #: Template fields every task defines itself; vars may not take these names.
 RESERVED_FIELDS = ("input", "choices", "target")
 MAX_ID_LENGTH = 200
-
 _JSON_TYPE = {
     type(None): "null",
     bool: "boolean",
@@ -59,61 +57,6 @@ _BOUNDS = {
     "maxItems": "must have at most {expected} items; got {got}",
 }
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def read_text(path: Path) -> str:
-    """A file's text (UTF-8, BOM allowed); raises ValueError naming the file."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise ValueError(f"{path} is not UTF-8 text (bad byte at line {line})") from None
-
-
-def read_document(path: Path) -> tuple[Any, str]:
-    """The parsed file and its format (``toml``, ``json``, ``yaml``); raises ValueError
-    for an unknown extension, an unreadable file, or a syntax error (with line/column)."""
-    fmt = FORMATS.get(path.suffix.lower())
-    if fmt is None:
-        raise ValueError(f"unknown suite format {show(path.suffix)}; use .toml, .json or .yaml")
-    text = read_text(path)
-    if fmt == "yaml":
-        return _parse_yaml(text), fmt
-    try:
-        return (tomllib.loads(text) if fmt == "toml" else json.loads(text)), fmt
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"TOML syntax error: {exc}") from None
-    except json.JSONDecodeError as exc:
-        where = f"line {exc.lineno}, column {exc.colno}"
-        raise ValueError(f"JSON syntax error at {where}: {exc.msg}") from None
-    except (ValueError, RecursionError) as exc:
-        raise ValueError(f"the {fmt.upper()} file cannot be read: {_reason(exc)}") from None
-
-
-def _reason(exc: Exception) -> str:
-    return "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-
-
-def _parse_yaml(text: str) -> Any:
-    try:
-        import yaml
-    except ImportError:
-        raise ValueError('YAML suites need PyYAML: pip install "pytest-agentbench[yaml]"') from None
-    try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        reason = ": ".join(filter(None, [exc.context, exc.problem])) or "invalid YAML"
-        raise ValueError(f"YAML syntax error{where}: {reason}") from None
-    except yaml.YAMLError as exc:
-        raise ValueError(f"YAML syntax error: {exc}") from None
-    except (ValueError, RecursionError) as exc:
-        raise ValueError(f"the YAML file cannot be read: {_reason(exc)}") from None
 
 
 @functools.cache
@@ -152,31 +95,25 @@ def options_validator(kind: str, schema: Mapping[str, Any]) -> Validator:
     return cls(schema)
 
 
-def parse_record(line: str) -> dict[str, Any]:
-    """One JSONL line as a dataset record; raises ValueError saying why it is not one."""
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"the line is not valid JSON: {exc.msg} (column {exc.colno})") from None
-    except (ValueError, RecursionError) as exc:
-        raise ValueError(f"the line cannot be read as JSON: {_reason(exc)}") from None
-    if not isinstance(record, dict):
-        raise ValueError(f"the record must be a JSON object; got {type_name(record)}")
-    return record
-
-
 def map_record(
     record: Mapping[str, Any], fields: Mapping[str, Any]
 ) -> tuple[dict[str, Any], list[tuple[Parts, str]]]:
     """A task table made from a dataset record through ``fields`` (each task key reads
-    the field of its own name unless mapped; vars read the fields they name), and the
-    fields it lacks (``input``, a mapped field, a var) as problems at the task key."""
+    the field of its own name unless mapped; vars read the fields they name; a
+    ``scripted`` string is one reply), and the fields it lacks (``input``, a mapped
+    field, a var) as problems at the task key."""
     task: dict[str, Any] = {}
     missing: list[tuple[Parts, str]] = []
-    for key in ("id", "input", "target", "choices"):
+    for key in DATASET_KEYS:
         source = fields.get(key, key)
         if source in record:
             task[key] = record[source]
+            if key == "scripted" and isinstance(task[key], str):
+                task[key] = [task[key]]  # one reply, written as a plain string
+            elif key == "scripted" and not isinstance(task[key], list):
+                got = f"{type_name(task.pop(key))} {show(record[source])}"
+                expected = "must be a string (one reply) or a list of replies"
+                missing.append(((key,), f"the field {show(source)} {expected}; got {got}"))
         elif key == "input" or key in fields:
             how = f" (fields.{key})" if key in fields else ""
             missing.append(((key,), f"the record has no field {show(source)}{how}"))
@@ -350,28 +287,38 @@ def mark_problem(name: str) -> str | None:
 
 
 def template_fields(template: str) -> tuple[list[str], list[str]]:
-    """The root names of the fields a template uses (``{vars[0]}`` → ``vars``), format
-    specs included, and the problems no task could fix: bad syntax, ``{target}``,
-    positional fields."""
+    """The root names of the fields a template uses (``{vars[0]}`` → ``vars``) and the
+    problems no task could fix: bad syntax, ``{target}``, positional fields, and any
+    field that is not a plain name (``{input.upper}``, ``{vars[0]}``, ``{input!r}``,
+    ``{input:>9}``), which would format to something odd instead of the value."""
     try:
         parsed = list(string.Formatter().parse(template))
     except ValueError as exc:
         return [], [f"is not a valid template: {exc} (write {{{{ and }}}} for braces)"]
     roots: list[str] = []
     problems: list[str] = []
-    for _, name, spec, _ in parsed:
+    for _, name, spec, conversion in parsed:
         if name is None:
             continue
         root = re.split(r"[.\[]", name, maxsplit=1)[0]
         roots.append(root)
+        written = (
+            "{"
+            + name
+            + (f"!{conversion}" if conversion else "")
+            + (f":{spec}" if spec else "")
+            + "}"
+        )
         if root == "target":
             problems.append("uses {target}, which would give the answer away; it is not a field")
         elif root == "" or root.isdigit():
             problems.append(f"uses a positional field {{{root}}}; name a field such as {{input}}")
-        if spec and "{" in spec:
-            nested, nested_problems = template_fields(spec)
-            roots += nested
-            problems += nested_problems
+        elif name != root or conversion or spec:
+            shown = written if len(written) <= 60 else written[:59] + "…"
+            problems.append(
+                f"uses {shown}, which is not a plain field name; write {{{root}}} (attribute,"
+                " index, !conversion and :format are not supported)"
+            )
     return roots, problems
 
 

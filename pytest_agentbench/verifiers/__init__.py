@@ -3,6 +3,12 @@ third-party plugin uses (``pytest_agentbench_verifiers``)."""
 
 from __future__ import annotations
 
-from pytest_agentbench.verifiers.base import Check, FunctionVerifier, Verdict, Verifier
+from pytest_agentbench.verifiers.base import (
+    Check,
+    ConfigProblem,
+    FunctionVerifier,
+    Verdict,
+    Verifier,
+)
 
-__all__ = ["Check", "FunctionVerifier", "Verdict", "Verifier"]
+__all__ = ["Check", "ConfigProblem", "FunctionVerifier", "Verdict", "Verifier"]

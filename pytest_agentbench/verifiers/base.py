@@ -1,8 +1,9 @@
-"""What a verifier is: a kind name, a schema for its options, and a verify function."""
+"""What a verifier is: a kind name, a schema for its options, a verify function, and
+(optionally) a collection-time check of a task's setup."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -41,9 +42,32 @@ class Check:
     workspace: Path | None = None
 
 
+@dataclass(frozen=True)
+class ConfigProblem:
+    """Why a verifier cannot judge a task whatever the answer, found at collection.
+
+    ``at`` says where the fault is: ``("options", "<name>")`` for one of the verifier's
+    options, ``("target",)`` or ``("choices",)`` for the task's own key, ``()`` for the
+    setup as a whole. ``text`` completes a sentence whose subject is that place
+    (``is not a valid regular expression: missing ) at position 2``).
+    """
+
+    at: tuple[str, ...]
+    text: str
+
+
 class Verifier(Protocol):
     """A verifier family. ``options_schema`` is a JSON Schema for the suite's options
-    (checked when the suite loads, so a typo is a collection error, not a failed task)."""
+    (checked when the suite loads, so a typo is a collection error, not a failed task).
+
+    A verifier may also define ``check_task(task) -> Iterable[ConfigProblem]``: called
+    once per task at collection, after its options passed the schema, with the task fully
+    resolved (``task.verifier.options``, ``task.target``, ``task.choices``). Each problem
+    it yields becomes a collection error naming the file, the task and the place, so a
+    setup no answer could pass (a bad pattern, a target outside the choices) never costs
+    a model request nor reads as the model's failure. Raising VerifierError there is one
+    problem of the whole setup. Every built-in defines it; it is optional for plugins.
+    """
 
     kind: str
     options_schema: Mapping[str, Any]
@@ -58,6 +82,11 @@ class FunctionVerifier:
     kind: str
     function: Callable[[Check], Verdict]
     options_schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "object"})
+    task_check: Callable[[Task], Iterable[ConfigProblem]] | None = None
 
     def verify(self, check: Check) -> Verdict:
         return self.function(check)
+
+    def check_task(self, task: Task) -> Iterable[ConfigProblem]:
+        """The problems ``task_check`` finds in the task's setup (none without one)."""
+        return () if self.task_check is None else self.task_check(task)

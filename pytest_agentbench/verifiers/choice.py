@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_agentbench.errors import VerifierError
-from pytest_agentbench.verifiers.base import Check, FunctionVerifier, Verdict
-from pytest_agentbench.verifiers.text import cannot_judge, excerpt
+from pytest_agentbench.suites.task import Task
+from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
+from pytest_agentbench.verifiers.text import cannot_judge, excerpt, unusable
 
 LETTERS = string.ascii_uppercase
 
@@ -166,6 +167,15 @@ def extract_choice(answer: str, choices: Sequence[str]) -> ChoiceExtraction:
     return ChoiceExtraction(None, "no choice found")
 
 
+def check_choice(task: Task) -> list[ConfigProblem]:
+    """The task must have choices, and its target must name one of them."""
+    try:
+        expected_index(task.target, task.choices)
+    except VerifierError as exc:
+        return [unusable(("target",) if task.choices else ("choices",), exc)]
+    return []
+
+
 def verify_choice(check: Check) -> Verdict:
     """Reward 1 when the extracted letter is the target's letter."""
     choices = check.task.choices
@@ -213,5 +223,6 @@ def verify_choice(check: Check) -> Verdict:
 CHOICE = FunctionVerifier(
     kind="choice",
     function=verify_choice,
+    task_check=check_choice,
     options_schema={"type": "object", "properties": {}, "additionalProperties": False},
 )

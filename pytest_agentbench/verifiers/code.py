@@ -23,8 +23,9 @@ from typing import Any
 
 from pytest_agentbench.errors import SandboxError, VerifierError
 from pytest_agentbench.sandbox import CommandResult, Workspace
+from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers import inner_ctrf
-from pytest_agentbench.verifiers.base import Check, FunctionVerifier, Verdict
+from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
 from pytest_agentbench.verifiers.expected import ExpectedTests, base_name, expected_tests
 from pytest_agentbench.verifiers.sandboxed import (
     SANDBOX_OPTIONS,
@@ -34,7 +35,7 @@ from pytest_agentbench.verifiers.sandboxed import (
     limits_from,
     write_artifact,
 )
-from pytest_agentbench.verifiers.text import cannot_judge, excerpt
+from pytest_agentbench.verifiers.text import cannot_judge, excerpt, unusable
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _PYTHON_TAGS = ("python", "py", "python3")
@@ -230,6 +231,17 @@ def _outcome_words(result: CommandResult) -> str:
     return f"exit status {result.exit_code}"
 
 
+def check_python_tests(task: Task) -> list[ConfigProblem]:
+    """The tests (options.tests, else the target) must parse and define at least one."""
+    options = task.verifier.options
+    module = str(options.get("module", "solution"))
+    try:
+        expected_tests(tests_source(Check("", task, options), module), f"test_{module}.py")
+    except VerifierError as exc:
+        return [unusable(("options", "tests") if "tests" in options else ("target",), exc)]
+    return []
+
+
 def verify_python_tests(check: Check) -> Verdict:
     """Reward = tests passed / tests the task defines (``scoring = "all"``: 1 or 0)."""
     module = str(check.options.get("module", "solution"))
@@ -319,6 +331,7 @@ def verify_python_tests(check: Check) -> Verdict:
 PYTHON_TESTS = FunctionVerifier(
     kind="python_tests",
     function=verify_python_tests,
+    task_check=check_python_tests,
     options_schema={
         "type": "object",
         "properties": {

@@ -19,7 +19,8 @@ from typing import Any
 
 from pytest_agentbench.errors import SandboxError, VerifierError
 from pytest_agentbench.sandbox import CommandResult, Workspace
-from pytest_agentbench.verifiers.base import Check, FunctionVerifier, Verdict
+from pytest_agentbench.suites.task import Task
+from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
 from pytest_agentbench.verifiers.sandboxed import (
     SANDBOX_OPTIONS,
     check_workspace,
@@ -28,7 +29,7 @@ from pytest_agentbench.verifiers.sandboxed import (
     limits_from,
     write_artifact,
 )
-from pytest_agentbench.verifiers.text import cannot_judge, excerpt
+from pytest_agentbench.verifiers.text import cannot_judge, excerpt, unusable
 
 REWARD_FILES = ("reward.json", "reward.txt")
 REWARD_FILE_LIMIT = 1_000_000
@@ -139,6 +140,19 @@ def check_report(run: str, why: str, result: CommandResult) -> dict[str, Any]:
     }
 
 
+def check_command(task: Task) -> list[ConfigProblem]:
+    """There must be a command: options.run, else a string target."""
+    run = task.verifier.options.get("run", task.target)
+    if isinstance(run, str) and run.strip():
+        return []
+    at = ("options", "run") if "run" in task.verifier.options else ("target",)
+    error = VerifierError(
+        "command verifier: set options.run (or the target) to the command that checks; "
+        f"got {type(run).__name__}"
+    )
+    return [unusable(at, error)]
+
+
 def verify_command(check: Check) -> Verdict:
     """Run ``options.run`` (default: a string target); the reward is its reward file's,
     or its exit status's."""
@@ -197,6 +211,7 @@ def verify_command(check: Check) -> Verdict:
 COMMAND = FunctionVerifier(
     kind="command",
     function=verify_command,
+    task_check=check_command,
     options_schema={
         "type": "object",
         "properties": {

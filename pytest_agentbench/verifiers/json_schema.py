@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+from urllib.parse import unquote
 
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError, ValidationError
@@ -22,8 +23,9 @@ from jsonschema.protocols import Validator
 from referencing.exceptions import Unresolvable
 
 from pytest_agentbench.errors import VerifierError
-from pytest_agentbench.verifiers.base import Check, FunctionVerifier, Verdict
-from pytest_agentbench.verifiers.text import cannot_judge, excerpt
+from pytest_agentbench.suites.task import Task
+from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
+from pytest_agentbench.verifiers.text import cannot_judge, excerpt, unusable
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -169,6 +171,59 @@ def _schema_for(check: Check) -> tuple[Mapping[str, Any] | None, str | None]:
     )
 
 
+def check_json_schema(task: Task) -> list[ConfigProblem]:
+    """There must be a schema (options.schema or an object target) or ``expected``, and
+    the schema must be a valid JSON Schema with at least one keyword, whose local
+    ``$ref`` pointers (``#/$defs/item``) point at something."""
+    check = Check("", task, task.verifier.options)
+    try:
+        schema, source = _schema_for(check)
+        if schema is not None:
+            compiled_validator(schema, source or "schema")
+            _check_local_refs(schema, source or "schema")
+    except VerifierError as exc:
+        at = ("options", "schema") if _schema_is_option(check) else ("target",)
+        return [unusable(at, exc)]
+    return []
+
+
+def _check_local_refs(schema: Mapping[str, Any], source: str) -> None:
+    """Raise VerifierError for a ``$ref`` JSON pointer into the schema itself that points
+    at nothing. Only checked when no nested ``$id`` changes the base of a reference (then
+    resolution is left to jsonschema, at run time)."""
+    refs: list[str] = []
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            if node is not schema and "$id" in node:
+                return
+            if isinstance(node.get("$ref"), str):
+                refs.append(node["$ref"])
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    for ref in refs:
+        if ref != "#" and not ref.startswith("#/"):
+            continue
+        target: Any = schema
+        for token in filter(None, unquote(ref[1:]).split("/")):
+            key = token.replace("~1", "/").replace("~0", "~")
+            if isinstance(target, Mapping) and key in target:
+                target = target[key]
+            elif isinstance(target, list) and key.isdigit() and int(key) < len(target):
+                target = target[int(key)]
+            else:
+                raise VerifierError(
+                    f"json_schema verifier: {source} has a $ref that points at nothing: "
+                    f"{excerpt(ref, 120)!r}"
+                )
+
+
+def _schema_is_option(check: Check) -> bool:
+    return check.options.get("schema") is not None
+
+
 def verify_json_schema(check: Check) -> Verdict:
     """Reward 0 unless the answer is JSON valid under the schema; then 1, or the fraction
     of ``expected`` fields whose values are equal."""
@@ -248,6 +303,7 @@ def _compare_fields(value: Any, expected: Mapping[str, Any]) -> tuple[list[str],
 JSON_SCHEMA = FunctionVerifier(
     kind="json_schema",
     function=verify_json_schema,
+    task_check=check_json_schema,
     options_schema={
         "type": "object",
         "properties": {

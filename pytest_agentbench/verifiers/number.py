@@ -17,8 +17,9 @@ from decimal import Decimal
 from typing import Any
 
 from pytest_agentbench.errors import VerifierError
-from pytest_agentbench.verifiers.base import Check, FunctionVerifier, Verdict
-from pytest_agentbench.verifiers.text import cannot_judge, excerpt
+from pytest_agentbench.suites.task import Task
+from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
+from pytest_agentbench.verifiers.text import cannot_judge, excerpt, unusable
 
 # Not glued to a word or a decimal point ("x2", "v1.2.3", the 4 of "3/4" stay out); a
 # sign only when directly before the digits; "/digits" after a number makes a fraction.
@@ -128,6 +129,15 @@ def _target_value(target: Any) -> Decimal:
     )
 
 
+def check_number(task: Task) -> list[ConfigProblem]:
+    """The target must be one number."""
+    try:
+        _target_value(task.target)
+    except VerifierError as exc:
+        return [unusable(("target",), exc)]
+    return []
+
+
 def _plain(value: Decimal) -> float | str:
     """A decimal for JSON: a float when that is finite, else its exact string."""
     as_float = float(value)
@@ -180,6 +190,7 @@ def verify_number(check: Check) -> Verdict:
 NUMBER = FunctionVerifier(
     kind="number",
     function=verify_number,
+    task_check=check_number,
     options_schema={
         "type": "object",
         "properties": {

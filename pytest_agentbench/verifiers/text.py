@@ -2,7 +2,12 @@
 
 They compare the model's final text with the task's target as strings and never guess at
 meaning (``number`` and ``choice`` do that). A wrong or empty answer is reward 0 with
-feedback; only a target or option they cannot use is an ``error``.
+feedback; a target or option they cannot use is found at collection (``check_task``).
+
+Patterns run on the ``regex`` package, not ``re``: its matches take a time limit, so a
+pattern that backtracks catastrophically on some answer (``(a+)+$``) stops with a clear
+verifier error instead of holding the interpreter for hours (``re`` holds the GIL and
+cannot be interrupted).
 """
 
 from __future__ import annotations
@@ -11,12 +16,17 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import regex
+
 from pytest_agentbench.errors import VerifierError
-from pytest_agentbench.verifiers.base import Check, FunctionVerifier, Verdict
+from pytest_agentbench.suites.task import Task
+from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
 
 #: How much of an answer ``details["got"]`` keeps, so a runaway answer never bloats
 #: ``reward.json`` past what the evidence miner reads.
 EXCERPT_CHARS = 500
+#: How long one regex match may run unless ``options.timeout_s`` says otherwise.
+REGEX_TIMEOUT_S = 5.0
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
@@ -29,6 +39,11 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
 def cannot_judge(error: VerifierError, **details: Any) -> Verdict:
     """The verdict for a verifier that could not judge: reward 0 and the error's message."""
     return Verdict(reward=0.0, details=details, error=str(error))
+
+
+def unusable(at: tuple[str, ...], error: VerifierError) -> ConfigProblem:
+    """A collection problem at ``at`` from the error the verifier would have given."""
+    return ConfigProblem(at, f"cannot be used: {error}")
 
 
 def _target_strings(kind: str, target: Any) -> list[str]:
@@ -73,6 +88,17 @@ def _normalizer(options: Mapping[str, Any], *, strip: bool) -> tuple[Callable[[s
         return text if case_sensitive else text.casefold()
 
     return normalize, ", ".join(steps) or "as written"
+
+
+def _check_targets(kind: str) -> Callable[[Task], list[ConfigProblem]]:
+    def check(task: Task) -> list[ConfigProblem]:
+        try:
+            _target_strings(kind, task.target)
+        except VerifierError as exc:
+            return [unusable(("target",), exc)]
+        return []
+
+    return check
 
 
 def _loose(text: str) -> str:
@@ -152,10 +178,10 @@ def verify_includes(check: Check) -> Verdict:
     )
 
 
-_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}
+_FLAGS = {"i": regex.IGNORECASE, "m": regex.MULTILINE, "s": regex.DOTALL}
 
 
-def _compile(pattern: str, flags: str, source: str) -> re.Pattern[str]:
+def _compile(pattern: str, flags: str, source: str) -> Any:
     if set(flags) - set(_FLAGS):
         raise VerifierError(
             f"regex verifier: options.flags may only contain i, m, s; got {flags!r}"
@@ -164,33 +190,63 @@ def _compile(pattern: str, flags: str, source: str) -> re.Pattern[str]:
     for letter in flags:
         bits |= _FLAGS[letter]
     try:
-        return re.compile(pattern, bits)
-    except re.error as exc:
+        return regex.compile(pattern, bits | regex.VERSION0)
+    except regex.error as exc:
         raise VerifierError(
             f"regex verifier: invalid pattern {excerpt(pattern, 120)!r} in {source}: "
             f"{exc.msg} at position {exc.pos}"
         ) from None
 
 
-def verify_regex(check: Check) -> Verdict:
-    """Reward 1 when the pattern is found in the answer (or matches all of it, stripped)."""
-    pattern = check.options.get("pattern")
+def _pattern(task: Task, options: Mapping[str, Any]) -> tuple[Any, str, str]:
+    """The compiled pattern, its text and where it came from; raises VerifierError."""
+    pattern = options.get("pattern")
     source = "options.pattern"
     if pattern is None:
-        pattern, source = check.task.target, "target"
+        pattern, source = task.target, "target"
+    if not isinstance(pattern, str):
+        raise VerifierError(
+            "regex verifier: set options.pattern or make target the pattern string "
+            f"(target is {type(pattern).__name__})"
+        )
+    return _compile(pattern, str(options.get("flags", "")), source), pattern, source
+
+
+def check_regex(task: Task) -> list[ConfigProblem]:
+    """The pattern must compile (it comes from ``options.pattern``, else the target)."""
+    options = task.verifier.options
+    try:
+        _pattern(task, options)
+    except VerifierError as exc:
+        at = ("options", "pattern") if options.get("pattern") is not None else ("target",)
+        return [unusable(at, exc)]
+    return []
+
+
+def verify_regex(check: Check) -> Verdict:
+    """Reward 1 when the pattern is found in the answer (or matches all of it, stripped).
+
+    Raises VerifierError when the match runs past its time limit: the pattern, not the
+    answer, is at fault, so the task is a harness error rather than a failure."""
     flags = str(check.options.get("flags", ""))
     fullmatch = bool(check.options.get("fullmatch", False))
     try:
-        if not isinstance(pattern, str):
-            raise VerifierError(
-                "regex verifier: set options.pattern or make target the pattern string "
-                f"(target is {type(pattern).__name__})"
-            )
-        compiled = _compile(pattern, flags, source)
+        compiled, pattern, source = _pattern(check.task, check.options)
     except VerifierError as exc:
         return cannot_judge(exc, got=excerpt(check.answer))
     answer = check.answer.strip() if fullmatch else check.answer
-    match = compiled.fullmatch(answer) if fullmatch else compiled.search(answer)
+    limit = float(check.options.get("timeout_s", REGEX_TIMEOUT_S))
+    try:
+        if fullmatch:
+            match = compiled.fullmatch(answer, timeout=limit)
+        else:
+            match = compiled.search(answer, timeout=limit)
+    except TimeoutError:
+        raise VerifierError(
+            f"regex verifier: match timed out after {limit:g}s: the pattern "
+            f"{excerpt(pattern, 80)!r} ({source}) backtracks catastrophically on a "
+            f"{len(answer)}-character answer; simplify it or raise options.timeout_s"
+        ) from None
     details: dict[str, Any] = {
         "expected": pattern,
         "flags": flags,
@@ -218,6 +274,7 @@ _CASE = {
 EXACT = FunctionVerifier(
     kind="exact",
     function=verify_exact,
+    task_check=_check_targets("exact"),
     options_schema={
         "type": "object",
         "properties": {
@@ -240,6 +297,7 @@ EXACT = FunctionVerifier(
 INCLUDES = FunctionVerifier(
     kind="includes",
     function=verify_includes,
+    task_check=_check_targets("includes"),
     options_schema={
         "type": "object",
         "properties": {"case_sensitive": _CASE},
@@ -250,6 +308,7 @@ INCLUDES = FunctionVerifier(
 REGEX = FunctionVerifier(
     kind="regex",
     function=verify_regex,
+    task_check=check_regex,
     options_schema={
         "type": "object",
         "properties": {
@@ -267,6 +326,13 @@ REGEX = FunctionVerifier(
                 "type": "boolean",
                 "default": False,
                 "description": "The whole (stripped) answer must match, not just a part.",
+            },
+            "timeout_s": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": 600,
+                "default": REGEX_TIMEOUT_S,
+                "description": "Time limit of one match; past it the task is a harness error.",
             },
         },
         "additionalProperties": False,
