@@ -73,10 +73,12 @@ def run_task_item(
     nodeid: str,
     file: str,
     suite_tasks: Sequence[Task] = (),
+    limit_s: float | None = None,
 ) -> dict[str, Any]:
     """Run ``task`` with the run's client and verifier, write its rollout directory, and
     return its record (with ``message``, the one-line reason, and ``trace``, the details).
-    ``suite_tasks`` are handed to the client once per suite file before the first runs."""
+    ``suite_tasks`` are handed to the client once per suite file before the first runs.
+    ``limit_s`` (pytest-timeout's limit for the item) caps the rollout's own timeout."""
     settings = state.settings
     task = with_overrides(task, settings)
     directory = task_dir(state.run_dir, task.suite, task.id, settings.model.label)
@@ -84,6 +86,8 @@ def run_task_item(
     if resumed is not None:
         return resumed
     verifier = state.verifiers()[task.verifier.kind]
+    own_s = settings.timeout_s or task.timeout_s or DEFAULT_TIMEOUT_S
+    timeout_s = min(own_s, limit_s) if limit_s else own_s
     live = state.live
     if live is not None:
         live.begin(nodeid, f"{task.suite}::{task.id}")
@@ -93,7 +97,7 @@ def run_task_item(
             task,
             state.client(),
             verifier,
-            timeout_s=settings.timeout_s or task.timeout_s or DEFAULT_TIMEOUT_S,
+            timeout_s=timeout_s,
             max_tokens=settings.max_tokens or task.max_tokens,
             verifier_dir=directory / "verifier",
             stream=settings.stream,
@@ -112,6 +116,8 @@ def run_task_item(
     finally:
         if live is not None:
             live.end(nodeid)
+    if limit_s and limit_s < own_s and rollout.outcome == "timeout" and rollout.error:
+        rollout.error += " (the item's pytest-timeout limit)"
     write_rollout(directory, rollout, state.secrets)
     record = task_record(
         rollout,

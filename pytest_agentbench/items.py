@@ -54,8 +54,13 @@ class TaskItem(pytest.Item):
         self.task = task
         self.record: dict[str, Any] | None = None
 
+    def setup(self) -> None:
+        """Forget the record of an earlier run of this item (a rerun starts afresh)."""
+        self.record = None
+
     def runtest(self) -> None:
         from pytest_agentbench.execution import run_task_item
+        from pytest_agentbench.timeouts import pytest_timeout_s
 
         state: RunState = self.config.stash[STATE_KEY]
 
@@ -63,7 +68,12 @@ class TaskItem(pytest.Item):
             parent = item.parent
             assert isinstance(parent, SuiteFile)
             return run_task_item(
-                state, item.task, nodeid=item.nodeid, file=parent.nodeid, suite_tasks=parent.tasks
+                state,
+                item.task,
+                nodeid=item.nodeid,
+                file=parent.nodeid,
+                suite_tasks=parent.tasks,
+                limit_s=pytest_timeout_s(item),
             )
 
         self.record = record = state.record_for(self, job)

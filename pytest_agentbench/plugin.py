@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench import __version__
+from pytest_agentbench.collector import RecordCollector
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.run import STATE_KEY, RunState
 from pytest_agentbench.settings import HOSTED_NEED_KEY, PROVIDER_ENV, resolve_settings
@@ -78,13 +79,17 @@ def pytest_configure(config: pytest.Config) -> None:
         state = RunState.for_controller(config, settings)
         state.server = server
         state.restore_sigterm = _interrupt_on_sigterm()
-        config.pluginmanager.register(_RecordCollector(state), "agentbench-records")
+        config.pluginmanager.register(RecordCollector(state), "agentbench-records")
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(_XdistCrashes(state), "agentbench-xdist-crashes")
     config.stash[STATE_KEY] = state
     from pytest_agentbench import builtins
 
     config.pluginmanager.register(builtins, "agentbench-builtins")
+    if config.pluginmanager.hasplugin("timeout"):
+        from pytest_agentbench.timeouts import TimeoutTakeover
+
+        config.pluginmanager.register(TimeoutTakeover(), "agentbench-timeout")
 
 
 def _interrupt_on_sigterm() -> Any:
@@ -224,16 +229,34 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Put the task's record on its report, and make the report's duration the rollout's
+    own wall time (not the time the item waited for it among the rollouts in flight), so
+    ``--durations``, junitxml and pytest-split time tasks, not the queue. A task item whose
+    setup or call ended without a record (pytest-timeout, a fixture, another plugin) gets
+    a stand-in record saying why, so it is in every report."""
     report = yield
+    state = item.config.stash.get(STATE_KEY, None)
+    task = getattr(item, "task", None)
+    if state is None or task is None or call.when == "teardown":
+        return report
     record = getattr(item, "record", None)
+    if record is None and call.excinfo is not None and report.outcome != "skipped":
+        from pytest_agentbench.collector import stand_in_record
+
+        record = stand_in_record(item, call, model=state.settings.model.label, start_ms=None)
+        item.record = record  # type: ignore[attr-defined]
     if call.when == "call" and record is not None:
+        report.agentbench = record
+        if not record.get("resumed"):
+            report.duration = max(0, int(record.get("duration_ms") or 0)) / 1000
+    elif call.when == "setup" and record is not None and report.failed:
         report.agentbench = record
     return report
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
     record = getattr(report, "agentbench", None)
-    if not record or report.when != "call":
+    if not record or report.when != "call" or report.outcome == "rerun":
         return None
     from pytest_agentbench.report.progress import verbose_word
 
@@ -243,56 +266,6 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     if report.passed:
         return "passed", ".", (word, {"green": True})
     return "failed", "F", (word, {"red": True})
-
-
-class _RecordCollector:
-    """Collects task records where reports arrive: the serial process or the xdist
-    controller (worker reports reach it with the record attached)."""
-
-    def __init__(self, state: RunState) -> None:
-        self.state = state
-        self.started: dict[str, int] = {}
-        self.suites: dict[str, str] = {}
-
-    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
-        self.started[nodeid] = int(time.time() * 1000)
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        record = getattr(report, "agentbench", None)
-        if record is None and report.when not in ("setup", "call", "teardown"):
-            record = self._crash_record(report)
-        elif report.when != "call":
-            record = None
-        if report.when == "teardown":
-            self.started.pop(report.nodeid, None)
-        if record is not None:
-            self.suites.setdefault(str(record.get("file")), str(record.get("suite")))
-            self.state.records.append(record)
-            if report.failed:
-                self.state.failed_reports += 1
-
-    def _crash_record(self, report: pytest.TestReport) -> dict[str, Any] | None:
-        """A harness-error record for a task whose xdist worker died under it."""
-        from fnmatch import fnmatch
-        from pathlib import PurePath
-
-        from pytest_agentbench.workers import crash_record, is_crash_report
-
-        name = PurePath(report.nodeid.partition("::")[0]).name
-        if not is_crash_report(report) or not any(
-            fnmatch(name, pattern) for pattern in self.state.settings.files
-        ):
-            return None
-        gateway = getattr(getattr(report, "node", None), "gateway", None)
-        return crash_record(
-            report.nodeid,
-            str(getattr(gateway, "id", "?")),
-            model=self.state.settings.model.label,
-            marks_dir=self.state.marks_dir,
-            suites=self.suites,
-            start_ms=self.started.pop(report.nodeid, None),
-            now_ms=int(time.time() * 1000),
-        )
 
 
 class _XdistCrashes:
