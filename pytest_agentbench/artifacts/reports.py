@@ -9,6 +9,7 @@ from typing import Any
 from pytest_agentbench.artifacts.ctrf import build_ctrf
 from pytest_agentbench.artifacts.jsonio import write_json_atomic
 from pytest_agentbench.artifacts.summary import build_summary
+from pytest_agentbench.artifacts.usage_totals import run_usage
 
 
 def write_run_reports(
@@ -34,7 +35,11 @@ def write_run_reports(
         stop_ms=stop_ms,
         tool_version=tool_version,
         run_id=run_id,
-        extra={"partial": partial, "fingerprint": settings.get("fingerprint")},
+        extra={
+            "partial": partial,
+            "fingerprint": settings.get("fingerprint"),
+            "usage": run_usage(records),
+        },
         stream=True,
     )
     write_json_atomic(run_dir / "ctrf.json", ctrf, indent=None)

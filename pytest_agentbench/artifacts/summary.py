@@ -7,7 +7,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_agentbench.artifacts.jsonio import Streamed
-from pytest_agentbench.runner.records import OUTCOMES, USAGE_FIELDS
+from pytest_agentbench.artifacts.usage_totals import run_usage
+from pytest_agentbench.runner.records import OUTCOMES
 
 SUMMARY_SCHEMA_VERSION = 1
 
@@ -36,16 +37,6 @@ def score(
         return None
     rewards = [r.get(field) for r in scored]
     return sum(float(v) if isinstance(v, int | float) else 0.0 for v in rewards) / len(scored)
-
-
-def total_usage(records: Iterable[Mapping[str, Any]]) -> dict[str, int | None]:
-    """Tokens over the run per usage field; a field no task reported is None."""
-    totals: dict[str, int | None] = {}
-    for name in USAGE_FIELDS:
-        values = [(r.get("usage") or {}).get(name) for r in records]
-        known = [v for v in values if isinstance(v, int)]
-        totals[name] = sum(known) if known else None
-    return totals
 
 
 def _repair_settings(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -121,7 +112,7 @@ def build_summary(
                 records, "first_attempt_reward", errors_as_failures=errors_as_failures
             ),
             "repaired": sum(1 for r in records if r.get("repaired")),
-            "usage": total_usage(records),
+            "usage": run_usage(records),
         },
         "scores": _group_scores(records, errors_as_failures),
         "gate": dict(gate) if gate is not None else None,

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_agentbench.report.evidence import failure_reason
+from pytest_agentbench.report.terminal import tokens_text
 
 MAX_FAILURES = 20
 
@@ -42,6 +43,9 @@ def markdown_summary(
     if score is not None:
         head += f" · score {score:.3f}"
     lines = [f"## agentbench — {head}", ""]
+    usage = totals.get("usage")
+    if isinstance(usage, Mapping):
+        lines += [f"Tokens: {tokens_text(usage)}", ""]
     lines.append(
         "| suite | model | tasks | passed | not passed | harness errors | score | first try |"
     )
