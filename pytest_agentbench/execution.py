@@ -81,7 +81,7 @@ def run_task_item(
     ``limit_s`` (pytest-timeout's limit for the item) caps the rollout's own timeout."""
     settings = state.settings
     task = with_overrides(task, settings)
-    directory = task_dir(state.run_dir, task.suite, task.id, settings.model.label)
+    directory = task_dir(state.ensure_run_dir(), task.suite, task.id, settings.model.label)
     resumed = resumable_record(state, directory, nodeid)
     if resumed is not None:
         return resumed

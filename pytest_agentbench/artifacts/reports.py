@@ -25,6 +25,7 @@ def write_run_reports(
     exit_status: int | None,
     gate: Mapping[str, Any] | None = None,
     errors_as_failures: bool = False,
+    coverage: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write ``ctrf.json`` and ``summary.json`` for ``records`` into ``run_dir``, one test
     and one task at a time (a 10 000-task run never holds either report whole); return
@@ -37,6 +38,7 @@ def write_run_reports(
         run_id=run_id,
         extra={
             "partial": partial,
+            "coverage": dict(coverage) if coverage is not None else None,
             "fingerprint": settings.get("fingerprint"),
             "usage": run_usage(records),
         },
@@ -54,6 +56,7 @@ def write_run_reports(
         exit_status=exit_status,
         gate=gate,
         errors_as_failures=errors_as_failures,
+        coverage=coverage,
         stream=True,
     )
     write_json_atomic(run_dir / "summary.json", summary, indent=None)

@@ -87,11 +87,13 @@ def build_summary(
     gate: Mapping[str, Any] | None = None,
     errors_as_failures: bool = False,
     stream: bool = False,
+    coverage: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The summary.json document. ``tasks`` holds every task's record as the reports saw
     it (outcome, reward, usage, reason, where its artifacts are), so shards can be merged
     and runs resumed from it alone. With ``stream`` it is a :class:`Streamed` array of the
-    records themselves, not copies."""
+    records themselves, not copies. ``coverage`` (artifacts/coverage.py) says how many of
+    the planned tasks the records cover; None when unknown (a merge of runs)."""
     outcomes = classify(records)
     return {
         "schema_version": SUMMARY_SCHEMA_VERSION,
@@ -101,6 +103,7 @@ def build_summary(
         "stop_ms": max(stop_ms, start_ms),
         "wall_s": round(max(0, stop_ms - start_ms) / 1000, 3),
         "partial": partial,
+        "coverage": dict(coverage) if coverage is not None else None,
         "exit_status": exit_status,
         "settings": dict(settings),
         "totals": {

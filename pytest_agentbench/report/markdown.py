@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_agentbench.artifacts.coverage import partial_line
 from pytest_agentbench.report.evidence import failure_reason
 from pytest_agentbench.report.terminal import tokens_text
 
@@ -42,7 +43,12 @@ def markdown_summary(
     score = totals.get("score")
     if score is not None:
         head += f" · score {score:.3f}"
-    lines = [f"## agentbench — {head}", ""]
+    partial = partial_line(summary.get("coverage"))
+    if partial is None and summary.get("partial"):
+        partial = "partial run"
+    lines = [f"## agentbench — {partial + ' · ' if partial else ''}{head}", ""]
+    if partial:
+        lines += [f"**{partial[:1].upper() + partial[1:]}**: the score covers these only.", ""]
     usage = totals.get("usage")
     if isinstance(usage, Mapping):
         lines += [f"Tokens: {tokens_text(usage)}", ""]

@@ -75,17 +75,22 @@ def summary_lines(
     run_dir: str,
     wall_s: float,
     relative_to: str | None = None,
+    partial: str | None = None,
 ) -> list[str]:
     """Totals, score, tokens, then one ``✗ task: reason`` line per failure (at most five,
     most severe first), one details pointer, harness errors apart, and the run folder.
-    Paths under ``relative_to`` (where pytest was started) are shown relative to it."""
+    Paths under ``relative_to`` (where pytest was started) are shown relative to it.
+    ``partial`` (artifacts.coverage.partial_line) follows the totals when the run did not
+    cover every planned task, so a partial score never reads as a whole one."""
     run_dir = shown_path(run_dir, relative_to)
     if not records:
-        return ["no tasks ran", f"results: {run_dir}"]
+        return [line for line in ("no tasks ran", partial, f"results: {run_dir}") if line]
     counts = classify(records)
     shown = [f"{counts[k]} {label}" for k, label in _LABELS.items() if counts[k]]
     noun = "task" if len(records) == 1 else "tasks"
     lines = [f"{len(records)} {noun}: " + (", ".join(shown) if shown else "none ran")]
+    if partial:
+        lines.append(f"{partial} — the score covers these only")
     run_score = score(records)
     if run_score is not None:
         scored = len(records) - counts["harness_error"]
