@@ -28,20 +28,28 @@ ANSWER_PREVIEW = 300
 
 
 def failure_details(rollout: Rollout, reason: str, rollout_dir: str) -> str:
-    """The readable body of a failed item's report: the reason, then each attempt."""
+    """The readable body of a failed item's report (pytest's failure section, the CTRF
+    ``trace``): the reason line, the whole cause (never cut: the reason line is), then
+    each attempt with its whole error."""
     lines = [reason, ""]
     lines.append(
         f"outcome: {rollout.outcome} · model {rollout.model} · "
         f"{len(rollout.attempts)} attempt(s) · {rollout.elapsed_s:.2f}s"
     )
+    cause = collapse(rollout.error) if rollout.error else ""
+    if cause:
+        lines.append(f"cause: {cause}")
     for attempt in rollout.attempts:
         answer = cut(collapse(attempt.answer), ANSWER_PREVIEW) if attempt.answer else "(none)"
         reward = attempt.verdict["reward"] if attempt.verdict else None
         lines.append(f"attempt {attempt.index + 1}: reward {reward} · answer: {answer}")
         if attempt.verdict and attempt.verdict.get("feedback"):
             lines.append(f"  feedback: {cut(collapse(attempt.verdict['feedback']), 200)}")
+        if attempt.verdict and attempt.verdict.get("error"):
+            lines.append(f"  verifier error: {collapse(str(attempt.verdict['error']))}")
         if attempt.error:
-            lines.append(f"  error: {cut(collapse(attempt.error), 300)}")
+            error = collapse(attempt.error)
+            lines.append("  error: " + ("(the cause above)" if error == cause else error))
     lines.append(f"rollout: {rollout_dir}")
     return "\n".join(lines)
 

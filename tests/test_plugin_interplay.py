@@ -199,3 +199,46 @@ scripted = [{ text = "2", delay_s = 1.5 }]
     assert own["second"] >= 1.0  # the scripted delay is part of the rollout
     for task_id, seconds in own.items():
         assert reported[task_id] == pytest.approx(seconds, abs=0.002)
+
+
+# Longer than the reason line's 100 characters; models/http.py keeps 300 of a provider's
+# error body, so the whole error stays under that.
+LONG_CAUSE = (
+    "the model endpoint refused the request because the field temperature is not supported "
+    "for this model family, and it said so at length: "
+    + " ".join(f"d{n}" for n in range(12))
+    + " END-OF-CAUSE"
+)
+
+
+def test_a_harness_error_keeps_its_whole_cause_in_the_record_and_the_reports(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(
+        ".toml",
+        bench_h=f"""
+[suite]
+name = "h"
+verifier = {{ kind = "number" }}
+
+[[task]]
+id = "down"
+input = "x"
+target = 3
+scripted = [{{ error = {{ status = 400, message = "{LONG_CAUSE}" }} }}]
+""",
+    )
+    args = ("--agentbench", "-p", "no:cacheprovider", "--agentbench-markdown", "summary.md")
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(errors=1)
+    line = next(x for x in result.stdout.lines if x.startswith("! h::down: harness error:"))
+    assert line.endswith("…") and len(line) < 160  # the terminal line stays readable
+    summary, ctrf = reports(pytester)
+    record = summary["tasks"][0]
+    assert record["error"].endswith(LONG_CAUSE)
+    test = ctrf["results"]["tests"][0]
+    assert "cause: scripted: HTTP 400 from " in test["trace"]
+    assert test["trace"].count(LONG_CAUSE) == 1
+    result_json = load(Path(record["rollout_dir"]) / "result.json")
+    assert LONG_CAUSE in result_json["record"]["trace"]
+    assert LONG_CAUSE in (pytester.path / "summary.md").read_text(encoding="utf-8")

@@ -88,6 +88,9 @@ def markdown_summary(
         lines += ["", "### Not passed", ""]
         for record in failures[:MAX_FAILURES]:
             reason = record.get("message") or failure_reason(record)
+            cause = record.get("error")
+            if record.get("outcome") == "harness_error" and isinstance(cause, str) and cause:
+                reason = f"harness error: {cause}"  # whole: the reason line is cut
             where = record.get("rollout_dir") or ""
             name = f"{record.get('suite')}::{record.get('task_id')}"
             mark = "⚠" if record.get("outcome") == "harness_error" else "✗"
