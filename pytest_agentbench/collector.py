@@ -107,6 +107,8 @@ class RecordCollector:
             record = self._crash_record(report)
         if report.when == "teardown":
             self.started.pop(report.nodeid, None)
+        if getattr(report, "agentbench_skipped", False):
+            self.state.skipped.add(report.nodeid)
         if record is None:
             return
         self.suites.setdefault(str(record.get("file")), str(record.get("suite")))

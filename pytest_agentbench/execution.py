@@ -90,7 +90,8 @@ def run_task_item(
     settings = state.settings
     task = with_overrides(task, settings)
     directory = task_dir(state.ensure_run_dir(), task.suite, task.id, settings.model.label)
-    resumed = resumable_record(state, directory, nodeid)
+    resumed = None if nodeid in state.ran_here else resumable_record(state, directory, nodeid)
+    state.ran_here.add(nodeid)  # a rerun in this session runs it again, never resumes it
     if resumed is not None:
         return resumed
     verifier = state.verifiers()[task.verifier.kind]

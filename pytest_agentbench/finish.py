@@ -36,6 +36,7 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
         tasks=len(state.records),
         selected=state.selected,
         deselected=state.deselected,
+        skipped=len(state.skipped),
         interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
         stopped=str(stopped) if stopped else None,
     )

@@ -54,10 +54,6 @@ class TaskItem(pytest.Item):
         self.task = task
         self.record: dict[str, Any] | None = None
 
-    def setup(self) -> None:
-        """Forget the record of an earlier run of this item (a rerun starts afresh)."""
-        self.record = None
-
     def runtest(self) -> None:
         from pytest_agentbench.execution import run_task_item
         from pytest_agentbench.timeouts import pytest_timeout_s
@@ -97,4 +93,6 @@ class TaskItem(pytest.Item):
         return report
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, f"{self.task.suite}::{self.task.id}"
+        """Where the task is: its suite file (line 0; pytest's skip report needs a line
+        number, and a None here made a task marked ``skip`` an INTERNALERROR)."""
+        return self.path, 0, f"{self.task.suite}::{self.task.id}"

@@ -231,6 +231,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state.set_queue(queue)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Forget the record of an earlier run of a task item: a rerun starts afresh, and a
+    failure before it runs must not find the earlier record."""
+    if getattr(item, "task", None) is not None:
+        item.record = None  # type: ignore[attr-defined]
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """Put the task's record on its report, and make the report's duration the rollout's
@@ -243,8 +251,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     task = getattr(item, "task", None)
     if state is None or task is None or call.when == "teardown":
         return report
+    if report.skipped:
+        report.agentbench_skipped = True
+        return report
     record = getattr(item, "record", None)
-    if record is None and call.excinfo is not None and report.outcome != "skipped":
+    if record is None and call.excinfo is not None:
         from pytest_agentbench.collector import stand_in_record
 
         record = stand_in_record(item, call, model=state.settings.model.label, start_ms=None)

@@ -75,6 +75,8 @@ class RunState:
     started: bool = False
     selected: int = 0
     deselected: int = 0
+    skipped: set[str] = field(default_factory=set)
+    ran_here: set[str] = field(default_factory=set)
     coverage: dict[str, Any] | None = None
     _interactor: Any = None
     _client: ModelClient | None = None

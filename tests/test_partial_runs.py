@@ -161,3 +161,19 @@ def pytest_terminal_summary(terminalreporter):
     assert ctrf["results"]["summary"]["tests"] == 3
     assert markdown.startswith("## agentbench — 3 tasks")
     assert Path(summary["tasks"][0]["rollout_dir"]).is_dir()
+
+
+def test_a_task_skipped_by_its_mark_does_not_make_the_run_partial(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(
+        ".toml",
+        bench_p=SUITE + '\n[[task]]\nid = "later"\ninput = "4"\n'
+        'target = 4\nscripted = ["4"]\nmarks = ["skip"]\n',
+    )
+    result = pytester.runpytest(*ARGS)
+    result.assert_outcomes(passed=2, failed=1, skipped=1)
+    assert "partial:" not in result.stdout.str()
+    summary, _, _ = run_reports(pytester)
+    assert summary["partial"] is False
+    assert (summary["coverage"]["skipped"], summary["coverage"]["planned"]) == (1, 4)

@@ -242,3 +242,16 @@ scripted = [{{ error = {{ status = 400, message = "{LONG_CAUSE}" }} }}]
     result_json = load(Path(record["rollout_dir"]) / "result.json")
     assert LONG_CAUSE in result_json["record"]["trace"]
     assert LONG_CAUSE in (pytester.path / "summary.md").read_text(encoding="utf-8")
+
+
+def test_a_rerun_in_a_resumed_run_runs_the_task_again(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", bench_r=FLAKY)
+    pytester.runpytest("--agentbench", "-p", "no:cacheprovider").assert_outcomes(passed=1, failed=1)
+    result = pytester.runpytest(
+        "--agentbench", "-p", "no:cacheprovider", "--agentbench-resume", "--reruns", "1"
+    )
+    assert result.parseoutcomes() == {"passed": 1, "failed": 1, "rerun": 1}
+    summary, _ = reports(pytester)
+    wrong = next(t for t in summary["tasks"] if t["task_id"] == "wrong")
+    assert not wrong.get("resumed")  # the rerun ran it, not read it back
+    assert len(wrong["reruns"]) == 1

@@ -19,28 +19,34 @@ def run_coverage(
     deselected: int,
     interrupted: bool,
     stopped: str | None = None,
+    skipped: int = 0,
 ) -> dict[str, Any]:
     """The ``coverage`` object of summary.json and the CTRF run extra: ``partial``,
-    ``tasks``, ``planned``, ``selected``, ``deselected`` and ``reasons`` (short phrases,
-    empty when the run is whole)."""
-    planned = max(selected + deselected, tasks)
+    ``tasks``, ``planned``, ``selected``, ``deselected``, ``skipped`` and ``reasons``
+    (short phrases, empty when the run is whole). A task skipped by a mark was meant not
+    to run: it has no record and does not make the run partial."""
+    planned = max(selected + deselected, tasks + skipped)
+    done = tasks + skipped
     reasons: list[str] = []
     if interrupted:
         reasons.append("interrupted")
-    if stopped and tasks < max(selected, tasks):
+    if stopped and done < max(selected, done):
         reasons.append(stopped)
     if deselected:
         reasons.append(f"{deselected} deselected")
-    not_run = max(selected, tasks) - tasks
+    not_run = max(selected, done) - done
     if not_run and not interrupted and not stopped:
         reasons.append(f"{not_run} selected but not run")
-    partial = interrupted or tasks < planned
+    if skipped:
+        reasons.append(f"{skipped} skipped")
+    partial = interrupted or done < planned
     return {
         "partial": partial,
         "tasks": tasks,
         "planned": planned,
         "selected": selected,
         "deselected": deselected,
+        "skipped": skipped,
         "reasons": reasons if partial else [],
     }
 
