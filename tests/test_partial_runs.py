@@ -177,3 +177,47 @@ def test_a_task_skipped_by_its_mark_does_not_make_the_run_partial(
     summary, _, _ = run_reports(pytester)
     assert summary["partial"] is False
     assert (summary["coverage"]["skipped"], summary["coverage"]["planned"]) == (1, 4)
+
+
+def test_pytest_split_groups_are_partial_alone_and_whole_merged(
+    pytester: pytest.Pytester,
+) -> None:
+    import subprocess
+    import sys
+
+    pytester.makefile(".toml", bench_p=SUITE)
+    runs = []
+    for group in ("1", "2"):
+        out = f"group{group}"
+        result = pytester.runpytest(
+            "--agentbench",
+            "--agentbench-out",
+            out,
+            "-p",
+            "no:cacheprovider",
+            "--splits",
+            "2",
+            "--group",
+            group,
+        )
+        result.stdout.fnmatch_lines(["partial: * of 3 tasks (* deselected)*"])
+        runs.append(str((pytester.path / out / "latest").resolve()))
+
+    def merged(*names: str) -> dict[str, Any]:
+        out = pytester.path / "merged"
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest_agentbench", "merge", *names, "--out", str(out)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads((out / "summary.json").read_text(encoding="utf-8"))
+
+    whole = merged(*runs)
+    assert whole["partial"] is False
+    assert (whole["coverage"]["tasks"], whole["coverage"]["planned"]) == (3, 3)
+    one = merged(runs[0])
+    assert one["partial"] is True
+    assert one["coverage"]["planned"] == 3
