@@ -251,10 +251,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     task = getattr(item, "task", None)
     if state is None or task is None or call.when == "teardown":
         return report
-    if report.skipped:
+    record = getattr(item, "record", None)
+    if report.skipped and record is None:  # skipped before it ran (an xfail task has one)
         report.agentbench_skipped = True
         return report
-    record = getattr(item, "record", None)
     if record is None and call.excinfo is not None:
         from pytest_agentbench.collector import stand_in_record
 
@@ -272,6 +272,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
     record = getattr(report, "agentbench", None)
     if not record or report.when != "call" or report.outcome == "rerun":
+        return None
+    if hasattr(report, "wasxfail"):  # pytest's own xfail / xpass words
         return None
     from pytest_agentbench.report.progress import verbose_word
 

@@ -255,3 +255,19 @@ def test_a_rerun_in_a_resumed_run_runs_the_task_again(pytester: pytest.Pytester)
     wrong = next(t for t in summary["tasks"] if t["task_id"] == "wrong")
     assert not wrong.get("resumed")  # the rerun ran it, not read it back
     assert len(wrong["reruns"]) == 1
+
+
+def test_a_task_marked_xfail_is_xfailed_for_pytest_and_keeps_its_record(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(
+        ".toml", bench_r=FLAKY.replace('scripted = ["5"]', 'scripted = ["5"]\nmarks = ["xfail"]')
+    )
+    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, xfailed=1)
+    summary, ctrf = reports(pytester)
+    assert {t["task_id"]: t["outcome"] for t in summary["tasks"]} == {
+        "wrong": "failed",
+        "ok": "passed",
+    }
+    assert ctrf["results"]["summary"]["tests"] == 2
