@@ -221,3 +221,50 @@ def test_pytest_split_groups_are_partial_alone_and_whole_merged(
     one = merged(runs[0])
     assert one["partial"] is True
     assert one["coverage"]["planned"] == 3
+
+
+CRASH_CONFTEST = """
+import os
+
+import pytest
+
+from pytest_agentbench.verifiers.base import FunctionVerifier, Verdict
+
+
+def judge(check):
+    if check.answer == "die":
+        os._exit(1)
+    return Verdict(1.0 if check.answer == check.task.target else 0.0)
+
+
+@pytest.hookimpl
+def pytest_agentbench_verifiers():
+    return [FunctionVerifier("fragile", judge)]
+"""
+
+
+def test_a_worker_crash_that_ends_the_run_early_is_partial(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(CRASH_CONFTEST)
+    tasks = "".join(
+        f'[[task]]\nid = "t{i}"\ninput = "q"\ntarget = "ok"\nscripted = ["{answer}"]\n'
+        for i, answer in enumerate(["ok", "die", "ok"])
+    )
+    pytester.makefile(
+        ".toml", bench_p='[suite]\nname = "p"\nverifier = { kind = "fragile" }\n' + tasks
+    )
+    result = pytester.runpytest_subprocess(
+        *ARGS,
+        "-n",
+        "1",
+        "--max-worker-restart",
+        "0",
+        "--agentbench-concurrency",
+        "1",
+        timeout=180,
+    )
+    assert_partial(pytester, result, 2, "1 selected but not run")
+    summary, _, _ = run_reports(pytester)
+    assert {t["task_id"]: t["outcome"] for t in summary["tasks"]} == {
+        "t0": "passed",
+        "t1": "harness_error",
+    }
