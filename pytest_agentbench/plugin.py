@@ -287,8 +287,9 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
 
 class _XdistCrashes:
     """xdist controller only: a task that was merely in flight on a worker that another
-    task's verifier killed is sent to run again (the killer is reported on its own); and
-    the scheduler that keeps every worker's rollouts in flight."""
+    task's verifier killed is sent to run again (the killer is reported on its own); the
+    scheduler that keeps every worker's rollouts in flight; and the workers' counts of
+    selected and deselected tasks, which the controller does not collect itself."""
 
     def __init__(self, state: RunState) -> None:
         self.state = state
