@@ -44,7 +44,7 @@ def stand_in_record(
     """The record of a task item whose ``call.when`` phase ended with ``call.excinfo`` and
     no rollout record. The cause is kept whole (``error``, ``trace``); a task ended by
     pytest-timeout is a ``timeout``, anything else a ``harness_error``."""
-    from pytest_agentbench.report.evidence import collapse
+    from pytest_agentbench.report.evidence import collapse, failure_reason
     from pytest_agentbench.runner.records import sum_usage
 
     excinfo = call.excinfo
@@ -60,7 +60,7 @@ def stand_in_record(
     task = item.task
     parent = getattr(item, "parent", None)
     duration_ms = max(0, int(call.duration * 1000))
-    return {
+    record = {
         "nodeid": item.nodeid,
         "file": getattr(parent, "nodeid", item.nodeid.rpartition("::")[0]),
         "suite": task.suite,
@@ -85,6 +85,8 @@ def stand_in_record(
         "message": cause,
         "trace": cause,
     }
+    record["message"] = failure_reason(record)  # the readable line; ``error`` is whole
+    return record
 
 
 class RecordCollector:

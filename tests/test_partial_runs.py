@@ -96,7 +96,7 @@ def test_a_whole_run_is_not_partial(pytester: pytest.Pytester) -> None:
     assert summary["partial"] is False
     assert ctrf["results"]["environment"]["extra"]["pytest-agentbench.run"]["partial"] is False
     assert summary["coverage"]["tasks"] == summary["coverage"]["planned"] == 3
-    assert "artial" not in markdown
+    assert "partial:" not in markdown and "**Partial" not in markdown
 
 
 @pytest.mark.parametrize(
