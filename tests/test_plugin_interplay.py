@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_ctrf_report import check_ctrf
 
 FLAKY = """
 [suite]
@@ -73,6 +74,14 @@ def test_a_rerun_replaces_the_earlier_run_and_lists_it(pytester: pytest.Pytester
     assert all(run["usage"]["output"] is not None for run in wrong["reruns"])
     ok = next(t for t in summary["tasks"] if t["task_id"] == "ok")
     assert "reruns" not in ok
+    tests = {t["name"].rsplit("::")[-1]: t for t in ctrf["results"]["tests"]}
+    assert tests["wrong"]["retries"] == 2
+    assert [a["status"] for a in tests["wrong"]["retryAttempts"]] == ["failed"] * 3
+    assert tests["wrong"]["flaky"] is False
+    assert "retries" not in tests["ok"]
+    run = (pytester.path / "agentbench-results" / "latest").resolve()
+    checked = check_ctrf(run / "ctrf.json")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 @pytest.mark.parametrize("method", ["signal", "thread"])
