@@ -28,20 +28,28 @@ ANSWER_PREVIEW = 300
 
 
 def failure_details(rollout: Rollout, reason: str, rollout_dir: str) -> str:
-    """The readable body of a failed item's report: the reason, then each attempt."""
+    """The readable body of a failed item's report (pytest's failure section, the CTRF
+    ``trace``): the reason line, the whole cause (never cut: the reason line is), then
+    each attempt with its whole error."""
     lines = [reason, ""]
     lines.append(
         f"outcome: {rollout.outcome} · model {rollout.model} · "
         f"{len(rollout.attempts)} attempt(s) · {rollout.elapsed_s:.2f}s"
     )
+    cause = collapse(rollout.error) if rollout.error else ""
+    if cause:
+        lines.append(f"cause: {cause}")
     for attempt in rollout.attempts:
         answer = cut(collapse(attempt.answer), ANSWER_PREVIEW) if attempt.answer else "(none)"
         reward = attempt.verdict["reward"] if attempt.verdict else None
         lines.append(f"attempt {attempt.index + 1}: reward {reward} · answer: {answer}")
         if attempt.verdict and attempt.verdict.get("feedback"):
             lines.append(f"  feedback: {cut(collapse(attempt.verdict['feedback']), 200)}")
+        if attempt.verdict and attempt.verdict.get("error"):
+            lines.append(f"  verifier error: {collapse(str(attempt.verdict['error']))}")
         if attempt.error:
-            lines.append(f"  error: {cut(collapse(attempt.error), 300)}")
+            error = collapse(attempt.error)
+            lines.append("  error: " + ("(the cause above)" if error == cause else error))
     lines.append(f"rollout: {rollout_dir}")
     return "\n".join(lines)
 
@@ -73,17 +81,22 @@ def run_task_item(
     nodeid: str,
     file: str,
     suite_tasks: Sequence[Task] = (),
+    limit_s: float | None = None,
 ) -> dict[str, Any]:
     """Run ``task`` with the run's client and verifier, write its rollout directory, and
     return its record (with ``message``, the one-line reason, and ``trace``, the details).
-    ``suite_tasks`` are handed to the client once per suite file before the first runs."""
+    ``suite_tasks`` are handed to the client once per suite file before the first runs.
+    ``limit_s`` (pytest-timeout's limit for the item) caps the rollout's own timeout."""
     settings = state.settings
     task = with_overrides(task, settings)
-    directory = task_dir(state.run_dir, task.suite, task.id, settings.model.label)
-    resumed = resumable_record(state, directory, nodeid)
+    directory = task_dir(state.ensure_run_dir(), task.suite, task.id, settings.model.label)
+    resumed = None if nodeid in state.ran_here else resumable_record(state, directory, nodeid)
+    state.ran_here.add(nodeid)  # a rerun in this session runs it again, never resumes it
     if resumed is not None:
         return resumed
     verifier = state.verifiers()[task.verifier.kind]
+    own_s = settings.timeout_s or task.timeout_s or DEFAULT_TIMEOUT_S
+    timeout_s = min(own_s, limit_s) if limit_s else own_s
     live = state.live
     if live is not None:
         live.begin(nodeid, f"{task.suite}::{task.id}")
@@ -93,7 +106,7 @@ def run_task_item(
             task,
             state.client(),
             verifier,
-            timeout_s=settings.timeout_s or task.timeout_s or DEFAULT_TIMEOUT_S,
+            timeout_s=timeout_s,
             max_tokens=settings.max_tokens or task.max_tokens,
             verifier_dir=directory / "verifier",
             stream=settings.stream,
@@ -112,6 +125,8 @@ def run_task_item(
     finally:
         if live is not None:
             live.end(nodeid)
+    if limit_s and limit_s < own_s and rollout.outcome == "timeout" and rollout.error:
+        rollout.error += " (the item's pytest-timeout limit)"
     write_rollout(directory, rollout, state.secrets)
     record = task_record(
         rollout,

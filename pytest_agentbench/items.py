@@ -110,6 +110,7 @@ class TaskItem(pytest.Item):
 
     def runtest(self) -> None:
         from pytest_agentbench.execution import run_task_item
+        from pytest_agentbench.timeouts import pytest_timeout_s
 
         state: RunState = self.config.stash[STATE_KEY]
 
@@ -117,7 +118,12 @@ class TaskItem(pytest.Item):
             parent = item.parent
             assert isinstance(parent, SuiteFile)
             return run_task_item(
-                state, item.task, nodeid=item.nodeid, file=parent.nodeid, suite_tasks=parent.tasks
+                state,
+                item.task,
+                nodeid=item.nodeid,
+                file=parent.nodeid,
+                suite_tasks=parent.tasks,
+                limit_s=pytest_timeout_s(item),
             )
 
         self.record = record = state.record_for(self, job)
@@ -141,4 +147,6 @@ class TaskItem(pytest.Item):
         return report
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, f"{self.task.suite}::{self.task.id}"
+        """Where the task is: its suite file (line 0; pytest's skip report needs a line
+        number, and a None here made a task marked ``skip`` an INTERNALERROR)."""
+        return self.path, 0, f"{self.task.suite}::{self.task.id}"

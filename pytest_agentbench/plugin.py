@@ -7,12 +7,11 @@ heavier than this module and the settings is imported.
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
 import pytest
 
-from pytest_agentbench import __version__
+from pytest_agentbench.collector import RecordCollector
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.run import STATE_KEY, RunState
 from pytest_agentbench.settings import HOSTED_NEED_KEY, PROVIDER_ENV, resolve_settings
@@ -78,13 +77,20 @@ def pytest_configure(config: pytest.Config) -> None:
         state = RunState.for_controller(config, settings)
         state.server = server
         state.restore_sigterm = _interrupt_on_sigterm()
-        config.pluginmanager.register(_RecordCollector(state), "agentbench-records")
+        config.pluginmanager.register(RecordCollector(state), "agentbench-records")
+        from pytest_agentbench.finish import SessionEndGuard
+
+        config.pluginmanager.register(SessionEndGuard(), "agentbench-session-end")
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(_XdistCrashes(state), "agentbench-xdist-crashes")
     config.stash[STATE_KEY] = state
     from pytest_agentbench import builtins
 
     config.pluginmanager.register(builtins, "agentbench-builtins")
+    if config.pluginmanager.hasplugin("timeout"):
+        from pytest_agentbench.timeouts import TimeoutTakeover
+
+        config.pluginmanager.register(TimeoutTakeover(), "agentbench-timeout")
 
 
 def _interrupt_on_sigterm() -> Any:
@@ -219,6 +225,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     keep, drop = [], []
     for item in items:
         if isinstance(item, TaskItem) and not in_shard(item.task, shard, total):
+            item.agentbench_other_shard = True  # type: ignore[attr-defined]
             drop.append(item)
         else:
             keep.append(item)
@@ -233,21 +240,54 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     from pytest_agentbench.items import TaskItem
 
-    state.set_queue([item for item in session.items if isinstance(item, TaskItem)])
+    queue = [item for item in session.items if isinstance(item, TaskItem)]
+    state.selected = max(state.selected, len(queue))
+    state.set_queue(queue)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Forget the record of an earlier run of a task item: a rerun starts afresh, and a
+    failure before it runs must not find the earlier record."""
+    if getattr(item, "task", None) is not None:
+        item.record = None  # type: ignore[attr-defined]
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Put the task's record on its report, and make the report's duration the rollout's
+    own wall time (not the time the item waited for it among the rollouts in flight), so
+    ``--durations``, junitxml and pytest-split time tasks, not the queue. A task item whose
+    setup or call ended without a record (pytest-timeout, a fixture, another plugin) gets
+    a stand-in record saying why, so it is in every report."""
     report = yield
+    state = item.config.stash.get(STATE_KEY, None)
+    task = getattr(item, "task", None)
+    if state is None or task is None or call.when == "teardown":
+        return report
     record = getattr(item, "record", None)
+    if report.skipped and record is None:  # skipped before it ran (an xfail task has one)
+        report.agentbench_skipped = True
+        return report
+    if record is None and call.excinfo is not None:
+        from pytest_agentbench.collector import stand_in_record
+
+        record = stand_in_record(item, call, model=state.settings.model.label, start_ms=None)
+        item.record = record  # type: ignore[attr-defined]
     if call.when == "call" and record is not None:
+        report.agentbench = record
+        if not record.get("resumed"):
+            report.duration = max(0, int(record.get("duration_ms") or 0)) / 1000
+    elif call.when == "setup" and record is not None and report.failed:
         report.agentbench = record
     return report
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
     record = getattr(report, "agentbench", None)
-    if not record or report.when != "call":
+    if not record or report.when != "call" or report.outcome == "rerun":
+        return None
+    if hasattr(report, "wasxfail"):  # pytest's own xfail / xpass words
         return None
     from pytest_agentbench.report.progress import verbose_word
 
@@ -259,60 +299,11 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     return "failed", "F", (word, {"red": True})
 
 
-class _RecordCollector:
-    """Collects task records where reports arrive: the serial process or the xdist
-    controller (worker reports reach it with the record attached)."""
-
-    def __init__(self, state: RunState) -> None:
-        self.state = state
-        self.started: dict[str, int] = {}
-        self.suites: dict[str, str] = {}
-
-    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
-        self.started[nodeid] = int(time.time() * 1000)
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        record = getattr(report, "agentbench", None)
-        if record is None and report.when not in ("setup", "call", "teardown"):
-            record = self._crash_record(report)
-        elif report.when != "call":
-            record = None
-        if report.when == "teardown":
-            self.started.pop(report.nodeid, None)
-        if record is not None:
-            self.suites.setdefault(str(record.get("file")), str(record.get("suite")))
-            self.state.records.append(record)
-            if report.failed:
-                self.state.failed_reports += 1
-
-    def _crash_record(self, report: pytest.TestReport) -> dict[str, Any] | None:
-        """A harness-error record for a task whose xdist worker died under it."""
-        from fnmatch import fnmatch
-        from pathlib import PurePath
-
-        from pytest_agentbench.workers import crash_record, is_crash_report
-
-        name = PurePath(report.nodeid.partition("::")[0]).name
-        if not is_crash_report(report) or not any(
-            fnmatch(name, pattern) for pattern in self.state.settings.files
-        ):
-            return None
-        gateway = getattr(getattr(report, "node", None), "gateway", None)
-        return crash_record(
-            report.nodeid,
-            str(getattr(gateway, "id", "?")),
-            model=self.state.settings.model.label,
-            marks_dir=self.state.marks_dir,
-            suites=self.suites,
-            start_ms=self.started.pop(report.nodeid, None),
-            now_ms=int(time.time() * 1000),
-        )
-
-
 class _XdistCrashes:
     """xdist controller only: a task that was merely in flight on a worker that another
-    task's verifier killed is sent to run again (the killer is reported on its own); and
-    the scheduler that keeps every worker's rollouts in flight."""
+    task's verifier killed is sent to run again (the killer is reported on its own); the
+    scheduler that keeps every worker's rollouts in flight; and the workers' counts of
+    selected and deselected tasks, which the controller does not collect itself."""
 
     def __init__(self, state: RunState) -> None:
         self.state = state
@@ -341,95 +332,69 @@ class _XdistCrashes:
 
         return deep_load_scheduler(config, log, depth=concurrency + 1)
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """The tasks a worker collected and selected: what the run plans to cover."""
+        from fnmatch import fnmatch
+        from pathlib import PurePath
+
+        patterns = self.state.settings.files
+        tasks = [
+            nodeid
+            for nodeid in ids
+            if any(fnmatch(PurePath(nodeid.partition("::")[0]).name, p) for p in patterns)
+        ]
+        self.state.selected = max(self.state.selected, len(tasks))
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """A worker's count of tasks its selection left out (see pytest_deselected)."""
+        output = getattr(node, "workeroutput", None) or {}
+        deselected = output.get("agentbench_deselected")
+        if isinstance(deselected, int):
+            self.state.deselected = max(self.state.deselected, deselected)
+
     def pytest_report_teststatus(self, report: pytest.TestReport) -> Any:
         if getattr(report, "agentbench_rerun", False):
             return "rerun", "R", ("RERUN", {"yellow": True})
         return None
 
 
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    """Count the tasks a selection left out (-k, -m, pytest-split, --lf…): a score over
+    the rest is partial. Tasks of another --agentbench-shard are not counted."""
+    if not items:
+        return
+    state = items[0].config.stash.get(STATE_KEY, None)
+    if state is not None:
+        state.deselected += sum(
+            1
+            for item in items
+            if getattr(item, "task", None) is not None
+            and not getattr(item, "agentbench_other_shard", False)
+        )
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(STATE_KEY, None)
-    if state is None or state.is_worker:
+    if state is None:
         return
-    from pytest_agentbench.artifacts.reports import write_run_reports
-    from pytest_agentbench.report.gate import evaluate_gate
-
-    settings = state.settings
-    partial = exitstatus == pytest.ExitCode.INTERRUPTED or bool(
-        session.shouldstop or session.shouldfail
-    )
-    state.gate = evaluate_gate(
-        state.records,
-        min_score=settings.min_score,
-        errors_as_failures=settings.errors_as_failures,
-    )
-    if state.gate is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        other_failures = session.testsfailed - state.failed_reports
-        judged_ok = state.gate.ok and other_failures <= 0
-        session.exitstatus = pytest.ExitCode.OK if judged_ok else pytest.ExitCode.TESTS_FAILED
-    summary = write_run_reports(
-        state.run_dir,
-        state.records,
-        run_id=state.run_id,
-        settings=settings.public(),
-        tool_version=__version__,
-        start_ms=state.start_ms,
-        stop_ms=int(time.time() * 1000),
-        partial=partial,
-        exit_status=int(session.exitstatus),
-        gate=state.gate.as_dict() if state.gate is not None else None,
-        errors_as_failures=settings.errors_as_failures,
-    )
-    _write_markdown(state, summary)
-
-
-def _write_markdown(state: RunState, summary: dict[str, Any]) -> None:
-    targets = [state.settings.markdown] if state.settings.markdown else []
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if not targets and not step_summary:
+    if state.is_worker:
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput["agentbench_deselected"] = state.deselected
         return
-    from pytest_agentbench.report.markdown import markdown_summary
+    from pytest_agentbench.finish import write_reports
 
-    text = markdown_summary(summary, state.records, run_dir=str(state.run_dir))
-    for path in targets:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    if step_summary:
-        with open(step_summary, "a", encoding="utf-8") as handle:
-            handle.write(text)
+    write_reports(session, exitstatus, state)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is None or state.is_worker:
         return
-    from pytest_agentbench.report.terminal import summary_lines
+    from pytest_agentbench.finish import summary_section
 
-    wall_s = (time.time() * 1000 - state.start_ms) / 1000
-    terminalreporter.section("agentbench")
-    lines = summary_lines(
-        state.records,
-        run_dir=str(state.run_dir),
-        wall_s=wall_s,
-        relative_to=str(config.invocation_params.dir),
-    )
-    for line in lines:
-        terminalreporter.write_line(line)
-    not_sent = [r for r in state.records if str(r.get("error") or "").startswith("not sent:")]
-    if not_sent:
-        terminalreporter.write_line(
-            f"circuit breaker: {len(not_sent)} task(s) not sent — {not_sent[0]['error']}"
-        )
-    resumed = sum(1 for record in state.records if record.get("resumed"))
-    if resumed:
-        terminalreporter.write_line(
-            f"{resumed} task(s) resumed from the earlier run (not sent again)"
-        )
-    if state.gate is not None:
-        from pytest_agentbench.report.gate import gate_lines
-
-        for line in gate_lines(state.gate):
-            terminalreporter.write_line(line)
+    summary_section(terminalreporter, config, state)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

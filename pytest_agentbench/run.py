@@ -75,6 +75,12 @@ class RunState:
     limit_address: str | None = None
     marks_dir: Path | None = None
     worker_id: str = ""
+    started: bool = False
+    selected: int = 0
+    deselected: int = 0
+    skipped: set[str] = field(default_factory=set)
+    ran_here: set[str] = field(default_factory=set)
+    coverage: dict[str, Any] | None = None
     _interactor: Any = None
     _client: ModelClient | None = None
     _verifiers: dict[str, Verifier] | None = None
@@ -86,15 +92,29 @@ class RunState:
 
     @classmethod
     def for_controller(cls, config: pytest.Config, settings: Settings) -> RunState:
-        """A new run folder, or with ``resume`` the folder of the run to finish."""
+        """A new run folder, or with ``resume`` the folder of the run to finish. Nothing is
+        made on disk here: the folder and ``latest`` wait for the first task that runs
+        (``ensure_run_dir``), so ``--collect-only`` or a failed collection leave no trace."""
         if settings.resume:
             run_dir = resume_dir(settings.out_dir, settings.resume)
         else:
-            run_dir = settings.out_dir / new_run_id()
-            run_dir.mkdir(parents=True, exist_ok=True)
-        if run_dir.resolve().parent == settings.out_dir.resolve():
-            point_latest(settings.out_dir, run_dir)
+            run_dir = (settings.out_dir / new_run_id()).resolve()
         return cls(config, settings, run_dir.name, run_dir.resolve(), is_worker=False)
+
+    def ensure_run_dir(self) -> Path:
+        """Make the run folder and point ``latest`` at it, once, when a task first runs in
+        this process (an xdist worker points it at the same folder); ``started`` is then
+        True."""
+        if self.started:
+            return self.run_dir
+        with self._lock:
+            if not self.started:
+                out_dir = self.settings.out_dir
+                self.run_dir.mkdir(parents=True, exist_ok=True)
+                if self.run_dir.parent == out_dir.resolve():
+                    point_latest(out_dir, self.run_dir)
+                self.started = True
+        return self.run_dir
 
     @classmethod
     def for_worker(

@@ -51,6 +51,9 @@ def ctrf_test(record: Mapping[str, Any]) -> dict[str, Any]:
         test["trace"] = str(record["trace"])
     if record.get("resumed"):
         test["tags"] = ["resumed"]
+    reruns = record.get("reruns")
+    if isinstance(reruns, list) and reruns:
+        test.update(_retries(reruns, test))
     test["extra"] = {
         EXTRA_KEY: {
             "reward": record.get("reward"),
@@ -60,12 +63,33 @@ def ctrf_test(record: Mapping[str, Any]) -> dict[str, Any]:
             "attempts": record.get("attempts"),
             "repaired": record.get("repaired"),
             "repair": record.get("repair"),
+            "reruns": record.get("reruns"),
             "usage": record.get("usage"),
             "loop": record.get("loop"),
             "rollout_dir": record.get("rollout_dir"),
         }
     }
     return test
+
+
+def _retries(reruns: Sequence[Any], test: Mapping[str, Any]) -> dict[str, Any]:
+    """CTRF's view of a rerun task (pytest-rerunfailures): ``retries``, every run as a
+    ``retryAttempts`` entry (1 = the first run, the last = the run reported), ``flaky``
+    when the reported run passed after a run that did not."""
+    runs = [run for run in reruns if isinstance(run, Mapping)]
+    attempts = []
+    for number, run in enumerate(runs, start=1):
+        attempt: dict[str, Any] = {
+            "attempt": number,
+            "status": ctrf_status(str(run.get("outcome") or "harness_error")),
+            "duration": max(0, int(run.get("duration_ms") or 0)),
+        }
+        if run.get("message"):
+            attempt["message"] = str(run["message"])
+        attempts.append(attempt)
+    final = {"attempt": len(runs) + 1, "status": test["status"], "duration": test["duration"]}
+    flaky = test["status"] == "passed" and any(a["status"] != "passed" for a in attempts)
+    return {"retries": len(runs), "retryAttempts": [*attempts, final], "flaky": flaky}
 
 
 def build_ctrf(

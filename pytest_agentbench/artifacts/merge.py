@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.artifacts.coverage import run_coverage
 from pytest_agentbench.artifacts.reports import write_run_reports
 from pytest_agentbench.errors import AgentbenchError
 
@@ -63,6 +64,7 @@ def merge_runs(
     settings = dict(first.get("settings") or {})
     if len(fingerprints) > 1:
         settings["fingerprint"] = "mixed"
+    partial, coverage = _merged_coverage([summary for _, summary in summaries], len(records))
     out_dir.mkdir(parents=True, exist_ok=True)
     return write_run_reports(
         out_dir,
@@ -72,7 +74,33 @@ def merge_runs(
         tool_version=tool_version,
         start_ms=min(starts),
         stop_ms=max(stops),
-        partial=any(bool(s.get("partial")) for _, s in summaries),
+        partial=partial,
+        coverage=coverage,
         exit_status=None,
         errors_as_failures=bool(settings.get("errors_as_failures")),
     )
+
+
+def _merged_coverage(
+    summaries: Sequence[dict[str, Any]], tasks: int
+) -> tuple[bool, dict[str, Any] | None]:
+    """Whether the merged run is partial, and its coverage. Each run planned the same
+    tasks when it is a selection (pytest-split groups: planned = the whole suite), or its
+    own shard (--agentbench-shard: planned = its tasks), so the merge planned the largest
+    of them and covers every merged record and skipped task. Runs from before coverage was
+    recorded: partial when any run was."""
+    found = [s.get("coverage") for s in summaries]
+    if not all(isinstance(c, dict) for c in found):
+        return any(bool(s.get("partial")) for s in summaries), None
+    coverages = [c for c in found if isinstance(c, dict)]
+    interrupted = any("interrupted" in (c.get("reasons") or []) for c in coverages)
+    planned = max(int(c.get("planned") or 0) for c in coverages)
+    skipped = sum(int(c.get("skipped") or 0) for c in coverages)
+    coverage = run_coverage(
+        tasks=tasks,
+        selected=planned,
+        deselected=0,
+        interrupted=interrupted,
+        skipped=skipped,
+    )
+    return bool(coverage["partial"]), coverage

@@ -9,6 +9,7 @@ from typing import Any
 from pytest_agentbench.artifacts.ctrf import build_ctrf
 from pytest_agentbench.artifacts.jsonio import write_json_atomic
 from pytest_agentbench.artifacts.summary import build_summary
+from pytest_agentbench.artifacts.usage_totals import run_usage
 
 
 def write_run_reports(
@@ -24,6 +25,7 @@ def write_run_reports(
     exit_status: int | None,
     gate: Mapping[str, Any] | None = None,
     errors_as_failures: bool = False,
+    coverage: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write ``ctrf.json`` and ``summary.json`` for ``records`` into ``run_dir``, one test
     and one task at a time (a 10 000-task run never holds either report whole); return
@@ -34,7 +36,12 @@ def write_run_reports(
         stop_ms=stop_ms,
         tool_version=tool_version,
         run_id=run_id,
-        extra={"partial": partial, "fingerprint": settings.get("fingerprint")},
+        extra={
+            "partial": partial,
+            "coverage": dict(coverage) if coverage is not None else None,
+            "fingerprint": settings.get("fingerprint"),
+            "usage": run_usage(records),
+        },
         stream=True,
     )
     write_json_atomic(run_dir / "ctrf.json", ctrf, indent=None)
@@ -49,6 +56,7 @@ def write_run_reports(
         exit_status=exit_status,
         gate=gate,
         errors_as_failures=errors_as_failures,
+        coverage=coverage,
         stream=True,
     )
     write_json_atomic(run_dir / "summary.json", summary, indent=None)

@@ -7,7 +7,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_agentbench.artifacts.jsonio import Streamed
-from pytest_agentbench.runner.records import OUTCOMES, USAGE_FIELDS
+from pytest_agentbench.artifacts.usage_totals import run_usage
+from pytest_agentbench.runner.records import OUTCOMES
 
 SUMMARY_SCHEMA_VERSION = 1
 
@@ -44,16 +45,6 @@ def _scored(record: Mapping[str, Any], field: str) -> bool:
     value = record.get(field)
     reached = isinstance(value, int | float) and not isinstance(value, bool)
     return record.get("outcome") != "harness_error" or reached
-
-
-def total_usage(records: Iterable[Mapping[str, Any]]) -> dict[str, int | None]:
-    """Tokens over the run per usage field; a field no task reported is None."""
-    totals: dict[str, int | None] = {}
-    for name in USAGE_FIELDS:
-        values = [(r.get("usage") or {}).get(name) for r in records]
-        known = [v for v in values if isinstance(v, int)]
-        totals[name] = sum(known) if known else None
-    return totals
 
 
 def _repair_settings(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -104,11 +95,13 @@ def build_summary(
     gate: Mapping[str, Any] | None = None,
     errors_as_failures: bool = False,
     stream: bool = False,
+    coverage: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The summary.json document. ``tasks`` holds every task's record as the reports saw
     it (outcome, reward, usage, reason, where its artifacts are), so shards can be merged
     and runs resumed from it alone. With ``stream`` it is a :class:`Streamed` array of the
-    records themselves, not copies."""
+    records themselves, not copies. ``coverage`` (artifacts/coverage.py) says how many of
+    the planned tasks the records cover; None when unknown (a merge of runs)."""
     outcomes = classify(records)
     return {
         "schema_version": SUMMARY_SCHEMA_VERSION,
@@ -118,6 +111,7 @@ def build_summary(
         "stop_ms": max(stop_ms, start_ms),
         "wall_s": round(max(0, stop_ms - start_ms) / 1000, 3),
         "partial": partial,
+        "coverage": dict(coverage) if coverage is not None else None,
         "exit_status": exit_status,
         "settings": dict(settings),
         "totals": {
@@ -130,7 +124,7 @@ def build_summary(
             ),
             "repaired": sum(1 for r in records if r.get("repaired")),
             "incomplete": sum(1 for r in records if r.get("incomplete")),
-            "usage": total_usage(records),
+            "usage": run_usage(records),
         },
         "scores": _group_scores(records, errors_as_failures),
         "gate": dict(gate) if gate is not None else None,

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_agentbench.artifacts.coverage import partial_line
 from pytest_agentbench.report.evidence import failure_reason
+from pytest_agentbench.report.terminal import tokens_text
 
 MAX_FAILURES = 20
 
@@ -41,7 +43,15 @@ def markdown_summary(
     score = totals.get("score")
     if score is not None:
         head += f" · score {score:.3f}"
-    lines = [f"## agentbench — {head}", ""]
+    partial = partial_line(summary.get("coverage"))
+    if partial is None and summary.get("partial"):
+        partial = "partial run"
+    lines = [f"## agentbench — {partial + ' · ' if partial else ''}{head}", ""]
+    if partial:
+        lines += [f"**{partial[:1].upper() + partial[1:]}**: the score covers these only.", ""]
+    usage = totals.get("usage")
+    if isinstance(usage, Mapping):
+        lines += [f"Tokens: {tokens_text(usage)}", ""]
     lines.append(
         "| suite | model | tasks | passed | not passed | harness errors | score | first try |"
     )
@@ -78,6 +88,9 @@ def markdown_summary(
         lines += ["", "### Not passed", ""]
         for record in failures[:MAX_FAILURES]:
             reason = record.get("message") or failure_reason(record)
+            cause = record.get("error")
+            if record.get("outcome") == "harness_error" and isinstance(cause, str) and cause:
+                reason = f"harness error: {cause}"  # whole: the reason line is cut
             where = record.get("rollout_dir") or ""
             name = f"{record.get('suite')}::{record.get('task_id')}"
             mark = "⚠" if record.get("outcome") == "harness_error" else "✗"

@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.artifacts.summary import classify, score, total_usage
+from pytest_agentbench.artifacts.summary import classify, score
+from pytest_agentbench.artifacts.usage_totals import run_usage, whole_input
 from pytest_agentbench.report.evidence import (
     MAX_FAILURE_LINES,
     details_pointer,
@@ -26,14 +27,32 @@ _LABELS = {
 }
 
 
-def _tokens(usage: Mapping[str, int | None]) -> str:
+def tokens_text(totals: Mapping[str, Any]) -> str:
+    """The run's tokens in words, from artifacts.usage_totals.run_usage: the whole input
+    (with cache reads and writes), the output (with reasoning), the total, and how many
+    tasks did not report a field the sums need."""
     parts = []
-    inputs = [usage.get(k) for k in ("input", "cache_read", "cache_write")]
-    if any(v is not None for v in inputs):
-        parts.append(f"{sum(v or 0 for v in inputs):,} in")
-    if usage.get("output") is not None:
-        parts.append(f"{usage['output']:,} out")
-    return " / ".join(parts) if parts else "not reported"
+    whole = whole_input(totals)
+    if whole is not None:
+        cached = [
+            f"{totals[name]:,} {label}"
+            for name, label in (("cache_read", "cache read"), ("cache_write", "cache write"))
+            if totals.get(name)
+        ]
+        parts.append(f"{whole:,} in" + (f" ({', '.join(cached)})" if cached else ""))
+    if totals.get("output") is not None:
+        reasoning = totals.get("reasoning")
+        parts.append(
+            f"{totals['output']:,} out" + (f" ({reasoning:,} reasoning)" if reasoning else "")
+        )
+    if totals.get("total") is not None:
+        parts.append(f"{totals['total']:,} total")
+    if not parts:
+        return "not reported"
+    unknown = totals.get("unknown") or {}
+    missing = max(int(unknown.get(name, 0)) for name in ("input", "output", "total"))
+    note = f" (not reported by {missing} of {totals.get('tasks')} task(s))" if missing else ""
+    return " / ".join(parts) + note
 
 
 def task_label(record: Mapping[str, Any]) -> str:
@@ -56,17 +75,22 @@ def summary_lines(
     run_dir: str,
     wall_s: float,
     relative_to: str | None = None,
+    partial: str | None = None,
 ) -> list[str]:
     """Totals, score, tokens, then one ``✗ task: reason`` line per failure (at most five,
     most severe first), one details pointer, harness errors apart, and the run folder.
-    Paths under ``relative_to`` (where pytest was started) are shown relative to it."""
+    Paths under ``relative_to`` (where pytest was started) are shown relative to it.
+    ``partial`` (artifacts.coverage.partial_line) follows the totals when the run did not
+    cover every planned task, so a partial score never reads as a whole one."""
     run_dir = shown_path(run_dir, relative_to)
     if not records:
-        return ["no tasks ran", f"results: {run_dir}"]
+        return [line for line in ("no tasks ran", partial, f"results: {run_dir}") if line]
     counts = classify(records)
     shown = [f"{counts[k]} {label}" for k, label in _LABELS.items() if counts[k]]
     noun = "task" if len(records) == 1 else "tasks"
     lines = [f"{len(records)} {noun}: " + (", ".join(shown) if shown else "none ran")]
+    if partial:
+        lines.append(f"{partial} — the score covers these only")
     run_score = score(records)
     if run_score is not None:
         scored = len(records) - counts["harness_error"]
@@ -80,7 +104,7 @@ def summary_lines(
                 f"{incomplete} incomplete: a later round hit a harness error)"
             )
         lines.append(f"score {run_score:.3f} over {scored} scored task(s){extra}")
-    lines.append(f"tokens {_tokens(total_usage(records))} · wall {wall_s:.1f}s")
+    lines.append(f"tokens {tokens_text(run_usage(records))} · wall {wall_s:.1f}s")
 
     failures = shown_failures(records)
     for record in failures[:MAX_FAILURE_LINES]:

@@ -1,0 +1,60 @@
+"""How much of the planned run a report covers, so a partial score always says so.
+
+``planned`` is every task the suites offered this run: the tasks pytest selected plus the
+ones a selection (``-k``, ``-m``, pytest-split, ``--lf``, any plugin) deselected. Tasks in
+another ``--agentbench-shard`` are not planned here: the shard's run is whole when its own
+tasks all ran (merging the shards makes the whole run). ``tasks`` is how many have a
+record. The run is partial when some planned task has none, or pytest was interrupted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def run_coverage(
+    *,
+    tasks: int,
+    selected: int,
+    deselected: int,
+    interrupted: bool,
+    stopped: str | None = None,
+    skipped: int = 0,
+) -> dict[str, Any]:
+    """The ``coverage`` object of summary.json and the CTRF run extra: ``partial``,
+    ``tasks``, ``planned``, ``selected``, ``deselected``, ``skipped`` and ``reasons``
+    (short phrases, empty when the run is whole). A task skipped by a mark was meant not
+    to run: it has no record and does not make the run partial."""
+    planned = max(selected + deselected, tasks + skipped)
+    done = tasks + skipped
+    reasons: list[str] = []
+    if interrupted:
+        reasons.append("interrupted")
+    if stopped and done < max(selected, done):
+        reasons.append(stopped)
+    if deselected:
+        reasons.append(f"{deselected} deselected")
+    not_run = max(selected, done) - done
+    if not_run and not interrupted and not stopped:
+        reasons.append(f"{not_run} selected but not run")
+    if skipped:
+        reasons.append(f"{skipped} skipped")
+    partial = interrupted or done < planned
+    return {
+        "partial": partial,
+        "tasks": tasks,
+        "planned": planned,
+        "selected": selected,
+        "deselected": deselected,
+        "skipped": skipped,
+        "reasons": reasons if partial else [],
+    }
+
+
+def partial_line(coverage: dict[str, Any] | None) -> str | None:
+    """``partial: 7 of 24 tasks (interrupted, 3 deselected)``; None for a whole run."""
+    if not coverage or not coverage.get("partial"):
+        return None
+    reasons = coverage.get("reasons") or []
+    why = f" ({', '.join(str(r) for r in reasons)})" if reasons else ""
+    return f"partial: {coverage.get('tasks')} of {coverage.get('planned')} tasks{why}"

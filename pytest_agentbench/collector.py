@@ -1,0 +1,158 @@
+"""Where task records reach the run: one record per task, whatever ended it.
+
+The serial process and the xdist controller collect the records the reports are made
+of. Two promises hold here, for every plugin a user combines us with:
+
+* one task, one record. A task run again in the same session (pytest-rerunfailures, an
+  xdist crash retry) replaces its earlier record; the earlier runs stay listed in the
+  record's ``reruns`` (outcome, reward, reason, duration), never counted as tasks;
+* every task that started has a record. A task whose item ended without one (pytest-timeout
+  failing it, a fixture erroring in setup, an exception from another plugin) gets a
+  stand-in record from the item's report: a ``timeout`` when pytest-timeout ended it,
+  else a ``harness_error`` with the cause.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_agentbench.run import RunState
+
+#: What pytest-timeout's failure message starts with (both of its methods).
+PYTEST_TIMEOUT_PREFIX = "Timeout (>"
+
+#: The fields of an earlier run a rerun record keeps.
+RERUN_FIELDS = (
+    "outcome",
+    "reward",
+    "message",
+    "error",
+    "start_ms",
+    "duration_ms",
+    "attempts",
+    "usage",
+)
+
+
+def stand_in_record(
+    item: Any, call: pytest.CallInfo[None], *, model: str, start_ms: int | None
+) -> dict[str, Any]:
+    """The record of a task item whose ``call.when`` phase ended with ``call.excinfo`` and
+    no rollout record. The cause is kept whole (``error``, ``trace``); a task ended by
+    pytest-timeout is a ``timeout``, anything else a ``harness_error``."""
+    from pytest_agentbench.report.evidence import collapse, failure_reason
+    from pytest_agentbench.runner.records import sum_usage
+
+    excinfo = call.excinfo
+    text = collapse(str(excinfo.value)) if excinfo is not None else ""
+    kind = excinfo.typename if excinfo is not None else "error"
+    if text.startswith(PYTEST_TIMEOUT_PREFIX):
+        outcome = "timeout"
+        cause = f"pytest-timeout ended the task: {text}"
+    else:
+        outcome = "harness_error"
+        where = "setting up" if call.when == "setup" else "running"
+        cause = f"{kind} while {where} the task item: {text or kind}"
+    task = item.task
+    parent = getattr(item, "parent", None)
+    duration_ms = max(0, int(call.duration * 1000))
+    record = {
+        "nodeid": item.nodeid,
+        "file": getattr(parent, "nodeid", item.nodeid.rpartition("::")[0]),
+        "suite": task.suite,
+        "task_id": task.id,
+        "model": model,
+        "outcome": outcome,
+        "reward": None,
+        "first_attempt_reward": None,
+        "pass_threshold": task.pass_threshold,
+        "attempts": 0,
+        "repaired": False,
+        "repair": {},
+        "loop": None,
+        "last_feedback": None,
+        "usage": sum_usage([]),
+        "error": cause,
+        "verdict": None,
+        "start_ms": start_ms or int(call.start * 1000),
+        "duration_ms": duration_ms,
+        "rollout_dir": None,
+        "verifier_dir": None,
+        "message": cause,
+        "trace": cause,
+    }
+    record["message"] = failure_reason(record)  # the readable line; ``error`` is whole
+    return record
+
+
+class RecordCollector:
+    """Collects task records where reports arrive: the serial process or the xdist
+    controller (worker reports reach it with the record attached)."""
+
+    def __init__(self, state: RunState) -> None:
+        self.state = state
+        self.started: dict[str, int] = {}
+        self.suites: dict[str, str] = {}
+        self.index: dict[tuple[str, str], int] = {}
+        self.each = state.config.getoption("dist", "no") == "each"
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        self.started[nodeid] = int(time.time() * 1000)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, "agentbench", None)
+        if record is None and report.when not in ("setup", "call", "teardown"):
+            record = self._crash_record(report)
+        if report.when == "teardown":
+            self.started.pop(report.nodeid, None)
+        if getattr(report, "agentbench_skipped", False):
+            self.state.skipped.add(report.nodeid)
+        if record is None:
+            return
+        self.suites.setdefault(str(record.get("file")), str(record.get("suite")))
+        self._keep(report, record)
+        if report.failed:
+            self.state.failed_reports += 1
+
+    def _keep(self, report: pytest.TestReport, record: dict[str, Any]) -> None:
+        """Add ``record``, or replace the same task's earlier record and list it."""
+        node = getattr(report, "node", None)
+        worker = str(getattr(getattr(node, "gateway", None), "id", "")) if self.each else ""
+        key = (str(record.get("nodeid") or report.nodeid), worker)
+        records = self.state.records
+        at = self.index.get(key)
+        if at is None:
+            self.index[key] = len(records)
+            records.append(record)
+            return
+        earlier = records[at]
+        runs = list(earlier.get("reruns") or [])
+        runs.append({name: earlier.get(name) for name in RERUN_FIELDS})
+        records[at] = {**record, "reruns": runs}
+
+    def _crash_record(self, report: pytest.TestReport) -> dict[str, Any] | None:
+        """A harness-error record for a task whose xdist worker died under it."""
+        from fnmatch import fnmatch
+        from pathlib import PurePath
+
+        from pytest_agentbench.workers import crash_record, is_crash_report
+
+        name = PurePath(report.nodeid.partition("::")[0]).name
+        if not is_crash_report(report) or not any(
+            fnmatch(name, pattern) for pattern in self.state.settings.files
+        ):
+            return None
+        gateway = getattr(getattr(report, "node", None), "gateway", None)
+        return crash_record(
+            report.nodeid,
+            str(getattr(gateway, "id", "?")),
+            model=self.state.settings.model.label,
+            marks_dir=self.state.marks_dir,
+            suites=self.suites,
+            start_ms=self.started.pop(report.nodeid, None),
+            now_ms=int(time.time() * 1000),
+        )

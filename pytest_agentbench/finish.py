@@ -1,0 +1,172 @@
+"""The end of a run in the process that reports it (serial, or the xdist controller):
+the run reports, the Markdown summary, the terminal section, and the guard that keeps a
+late Ctrl-C or SIGTERM from cutting them short.
+
+Nothing is written for a session in which no task ran (``--collect-only``, a collection
+that failed, a selection that left nothing): no run folder, no ``latest``, no step
+summary, so ``--agentbench-resume latest`` still finds the last real run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pytest_agentbench import __version__
+from pytest_agentbench.artifacts.coverage import partial_line, run_coverage
+from pytest_agentbench.run import STATE_KEY, RunState
+
+
+def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> None:
+    """ctrf.json, summary.json and the Markdown summary, when a task ran; the score gate
+    may turn pytest's exit status."""
+    from pytest_agentbench.artifacts.reports import write_run_reports
+    from pytest_agentbench.report.gate import evaluate_gate
+
+    settings = state.settings
+    stopped = session.shouldstop or session.shouldfail
+    state.coverage = run_coverage(
+        tasks=len(state.records),
+        selected=state.selected,
+        deselected=state.deselected,
+        skipped=len(state.skipped),
+        interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
+        stopped=str(stopped) if stopped else None,
+    )
+    if not state.records and not state.started:
+        return
+    state.gate = evaluate_gate(
+        state.records,
+        min_score=settings.min_score,
+        errors_as_failures=settings.errors_as_failures,
+    )
+    if state.gate is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        other_failures = session.testsfailed - state.failed_reports
+        judged_ok = state.gate.ok and other_failures <= 0
+        session.exitstatus = pytest.ExitCode.OK if judged_ok else pytest.ExitCode.TESTS_FAILED
+    state.ensure_run_dir()
+    summary = write_run_reports(
+        state.run_dir,
+        state.records,
+        run_id=state.run_id,
+        settings=settings.public(),
+        tool_version=__version__,
+        start_ms=state.start_ms,
+        stop_ms=int(time.time() * 1000),
+        partial=bool(state.coverage["partial"]),
+        coverage=state.coverage,
+        exit_status=int(session.exitstatus),
+        gate=state.gate.as_dict() if state.gate is not None else None,
+        errors_as_failures=settings.errors_as_failures,
+    )
+    _write_markdown(state, summary)
+
+
+def _write_markdown(state: RunState, summary: dict[str, Any]) -> None:
+    targets = [state.settings.markdown] if state.settings.markdown else []
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not targets and not step_summary:
+        return
+    from pytest_agentbench.report.markdown import markdown_summary
+
+    text = markdown_summary(summary, state.records, run_dir=str(state.run_dir))
+    for path in targets:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    if step_summary:
+        with open(step_summary, "a", encoding="utf-8") as handle:
+            handle.write(text)
+
+
+def summary_section(terminalreporter: Any, config: pytest.Config, state: RunState) -> None:
+    """The ``agentbench`` section of pytest's terminal summary (nothing when no task ran
+    and nothing was written)."""
+    from pytest_agentbench.report.terminal import summary_lines
+
+    if not state.records and not state.started:
+        if not config.getoption("collectonly", False):
+            terminalreporter.section("agentbench")
+            terminalreporter.write_line("no task ran; nothing written")
+        return
+    wall_s = (time.time() * 1000 - state.start_ms) / 1000
+    terminalreporter.section("agentbench")
+    lines = summary_lines(
+        state.records,
+        run_dir=str(state.run_dir),
+        wall_s=wall_s,
+        relative_to=str(config.invocation_params.dir),
+        partial=partial_line(state.coverage),
+    )
+    for line in lines:
+        terminalreporter.write_line(line)
+    not_sent = [r for r in state.records if str(r.get("error") or "").startswith("not sent:")]
+    if not_sent:
+        terminalreporter.write_line(
+            f"circuit breaker: {len(not_sent)} task(s) not sent — {not_sent[0]['error']}"
+        )
+    resumed = sum(1 for record in state.records if record.get("resumed"))
+    if resumed:
+        terminalreporter.write_line(
+            f"{resumed} task(s) resumed from the earlier run (not sent again)"
+        )
+    if state.gate is not None:
+        from pytest_agentbench.report.gate import gate_lines
+
+        for line in gate_lines(state.gate):
+            terminalreporter.write_line(line)
+
+
+@contextlib.contextmanager
+def held_interrupts() -> Iterator[list[int]]:
+    """Hold SIGINT and SIGTERM while the block runs: the first one is noted (the yielded
+    list gets its number) and the block carries on; a second one interrupts at once, as
+    a user who insists expects. Outside the main thread nothing is held."""
+    held: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+
+    def hold(signum: int, frame: Any) -> None:
+        if held:
+            raise KeyboardInterrupt(f"signal {signum}")
+        held.append(signum)
+
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            previous[signum] = signal.signal(signum, hold)
+        except (ValueError, OSError):  # pragma: no cover - no such signal here
+            continue
+    try:
+        yield held
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+class SessionEndGuard:
+    """Wraps the end of the session (our reports, then pytest's terminal summary with
+    our section): a signal there no longer ends in a KeyboardInterrupt traceback and a
+    half-written summary. The run's exit status then says it was interrupted."""
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Any:
+        with held_interrupts() as held:
+            result = yield
+        if held:
+            state = session.config.stash.get(STATE_KEY, None)
+            name = signal.Signals(held[0]).name
+            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                written = state is not None and (state.records or state.started)
+                what = "the reports above are complete" if written else "nothing was written"
+                reporter.write_line(f"agentbench: {name} while the run was ending; {what}")
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+        return result
