@@ -44,6 +44,12 @@ def pytest_configure(config: pytest.Config) -> None:
             "(or use --agentbench-model openai-compat/<model> with --agentbench-base-url "
             "for a local server)"
         )
+    # Every process of the run hides its keys from /proc/<pid>/environ before any task
+    # runs: in the `basic` sandbox, code under test can read other processes' environ,
+    # the xdist controller's included (docs/sandbox.md, "Secrets").
+    from pytest_agentbench.sandbox.environ_guard import guard_harness
+
+    guard_harness()
     if settings.sandbox == "strict":
         from pytest_agentbench.sandbox.isolation import containment
 

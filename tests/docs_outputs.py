@@ -131,22 +131,38 @@ def check_circuit_open(block: dx.Block, request: pytest.FixtureRequest) -> None:
     assert len(seen) == int(count) + 1
 
 
-def check_suite_error(block: dx.Block, request: pytest.FixtureRequest) -> None:
-    """The suite-format error example, from the suite it describes."""
-    folder = request.getfixturevalue("tmp_path")
-    path = folder / "bench_math.toml"
-    path.write_text(
-        '[suite]\nrepairs = 12\n[[task]]\nid = "apples"\ninput = "3 + 4?"\ninptu = "3 + 4?"\n'
-        '[[task]]\ninput = "2 + 2?"\nverifier = { kind = "nuber" }\n'
-    )
-    request.getfixturevalue("monkeypatch").chdir(folder)
-    with pytest.raises(SuiteError) as info:
-        real_loader()(Path("bench_math.toml"))
-    real = str(info.value).splitlines()
-    shown = block.text.strip("\n").splitlines()
-    assert len(real) == len(shown), "\n".join(real)
-    for want, got in zip(shown, real, strict=True):
-        assert re.fullmatch(re.escape(want).replace("…", ".*"), got), f"\ndoc:  {want}\nreal: {got}"
+def _check_suite_error(name: str, text: str) -> Callable[[dx.Block, pytest.FixtureRequest], None]:
+    """A documented collection error, checked against a real load of the suite it
+    describes (``name`` with ``text``)."""
+
+    def check(block: dx.Block, request: pytest.FixtureRequest) -> None:
+        folder = request.getfixturevalue("tmp_path")
+        (folder / name).write_text(text, encoding="utf-8")
+        request.getfixturevalue("monkeypatch").chdir(folder)
+        with pytest.raises(SuiteError) as info:
+            real_loader()(Path(name))
+        real = str(info.value).splitlines()
+        shown = block.text.strip("\n").splitlines()
+        assert len(real) == len(shown), "\n".join(real)
+        for want, got in zip(shown, real, strict=True):
+            pattern = re.escape(want).replace("…", ".*")
+            assert re.fullmatch(pattern, got), f"\ndoc:  {want}\nreal: {got}"
+
+    return check
+
+
+check_suite_error = _check_suite_error(
+    "bench_math.toml",
+    '[suite]\nrepairs = 12\n[[task]]\nid = "apples"\ninput = "3 + 4?"\ninptu = "3 + 4?"\n'
+    '[[task]]\ninput = "2 + 2?"\nverifier = { kind = "nuber" }\n',
+)
+check_verifier_setup_error = _check_suite_error(
+    "bench_quiz.toml",
+    '[suite]\nverifier = { kind = "regex", pattern = "(a" }\n'
+    '[[task]]\nid = "capital"\ninput = "The capital of France?"\n'
+    'choices = ["Paris", "Lyon"]\ntarget = "D"\nverifier = { kind = "choice" }\n'
+    '[[task]]\nid = "mail"\ninput = "Write an email address."\n',
+)
 
 
 #: Bench output blocks on pages without marks: page -> the script that prints them.
@@ -162,4 +178,5 @@ OUTPUT_CHECKS: dict[tuple[str, str], Callable[[dx.Block, pytest.FixtureRequest],
     ("docs/reliability.md", "  protocol  "): check_bench_output,
     ("docs/reliability.md", "not sent: "): check_circuit_open,
     ("docs/suite-format.md", "bench_math.toml: invalid suite"): check_suite_error,
+    ("docs/verifiers.md", "bench_quiz.toml: invalid suite"): check_verifier_setup_error,
 }

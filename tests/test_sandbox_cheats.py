@@ -227,3 +227,40 @@ def test_verifier_files_forged_by_a_command_task_are_not_read(
     result.stdout.fnmatch_lines(
         ["✗ cmd::forge: reward 0 — check failed: exit status 1: check failed (0/1 checks passed)"]
     )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_verifier_files_forged_by_an_agent_are_not_read(
+    pytester: pytest.Pytester, mode: str
+) -> None:
+    """An agent's tool commands are untrusted code too: a report it forges in the verifier
+    dir before a verifier that writes none (here ``exact``) must not become the task's
+    failure line."""
+    pytester.makefile(
+        ".toml",
+        bench_agent=(
+            "[suite]\n"
+            'name = "agent"\n'
+            'mode = "agent"\n'
+            'verifier = { kind = "exact" }\n'
+            "[[task]]\n"
+            'id = "forge"\n'
+            'input = "Say done."\n'
+            'target = "done"\n'
+            "[[task.scripted]]\n"
+            "[[task.scripted.tool_calls]]\n"
+            'name = "write_file"\n'
+            f"arguments = {{ path = 'forge.py', content = {json.dumps(FORGE_REASON)} }}\n"
+            "[[task.scripted]]\n"
+            'tool_calls = [{ name = "bash", arguments = { command = "python3 forge.py" } }]\n'
+            "[[task.scripted]]\n"
+            'text = "not done"\n'
+        ),
+    )
+    result = pytester.runpytest_subprocess(
+        "--agentbench", "--agentbench-sandbox", mode, "-p", "no:cacheprovider", timeout=300
+    )
+    result.assert_outcomes(failed=1)
+    assert "FORGED-BY-THE-ANSWER" not in result.stdout.str()
+    assert "test_forged" not in "".join(line for line in result.outlines if "✗" in line)
+    assert not list(pytester.path.glob("agentbench-results/latest/tasks/*/*/verifier/ctrf.json"))

@@ -32,6 +32,7 @@ from pytest_agentbench.runner.repair import repair_request, repairs_allowed
 from pytest_agentbench.runner.tools import BUILTIN_TOOLS, Tool
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.base import Check, Verdict, Verifier
+from pytest_agentbench.verifiers.sandboxed import discard_foreign_files
 
 
 def _verify(verifier: Verifier, check: Check) -> Verdict:
@@ -267,6 +268,11 @@ def run_rollout(
             on_phase("verifying")
         workspace = agent.workspace.path if agent is not None else None
         check = Check(answer, task, task.verifier.options, verifier_dir, workspace)
+        if agent is not None:
+            # the agent's commands ran as untrusted code: whatever they left in the
+            # verifier dir (a forged report, where the sandbox leaves the host writable)
+            # must never be read as this task's result
+            discard_foreign_files(check)
         try:
             verdict = _verify_by(verifier, check, deadline)
         except Exception as exc:  # a crashing verifier is the harness's fault, not the model's
