@@ -165,6 +165,36 @@ check_verifier_setup_error = _check_suite_error(
 )
 
 
+def check_partial_coverage(block: dx.Block, request: pytest.FixtureRequest) -> None:
+    """summary.json's partial flag and coverage, from a real run that deselects tasks:
+    the same keys, values of the same types, and counts that add up as documented."""
+    import json
+    import subprocess
+    import sys
+
+    shown = json.loads(block.text)
+    folder = request.getfixturevalue("tmp_path")
+    tasks = "".join(
+        f'[[task]]\nid = "t{n}"\ninput = "Say {n}."\ntarget = "{n}"\nscripted = ["{n}"]\n'
+        for n in range(3)
+    )
+    (folder / "bench_three.toml").write_text(tasks, encoding="utf-8")
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--agentbench", "-k", "t1"],
+        cwd=folder, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    summary = json.loads((folder / "agentbench-results/latest/summary.json").read_text())
+    real = {key: summary[key] for key in shown}
+    assert real["partial"] is True
+    assert set(real["coverage"]) == set(shown["coverage"])
+    for key, value in shown["coverage"].items():
+        assert type(real["coverage"][key]) is type(value), key
+    for coverage in (shown["coverage"], real["coverage"]):
+        assert coverage["planned"] == coverage["selected"] + coverage["deselected"]
+        assert coverage["tasks"] == coverage["selected"] - coverage["skipped"]
+    assert real["coverage"]["reasons"] == ["2 deselected"]
+
+
 #: Bench output blocks on pages without marks: page -> the script that prints them.
 BENCH_SCRIPTS = {"docs/reliability.md": "bench/clients.py"}
 #: Output blocks and the run that produces them: (page, first line) -> check.
@@ -179,4 +209,5 @@ OUTPUT_CHECKS: dict[tuple[str, str], Callable[[dx.Block, pytest.FixtureRequest],
     ("docs/reliability.md", "not sent: "): check_circuit_open,
     ("docs/suite-format.md", "bench_math.toml: invalid suite"): check_suite_error,
     ("docs/verifiers.md", "bench_quiz.toml: invalid suite"): check_verifier_setup_error,
+    ("docs/run-reports.md", "{"): check_partial_coverage,
 }

@@ -300,6 +300,10 @@ def make_case(number: int, seed: int = SEED) -> Case:
     fmt = rng.choice(FORMATS)
     case = Case(number, f"bench_case.{fmt}")
     doc: Any = copy.deepcopy(MANIFEST if manifest else rng.choice(BASES))
+    if isinstance(doc.get("suite"), dict) and "name" in doc["suite"]:
+        # one suite name per case: the same suite and task id in two files is a
+        # collection error of its own, which would hide what the case tests
+        doc["suite"]["name"] = f"case{number}"
     case.steps.append(f"{'manifest' if manifest else 'suite'} as {fmt}")
     for _ in range(rng.choice((0, 1, 1, 2, 3))):
         doc = _mutate_tree(doc, rng, case.steps)
