@@ -44,6 +44,7 @@ def stand_in_record(
     """The record of a task item whose ``call.when`` phase ended with ``call.excinfo`` and
     no rollout record. The cause is kept whole (``error``, ``trace``); a task ended by
     pytest-timeout is a ``timeout``, anything else a ``harness_error``."""
+    from pytest_agentbench.artifacts.record import record_without_rollout
     from pytest_agentbench.report.evidence import collapse, failure_reason
     from pytest_agentbench.runner.records import sum_usage
 
@@ -60,31 +61,20 @@ def stand_in_record(
     task = item.task
     parent = getattr(item, "parent", None)
     duration_ms = max(0, int(call.duration * 1000))
-    record = {
-        "nodeid": item.nodeid,
-        "file": getattr(parent, "nodeid", item.nodeid.rpartition("::")[0]),
-        "suite": task.suite,
-        "task_id": task.id,
-        "model": model,
-        "outcome": outcome,
-        "reward": None,
-        "first_attempt_reward": None,
-        "pass_threshold": task.pass_threshold,
-        "attempts": 0,
-        "repaired": False,
-        "repair": {},
-        "loop": None,
-        "last_feedback": None,
-        "usage": sum_usage([]),
-        "error": cause,
-        "verdict": None,
-        "start_ms": start_ms or int(call.start * 1000),
-        "duration_ms": duration_ms,
-        "rollout_dir": None,
-        "verifier_dir": None,
-        "message": cause,
-        "trace": cause,
-    }
+    record = record_without_rollout(
+        nodeid=item.nodeid,
+        file=getattr(parent, "nodeid", item.nodeid.rpartition("::")[0]),
+        suite=task.suite,
+        task_id=task.id,
+        model=model,
+        outcome=outcome,
+        cause=cause,
+        failure_kind="harness",
+        start_ms=start_ms or int(call.start * 1000),
+        duration_ms=duration_ms,
+        pass_threshold=task.pass_threshold,
+        usage=sum_usage([]),
+    )
     record["message"] = failure_reason(record)  # the readable line; ``error`` is whole
     return record
 

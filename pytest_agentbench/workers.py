@@ -31,6 +31,7 @@ try:
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
+from pytest_agentbench.artifacts.record import record_without_rollout
 from pytest_agentbench.errors import VerifierError
 from pytest_agentbench.runner.records import sum_usage
 from pytest_agentbench.verifiers.base import Check, Verdict, Verifier
@@ -211,33 +212,23 @@ def crash_record(
         )
     rollout_dir = own[0].get("rollout_dir") if own else None
     start = start_ms if start_ms and 0 < start_ms <= now_ms else None
-    return {
-        "nodeid": nodeid,
-        "file": file,
-        "suite": own[0].get("suite")
-        if own
-        else suites.get(file, Path(file).stem.removeprefix("bench_")),
-        "task_id": task_id,
-        "model": model,
-        "outcome": "harness_error",
-        "reward": None,
-        "first_attempt_reward": None,
-        "attempts": 0,
-        "repaired": False,
-        "repair": {},
-        "loop": None,
-        "last_feedback": None,
-        "usage": sum_usage([]),
-        "error": reason,
-        "verdict": None,
-        "start_ms": start or 0,
-        "duration_ms": now_ms - start if start else 0,
-        "rollout_dir": rollout_dir,
-        "verifier_dir": str(Path(rollout_dir) / "verifier") if rollout_dir else None,
-        "message": reason,
-        "trace": reason,
-        "crashed_worker": worker,
-    }
+    suite = own[0].get("suite") if own else None
+    record = record_without_rollout(
+        nodeid=nodeid,
+        file=file,
+        suite=str(suite or suites.get(file, Path(file).stem.removeprefix("bench_"))),
+        task_id=task_id,
+        model=model,
+        outcome="harness_error",
+        cause=reason,
+        failure_kind="harness",
+        start_ms=start or 0,
+        duration_ms=now_ms - start if start else 0,
+        rollout_dir=str(rollout_dir) if rollout_dir else None,
+        usage=sum_usage([]),
+    )
+    record["crashed_worker"] = worker
+    return record
 
 
 def interrupted_only(nodeid: str, worker: str, marks_dir: Path | None) -> bool:

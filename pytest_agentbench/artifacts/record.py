@@ -58,3 +58,53 @@ def task_record(
         "rollout_dir": str(rollout_dir),
         "verifier_dir": str(rollout_dir / "verifier"),
     }
+
+
+def record_without_rollout(
+    *,
+    nodeid: str,
+    file: str,
+    suite: str,
+    task_id: str,
+    model: str,
+    outcome: str,
+    cause: str,
+    failure_kind: str,
+    start_ms: int,
+    duration_ms: int,
+    rollout_dir: str | None = None,
+    pass_threshold: float | None = None,
+    usage: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The record of a task that ended without a rollout record (a plugin's exception,
+    pytest-timeout, a crashed xdist worker): the same fields as :func:`task_record`, no
+    attempts, and ``cause`` kept whole as its error, message and trace."""
+    return {
+        "nodeid": nodeid,
+        "file": file,
+        "suite": suite,
+        "task_id": task_id,
+        "model": model,
+        "outcome": outcome,
+        "reward": None,
+        "first_attempt_reward": None,
+        "pass_threshold": pass_threshold,
+        "attempts": 0,
+        "repaired": False,
+        "incomplete": False,
+        "failure_kind": failure_kind,
+        "repair": {},
+        "loop": None,
+        "last_feedback": None,
+        "usage": usage if usage is not None else {},
+        "error": cause,
+        "verdict": None,
+        "max_tokens": None,
+        "min_score": None,
+        "start_ms": start_ms,
+        "duration_ms": duration_ms,
+        "rollout_dir": rollout_dir,
+        "verifier_dir": str(Path(rollout_dir) / "verifier") if rollout_dir else None,
+        "message": cause,
+        "trace": cause,
+    }
