@@ -45,8 +45,8 @@ def stand_in_record(
     no rollout record. The cause is kept whole (``error``, ``trace``); a task ended by
     pytest-timeout is a ``timeout``, anything else a ``harness_error``."""
     from pytest_agentbench.artifacts.record import record_without_rollout
+    from pytest_agentbench.core.usage import sum_usage
     from pytest_agentbench.report.evidence import collapse, failure_reason
-    from pytest_agentbench.runner.records import sum_usage
 
     excinfo = call.excinfo
     text = collapse(str(excinfo.value)) if excinfo is not None else ""

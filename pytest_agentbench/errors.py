@@ -18,6 +18,10 @@ task or the endpoint, and what was expected. No message ever contains an API key
 
 from __future__ import annotations
 
+#: HTTP statuses that mean "slow down" (429, and Anthropic's 529 overloaded): a provider
+#: answering with one raises RateLimited, any other error status ProviderError.
+RATE_LIMIT_STATUSES = (429, 529)
+
 
 class AgentbenchError(Exception):
     """Base of every error pytest-agentbench raises on purpose."""

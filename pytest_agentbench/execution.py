@@ -15,11 +15,11 @@ from pytest_agentbench.artifacts.rollout_files import (
     write_result,
     write_rollout,
 )
+from pytest_agentbench.core.records import Rollout
 from pytest_agentbench.errors import ModelError
 from pytest_agentbench.report.evidence import collapse, cut, failure_reason
 from pytest_agentbench.run import RunState
 from pytest_agentbench.runner.loopguard import KillPolicy
-from pytest_agentbench.runner.records import Rollout
 from pytest_agentbench.runner.rollout import run_rollout
 from pytest_agentbench.settings import DEFAULT_TIMEOUT_S, Settings
 from pytest_agentbench.suites.task import Task

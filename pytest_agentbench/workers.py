@@ -32,8 +32,8 @@ except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
 from pytest_agentbench.artifacts.record import record_without_rollout
+from pytest_agentbench.core.usage import sum_usage
 from pytest_agentbench.errors import VerifierError
-from pytest_agentbench.runner.records import sum_usage
 from pytest_agentbench.verifiers.base import Check, Verdict, Verifier
 
 

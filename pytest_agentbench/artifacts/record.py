@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.runner.records import Rollout
+from pytest_agentbench.core.records import Rollout
 
 
 def task_record(

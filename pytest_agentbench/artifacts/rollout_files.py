@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.artifacts.jsonio import dumps, write_text_atomic
-from pytest_agentbench.runner.records import Rollout
+from pytest_agentbench.core.records import Rollout
 
 REDACTED = "[redacted]"
 _SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "proxy-authorization"}

@@ -8,7 +8,7 @@ from typing import Any
 
 from pytest_agentbench.artifacts.jsonio import Streamed
 from pytest_agentbench.artifacts.usage_totals import run_usage
-from pytest_agentbench.runner.records import OUTCOMES
+from pytest_agentbench.core.records import OUTCOMES
 
 SUMMARY_SCHEMA_VERSION = 1
 

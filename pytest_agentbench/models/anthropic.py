@@ -16,23 +16,22 @@ from typing import Any
 
 import httpx
 
+from pytest_agentbench.core.stream import EventSink, StreamEvent
 from pytest_agentbench.errors import (
+    RATE_LIMIT_STATUSES,
     ProviderError,
     RateLimited,
     TransportError,
 )
 from pytest_agentbench.models.anthropic_format import anthropic_messages
 from pytest_agentbench.models.base import (
-    EventSink,
     FinishReason,
     Generation,
     ModelRequest,
     ModelSpec,
-    StreamEvent,
     ToolCall,
 )
 from pytest_agentbench.models.http import (
-    RATE_LIMIT_STATUSES,
     ProtocolClient,
     error_detail,
     ignore_events,

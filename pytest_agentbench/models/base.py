@@ -1,12 +1,34 @@
-"""The one model interface the rest of the product sees, whatever the wire protocol."""
+"""The one model interface the rest of the product sees, whatever the wire protocol.
+
+A client streams ``StreamEvent``s to an ``EventSink`` and reports ``Usage``: those are
+shared with layers that must not import a client (report/ shows stream events), so they
+are defined in core/ and re-exported here as part of the interface a client implements.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from pytest_agentbench.core.stream import EventSink, StreamEvent
+from pytest_agentbench.core.usage import Usage
 from pytest_agentbench.errors import AgentbenchError
+
+__all__ = [
+    "KNOWN_PROVIDERS",
+    "SCRIPTED_PROTOCOLS",
+    "EventSink",
+    "FinishReason",
+    "Generation",
+    "ModelClient",
+    "ModelRequest",
+    "ModelSpec",
+    "StreamEvent",
+    "ToolCall",
+    "ToolSpec",
+    "Usage",
+]
 
 #: Providers a model spec may name. ``scripted`` needs no model name.
 KNOWN_PROVIDERS = ("openai", "openai-responses", "anthropic", "openai-compat", "scripted")
@@ -107,65 +129,6 @@ class ModelRequest:
     turn: int = 0
 
 
-class _NoData(Mapping[str, Any]):
-    """The ``data`` of a StreamEvent that carries none: one shared, empty, read-only
-    mapping, not a new dict per event (a stream makes one event per delta)."""
-
-    def __getitem__(self, key: str) -> Any:
-        raise KeyError(key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
-
-    def __hash__(self) -> int:
-        return 0
-
-    def __repr__(self) -> str:
-        return "{}"
-
-
-NO_DATA: Mapping[str, Any] = _NoData()
-
-
-@dataclass(frozen=True, slots=True)
-class StreamEvent:
-    """One streamed piece: answer text, thinking text, a tool-call fragment (``data``:
-    ``index``, ``id``, ``name``, ``arguments_delta``), usage, the finish reason, or (from
-    the loop guard, never a client) ``loop`` with ``data["score"]`` when it rises."""
-
-    kind: Literal["text", "thinking", "tool_call", "finish", "usage", "loop"]
-    text: str = ""
-    data: Mapping[str, Any] = NO_DATA
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Normalised token usage. A field nobody reported is None, never 0; a sum with an
-    unknown term is unknown. ``recovered`` marks output counted from streamed text."""
-
-    input: int | None = None
-    output: int | None = None
-    cache_read: int | None = None
-    cache_write: int | None = None
-    reasoning: int | None = None
-    total: int | None = None
-    recovered: bool = False
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "input": self.input,
-            "output": self.output,
-            "cache_read": self.cache_read,
-            "cache_write": self.cache_write,
-            "reasoning": self.reasoning,
-            "total": self.total,
-            "recovered": self.recovered,
-        }
-
-
 @dataclass(frozen=True)
 class Generation:
     """What one request produced. ``exchange`` is the trajectory entry for it: the request
@@ -183,9 +146,6 @@ class Generation:
     #: conversation continues after this turn's tool calls (Anthropic ``thinking`` with its
     #: ``signature``, ``redacted_thinking``); empty for protocols that need none.
     reasoning_blocks: tuple[Mapping[str, Any], ...] = ()
-
-
-EventSink = Callable[[StreamEvent], None]
 
 
 class ModelClient(Protocol):

@@ -15,8 +15,9 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.errors import CircuitOpen, ContextOverflow, ModelError, ProviderError
-from pytest_agentbench.models.base import EventSink, Generation, ModelClient, ModelRequest
+from pytest_agentbench.models.base import Generation, ModelClient, ModelRequest
 from pytest_agentbench.models.retry import RETRYABLE_STATUSES
 
 _VARYING = re.compile(r"[A-Za-z0-9_\-]*\d[A-Za-z0-9_\-]*")

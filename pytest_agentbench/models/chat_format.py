@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_agentbench.models.base import EventSink, FinishReason, StreamEvent, ToolCall, ToolSpec
+from pytest_agentbench.core.stream import EventSink, StreamEvent
+from pytest_agentbench.models.base import FinishReason, ToolCall, ToolSpec
 from pytest_agentbench.models.http import ignore_events
 from pytest_agentbench.models.sse import StringSlot
 from pytest_agentbench.models.think import Channel, ThinkSplitter

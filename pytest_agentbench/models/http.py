@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from pytest_agentbench.errors import (
+    RATE_LIMIT_STATUSES,
     ModelError,
     ModelTimeout,
     ProviderError,
@@ -26,7 +27,6 @@ from pytest_agentbench.models.sse import SSEParser, parse_json
 from pytest_agentbench.urls import public_url
 
 CONNECT_TIMEOUT_S = 10.0
-RATE_LIMIT_STATUSES = (429, 529)
 ERROR_BODY_LIMIT = 65536
 DETAIL_LIMIT = 300
 

@@ -15,18 +15,14 @@ from typing import Any
 
 import httpx
 
+from pytest_agentbench.core.stream import EventSink, StreamEvent
 from pytest_agentbench.errors import (
+    RATE_LIMIT_STATUSES,
     ProviderError,
     RateLimited,
     TransportError,
 )
-from pytest_agentbench.models.base import (
-    EventSink,
-    Generation,
-    ModelRequest,
-    ModelSpec,
-    StreamEvent,
-)
+from pytest_agentbench.models.base import Generation, ModelRequest, ModelSpec
 from pytest_agentbench.models.chat_format import (
     ChatReceived,
     chat_messages,
@@ -34,7 +30,6 @@ from pytest_agentbench.models.chat_format import (
     map_finish_reason,
 )
 from pytest_agentbench.models.http import (
-    RATE_LIMIT_STATUSES,
     ProtocolClient,
     error_detail,
     timeout_for,

@@ -18,18 +18,17 @@ from typing import Any
 
 import httpx
 
+from pytest_agentbench.core.stream import EventSink, StreamEvent
 from pytest_agentbench.errors import (
     ProviderError,
     RateLimited,
     TransportError,
 )
 from pytest_agentbench.models.base import (
-    EventSink,
     FinishReason,
     Generation,
     ModelRequest,
     ModelSpec,
-    StreamEvent,
     ToolCall,
 )
 from pytest_agentbench.models.http import (

@@ -20,8 +20,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.errors import ModelTimeout, RateLimited, TransportError
-from pytest_agentbench.models.base import EventSink, Generation, ModelClient, ModelRequest
+from pytest_agentbench.models.base import Generation, ModelClient, ModelRequest
 from pytest_agentbench.models.http import public_url
 
 Outcome = Literal["ok", "limited", "error"]

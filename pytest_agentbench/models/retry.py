@@ -18,8 +18,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.errors import ContextOverflow, ModelError, ProviderError, TransportError
-from pytest_agentbench.models.base import EventSink, Generation, ModelClient, ModelRequest
+from pytest_agentbench.models.base import Generation, ModelClient, ModelRequest
 
 #: Statuses worth another try: timeouts, conflicts, too early, rate limits, server and
 #: gateway errors, Cloudflare's 522/524, Anthropic's 529 overloaded.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_agentbench.models.base import Usage
+from pytest_agentbench.core.usage import Usage
 
 
 def count(value: Any) -> int | None:

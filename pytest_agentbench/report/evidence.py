@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pytest_agentbench.models.http import RATE_LIMIT_STATUSES
+from pytest_agentbench.errors import RATE_LIMIT_STATUSES
 from pytest_agentbench.report.ctrf_scan import CtrfFindings, scan_ctrf
 from pytest_agentbench.report.probes import read_reward_json, stdout_evidence
 

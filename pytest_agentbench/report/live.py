@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from pytest_agentbench.models.base import StreamEvent
+from pytest_agentbench.core.stream import StreamEvent
 
 CHARS_PER_TOKEN = 4
 

@@ -17,17 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from pytest_agentbench.core.records import Attempt, FailureKind, failure_kind
+from pytest_agentbench.core.stream import EventSink
+from pytest_agentbench.core.usage import sum_usage
 from pytest_agentbench.errors import AgentbenchError, CircuitOpen, ModelError, ModelTimeout
-from pytest_agentbench.models.base import (
-    EventSink,
-    Generation,
-    ModelClient,
-    ModelRequest,
-    ToolCall,
-)
+from pytest_agentbench.models.base import Generation, ModelClient, ModelRequest, ToolCall
 from pytest_agentbench.models.usage import recovered_usage
 from pytest_agentbench.runner.loopguard import KillPolicy, LoopGuard, LoopKilled
-from pytest_agentbench.runner.records import Attempt, FailureKind, failure_kind, sum_usage
 from pytest_agentbench.runner.tools import (
     BASH_TIMEOUT_S,
     Tool,
@@ -36,9 +32,8 @@ from pytest_agentbench.runner.tools import (
     canonical_call,
     command_limits,
 )
-from pytest_agentbench.sandbox import Limits, Workspace
+from pytest_agentbench.sandbox import KEEP_BYTES, Limits, Workspace
 from pytest_agentbench.suites.task import Task
-from pytest_agentbench.verifiers.sandboxed import KEEP_BYTES
 
 #: How an attempt's loop ended: the model answered, or a limit or a failure stopped it.
 AgentStop = Literal["answered", "turn_limit", "loop_killed", "timeout", "harness_error"]

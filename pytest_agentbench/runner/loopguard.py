@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_agentbench.models.base import StreamEvent
+from pytest_agentbench.core.stream import StreamEvent
 from pytest_agentbench.runner.loopwatch import LoopVerdict, LoopWatch
 
 CHARS_PER_TOKEN = 4

@@ -10,24 +10,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.core.records import Attempt, FailureKind, Outcome, Rollout, failure_kind
+from pytest_agentbench.core.stream import EventSink
+from pytest_agentbench.core.usage import sum_usage
 from pytest_agentbench.errors import AgentbenchError, CircuitOpen, ModelError, ModelTimeout
-from pytest_agentbench.models.base import (
-    EventSink,
-    Generation,
-    ModelClient,
-    ModelRequest,
-)
+from pytest_agentbench.models.base import Generation, ModelClient, ModelRequest
 from pytest_agentbench.models.usage import recovered_usage
 from pytest_agentbench.runner.agent import AgentSession
 from pytest_agentbench.runner.loopguard import KillPolicy, LoopGuard, LoopKilled
-from pytest_agentbench.runner.records import (
-    Attempt,
-    FailureKind,
-    Outcome,
-    Rollout,
-    failure_kind,
-    sum_usage,
-)
 from pytest_agentbench.runner.repair import repair_request, repairs_allowed
 from pytest_agentbench.runner.tools import BUILTIN_TOOLS, Tool
 from pytest_agentbench.suites.task import Task

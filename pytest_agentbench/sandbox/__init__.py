@@ -10,10 +10,11 @@ from __future__ import annotations
 from pytest_agentbench.errors import SandboxError
 from pytest_agentbench.sandbox.isolation import ISOLATION_MODES, containment
 from pytest_agentbench.sandbox.process import CommandResult, Limits
-from pytest_agentbench.sandbox.workspace import Workspace
+from pytest_agentbench.sandbox.workspace import KEEP_BYTES, Workspace
 
 __all__ = [
     "ISOLATION_MODES",
+    "KEEP_BYTES",
     "CommandResult",
     "Limits",
     "SandboxError",

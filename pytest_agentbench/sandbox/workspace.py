@@ -30,6 +30,9 @@ from pytest_agentbench.sandbox.process import (
 READ_LIMIT = 1_000_000
 #: ``list_files`` stops after this many entries.
 LIST_LIMIT = 10_000
+#: A workspace kept for inspection after its run (an agent's, a code verifier's) is
+#: pruned to this size with ``prune`` (biggest files first).
+KEEP_BYTES = 20 * 1024 * 1024
 
 
 class Workspace:

@@ -3,8 +3,8 @@ check runs in, the limits their options set, and the artifacts they leave.
 
 A check in agent mode judges the agent's own workspace as it was left. Otherwise a fresh
 workspace is made per attempt at ``<rollout>/workspace`` (seeded from the task's files),
-kept after the run for a person to inspect, pruned to :data:`KEEP_BYTES`. Without a
-rollout directory (a verifier called directly) the workspace is temporary.
+kept after the run for a person to inspect, pruned to the sandbox's ``KEEP_BYTES``. Without
+a rollout directory (a verifier called directly) the workspace is temporary.
 """
 
 from __future__ import annotations
@@ -19,11 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.artifacts.jsonio import write_json_atomic, write_text_atomic
-from pytest_agentbench.sandbox import ISOLATION_MODES, Limits, Workspace
+from pytest_agentbench.sandbox import ISOLATION_MODES, KEEP_BYTES, Limits, Workspace
 from pytest_agentbench.verifiers.base import Check
 
-#: A kept workspace is pruned (biggest files first) to this size.
-KEEP_BYTES = 20 * 1024 * 1024
 DEFAULT_TIMEOUT_S = 30.0
 
 #: Options every code-running verifier takes (merged into its options schema).

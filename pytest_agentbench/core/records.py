@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pytest_agentbench import errors
+from pytest_agentbench.core.usage import sum_usage
 
 SCHEMA_VERSION = 1
 
@@ -38,8 +39,6 @@ FailureKind = Literal[
     "verifier_timeout",
     "harness",
 ]
-
-USAGE_FIELDS = ("input", "output", "cache_read", "cache_write", "reasoning", "total")
 
 
 def failure_kind(error: BaseException) -> FailureKind:
@@ -184,13 +183,3 @@ class Rollout:
         data["attempts_used"] = len(self.attempts)
         data["loop"] = self.loop
         return data
-
-
-def sum_usage(items: list[dict[str, Any]]) -> dict[str, Any]:
-    """Add usage dicts field by field; a field unknown in any item is unknown in the sum."""
-    total: dict[str, Any] = {}
-    for name in USAGE_FIELDS:
-        values = [item.get(name) for item in items]
-        total[name] = sum(values) if values and all(v is not None for v in values) else None
-    total["recovered"] = any(item.get("recovered") for item in items)
-    return total
