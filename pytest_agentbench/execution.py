@@ -140,11 +140,11 @@ def run_task_item(
         reason = failure_reason(record)
         record["message"] = reason
         record["trace"] = failure_details(rollout, reason, str(directory))
-    record = redact(record, state.secrets)
+    redacted: dict[str, Any] = redact(record, state.secrets)  # same shape: a JSON object
     write_result(
-        directory, rollout, record, fingerprint=settings.fingerprint(), secrets=state.secrets
+        directory, rollout, redacted, fingerprint=settings.fingerprint(), secrets=state.secrets
     )
-    return record
+    return redacted
 
 
 def resumable_record(state: RunState, directory: Path, nodeid: str) -> dict[str, Any] | None:

@@ -19,7 +19,9 @@ from pytest_agentbench.suites.task import Task
 _TASK_FILES = pytest.StashKey[dict[tuple[str, str], str]]()
 
 
-class SuiteDir(pytest.Dir):
+# pytest marks Dir @final for type checkers only; subclassing keeps its collection of a
+# directory exactly as it is (ordering, ignores, init paths) and adds the special entries.
+class SuiteDir(pytest.Dir):  # type: ignore[misc]
     """A plain directory that also collects its ``bench_*`` entries that are not regular
     files (a FIFO, a device, a socket, a symlink to one or to nothing). pytest skips such
     entries without a word; collected, each is a clear collection error naming its path

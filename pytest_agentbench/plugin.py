@@ -183,7 +183,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     writer = getattr(reporter, "_tw", None)
     stream = getattr(writer, "_file", None)
-    if reporter is None or stream is None or not reporter.isatty or config.get_verbosity() < 0:
+    if (
+        reporter is None
+        or writer is None
+        or stream is None
+        or not reporter.isatty
+        or config.get_verbosity() < 0
+    ):
         return
     from pytest_agentbench.report.live import LiveStatus, StatusWriter
 
@@ -291,7 +297,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
     record = getattr(report, "agentbench", None)
-    if not record or report.when != "call" or report.outcome == "rerun":
+    outcome: str = report.outcome  # pytest-rerunfailures adds "rerun" to pytest's three
+    if not record or report.when != "call" or outcome == "rerun":
         return None
     if hasattr(report, "wasxfail"):  # pytest's own xfail / xpass words
         return None

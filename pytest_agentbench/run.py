@@ -3,6 +3,7 @@ the verifiers, and (in the controller) the scripted server and the collected rec
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -305,16 +306,19 @@ class RunState:
             following = self.queue[max(start, self._planned_to) : end]
             self._planned_to = max(self._planned_to, end)
         for ahead in following:
-            self.pool.plan(ahead.nodeid, lambda ahead=ahead: job(ahead))
+            self.pool.plan(ahead.nodeid, functools.partial(job, ahead))
         status, live = self.status, self.live
+        record: dict[str, Any]
         if status is None or live is None:
-            return self.pool.result(item.nodeid, lambda: job(item))
+            record = self.pool.result(item.nodeid, lambda: job(item))
+            return record
 
         def show() -> None:
             status.show(live.line(item.nodeid))
 
         try:
-            return self.pool.result(item.nodeid, lambda: job(item), on_wait=show)
+            record = self.pool.result(item.nodeid, lambda: job(item), on_wait=show)
+            return record
         finally:
             status.clear()
 

@@ -16,7 +16,7 @@ SUMMARY_SCHEMA_VERSION = 1
 def classify(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     """Count tasks per outcome. Every record lands in exactly one bucket (an unknown
     outcome counts as a harness error), so the buckets always sum to the total."""
-    counts = Counter({outcome: 0 for outcome in OUTCOMES})
+    counts: Counter[str] = Counter(dict.fromkeys(OUTCOMES, 0))
     for record in records:
         outcome = record.get("outcome")
         counts[outcome if outcome in OUTCOMES else "harness_error"] += 1

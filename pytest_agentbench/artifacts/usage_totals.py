@@ -48,7 +48,7 @@ def run_usage(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         if not made_calls and all(v is None for v in values.values()):
             continue
         used += 1
-        parts = [values[name] for name in _PARTS if values[name] is not None]
+        parts = [part for name in _PARTS if (part := values[name]) is not None]
         if values["total"] is None:
             unknown["total"] += 1
             values["total"] = sum(parts) if parts else None

@@ -143,6 +143,8 @@ class ChatReceived:
         calls = delta.get("tool_calls")
         if isinstance(calls, list) and calls:
             return
+        key: str
+        channel: Channel
         if _text(content):
             key, channel, idle = "content", "text", not _text(reasoning_content or reasoning)
         elif _text(reasoning_content):

@@ -20,7 +20,7 @@ from pytest_agentbench.errors import (
     RateLimited,
     TransportError,
 )
-from pytest_agentbench.models.base import Generation
+from pytest_agentbench.models.base import FinishReason, Generation, ToolCall, Usage
 from pytest_agentbench.models.deadline import Watchdog
 from pytest_agentbench.models.overflow import context_overflow, error_object, overflow_error
 from pytest_agentbench.models.sse import SSEParser, parse_json
@@ -158,7 +158,8 @@ class ErrorMapping:
 
 def media_type(response: httpx.Response) -> str:
     """The response's media type, lower case, without parameters ("" when none)."""
-    return response.headers.get("content-type", "").partition(";")[0].strip().lower()
+    content_type: str = response.headers.get("content-type", "")
+    return content_type.partition(";")[0].strip().lower()
 
 
 def _is_json(media: str) -> bool:
@@ -274,16 +275,16 @@ class ProtocolClient(ErrorMapping):
         *,
         text: str,
         thinking: str,
-        tool_calls: tuple[Any, ...],
-        finish_reason: Any,
-        usage: Any,
-        native_usage: Any,
+        tool_calls: tuple[ToolCall, ...],
+        finish_reason: FinishReason | None,
+        usage: Usage,
+        native_usage: Mapping[str, Any] | None,
         native_finish: Mapping[str, Any],
         status: int | None,
         body: Mapping[str, Any],
         started: float,
         error: str | None,
-    ) -> Any:
+    ) -> Generation:
         """The Generation of a request, with its trajectory entry: the request body and
         the reply as received (``native_finish`` holds the protocol's own finish fields)."""
         elapsed = time.monotonic() - started

@@ -17,14 +17,15 @@ from __future__ import annotations
 import codecs
 import json
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 #: The C scanner behind ``json.loads``, called without the wrapper's two regex matches.
-_SCAN_JSON = json.JSONDecoder().scan_once
+#: ``JSONDecoder.__init__`` sets ``scan_once``; typeshed does not declare it.
+_SCAN_JSON: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def parse_json(text: str) -> Any:
@@ -316,22 +317,22 @@ class StringSlot:
             return None
         scan = _SCAN_JSON
         position = self._start
-        value = None
+        value: str | None = None
         try:
             for kind, after, is_value in self._holes:
                 token, position = scan(text, position)
                 if token.__class__ is not kind or not text.startswith(after, position):
                     return None
                 position += len(after)
-                if is_value:
-                    value = token
+                if is_value:  # the value hole is the slot's string: its kind is str
+                    value = cast(str, token)
             token, position = scan(text, position)
         except (StopIteration, ValueError):
             return None
         kind, is_value = self._last
         if token.__class__ is not kind or position + len(tail) != len(text):
             return None
-        return token if is_value else value  # type: ignore[no-any-return]
+        return cast(str, token) if is_value else value
 
 
 def _probe(seen: Any) -> Any:

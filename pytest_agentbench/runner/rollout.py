@@ -66,11 +66,12 @@ def _verify_by(verifier: Verifier, check: Check, deadline: float) -> Verdict | N
     options = _bounded_options(verifier, check.options, deadline)
     if options is not None:
         check = dataclasses.replace(check, options=options)
-    box: list[Any] = []
+    box: list[tuple[Verdict | BaseException, float]] = []
 
     def run() -> None:
+        result: Verdict | BaseException
         try:
-            result: Any = _verify(verifier, check)
+            result = _verify(verifier, check)
         except BaseException as exc:  # handed to the caller's thread
             result = exc
         box.append((result, time.monotonic()))

@@ -69,8 +69,14 @@ class Verifier(Protocol):
     problem of the whole setup. Every built-in defines it; it is optional for plugins.
     """
 
-    kind: str
-    options_schema: Mapping[str, Any]
+    @property
+    def kind(self) -> str:
+        """The ``verifier.kind`` a suite names this family by."""
+
+    @property
+    def options_schema(self) -> Mapping[str, Any]:
+        """The JSON Schema of the options a suite may give (read-only: a frozen record or
+        a plain class attribute both satisfy it)."""
 
     def verify(self, check: Check) -> Verdict: ...
 
