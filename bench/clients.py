@@ -285,7 +285,7 @@ def bench_tiny(url: str, requests: int) -> list[str]:
         for name, make in PROTOCOLS.items():
             client = make(url)
             # the model name picks the script: the tiny reply instead of the default one
-            client.spec = ModelSpec(client.spec.provider, TINY_KEY)  # type: ignore[misc]
+            client.spec = ModelSpec(client.spec.provider, TINY_KEY)
             try:
                 tiny_ours(client, TINY_BLOCK)  # warm up: connection, imports, caches
                 tiny_raw(http, client, TINY_BLOCK)

@@ -194,7 +194,9 @@ def saturation(root: Path, url: str, slow_url: str, count: int, levels: list[int
         "   setup           in flight  ideal s  run phase s  eff   process s  eff"
         "   floor s  eff  eff/floor"
     )
-    runs = [(f"concurrency {c}", c, 1, ("--agentbench-concurrency", str(c))) for c in levels]
+    runs: list[tuple[str, int, int, tuple[str, ...]]] = [
+        (f"concurrency {c}", c, 1, ("--agentbench-concurrency", str(c))) for c in levels
+    ]
     runs.append(("-n 2 x 32", 64, 2, ("-n", "2", "--agentbench-concurrency", "32")))
     for index, (label, flight, processes, args) in enumerate(runs):
         result = agentbench(root / f"sat{index}", url, count, reply, *args)

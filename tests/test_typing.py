@@ -1,4 +1,4 @@
-"""``mypy --strict`` on the package, configured in pyproject.toml (``[tool.mypy]``).
+"""``mypy --strict`` on the package and bench/, configured in pyproject.toml (``[tool.mypy]``).
 
 CI runs the test suite (``.ci/run``), so this test is how the type check runs in CI. mypy
 is a dev dependency: a user's plain install has none, and the test skips saying so.
