@@ -44,6 +44,7 @@ def stand_in_record(
     """The record of a task item whose ``call.when`` phase ended with ``call.excinfo`` and
     no rollout record. The cause is kept whole (``error``, ``trace``); a task ended by
     pytest-timeout is a ``timeout``, anything else a ``harness_error``."""
+    from pytest_agentbench.errors import unexpected_cause
     from pytest_agentbench.report.evidence import collapse, failure_reason
     from pytest_agentbench.runner.records import sum_usage
 
@@ -83,7 +84,7 @@ def stand_in_record(
         "rollout_dir": None,
         "verifier_dir": None,
         "message": cause,
-        "trace": cause,
+        "trace": cause if excinfo is None else f"{cause}\ncause: {unexpected_cause(excinfo.value)}",
     }
     record["message"] = failure_reason(record)  # the readable line; ``error`` is whole
     return record
