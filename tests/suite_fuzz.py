@@ -293,8 +293,10 @@ def _dataset(rng: random.Random, steps: list[str]) -> bytes:
     return data
 
 
-def make_case(number: int, seed: int = SEED) -> Case:
-    """The case ``number`` of the run seeded with ``seed`` (independent of other cases)."""
+def make_case(number: int, seed: int = SEED, run_limit_s: float | None = None) -> Case:
+    """The case ``number`` of the run seeded with ``seed`` (independent of other cases).
+    With ``run_limit_s``, a case made to run beside others in one pytest run: its own
+    suite name and file name (``case<number>``), and no task timeout above the limit."""
     rng = random.Random(f"{seed}:{number}")
     manifest = rng.random() < 0.25
     fmt = rng.choice(FORMATS)
@@ -303,6 +305,9 @@ def make_case(number: int, seed: int = SEED) -> Case:
     case.steps.append(f"{'manifest' if manifest else 'suite'} as {fmt}")
     for _ in range(rng.choice((0, 1, 1, 2, 3))):
         doc = _mutate_tree(doc, rng, case.steps)
+    if run_limit_s is not None:
+        case.suite = f"bench_case{number}.{fmt}"
+        _runnable(doc, number, run_limit_s)
     try:
         data = serialize(doc, fmt)
     except (ValueError, RecursionError, TypeError):
@@ -319,6 +324,24 @@ def make_case(number: int, seed: int = SEED) -> Case:
     if rng.random() < 0.05:
         case.files["fixtures/keep.txt"] = b"x"
     return case
+
+
+def _runnable(doc: Any, number: int, limit_s: float) -> None:
+    """Name the suite ``case<number>`` and cut every ``timeout_s`` above ``limit_s`` to it
+    (a smaller one, however odd, is kept: it is part of what the run-time fuzz tries)."""
+    if not isinstance(doc, dict):
+        return
+    doc.setdefault("suite", {})
+    tables = [doc.get("suite"), *(doc.get("task") if isinstance(doc.get("task"), list) else ())]
+    for table in tables:
+        if not isinstance(table, dict):
+            continue
+        timeout = table.get("timeout_s")
+        odd = not isinstance(timeout, int | float) or isinstance(timeout, bool)
+        if (odd or timeout > limit_s) and (table is doc.get("suite") or "timeout_s" in table):
+            table["timeout_s"] = limit_s
+    if isinstance(doc.get("suite"), dict):
+        doc["suite"]["name"] = f"case{number}"
 
 
 class Hang(Exception):

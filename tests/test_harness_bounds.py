@@ -171,3 +171,27 @@ def test_an_unexpected_exception_is_a_recorded_harness_error(pytester: pytest.Py
     entry = tests["bench_b.toml::bad"]
     assert entry["status"] == "other"
     assert "raised from KeyError" in entry["trace"]
+
+
+def test_a_files_directory_holding_the_results_is_a_harness_error(
+    pytester: pytest.Pytester,
+) -> None:
+    """Found by the run-time fuzz: ``files = "."`` (or ``".."``) names a directory that
+    holds the results folder, so seeding the workspace copied the copy into itself
+    without end (a run spinning for minutes). Now it is that task's harness error."""
+    pytester.makefile(
+        ".toml",
+        bench_ws=(
+            '[suite]\nmode = "agent"\nmax_turns = 3\ntimeout_s = 5\n'
+            '[[task]]\nid = "fix"\ninput = "Fix it."\nfiles = "."\n'
+            'verifier = { kind = "command", run = "true" }\nscripted = ["done"]\n'
+        ),
+    )
+    result = pytester.runpytest_subprocess("--agentbench", "-p", "no:cacheprovider", timeout=120)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        ["! ws::fix: harness error: the task files directory holds the workspace, so it *"]
+    )
+    run = (pytester.path / "agentbench-results" / "latest").resolve()
+    summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    assert summary["totals"]["outcomes"]["harness_error"] == 1
