@@ -79,7 +79,7 @@ def test_collection_of_malformed_suites_shows_no_traceback(pytester: pytest.Pyte
     load = suite_fuzz.real_loader()
     expected: dict[str, str] = {}
     for number in range(COLLECT_CASES):
-        case = suite_fuzz.make_case(number, SEED + 1)
+        case = suite_fuzz.make_case(number, SEED + 1, own_name=True)
         outcome = suite_fuzz.check_case(case, pytester.path, load, CASE_LIMIT_S)
         assert outcome in ("suite", "error"), f"case {number} {case.steps}: {outcome}"
         expected[f"case{number}/{case.suite}"] = outcome
