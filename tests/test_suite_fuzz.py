@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -104,6 +105,11 @@ def test_collection_of_malformed_suites_shows_no_traceback(pytester: pytest.Pyte
 #: the task timeout they get (a hang guard for replies that hang or stream slowly).
 RUN_CASES = max(80, CASES // 12)
 RUN_TASK_LIMIT_S = 2.0
+#: Cases (of seed SEED + 2) that found a class, always run first: 2600 seeds an agent
+#: workspace from ``files = "../.."`` (a folder holding the results: the copy copied
+#: itself without end); 3181 is a YAML suite with a date as a key (the loader raised
+#: KeyError). More than 3000 cases in, so the default sample would not reach them.
+FOUND_CASES = (2600, 3181)
 
 
 def test_mutated_suites_that_load_run_to_a_recorded_outcome(pytester: pytest.Pytester) -> None:
@@ -115,16 +121,16 @@ def test_mutated_suites_that_load_run_to_a_recorded_outcome(pytester: pytest.Pyt
     load = suite_fuzz.real_loader()
     taken: list[suite_fuzz.Case] = []
     expected: set[str] = set()
-    number = 0
-    while len(taken) < RUN_CASES and number < RUN_CASES * 20:
+    found = FOUND_CASES if SEED == suite_fuzz.SEED else ()
+    sample = (number for number in range(RUN_CASES * 20) if number not in found)
+    for number in (*found, *sample):
+        if len(taken) == RUN_CASES:
+            break
         case = suite_fuzz.make_case(number, SEED + 2, run_limit_s=RUN_TASK_LIMIT_S)
-        number += 1
         outcome = suite_fuzz.check_case(case, pytester.path, load, CASE_LIMIT_S)
         assert outcome in ("suite", "error"), f"case {case.number} {case.steps}: {outcome}"
         folder = pytester.path / f"case{case.number}"
         if outcome == "error":
-            import shutil
-
             shutil.rmtree(folder)
             continue
         taken.append(case)
