@@ -46,6 +46,7 @@ def stand_in_record(
     pytest-timeout is a ``timeout``, anything else a ``harness_error``."""
     from pytest_agentbench.artifacts.record import record_without_rollout
     from pytest_agentbench.core.usage import sum_usage
+    from pytest_agentbench.errors import unexpected_cause
     from pytest_agentbench.report.evidence import collapse, failure_reason
 
     excinfo = call.excinfo
@@ -75,6 +76,8 @@ def stand_in_record(
         pass_threshold=task.pass_threshold,
         usage=sum_usage([]),
     )
+    if excinfo is not None:
+        record["trace"] = f"{cause}\ncause: {unexpected_cause(excinfo.value)}"
     record["message"] = failure_reason(record)  # the readable line; ``error`` is whole
     return record
 

@@ -97,3 +97,30 @@ class ModelTimeout(ModelError):
 class CircuitOpen(ModelError):
     """A request was not sent: the circuit breaker opened after identical permanent
     errors in a row (a bad key, an unknown model); the message names the first of them."""
+
+
+def unexpected_cause(exc: BaseException) -> str:
+    """The whole cause of an exception nobody raised on purpose (a bug here, in a plugin,
+    or in a library), on one line: its type and message, where it was raised, then each
+    exception it was raised from or while handling, the same way. Never raises."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    chained = False
+    while current is not None and id(current) not in seen and len(parts) < 8:
+        seen.add(id(current))
+        text = " ".join(str(current).split()) or "(no message)"
+        where = ""
+        tb = current.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is not None:
+            code = tb.tb_frame.f_code
+            where = f" (at {code.co_filename}:{tb.tb_lineno} in {code.co_name})"
+        link = "" if not parts else ("; raised from " if chained else "; while handling ")
+        parts.append(f"{link}{type(current).__name__}: {text}{where}")
+        chained = current.__cause__ is not None
+        current = current.__cause__ or (
+            None if current.__suppress_context__ else current.__context__
+        )
+    return "".join(parts)

@@ -16,7 +16,7 @@ from pytest_agentbench.artifacts.rollout_files import (
     write_rollout,
 )
 from pytest_agentbench.core.records import Rollout
-from pytest_agentbench.errors import ModelError
+from pytest_agentbench.errors import ModelError, unexpected_cause
 from pytest_agentbench.report.evidence import collapse, cut, failure_reason
 from pytest_agentbench.run import RunState
 from pytest_agentbench.runner.loopguard import KillPolicy
@@ -86,7 +86,10 @@ def run_task_item(
     """Run ``task`` with the run's client and verifier, write its rollout directory, and
     return its record (with ``message``, the one-line reason, and ``trace``, the details).
     ``suite_tasks`` are handed to the client once per suite file before the first runs.
-    ``limit_s`` (pytest-timeout's limit for the item) caps the rollout's own timeout."""
+    ``limit_s`` (pytest-timeout's limit for the item) caps the rollout's own timeout.
+    Any exception out of the rollout (a bug here, in a plugin's client, tool or verifier,
+    or in a library) makes a ``harness_error`` record with its whole cause, written like
+    any other: a task never goes missing from the reports, and never gets a score."""
     settings = state.settings
     task = with_overrides(task, settings)
     directory = task_dir(state.ensure_run_dir(), task.suite, task.id, settings.model.label)
@@ -121,6 +124,11 @@ def run_task_item(
     except ModelError as exc:
         rollout = Rollout.harness_error(
             task.key, task.suite, task.id, settings.model.label, str(exc), task.pass_threshold
+        )
+    except Exception as exc:  # a bug (ours, a plugin's, a library's): recorded, never lost
+        cause = f"unexpected {unexpected_cause(exc)}"
+        rollout = Rollout.harness_error(
+            task.key, task.suite, task.id, settings.model.label, cause, task.pass_threshold
         )
     finally:
         if live is not None:

@@ -117,13 +117,27 @@ def _first(*values: Any) -> Any:
     return None
 
 
-def _number(name: str, value: Any, kind: Callable[[Any], Any], minimum: float) -> Any:
+#: The largest number any numeric option takes (a day in seconds, ten million tokens,
+#: megabytes, requests per minute): far beyond it the clock arithmetic overflows and a
+#: task ends in an OverflowError instead of an outcome.
+MAX_OPTION_NUMBER = 10_000_000
+
+
+def _number(
+    name: str,
+    value: Any,
+    kind: Callable[[Any], Any],
+    minimum: float,
+    maximum: float = MAX_OPTION_NUMBER,
+) -> Any:
     try:
         number = kind(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise AgentbenchError(f"{name}: expected a number, got {value!r}") from None
     if number < minimum:
         raise AgentbenchError(f"{name}: expected a number >= {minimum}, got {value!r}")
+    if not number <= maximum:  # NaN too
+        raise AgentbenchError(f"{name}: expected a number <= {maximum:g}, got {value!r}")
     return number
 
 
@@ -230,7 +244,7 @@ def resolve_settings(
         base_url=str(base_url).rstrip("/") if base_url else None,
         api_key=api_key or None,
         out_dir=Path(_first(option("agentbench_out"), ini("agentbench_out"), DEFAULT_OUT)),
-        timeout_s=_number("agentbench timeout", timeout, float, 0.001)
+        timeout_s=_number("agentbench timeout", timeout, float, 0.001, 86400)
         if timeout is not None
         else None,
         max_tokens=_number("agentbench max tokens", max_tokens, int, 1)
@@ -258,13 +272,13 @@ def resolve_settings(
         loop_kill=_int_option(option, ini, "agentbench_loop_kill", 80, 0, 100),
         loop_kill_tokens=_int_option(option, ini, "agentbench_loop_kill_tokens", 1024, 1, 10**7),
         loop_kill_seconds=float(
-            _number("agentbench loop kill seconds", kill_seconds, float, 0.0)
+            _number("agentbench loop kill seconds", kill_seconds, float, 0.0, 86400)
             if kill_seconds is not None
             else 10.0
         ),
         shard=_shard(_first(option("agentbench_shard"), ini("agentbench_shard"))),
         concurrency_given=concurrency is not None,
-        concurrency=_number("agentbench concurrency", concurrency, int, 1)
+        concurrency=_number("agentbench concurrency", concurrency, int, 1, 1024)
         if concurrency is not None
         else DEFAULT_CONCURRENCY,
         max_connections=_number("agentbench max connections", max_connections, int, 1)

@@ -93,8 +93,67 @@ def check_bench_output(block: dx.Block, request: pytest.FixtureRequest) -> None:
             assert word in source, f"{script.name} never prints {word!r}"
 
 
-def listed_in_skipped(block: dx.Block, request: pytest.FixtureRequest) -> None:
-    pytest.fail(f"{block.id}: no check; listed in SKIPPED only while it cannot hold")
+#: The suites behind docs/failure-reasons.md's example: two code tasks (five of seven
+#: tests pass; a solution that hangs), a verifier with metrics and no test report, and an
+#: answer cut at the output-token limit. ``rubric`` is a plugin's verifier (conftest.py).
+FAILURE_REASON_FILES = {
+    "conftest.py": (
+        "import pytest\n"
+        "from pytest_agentbench.verifiers.base import FunctionVerifier, Verdict\n\n"
+        "def rubric(check):\n"
+        '    return Verdict(reward=check.options["reward"], '
+        'metrics=dict(check.options["metrics"]))\n\n'
+        "@pytest.hookimpl\n"
+        "def pytest_agentbench_verifiers():\n"
+        '    return [FunctionVerifier(kind="rubric", function=rubric)]\n'
+    ),
+    "bench_code.toml": (
+        '[suite]\nname = "code"\n'
+        '[[task]]\nid = "add"\ninput = "Write add(a, b)."\n'
+        'scripted = ["def add(a, b):\\n    return a + b\\n"]\n'
+        'verifier = { kind = "python_tests" }\ntarget = """\nfrom solution import add\n'
+        "def test_one(): assert add(1, 1) == 2\ndef test_two(): assert add(1, 2) == 3\n"
+        "def test_three(): assert add(0, 0) == 0\ndef test_four(): assert add(-1, 1) == 0\n"
+        "def test_five(): assert add(2, 2) == 4\n"
+        'def test_fail(): assert 1 == 2, "one is not two"\n'
+        'def test_other(): assert add(2, 2) == 5\n"""\n'
+        '[[task]]\nid = "slow"\ninput = "Write small()."\n'
+        'scripted = ["def small():\\n    while True:\\n        pass\\n"]\n'
+        'verifier = { kind = "python_tests", timeout_s = 3 }\n'
+        'target = """\nfrom solution import small\n'
+        'def test_small(): assert small() == 1\ndef test_big(): assert small() < 10\n"""\n'
+    ),
+    "bench_math.toml": (
+        '[suite]\nname = "math"\n[[task]]\nid = "gcd"\ninput = "Write gcd(a, b)."\n'
+        'scripted = ["def gcd(a, b): ..."]\nverifier = { kind = "rubric", reward = 0.5, '
+        "metrics = { tests_passed = 2, tests_total = 4, style = 1 } }\n"
+    ),
+    "bench_essay.toml": (
+        '[suite]\nname = "essay"\nmax_tokens = 512\n[[task]]\nid = "short"\n'
+        'input = "Write a short essay."\nscripted = [{ text = "", finish_reason = "length" }]\n'
+        'verifier = { kind = "rubric", reward = 0, metrics = { words = 0 } }\n'
+    ),
+}
+
+
+def check_failure_reasons(block: dx.Block, request: pytest.FixtureRequest) -> None:
+    """The failure lines a real run of FAILURE_REASON_FILES prints, in its order (most
+    severe first), with its details pointer. Normalised: the run id, and the measured
+    time in ``timed out after 3.0s`` (the sandbox's clock, a tenth more under load)."""
+    pytester: pytest.Pytester = request.getfixturevalue("pytester")
+    for name, text in FAILURE_REASON_FILES.items():
+        (pytester.path / name).write_text(text, encoding="utf-8")
+    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+    out = result.stdout.str()
+    start = out.index("✗ ")
+    shown = out[start:].split("\nresults: ", 1)[0]
+
+    def plain(text: str) -> list[str]:
+        text = re.sub(r"\d{8}-\d{6}-[0-9a-f]{6}", "<run>", text)
+        text = re.sub(r"timed out after \d+\.\ds", "timed out after <s>", text)
+        return text.strip("\n").splitlines()
+
+    assert plain(shown) == plain(block.text)
 
 
 def check_circuit_open(block: dx.Block, request: pytest.FixtureRequest) -> None:
@@ -203,7 +262,7 @@ OUTPUT_CHECKS: dict[tuple[str, str], Callable[[dx.Block, pytest.FixtureRequest],
     ("README.md", "agentbench-results/<run-id>/"): check_run_layout,
     ("docs/agent.md", "[… "): check_tool_cap_marker,
     ("docs/real-model.md", "✗ "): check_failure_lines_form,
-    ("docs/failure-reasons.md", "✗ "): listed_in_skipped,
+    ("docs/failure-reasons.md", "✗ "): check_failure_reasons,
     ("docs/scale.md", "1. overhead"): check_bench_output,
     ("docs/reliability.md", "  protocol  "): check_bench_output,
     ("docs/reliability.md", "not sent: "): check_circuit_open,

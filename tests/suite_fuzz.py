@@ -293,8 +293,14 @@ def _dataset(rng: random.Random, steps: list[str]) -> bytes:
     return data
 
 
-def make_case(number: int, seed: int = SEED) -> Case:
-    """The case ``number`` of the run seeded with ``seed`` (independent of other cases)."""
+def make_case(
+    number: int, seed: int = SEED, run_limit_s: float | None = None, own_name: bool = False
+) -> Case:
+    """The case ``number`` of the run seeded with ``seed`` (independent of other cases).
+    With ``own_name`` (implied by ``run_limit_s``), a case made to be collected beside
+    others in one pytest run: its own suite name and file name (``case<number>``), since
+    two files may not hold the same task of one suite. With ``run_limit_s``, no task
+    timeout above the limit either."""
     rng = random.Random(f"{seed}:{number}")
     manifest = rng.random() < 0.25
     fmt = rng.choice(FORMATS)
@@ -307,6 +313,9 @@ def make_case(number: int, seed: int = SEED) -> Case:
     case.steps.append(f"{'manifest' if manifest else 'suite'} as {fmt}")
     for _ in range(rng.choice((0, 1, 1, 2, 3))):
         doc = _mutate_tree(doc, rng, case.steps)
+    if run_limit_s is not None or own_name:
+        case.suite = f"bench_case{number}.{fmt}"
+        _runnable(doc, number, run_limit_s)
     try:
         data = serialize(doc, fmt)
     except (ValueError, RecursionError, TypeError):
@@ -323,6 +332,28 @@ def make_case(number: int, seed: int = SEED) -> Case:
     if rng.random() < 0.05:
         case.files["fixtures/keep.txt"] = b"x"
     return case
+
+
+def _runnable(doc: Any, number: int, limit_s: float | None) -> None:
+    """Name the suite ``case<number>`` and cut every ``timeout_s`` above ``limit_s`` to it
+    (a smaller one, however odd, is kept: it is part of what the run-time fuzz tries)."""
+    if not isinstance(doc, dict):
+        return
+    if limit_s is None:
+        if isinstance(doc.get("suite"), dict):
+            doc["suite"]["name"] = f"case{number}"
+        return
+    doc.setdefault("suite", {})
+    tables = [doc.get("suite"), *(doc.get("task") if isinstance(doc.get("task"), list) else ())]
+    for table in tables:
+        if not isinstance(table, dict):
+            continue
+        timeout = table.get("timeout_s")
+        odd = not isinstance(timeout, int | float) or isinstance(timeout, bool)
+        if (odd or timeout > limit_s) and (table is doc.get("suite") or "timeout_s" in table):
+            table["timeout_s"] = limit_s
+    if isinstance(doc.get("suite"), dict):
+        doc["suite"]["name"] = f"case{number}"
 
 
 class Hang(Exception):

@@ -37,12 +37,7 @@ ROOT = dx.ROOT
 BLOCKS = dx.all_blocks()
 KINDS = {block.id: dx.kind(block) for block in BLOCKS}
 #: Blocks of pages owned by others that do not hold today: (page, first line) -> reason.
-SKIPPED: dict[tuple[str, str], str] = {
-    ("docs/failure-reasons.md", "✗ "): (
-        "no suite in the docs produces these lines (code::add, math::gcd, essay::short); "
-        "the page's owner is reworking this example in this issue"
-    ),
-}
+SKIPPED: dict[tuple[str, str], str] = {}
 #: Marks are for blocks that cannot run; they must stay rare.
 MAX_FRAGMENTS = 3
 RUN_TIMEOUT_S = 600

@@ -57,9 +57,17 @@ class Workspace:
         isolation: str = "auto",
     ) -> Workspace:
         """A new workspace at ``root`` (missing or empty), seeded with a copy of
-        ``files_dir`` and then ``files`` (relative path → text) on top of it."""
+        ``files_dir`` and then ``files`` (relative path → text) on top of it. A
+        ``files_dir`` that holds ``root`` (``files = ".."`` with the results folder
+        below it) is refused: the copy would copy itself without end."""
         plan_for(isolation)  # an unknown mode, or strict without bubblewrap, fails here
         root = Path(root).absolute()
+        if files_dir is not None and root.resolve().is_relative_to(Path(files_dir).resolve()):
+            raise SandboxError(
+                f"the task files directory holds the workspace, so it would be copied into "
+                f"itself: {files_dir} holds {root}; name a directory that does not hold the "
+                "results folder (--agentbench-out)"
+            )
         if root.exists() and (not root.is_dir() or any(root.iterdir())):
             raise SandboxError(f"cannot create a workspace at {root}: it exists and is not empty")
         root.mkdir(parents=True, exist_ok=True)

@@ -33,6 +33,12 @@ REPLY_KEYS = (
 )
 ERROR_KEYS = ("status", "message", "retry_after", "type", "times")
 DEFAULT_CHUNK_SIZE = 8
+#: The largest wait a reply may ask for (``delay_s``, ``chunk_delay_s``, ``retry_after``):
+#: a day; far beyond it the clock arithmetic of the server and the clients overflows.
+MAX_SECONDS = 86400.0
+#: The largest count a reply may ask for (``repeat``, ``chunk_size``, ``times``): a
+#: reply repeated more often would not fit in memory.
+MAX_COUNT = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -177,6 +183,8 @@ def _seconds(obj: Mapping[str, Any], key: str, where: str) -> float:
     value = obj.get(key, 0.0)
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
         raise ValueError(f"{where}: {key!r} must be a number of seconds >= 0, got {value!r}")
+    if not value <= MAX_SECONDS:  # NaN too
+        raise ValueError(f"{where}: {key!r} must be at most {MAX_SECONDS:g} seconds, got {value!r}")
     return float(value)
 
 
@@ -184,6 +192,12 @@ def _count(obj: Mapping[str, Any], key: str, where: str, default: int) -> int:
     value = obj.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{where}: {key!r} must be an integer >= 1, got {value!r}")
+    return _at_most(value, key, where)
+
+
+def _at_most(value: int, key: str, where: str) -> int:
+    if value > MAX_COUNT:
+        raise ValueError(f"{where}: {key!r} must be at most {MAX_COUNT}, got {value!r}")
     return value
 
 
@@ -228,6 +242,8 @@ def _parse_error(obj: Any, where: str, default_times: int | None) -> ReplyError:
     times = obj.get("times", default_times)
     if times is not None and (isinstance(times, bool) or not isinstance(times, int) or times < 1):
         raise ValueError(f"{where}: 'times' must be an integer >= 1, got {times!r}")
+    if times is not None:
+        _at_most(times, "times", where)
     return ReplyError(
         status=status,
         message=_string(obj, "message", where, "scripted error"),

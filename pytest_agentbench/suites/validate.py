@@ -56,6 +56,7 @@ _BOUNDS = {
     "minItems": "must have at least {expected} items; got {got}",
     "maxItems": "must have at most {expected} items; got {got}",
 }
+_NOT_A_STRING_KEY = "has a key that is not a string"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -161,9 +162,11 @@ def some(items: Sequence[object], shown: int = 3) -> str:
 def structure_problems(
     data: object, validator: Validator, object_word: str = "an object"
 ) -> list[tuple[Parts, str]]:
-    """Values JSON cannot hold, then the schema violations they do not already explain."""
+    """Values JSON cannot hold, then the schema violations they do not already explain.
+    A table with a key that is not a string still has its other keys checked: the loader
+    reads them when no problem is found at or below them."""
     found = _odd_values(data)
-    odd = [parts for parts, _ in found]
+    odd = [parts for parts, text in found if not text.startswith(_NOT_A_STRING_KEY)]
     for parts, text in schema_problems(validator, data, object_word):
         if not any(parts[: len(seen)] == seen for seen in odd):
             found.append((parts, text))
@@ -254,7 +257,7 @@ def _odd_values(value: object) -> list[tuple[Parts, str]]:
                 pairs = list(item.items() if isinstance(item, dict) else enumerate(item))
                 for key, child in reversed(pairs):
                     if isinstance(item, dict) and not isinstance(key, str):
-                        problems.append((path, f"has a key that is not a string: {show(key)}"))
+                        problems.append((path, f"{_NOT_A_STRING_KEY}: {show(key)}"))
                     else:
                         stack.append((child, (*path, key), False))
         elif isinstance(item, float) and not math.isfinite(item):

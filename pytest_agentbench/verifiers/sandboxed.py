@@ -29,12 +29,14 @@ SANDBOX_OPTIONS: dict[str, Any] = {
     "timeout_s": {
         "type": "number",
         "exclusiveMinimum": 0,
+        "maximum": 86400,
         "default": DEFAULT_TIMEOUT_S,
         "description": "Wall-clock seconds the command may run.",
     },
     "memory_mb": {
         "type": "integer",
         "minimum": 32,
+        "maximum": 1048576,
         "default": 1024,
         "description": "Address-space limit of the command, in MiB.",
     },
