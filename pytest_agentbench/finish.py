@@ -46,6 +46,7 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
         state.records,
         min_score=settings.min_score,
         errors_as_failures=settings.errors_as_failures,
+        gate_on=settings.gate_on,
     )
     if state.gate is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         other_failures = session.testsfailed - state.failed_reports

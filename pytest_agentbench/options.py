@@ -168,6 +168,12 @@ def add_options(parser: pytest.Parser) -> None:
         "happened",
     )
     group.addoption(
+        "--agentbench-gate-on",
+        choices=("point", "lower"),
+        help="what --agentbench-min-score and a suite's min_score compare: the score "
+        "(point, the default) or the lower bound of its 95 %% interval (lower)",
+    )
+    group.addoption(
         "--agentbench-errors-as-failures",
         action="store_true",
         help="count harness errors as failed tasks (reward 0) in scores and the gate, "
@@ -200,6 +206,7 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("agentbench_repair_mode", "conversation or stateless")
     parser.addini("agentbench_feedback", "none, counts, names or raw")
     parser.addini("agentbench_min_score", "score gate for the run (0-1)")
+    parser.addini("agentbench_gate_on", "point or lower: gate on the score or its CI's lower bound")
     parser.addini("agentbench_concurrency", "rollouts in flight per process")
     parser.addini("agentbench_max_connections", "requests in flight across the whole run")
     parser.addini("agentbench_rpm", "requests per minute across the whole run")

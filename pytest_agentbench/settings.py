@@ -59,6 +59,7 @@ class Settings:
     feedback: str | None = None
     min_score: float | None = None
     errors_as_failures: bool = False
+    gate_on: str = "point"
     concurrency: int = DEFAULT_CONCURRENCY
     concurrency_given: bool = False
     concurrency_from_slots: bool = False
@@ -96,6 +97,7 @@ class Settings:
             "feedback": self.feedback,
             "min_score": self.min_score,
             "errors_as_failures": self.errors_as_failures,
+            "gate_on": self.gate_on,
             "concurrency": self.concurrency,
             "max_connections": self.max_connections,
             "rpm": self.rpm,
@@ -257,6 +259,12 @@ def resolve_settings(
         feedback=feedback,
         min_score=_fraction("agentbench min score", min_score) if min_score is not None else None,
         errors_as_failures=bool(option("agentbench_errors_as_failures")),
+        gate_on=_choice(
+            "agentbench gate on",
+            _first(option("agentbench_gate_on"), ini("agentbench_gate_on")),
+            ("point", "lower"),
+        )
+        or "point",
         resume=resume,
         retry_errors=retry_errors,
         max_retries=_int_option(option, ini, "agentbench_max_retries", 3, 0, 20),

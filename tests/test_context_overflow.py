@@ -286,4 +286,8 @@ def test_overflow_in_a_repair_round_keeps_the_first_attempt(
     assert totals["first_try_score"] == 0.5, "the first try of the overflowing task counts"
     assert totals["score"] == 1.0, "the repaired score has no round the harness lost"
     assert totals["incomplete"] == 1
-    result.stdout.fnmatch_lines(["score 1.000 over 1 scored task(s) (first try 0.5*1 incomplete*"])
+    result.stdout.fnmatch_lines(
+        ["score 1.000 ± 0.000 (n=1, *", "first try 0.500 ± 0.354 (n=2, *1 incomplete*"]
+    )
+    curve = [(r["round"], r["score"]["value"], r["score"]["n"]) for r in totals["repair_curve"]]
+    assert curve == [(0, 0.5, 2), (1, 1.0, 1)], "the lost round leaves the curve, not round 0"

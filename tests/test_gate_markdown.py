@@ -124,7 +124,8 @@ def test_markdown_summary_goes_to_a_file_and_the_github_step_summary(
     )
     text = (pytester.path / "out" / "summary.md").read_text()
     assert text.startswith("## agentbench — 4 tasks: 3 passed, 1 failed · score 0.750")
-    assert "| gate | scripted | 4 | 3 | 1 | 0 | 0.750 | 0.750 |" in text
+    assert "| gate | scripted | 4 | 3 | 1 | 0 | 0.750 | 0.301–0.954 | 0.750 | 0.301–0.954 |" in text
+    assert "Score 0.750 ± 0.217 (n=4, 95 % CI 0.301–0.954) · first try 0.750" in text
     assert "- ✗ `gate::d` — reward 0" in text
     assert "tasks/gate/d[scripted]" in text
     assert step.read_text() == "earlier step\n" + text

@@ -63,7 +63,7 @@ def test_a_rerun_replaces_the_earlier_run_and_lists_it(pytester: pytest.Pytester
     pytester.makefile(".toml", bench_r=FLAKY)
     result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider", "--reruns", "2")
     assert result.parseoutcomes() == {"passed": 1, "failed": 1, "rerun": 2}
-    result.stdout.fnmatch_lines(["2 tasks: 1 passed, 1 failed", "score 0.500 over 2 scored*"])
+    result.stdout.fnmatch_lines(["2 tasks: 1 passed, 1 failed", "score 0.500 ± 0.354 (n=2, *"])
     summary, ctrf = reports(pytester)
     assert summary["totals"]["tasks"] == 2
     assert summary["totals"]["score"] == 0.5

@@ -57,7 +57,8 @@ def test_pass_fail_and_repair_end_to_end(pytester: pytest.Pytester) -> None:
             " model",
             "*= agentbench =*",
             "3 tasks: 2 passed, 1 failed",
-            "score 0.667 over 3 scored task(s) (first try 0.333, 1 repaired)",
+            "score 0.667 ± 0.272 (n=3, 95 % CI 0.208–0.939)",
+            "first try 0.333 ± 0.272 (n=3, 95 % CI 0.061–0.792) · 1 repaired",
             "✗ mini::wrong: reward 0 — *",
             "(details: *verifier)",
         ]
@@ -81,6 +82,22 @@ def test_pass_fail_and_repair_end_to_end(pytester: pytest.Pytester) -> None:
     assert summary["totals"]["outcomes"]["failed"] == 1
     assert sum(summary["totals"]["outcomes"].values()) == summary["totals"]["tasks"] == 3
     assert summary["partial"] is False
+    stats = summary["totals"]["stats"]
+    assert (stats["score"]["value"], stats["score"]["n"], stats["score"]["method"]) == (
+        summary["totals"]["score"],
+        3,
+        "wilson",
+    )
+    assert stats["first_try"]["value"] == summary["totals"]["first_try_score"]
+    curve = summary["totals"]["repair_curve"]
+    assert [(r["round"], r["score"]["value"], r["new_passes"]) for r in curve] == [
+        (0, summary["totals"]["first_try_score"], 1),
+        (1, summary["totals"]["score"], 1),
+    ]
+    assert sum(r["tokens"] for r in curve) == summary["totals"]["usage"]["total"]
+    assert load(rdir / "ctrf.json")["results"]["environment"]["extra"][
+        "pytest-agentbench.run"
+    ]["stats"] == stats
 
 
 def test_failure_report_is_one_readable_line_without_traceback(pytester: pytest.Pytester) -> None:
@@ -117,7 +134,7 @@ scripted = [{ error = { status = 500, message = "scripted outage" } }]
     result.stdout.fnmatch_lines(
         [
             "2 tasks: 1 passed, 1 harness error(s)",
-            "score 1.000 over 1 scored task(s)",
+            "score 1.000 ± 0.000 (n=1, 95 % CI 0.207–1.000)",
             "harness errors (not the model's fault; excluded from the score):",
             "! err::server-down: harness error: *500*scripted outage",
             "HARNESS ERROR *bench_err.toml::server-down - harness error: *",

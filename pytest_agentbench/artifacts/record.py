@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.artifacts.score_stats import attempt_rounds
 from pytest_agentbench.core.records import Rollout
 
 
@@ -36,6 +37,7 @@ def task_record(
         "first_attempt_reward": rollout.first_attempt_reward,
         "pass_threshold": rollout.pass_threshold,
         "attempts": len(rollout.attempts),
+        "rounds": attempt_rounds(rollout.attempts),
         "repaired": rollout.repaired,
         "incomplete": rollout.incomplete,
         "failure_kind": rollout.failure_kind,
@@ -90,6 +92,7 @@ def record_without_rollout(
         "first_attempt_reward": None,
         "pass_threshold": pass_threshold,
         "attempts": 0,
+        "rounds": [],
         "repaired": False,
         "incomplete": False,
         "failure_kind": failure_kind,

@@ -8,6 +8,7 @@ from typing import Any
 
 from pytest_agentbench.artifacts.ctrf import build_ctrf
 from pytest_agentbench.artifacts.jsonio import write_json_atomic
+from pytest_agentbench.artifacts.score_stats import score_stats
 from pytest_agentbench.artifacts.summary import build_summary
 from pytest_agentbench.artifacts.usage_totals import run_usage
 
@@ -41,6 +42,7 @@ def write_run_reports(
             "coverage": dict(coverage) if coverage is not None else None,
             "fingerprint": settings.get("fingerprint"),
             "usage": run_usage(records),
+            "stats": score_stats(records, errors_as_failures=errors_as_failures),
         },
         stream=True,
     )

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_agentbench.artifacts.jsonio import Streamed
+from pytest_agentbench.artifacts.score_stats import repair_curve, score_stats
 from pytest_agentbench.artifacts.usage_totals import run_usage
 from pytest_agentbench.core.records import OUTCOMES
 
@@ -77,6 +78,8 @@ def _group_scores(
                     members, "first_attempt_reward", errors_as_failures=errors_as_failures
                 ),
                 "repair": _repair_settings(members),
+                "stats": score_stats(members, errors_as_failures=errors_as_failures),
+                "repair_curve": repair_curve(members, errors_as_failures=errors_as_failures),
             }
         )
     return rows
@@ -125,6 +128,8 @@ def build_summary(
             "repaired": sum(1 for r in records if r.get("repaired")),
             "incomplete": sum(1 for r in records if r.get("incomplete")),
             "usage": run_usage(records),
+            "stats": score_stats(records, errors_as_failures=errors_as_failures),
+            "repair_curve": repair_curve(records, errors_as_failures=errors_as_failures),
         },
         "scores": _group_scores(records, errors_as_failures),
         "gate": dict(gate) if gate is not None else None,

@@ -3,6 +3,8 @@
 ``--agentbench-min-score X`` gates the run's score; a suite's ``min_score`` gates that
 suite (per model). Harness errors are not the model's fault and not a score: they fail the
 gate on their own, unless ``--agentbench-errors-as-failures`` counts them as failed tasks.
+``--agentbench-gate-on lower`` compares the lower bound of the score's 95 % interval
+(artifacts/score_stats.py) with the threshold instead of the score itself.
 """
 
 from __future__ import annotations
@@ -11,16 +13,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pytest_agentbench.artifacts.score_stats import score_estimate
 from pytest_agentbench.artifacts.summary import score
+
+GATE_ON = ("point", "lower")
 
 
 @dataclass(frozen=True)
 class GateCheck:
-    """One threshold: what it covers, the score reached and the score required."""
+    """One threshold: what it covers, the number compared (the score, or with ``on``
+    "lower" its interval's lower bound), the score required, and the score itself."""
 
     label: str
     score: float | None
     threshold: float
+    on: str = "point"
+    point: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -52,22 +60,30 @@ def evaluate_gate(
     *,
     min_score: float | None,
     errors_as_failures: bool,
+    gate_on: str = "point",
 ) -> GateResult | None:
     """The gate's verdict, or None when no threshold is set anywhere (pytest's own exit
     status then applies)."""
+    if gate_on not in GATE_ON:
+        raise ValueError(f"gate on: expected one of {', '.join(GATE_ON)}, got {gate_on!r}")
+
+    def check(label: str, members: Sequence[Mapping[str, Any]], threshold: float) -> GateCheck:
+        point = score(members, errors_as_failures=errors_as_failures)
+        if gate_on == "point":
+            return GateCheck(label, point, threshold)
+        lower = score_estimate(members, errors_as_failures=errors_as_failures).lo
+        return GateCheck(label, lower, threshold, "lower", point)
+
     checks: list[GateCheck] = []
     if min_score is not None:
-        run_score = score(records, errors_as_failures=errors_as_failures)
-        checks.append(GateCheck("run", run_score, min_score))
+        checks.append(check("run", records, min_score))
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for record in records:
         if isinstance(record.get("min_score"), int | float):
             key = (str(record.get("suite")), str(record.get("model")))
             groups.setdefault(key, []).append(record)
     for (suite, model), members in sorted(groups.items()):
-        threshold = float(members[0]["min_score"])
-        group_score = score(members, errors_as_failures=errors_as_failures)
-        checks.append(GateCheck(f"{suite} [{model}]", group_score, threshold))
+        checks.append(check(f"{suite} [{model}]", members, float(members[0]["min_score"])))
     if not checks:
         return None
     harness = sum(1 for r in records if r.get("outcome") == "harness_error")
@@ -81,6 +97,13 @@ def gate_lines(result: GateResult) -> list[str]:
         reached = "no score" if check.score is None else f"{check.score:.3f}"
         mark = "✓" if check.ok else "✗"
         sign = "≥" if check.ok else "<"
+        if check.on == "lower":
+            point = "" if check.point is None else f" (score {check.point:.3f})"
+            lines.append(
+                f"gate {mark} {check.label}: 95 % CI lower bound {reached} {sign} "
+                f"{check.threshold:g}{point}"
+            )
+            continue
         lines.append(f"gate {mark} {check.label}: score {reached} {sign} {check.threshold:g}")
     if result.harness_errors and not result.errors_as_failures:
         lines.append(

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_agentbench.artifacts.coverage import partial_line
+from pytest_agentbench.artifacts.score_stats import interval_text
 from pytest_agentbench.report.evidence import failure_reason
 from pytest_agentbench.report.terminal import tokens_text
 
@@ -19,6 +20,50 @@ def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"
     return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _ci(row: Mapping[str, Any], name: str) -> str:
+    est = (row.get("stats") or {}).get(name) or {}
+    lo, hi = est.get("lo"), est.get("hi")
+    return "–" if lo is None or hi is None else f"{lo:.3f}–{hi:.3f}"
+
+
+def stats_lines(totals: Mapping[str, Any]) -> list[str]:
+    """The run's final and first-try scores with n, standard error and interval, then
+    the repair curve (one row per round) when repairs ran."""
+    stats = totals.get("stats")
+    if not isinstance(stats, Mapping) or totals.get("score") is None:
+        return []
+    lines = [
+        f"Score {interval_text(stats['score'])} · first try "
+        f"{interval_text(stats['first_try'])} (± is the standard error)",
+        "",
+    ]
+    curve = totals.get("repair_curve")
+    if curve:
+        lines += [
+            "| round | score | 95 % CI | n | new passes | tokens |",
+            "| ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for row in curve:
+            est = row["score"]
+            lines.append(
+                "| "
+                + " | ".join(
+                    _cell(v)
+                    for v in (
+                        row["round"],
+                        est.get("value"),
+                        _ci({"stats": row}, "score"),
+                        est.get("n"),
+                        row["new_passes"],
+                        row["tokens"],
+                    )
+                )
+                + " |"
+            )
+        lines.append("")
+    return lines
 
 
 def markdown_summary(
@@ -52,10 +97,12 @@ def markdown_summary(
     usage = totals.get("usage")
     if isinstance(usage, Mapping):
         lines += [f"Tokens: {tokens_text(usage)}", ""]
+    lines += stats_lines(totals)
     lines.append(
-        "| suite | model | tasks | passed | not passed | harness errors | score | first try |"
+        "| suite | model | tasks | passed | not passed | harness errors | score | 95 % CI "
+        "| first try | 95 % CI |"
     )
-    lines.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    lines.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for row in summary.get("scores", []):
         counts = row["outcomes"]
         not_passed = row["tasks"] - counts["passed"] - counts["harness_error"]
@@ -71,7 +118,9 @@ def markdown_summary(
                     not_passed,
                     counts["harness_error"],
                     row["score"],
+                    _ci(row, "score"),
                     row["first_try_score"],
+                    _ci(row, "first_try"),
                 )
             )
             + " |"
@@ -80,7 +129,10 @@ def markdown_summary(
     if gate:
         verdict = "passed" if gate["ok"] else "**failed**"
         checks = ", ".join(
-            f"{c['label']} {_cell(c['score'])} (min {c['threshold']:g})" for c in gate["checks"]
+            f"{c['label']} {_cell(c['score'])}"
+            + (" (95 % CI lower bound)" if c.get("on") == "lower" else "")
+            + f" (min {c['threshold']:g})"
+            for c in gate["checks"]
         )
         lines += ["", f"Score gate {verdict}: {checks}"]
     failures = [r for r in records if r.get("outcome") != "passed"]

@@ -1,0 +1,159 @@
+"""The uncertainty of every score the reports show, and the repair curve.
+
+One place computes them (summary.json, ctrf.json, the Markdown and the terminal call
+it), so the numbers always agree. A score is the mean reward over the scored tasks (the
+rule of ``artifacts.summary.score``); when every reward is 0 or 1 it is a pass rate and
+gets the Wilson interval, else a bootstrap with the fixed seed ``DEFAULT_SEED``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_agentbench.core.stats import (
+    DEFAULT_LEVEL,
+    DEFAULT_SEED,
+    Estimate,
+    bootstrap_mean,
+    wilson,
+)
+
+
+def scored_values(
+    records: Sequence[Mapping[str, Any]], field: str = "reward", *, errors_as_failures: bool
+) -> list[float]:
+    """The rewards a score averages: harness errors out (unless counted as failures, or
+    they still hold a reward for ``field``), a missing reward counts as 0."""
+    values = []
+    for record in records:
+        value = record.get(field)
+        number = float(value) if isinstance(value, int | float) else None
+        reached = number is not None and not isinstance(value, bool)
+        if errors_as_failures or reached or record.get("outcome") != "harness_error":
+            values.append(0.0 if number is None else number)
+    return values
+
+
+def estimate(
+    values: Sequence[float], *, seed: int = DEFAULT_SEED, level: float = DEFAULT_LEVEL
+) -> Estimate:
+    """Wilson for pass/fail values, a seeded bootstrap for any other rewards."""
+    if all(v in (0.0, 1.0) for v in values):
+        return wilson(sum(1 for v in values if v == 1.0), len(values), level)
+    return bootstrap_mean(values, seed=seed, level=level)
+
+
+def score_estimate(
+    records: Sequence[Mapping[str, Any]],
+    field: str = "reward",
+    *,
+    errors_as_failures: bool = False,
+    seed: int = DEFAULT_SEED,
+) -> Estimate:
+    return estimate(scored_values(records, field, errors_as_failures=errors_as_failures), seed=seed)
+
+
+def score_stats(
+    records: Sequence[Mapping[str, Any]], *, errors_as_failures: bool = False
+) -> dict[str, Any]:
+    """The ``stats`` block of summary.json and ctrf.json: the repaired (final) score and
+    the first-try score, each with n, standard error and interval; never merged."""
+    return {
+        "score": score_estimate(records, errors_as_failures=errors_as_failures).as_dict(),
+        "first_try": score_estimate(
+            records, "first_attempt_reward", errors_as_failures=errors_as_failures
+        ).as_dict(),
+    }
+
+
+def interval_text(est: Estimate | Mapping[str, Any]) -> str:
+    """``0.620 ± 0.069 (n=50, 95 % CI 0.487–0.738)``: the value, its standard error, n and
+    the interval ("no score" when nothing was scored)."""
+    data = est.as_dict() if isinstance(est, Estimate) else est
+    value, se, lo, hi = data.get("value"), data.get("se"), data.get("lo"), data.get("hi")
+    if value is None:
+        return "no score"
+    spread = f" ± {se:.3f}" if se is not None else ""
+    pct = round(float(data.get("level") or DEFAULT_LEVEL) * 100)
+    ci = f", {pct} % CI {lo:.3f}–{hi:.3f}" if lo is not None and hi is not None else ""
+    return f"{value:.3f}{spread} (n={data.get('n')}{ci})"
+
+
+def attempt_rounds(attempts: Sequence[Any]) -> list[dict[str, Any]]:
+    """Per attempt (round 0 is the first try): its reward (None without a verdict) and
+    its total tokens, for the repair curve. ``attempts`` are core.records.Attempt."""
+    rounds = []
+    for attempt in attempts:
+        verdict = attempt.verdict
+        reward = verdict.get("reward") if isinstance(verdict, Mapping) else None
+        usage = attempt.usage if isinstance(attempt.usage, Mapping) else {}
+        rounds.append(
+            {
+                "reward": float(reward) if isinstance(reward, int | float) else None,
+                "tokens": usage.get("total"),
+            }
+        )
+    return rounds
+
+
+def _round_reward(record: Mapping[str, Any], index: int, errors_as_failures: bool) -> float | None:
+    """The task's reward after round ``index`` (its last round when it stopped earlier);
+    None when it is not scored there (the harness lost that round)."""
+    rounds = record.get("rounds")
+    if not isinstance(rounds, list) or not rounds:
+        field = "first_attempt_reward" if index == 0 else "reward"
+        values = scored_values([record], field, errors_as_failures=errors_as_failures)
+        return values[0] if values else None
+    entry = rounds[min(index, len(rounds) - 1)]
+    reward = entry.get("reward") if isinstance(entry, Mapping) else None
+    if isinstance(reward, int | float):
+        return float(reward)
+    if record.get("outcome") == "harness_error" and not errors_as_failures:
+        return None
+    return 0.0
+
+
+def repair_curve(
+    records: Sequence[Mapping[str, Any]], *, errors_as_failures: bool = False
+) -> list[dict[str, Any]] | None:
+    """Per round (0 = first try): the score with its interval, the tasks that first
+    passed in that round and the tokens that round used; None when no task had a repair
+    round allowed. Round 0 is the first-try score, the last round the final score."""
+    allowed = [
+        r for r in records if isinstance(r.get("repair"), Mapping) and r["repair"].get("repairs")
+    ]
+    if not allowed:
+        return None
+    depth = max(
+        max((len(r["rounds"]) for r in records if isinstance(r.get("rounds"), list)), default=1),
+        1,
+    )
+    curve = []
+    passed_before: set[int] = set()
+    for index in range(depth):
+        values = []
+        new_passes = 0
+        tokens: int | None = 0
+        for position, record in enumerate(records):
+            reward = _round_reward(record, index, errors_as_failures)
+            if reward is not None:
+                values.append(reward)
+                threshold = record.get("pass_threshold")
+                limit = float(threshold) if isinstance(threshold, int | float) else 1.0
+                if reward >= limit and position not in passed_before:
+                    passed_before.add(position)
+                    new_passes += 1
+            rounds = record.get("rounds")
+            if isinstance(rounds, list) and index < len(rounds):
+                used = rounds[index].get("tokens") if isinstance(rounds[index], Mapping) else None
+                tokens = tokens + used if tokens is not None and isinstance(used, int) else None
+        curve.append(
+            {
+                "round": index,
+                "score": estimate(values).as_dict(),
+                "new_passes": new_passes,
+                "tokens": tokens,
+            }
+        )
+    return curve

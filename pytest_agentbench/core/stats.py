@@ -1,0 +1,326 @@
+"""Statistics for scores, standard library only: intervals, pass@k, reducers, paired tests.
+
+Every estimate is an :class:`Estimate` (value, n, standard error, interval, method).
+Pass rates get the Wilson score interval; mean rewards a percentile bootstrap with a
+fixed seed (the same records always give the same interval), or a cluster-robust
+standard error when one task was sampled more than once. Paired comparisons exclude a
+pair when either side is None (a harness error) and count the exclusions.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from statistics import NormalDist, median
+from typing import Any, Literal, TypeVar
+
+DEFAULT_LEVEL = 0.95
+DEFAULT_SEED = 20261201
+DEFAULT_RESAMPLES = 2000
+
+Reducer = Literal["mean", "median", "max", "majority"]
+REDUCERS: tuple[Reducer, ...] = ("mean", "median", "max", "majority")
+
+H = TypeVar("H", bound=Hashable)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate over ``n`` units with its standard error and ``level`` interval.
+    Everything but ``n``, ``method`` and ``level`` is None when ``n`` is 0."""
+
+    value: float | None
+    n: int
+    se: float | None
+    lo: float | None
+    hi: float | None
+    method: str
+    level: float = DEFAULT_LEVEL
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "n": self.n,
+            "se": self.se,
+            "lo": self.lo,
+            "hi": self.hi,
+            "level": self.level,
+            "method": self.method,
+        }
+
+
+def z_value(level: float = DEFAULT_LEVEL) -> float:
+    """The two-sided normal quantile of ``level`` (1.96 for 0.95)."""
+    _check_level(level)
+    return NormalDist().inv_cdf(1 - (1 - level) / 2)
+
+
+def _check_level(level: float) -> None:
+    if not 0 < level < 1:
+        raise ValueError(f"confidence level: expected a number between 0 and 1, got {level}")
+
+
+def _empty(method: str, level: float) -> Estimate:
+    return Estimate(None, 0, None, None, None, method, level)
+
+
+def wilson(successes: int, n: int, level: float = DEFAULT_LEVEL) -> Estimate:
+    """A pass rate with the Wilson score interval; ``se`` is the binomial one."""
+    if n < 0 or not 0 <= successes <= max(n, 0):
+        raise ValueError(f"wilson: expected 0 <= successes <= n, got {successes} of {n}")
+    if n == 0:
+        return _empty("wilson", level)
+    z = z_value(level)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z / denom * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    se = math.sqrt(p * (1 - p) / n)
+    return Estimate(p, n, se, max(0.0, centre - half), min(1.0, centre + half), "wilson", level)
+
+
+def bootstrap_mean(
+    values: Sequence[float],
+    *,
+    seed: int = DEFAULT_SEED,
+    resamples: int = DEFAULT_RESAMPLES,
+    level: float = DEFAULT_LEVEL,
+) -> Estimate:
+    """The mean with a percentile bootstrap interval; ``se`` is the standard deviation
+    of the resampled means. The same ``seed`` gives the same interval."""
+    _check_level(level)
+    if resamples < 1:
+        raise ValueError(f"bootstrap: expected at least 1 resample, got {resamples}")
+    n = len(values)
+    if n == 0:
+        return _empty("bootstrap", level)
+    data = [float(v) for v in values]
+    mean = math.fsum(data) / n
+    rng = random.Random(seed)
+    means = sorted(math.fsum(rng.choices(data, k=n)) / n for _ in range(resamples))
+    centre = math.fsum(means) / resamples
+    se = math.sqrt(math.fsum((m - centre) ** 2 for m in means) / max(1, resamples - 1))
+    lo, hi = _percentiles(means, level)
+    return Estimate(mean, n, se, lo, hi, "bootstrap", level)
+
+
+def _percentiles(ordered: Sequence[float], level: float) -> tuple[float, float]:
+    """The (1-level)/2 and 1-(1-level)/2 quantiles of sorted data (linear interpolation)."""
+
+    def at(q: float) -> float:
+        pos = q * (len(ordered) - 1)
+        low = math.floor(pos)
+        high = min(low + 1, len(ordered) - 1)
+        return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+    tail = (1 - level) / 2
+    return at(tail), at(1 - tail)
+
+
+def clustered_mean(
+    values: Sequence[float], clusters: Sequence[Hashable], level: float = DEFAULT_LEVEL
+) -> Estimate:
+    """The mean of samples grouped in clusters (a task run several epochs) with the
+    cluster-robust standard error, G/(G-1) · Σ_g (Σ_{i∈g} (x_i − x̄))² / N², and a
+    normal interval. With one cluster the error is unknown (None)."""
+    if len(values) != len(clusters):
+        raise ValueError(f"clustered mean: {len(values)} values but {len(clusters)} cluster labels")
+    n = len(values)
+    if n == 0:
+        return _empty("clustered", level)
+    z = z_value(level)
+    mean = math.fsum(float(v) for v in values) / n
+    sums: dict[Hashable, float] = {}
+    for value, cluster in zip(values, clusters, strict=True):
+        sums[cluster] = sums.get(cluster, 0.0) + float(value) - mean
+    groups = len(sums)
+    if groups < 2:
+        return Estimate(mean, n, None, None, None, "clustered", level)
+    var = groups / (groups - 1) * math.fsum(s * s for s in sums.values()) / (n * n)
+    se = math.sqrt(var)
+    return Estimate(mean, n, se, mean - z * se, mean + z * se, "clustered", level)
+
+
+def _check_counts(name: str, n: int, c: int, k: int) -> None:
+    if n < 0 or not 0 <= c <= n:
+        raise ValueError(f"{name}: expected 0 <= c <= n, got c={c}, n={n}")
+    if k < 1:
+        raise ValueError(f"{name}: expected k >= 1, got k={k}")
+    if k > n:
+        raise ValueError(f"{name}: k={k} is more than the n={n} samples drawn")
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The unbiased pass@k from ``n`` samples of which ``c`` are correct:
+    1 − C(n−c, k)/C(n, k), as the product Π_{i=n−c+1}^{n} (1 − k/i)."""
+    _check_counts("pass@k", n, c, k)
+    if n - c < k:
+        return 1.0
+    miss = 1.0
+    for i in range(n - c + 1, n + 1):
+        miss *= 1.0 - k / i
+    return 1.0 - miss
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """The unbiased pass^k (all k draws pass) from ``n`` samples with ``c`` correct:
+    C(c, k)/C(n, k), as the product Π_{i=0}^{k−1} (c−i)/(n−i)."""
+    _check_counts("pass^k", n, c, k)
+    if c < k:
+        return 0.0
+    result = 1.0
+    for i in range(k):
+        result *= (c - i) / (n - i)
+    return result
+
+
+def majority(values: Sequence[H]) -> H:
+    """The most common value; a tie goes to the value seen first."""
+    if not values:
+        raise ValueError("majority vote: no values")
+    counts = Counter(values)
+    top = max(counts.values())
+    return next(v for v in values if counts[v] == top)
+
+
+def reduce_samples(values: Sequence[float], how: Reducer) -> float:
+    """One score from a task's samples: mean, median, max or majority vote."""
+    if not values:
+        raise ValueError(f"{how}: no values to reduce")
+    if how == "mean":
+        return math.fsum(values) / len(values)
+    if how == "median":
+        return float(median(values))
+    if how == "max":
+        return float(max(values))
+    if how == "majority":
+        return float(majority(list(values)))
+    raise ValueError(f"reducer: expected one of {', '.join(REDUCERS)}, got {how!r}")
+
+
+def binomial_two_sided(k: int, n: int) -> float:
+    """The exact two-sided p-value of ``k`` successes in ``n`` fair coin flips:
+    min(1, 2 · P(X ≤ min(k, n−k)))."""
+    if not 0 <= k <= n:
+        raise ValueError(f"binomial test: expected 0 <= k <= n, got k={k}, n={n}")
+    if n == 0:
+        return 1.0
+    low = min(k, n - k)
+    tail = sum(math.comb(n, i) for i in range(low + 1))
+    return min(1.0, 2 * tail / (1 << n))
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """McNemar's exact test: ``b`` pairs passed only by the first side, ``c`` only by the
+    second; the two-sided binomial p-value on the discordant pairs."""
+    if b < 0 or c < 0:
+        raise ValueError(f"McNemar: expected counts >= 0, got b={b}, c={c}")
+    return binomial_two_sided(b, b + c)
+
+
+def sign_test(differences: Sequence[float]) -> float:
+    """The two-sided sign test of paired differences (zeros dropped)."""
+    positive = sum(1 for d in differences if d > 0)
+    negative = sum(1 for d in differences if d < 0)
+    return binomial_two_sided(positive, positive + negative)
+
+
+def paired_bootstrap(
+    first: Sequence[float],
+    second: Sequence[float],
+    *,
+    seed: int = DEFAULT_SEED,
+    resamples: int = DEFAULT_RESAMPLES,
+    level: float = DEFAULT_LEVEL,
+) -> Estimate:
+    """The mean of first − second over pairs, resampling pairs together."""
+    if len(first) != len(second):
+        raise ValueError(f"paired bootstrap: {len(first)} values against {len(second)}")
+    differences = [float(a) - float(b) for a, b in zip(first, second, strict=True)]
+    estimate = bootstrap_mean(differences, seed=seed, resamples=resamples, level=level)
+    return Estimate(
+        estimate.value, estimate.n, estimate.se, estimate.lo, estimate.hi, "paired-bootstrap", level
+    )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two runs' scores on the same tasks: the difference (first − second) with its
+    paired interval, the test's p-value, and how many tasks were left out."""
+
+    difference: Estimate
+    test: str
+    p_value: float
+    significant: bool
+    excluded: int
+
+    def words(self, first: str = "A", second: str = "B") -> str:
+        d = self.difference
+        if d.value is None:
+            return f"{first} vs {second}: no task scored on both sides"
+        pct = round(d.level * 100)
+        interval = ""
+        if d.lo is not None and d.hi is not None:
+            interval = f", {pct} % CI {d.lo:+.3f} to {d.hi:+.3f}"
+        verdict = (
+            f"significant at {1 - d.level:g}"
+            if self.significant
+            else f"within noise at {1 - d.level:g}"
+        )
+        left_out = f"; {self.excluded} task(s) excluded (harness error)" if self.excluded else ""
+        return (
+            f"{first} − {second} = {d.value:+.3f} (n={d.n}{interval}; {self.test} "
+            f"p={self.p_value:.3g}): {verdict}{left_out}"
+        )
+
+
+def compare_paired(
+    first: Mapping[Hashable, float | bool | None],
+    second: Mapping[Hashable, float | bool | None],
+    *,
+    level: float = DEFAULT_LEVEL,
+    seed: int = DEFAULT_SEED,
+    resamples: int = DEFAULT_RESAMPLES,
+) -> Comparison:
+    """Compare two runs task by task. Values are pass/fail (bools) or rewards; None is a
+    harness error and excludes the task. Only tasks on both sides are paired. Pass/fail
+    uses McNemar's exact test and a paired normal interval on the difference; rewards a
+    sign test and a paired bootstrap."""
+    _check_level(level)
+    shared = [key for key in first if key in second]
+    pairs = [
+        (first[key], second[key])
+        for key in shared
+        if first[key] is not None and second[key] is not None
+    ]
+    excluded = len(shared) - len(pairs)
+    binary = all(isinstance(a, bool) and isinstance(b, bool) for a, b in pairs)
+    if binary:
+        only_first = sum(1 for a, b in pairs if a and not b)
+        only_second = sum(1 for a, b in pairs if b and not a)
+        p_value = mcnemar_exact(only_first, only_second)
+        difference = _paired_proportion(only_first, only_second, len(pairs), level)
+        test = "McNemar exact"
+    else:
+        xs = [float(a) for a, _ in pairs if a is not None]
+        ys = [float(b) for _, b in pairs if b is not None]
+        p_value = sign_test([x - y for x, y in zip(xs, ys, strict=True)])
+        difference = paired_bootstrap(xs, ys, seed=seed, resamples=resamples, level=level)
+        test = "sign test"
+    significant = bool(pairs) and p_value < 1 - level
+    return Comparison(difference, test, p_value, significant, excluded)
+
+
+def _paired_proportion(b: int, c: int, n: int, level: float) -> Estimate:
+    """The difference of two paired pass rates, (b − c)/n, with its normal interval."""
+    if n == 0:
+        return _empty("paired-wald", level)
+    diff = (b - c) / n
+    se = math.sqrt(max(0.0, (b + c) / n - diff * diff) / n)
+    z = z_value(level)
+    return Estimate(
+        diff, n, se, max(-1.0, diff - z * se), min(1.0, diff + z * se), "paired-wald", level
+    )
