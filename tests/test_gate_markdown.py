@@ -140,3 +140,81 @@ def test_verbose_words_show_reward_and_tokens(pytester: pytest.Pytester) -> None
             "*bench_gate.toml::d FAILED (reward 0 · * tokens)*",
         ]
     )
+
+
+def test_the_gate_can_judge_the_intervals_lower_bound(pytester: pytest.Pytester) -> None:
+    make(pytester)
+    args = ("--agentbench", "--agentbench-min-score", "0.5", "-p", "no:cacheprovider")
+    result = pytester.runpytest(*args, "--agentbench-markdown", "summary.md")
+    assert result.ret == 0, "the point score 0.750 clears 0.5"
+    result = pytester.runpytest(
+        *args, "--agentbench-gate-on", "lower", "--agentbench-markdown", "summary.md"
+    )
+    assert result.ret == 1, "3 of 4 is not enough evidence of 0.5: the lower bound is 0.301"
+    result.stdout.fnmatch_lines(
+        ["gate ✗ run: 95 % CI lower bound 0.301 < 0.5 (score 0.750)", "gate: FAILED"]
+    )
+    gate = summary(pytester)["gate"]
+    check = gate["checks"][0]
+    lower = summary(pytester)["totals"]["stats"]["score"]["lo"]
+    assert (check["on"], check["score"], check["point"]) == ("lower", lower, 0.75)
+    assert summary(pytester)["settings"]["gate_on"] == "lower"
+    assert "run 0.301 (95 % CI lower bound) (min 0.5)" in (pytester.path / "summary.md").read_text()
+
+
+def test_gate_on_from_the_ini_file_also_gates_a_suite(pytester: pytest.Pytester) -> None:
+    make(pytester, suite_extra="min_score = 0.3")
+    pytester.makeini("[pytest]\nagentbench_gate_on = lower\n")
+    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["gate ✓ gate [[]scripted]: 95 % CI lower bound 0.301 ≥ 0.3 *"])
+    pytester.makeini("[pytest]\nagentbench_gate_on = upper\n")
+    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*agentbench gate on: expected one of point, lower, got 'upper'*"])
+
+
+REPAIRS = """
+[suite]
+name = "fix"
+verifier = { kind = "exact" }
+repairs = 2
+[[task]]
+id = "first"
+input = "say a"
+target = "a"
+scripted = ["a"]
+[[task]]
+id = "second"
+input = "say b"
+target = "b"
+scripted = ["x", "b"]
+[[task]]
+id = "third"
+input = "say c"
+target = "c"
+scripted = ["x", "y", "c"]
+[[task]]
+id = "never"
+input = "say d"
+target = "d"
+scripted = ["x", "y", "z"]
+"""
+
+
+def test_markdown_shows_the_repair_curve(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", bench_fix=REPAIRS)
+    pytester.runpytest("--agentbench", "--agentbench-markdown", "s.md", "-p", "no:cacheprovider")
+    totals = summary(pytester)["totals"]
+    curve = totals["repair_curve"]
+    assert [(r["round"], r["score"]["value"], r["new_passes"]) for r in curve] == [
+        (0, 0.25, 1),
+        (1, 0.5, 1),
+        (2, 0.75, 1),
+    ]
+    assert sum(r["tokens"] for r in curve) == totals["usage"]["total"]
+    text = (pytester.path / "s.md").read_text()
+    assert "| round | score | 95 % CI | n | new passes | tokens |" in text
+    low, high = curve[2]["score"]["lo"], curve[2]["score"]["hi"]
+    assert f"| 2 | 0.750 | {low:.3f}–{high:.3f} | 4 | 1 | {curve[2]['tokens']} |" in text
+    assert "Score 0.750 ± 0.217 (n=4, 95 % CI 0.301–0.954) · first try 0.250" in text

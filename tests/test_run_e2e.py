@@ -95,9 +95,8 @@ def test_pass_fail_and_repair_end_to_end(pytester: pytest.Pytester) -> None:
         (1, summary["totals"]["score"], 1),
     ]
     assert sum(r["tokens"] for r in curve) == summary["totals"]["usage"]["total"]
-    assert load(rdir / "ctrf.json")["results"]["environment"]["extra"][
-        "pytest-agentbench.run"
-    ]["stats"] == stats
+    run_extra = load(rdir / "ctrf.json")["results"]["environment"]["extra"]
+    assert run_extra["pytest-agentbench.run"]["stats"] == stats
 
 
 def test_failure_report_is_one_readable_line_without_traceback(pytester: pytest.Pytester) -> None:

@@ -79,7 +79,9 @@ def wilson(successes: int, n: int, level: float = DEFAULT_LEVEL) -> Estimate:
     centre = (p + z * z / (2 * n)) / denom
     half = z / denom * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     se = math.sqrt(p * (1 - p) / n)
-    return Estimate(p, n, se, max(0.0, centre - half), min(1.0, centre + half), "wilson", level)
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)  # exact at the ends, no 1e-17
+    hi = 1.0 if successes == n else min(1.0, centre + half)
+    return Estimate(p, n, se, lo, hi, "wilson", level)
 
 
 def bootstrap_mean(
