@@ -214,3 +214,14 @@ def test_paired_reward_comparison_uses_sign_test_and_paired_bootstrap() -> None:
     nothing = stats.compare_paired({"a": None}, {"a": 0.5})
     assert nothing.excluded == 1 and not nothing.significant
     assert "no task scored on both sides" in nothing.words()
+
+
+def test_a_large_bootstrap_is_capped_in_draws() -> None:
+    rng = random.Random(2)
+    values = [rng.random() for _ in range(stats.MAX_DRAWS // stats.MIN_RESAMPLES + 1)]
+    capped = stats.bootstrap_mean(values, seed=1)
+    assert capped == stats.bootstrap_mean(values, seed=1, resamples=stats.MIN_RESAMPLES)
+    small = values[:50]
+    assert stats.bootstrap_mean(small, seed=1) != stats.bootstrap_mean(
+        small, seed=1, resamples=stats.MIN_RESAMPLES
+    ), "a small sample keeps all its resamples"

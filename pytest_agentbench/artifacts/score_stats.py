@@ -8,6 +8,7 @@ gets the Wilson interval, else a bootstrap with the fixed seed ``DEFAULT_SEED``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,7 +39,14 @@ def scored_values(
 def estimate(
     values: Sequence[float], *, seed: int = DEFAULT_SEED, level: float = DEFAULT_LEVEL
 ) -> Estimate:
-    """Wilson for pass/fail values, a seeded bootstrap for any other rewards."""
+    """Wilson for pass/fail values, a seeded bootstrap for any other rewards. The same
+    values give the same estimate, computed once (the terminal, the gate and each
+    report ask for the same scores)."""
+    return _estimate(tuple(values), seed, level)
+
+
+@functools.lru_cache(maxsize=16)
+def _estimate(values: tuple[float, ...], seed: int, level: float) -> Estimate:
     if all(v in (0.0, 1.0) for v in values):
         return wilson(sum(1 for v in values if v == 1.0), len(values), level)
     return bootstrap_mean(values, seed=seed, level=level)
@@ -114,6 +122,25 @@ def _round_reward(record: Mapping[str, Any], index: int, errors_as_failures: boo
     return 0.0
 
 
+def _depth(record: Mapping[str, Any]) -> int:
+    """The rounds a task ran: its per-round entries (none when it never reached the
+    model), else (a record written before they were kept) its attempt count."""
+    rounds = record.get("rounds")
+    if isinstance(rounds, list):
+        return len(rounds)
+    attempts = record.get("attempts")
+    return attempts if isinstance(attempts, int) and attempts > 0 else 1
+
+
+def _round_tokens(record: Mapping[str, Any], index: int) -> int | None:
+    rounds = record.get("rounds")
+    if not isinstance(rounds, list) or index >= len(rounds):
+        return None
+    entry = rounds[index]
+    used = entry.get("tokens") if isinstance(entry, Mapping) else None
+    return used if isinstance(used, int) and not isinstance(used, bool) else None
+
+
 def repair_curve(
     records: Sequence[Mapping[str, Any]], *, errors_as_failures: bool = False
 ) -> list[dict[str, Any]] | None:
@@ -125,10 +152,7 @@ def repair_curve(
     ]
     if not allowed:
         return None
-    depth = max(
-        max((len(r["rounds"]) for r in records if isinstance(r.get("rounds"), list)), default=1),
-        1,
-    )
+    depth = max([1, *(_depth(r) for r in records)])
     curve = []
     passed_before: set[int] = set()
     for index in range(depth):
@@ -144,10 +168,9 @@ def repair_curve(
                 if reward >= limit and position not in passed_before:
                     passed_before.add(position)
                     new_passes += 1
-            rounds = record.get("rounds")
-            if isinstance(rounds, list) and index < len(rounds):
-                used = rounds[index].get("tokens") if isinstance(rounds[index], Mapping) else None
-                tokens = tokens + used if tokens is not None and isinstance(used, int) else None
+            if index < _depth(record):
+                used = _round_tokens(record, index)
+                tokens = tokens + used if tokens is not None and used is not None else None
         curve.append(
             {
                 "round": index,

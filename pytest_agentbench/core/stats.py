@@ -20,6 +20,10 @@ from typing import Any, Literal, TypeVar
 DEFAULT_LEVEL = 0.95
 DEFAULT_SEED = 20261201
 DEFAULT_RESAMPLES = 2000
+#: A bootstrap draws at most this many values in all (resamples × n), and never takes
+#: fewer than MIN_RESAMPLES: a 10 000-task run gets 200 resamples, not 2000.
+MAX_DRAWS = 2_000_000
+MIN_RESAMPLES = 200
 
 Reducer = Literal["mean", "median", "max", "majority"]
 REDUCERS: tuple[Reducer, ...] = ("mean", "median", "max", "majority")
@@ -92,7 +96,8 @@ def bootstrap_mean(
     level: float = DEFAULT_LEVEL,
 ) -> Estimate:
     """The mean with a percentile bootstrap interval; ``se`` is the standard deviation
-    of the resampled means. The same ``seed`` gives the same interval."""
+    of the resampled means. The same ``seed`` gives the same interval. Large samples
+    get fewer resamples (``MAX_DRAWS``), never below ``MIN_RESAMPLES``."""
     _check_level(level)
     if resamples < 1:
         raise ValueError(f"bootstrap: expected at least 1 resample, got {resamples}")
@@ -101,6 +106,7 @@ def bootstrap_mean(
         return _empty("bootstrap", level)
     data = [float(v) for v in values]
     mean = math.fsum(data) / n
+    resamples = min(resamples, max(MIN_RESAMPLES, MAX_DRAWS // n))
     rng = random.Random(seed)
     means = sorted(math.fsum(rng.choices(data, k=n)) / n for _ in range(resamples))
     centre = math.fsum(means) / resamples
