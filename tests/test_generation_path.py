@@ -13,6 +13,7 @@ import pytest
 
 from pytest_agentbench.core.records import Attempt
 from pytest_agentbench.models.base import REQUEST_CALL, REQUEST_TASK, ModelRequest, ModelSpec
+from pytest_agentbench.models.openai_chat import OpenAIChatClient
 from pytest_agentbench.models.scripted import ScriptedClient
 from pytest_agentbench.runner.agent import AgentSession
 from pytest_agentbench.scripted import ScriptedServer
@@ -75,6 +76,21 @@ def test_the_request_type_has_no_field_of_the_scripted_double() -> None:
     # rollout.py drives the loop; it makes no model call of its own
     source = (ROOT / "pytest_agentbench" / "runner" / "rollout.py").read_text()
     assert ".generate(" not in source and "LoopGuard" not in source
+
+
+def test_a_real_provider_client_sends_none_of_the_metadata() -> None:
+    """The task key and call number are the runner's context, not the provider's."""
+    with ScriptedServer(default=["hi"]) as server:
+        client = OpenAIChatClient(ModelSpec.parse("openai/m"), server.url, None, trust_env=False)
+        try:
+            metadata = {REQUEST_TASK: "bench_s.toml::secret-task", REQUEST_CALL: "3"}
+            request = ModelRequest(({"role": "user", "content": "q"},), metadata=metadata)
+            assert client.generate(request).text == "hi"
+        finally:
+            client.close()
+        [record] = server.requests
+    assert not any(name.startswith("x-agentbench") for name in record["headers"])
+    assert "secret-task" not in json.dumps(record)
 
 
 AGENT_SUITE = """

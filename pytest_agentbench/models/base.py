@@ -162,7 +162,8 @@ class ModelClient(Protocol):
     spec: ModelSpec
 
     def prepare(self, tasks: Iterable[Any]) -> None:
-        """Called before tasks run (the scripted client registers their replies)."""
+        """Called with a suite's tasks before any of them runs, for a client that must see
+        them first (the scripted client registers their replies); others do nothing."""
 
     def generate(self, request: ModelRequest, on_event: EventSink | None = None) -> Generation: ...
 

@@ -1,10 +1,11 @@
 """The ``scripted`` model: a protocol client pointed at the scripted provider.
 
 Each request names its task's script and turn in headers (from the request's
-``metadata``: the task key and the model call's number in the rollout), so replies do not depend on
-the order requests arrive in (rollouts run concurrently, and under xdist from several
-processes). ``prepare`` registers the tasks' replies before they run. ``scripted`` speaks
-Chat Completions; ``scripted/anthropic`` and ``scripted/openai-responses`` the others.
+``metadata``: the task key and the model call's number in the rollout), so replies do
+not depend on the order requests arrive in (rollouts run concurrently, and under xdist
+from several processes). ``prepare`` registers the tasks' replies before they run.
+``scripted`` speaks Chat Completions; ``scripted/anthropic`` and
+``scripted/openai-responses`` the others.
 """
 
 from __future__ import annotations
