@@ -21,6 +21,8 @@ from pytest_agentbench.errors import (
     TransportError,
 )
 from pytest_agentbench.models.base import (
+    REQUEST_CALL,
+    REQUEST_TASK,
     Generation,
     ModelRequest,
     ModelSpec,
@@ -520,7 +522,8 @@ def test_scripted_client_registers_tasks_and_sends_script_and_turn(server, tmp_p
 
         def answer(task: Task, turn: int) -> Generation:
             messages = ({"role": "user", "content": "q"},)
-            return chat.generate(ModelRequest(messages, script_key=task.key, turn=turn))
+            metadata = {REQUEST_TASK: task.key, REQUEST_CALL: str(turn)}
+            return chat.generate(ModelRequest(messages, metadata=metadata))
 
         assert answer(first, 1).thinking == "t"
         assert answer(first, 0).text == "8"

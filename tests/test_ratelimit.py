@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.errors import ModelTimeout, RateLimited
-from pytest_agentbench.models.base import ModelRequest, ModelSpec
+from pytest_agentbench.models.base import REQUEST_TASK, ModelRequest, ModelSpec
 from pytest_agentbench.models.ratelimit import (
     LimitClosed,
     LimitedClient,
@@ -252,7 +252,10 @@ def test_only_loopback_addresses_are_accepted() -> None:
 
 def ask(key: str, *, timeout_s: float = 10.0) -> ModelRequest:
     return ModelRequest(
-        ({"role": "user", "content": "q"},), stream=True, timeout_s=timeout_s, script_key=key
+        ({"role": "user", "content": "q"},),
+        stream=True,
+        timeout_s=timeout_s,
+        metadata={REQUEST_TASK: key},
     )
 
 

@@ -17,6 +17,8 @@ from pytest_agentbench.errors import AgentbenchError
 
 __all__ = [
     "KNOWN_PROVIDERS",
+    "REQUEST_CALL",
+    "REQUEST_TASK",
     "SCRIPTED_PROTOCOLS",
     "EventSink",
     "FinishReason",
@@ -35,6 +37,10 @@ KNOWN_PROVIDERS = ("openai", "openai-responses", "anthropic", "openai-compat", "
 
 #: Protocols the scripted provider can speak: ``scripted/<protocol>``.
 SCRIPTED_PROTOCOLS = ("openai", "openai-responses", "anthropic")
+
+#: ``ModelRequest.metadata`` keys the runner sets on every request.
+REQUEST_TASK = "task"
+REQUEST_CALL = "call"
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "other"]
 
@@ -115,8 +121,10 @@ class ModelRequest:
       "is_error": bool}`` (a tool's result)
 
     ``system`` is sent the way the protocol wants it; ``tools`` are offered with the
-    protocol's native tool calling. ``script_key`` and ``turn`` let the scripted provider
-    pick the reply; real providers never see them.
+    protocol's native tool calling. ``metadata`` says what the request is for, as the
+    runner knows it (``REQUEST_TASK``: the task's key, ``REQUEST_CALL``: the number of the
+    model call in its rollout, from 0); no client sends it to a real provider, a client
+    that needs it (the scripted one) reads it.
     """
 
     messages: tuple[Mapping[str, Any], ...]
@@ -125,8 +133,7 @@ class ModelRequest:
     max_tokens: int | None = None
     timeout_s: float | None = None
     stream: bool = True
-    script_key: str | None = None
-    turn: int = 0
+    metadata: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -155,7 +162,8 @@ class ModelClient(Protocol):
     spec: ModelSpec
 
     def prepare(self, tasks: Iterable[Any]) -> None:
-        """Called before tasks run (the scripted client registers their replies)."""
+        """Called with a suite's tasks before any of them runs, for a client that must see
+        them first (the scripted client registers their replies); others do nothing."""
 
     def generate(self, request: ModelRequest, on_event: EventSink | None = None) -> Generation: ...
 

@@ -1,9 +1,11 @@
 """The ``scripted`` model: a protocol client pointed at the scripted provider.
 
-Each request names its task's script and turn in headers, so replies do not depend on
-the order requests arrive in (rollouts run concurrently, and under xdist from several
-processes). ``prepare`` registers the tasks' replies before they run. ``scripted`` speaks
-Chat Completions; ``scripted/anthropic`` and ``scripted/openai-responses`` the others.
+Each request names its task's script and turn in headers (from the request's
+``metadata``: the task key and the model call's number in the rollout), so replies do
+not depend on the order requests arrive in (rollouts run concurrently, and under xdist
+from several processes). ``prepare`` registers the tasks' replies before they run.
+``scripted`` speaks Chat Completions; ``scripted/anthropic`` and
+``scripted/openai-responses`` the others.
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ import httpx
 
 from pytest_agentbench.errors import ProviderError, SuiteError, TransportError
 from pytest_agentbench.models.anthropic import AnthropicClient
-from pytest_agentbench.models.base import ModelClient, ModelRequest, ModelSpec
+from pytest_agentbench.models.base import (
+    REQUEST_CALL,
+    REQUEST_TASK,
+    ModelClient,
+    ModelRequest,
+    ModelSpec,
+)
 from pytest_agentbench.models.openai_chat import OpenAIChatClient
 from pytest_agentbench.models.openai_responses import OpenAIResponsesClient
 from pytest_agentbench.scripted.script import Reply
@@ -43,11 +51,14 @@ class _ScriptBook:
     def request_headers(self, request: ModelRequest) -> dict[str, str]:
         """The script key percent-encoded (UTF-8; printable ASCII but ``%`` kept): a header
         value is ASCII on the wire, and a key holds the suite path and task id, which may
-        be any Unicode. The server decodes it."""
-        if request.script_key is None:
+        be any Unicode. The server decodes it. The turn is the model call's number in the
+        rollout (``REQUEST_CALL``), 0 when the request names none."""
+        script_key = request.metadata.get(REQUEST_TASK)
+        if script_key is None:
             return {}
-        key = quote(request.script_key, safe=_HEADER_SAFE)
-        return {"x-agentbench-script": key, "x-agentbench-turn": str(request.turn)}
+        key = quote(script_key, safe=_HEADER_SAFE)
+        turn = request.metadata.get(REQUEST_CALL, "0")
+        return {"x-agentbench-script": key, "x-agentbench-turn": turn}
 
     def prepare(self, tasks: Iterable[Any]) -> None:
         """Register the scripted replies of tasks not registered yet, in one POST.

@@ -1,5 +1,9 @@
 """The agent loop: a model that acts through tools in a workspace, turn after turn.
 
+It is the one generation path of a rollout: a plain answer task is this loop with no
+tools, no workspace and one turn (``AgentSession.plain``), so the loop watch, the
+deadline, usage summation and the attempt records live here only.
+
 An attempt in agent mode is a loop: send the conversation with the tools offered, run
 every tool call the reply makes against the rollout's workspace, append the results, and
 ask again, until the model answers without a tool call or a limit hits — max turns (model
@@ -21,7 +25,14 @@ from pytest_agentbench.core.records import Attempt, FailureKind, failure_kind
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.core.usage import sum_usage
 from pytest_agentbench.errors import AgentbenchError, CircuitOpen, ModelError, ModelTimeout
-from pytest_agentbench.models.base import Generation, ModelClient, ModelRequest, ToolCall
+from pytest_agentbench.models.base import (
+    REQUEST_CALL,
+    REQUEST_TASK,
+    Generation,
+    ModelClient,
+    ModelRequest,
+    ToolCall,
+)
 from pytest_agentbench.models.usage import recovered_usage
 from pytest_agentbench.runner.loopguard import KillPolicy, LoopGuard, LoopKilled
 from pytest_agentbench.runner.tools import (
@@ -99,9 +110,12 @@ class ToolLoopWatch:
 @dataclass
 class AgentRun:
     """What one attempt's loop produced. ``messages`` is the conversation up to the final
-    answer (which is ``text``, not yet appended); ``error`` says why it stopped short."""
+    answer (which is ``text``, not yet appended); ``error`` says why it stopped short.
+    ``plain`` when it was a plain answer (one generation, no tools): its records keep
+    the answer shape (no turn numbers, no tool calls, the native usage kept)."""
 
     messages: list[dict[str, Any]]
+    plain: bool = False
     stop: AgentStop = "answered"
     error: str | None = None
     failure: FailureKind | None = None
@@ -110,6 +124,7 @@ class AgentRun:
     finish_reason: str | None = None
     turns: int = 0
     usages: list[dict[str, Any]] = field(default_factory=list)
+    usage_native: dict[str, Any] | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     guards: list[dict[str, Any]] = field(default_factory=list)
     killed: dict[str, Any] | None = None
@@ -124,14 +139,20 @@ class AgentRun:
         attempt.usage = sum_usage(self.usages) if self.usages else {}
         attempt.elapsed_s = self.elapsed_s
         attempt.error = self.error
-        attempt.turns = self.turns
-        attempt.tool_calls = self.tool_calls
         attempt.loop = self.loop_record()
+        if self.plain:
+            attempt.usage_native = self.usage_native
+        else:
+            attempt.turns = self.turns
+            attempt.tool_calls = self.tool_calls
 
-    def loop_record(self) -> dict[str, Any]:
+    def loop_record(self) -> dict[str, Any] | None:
         """The attempt's loop record in the shape of one generation's (``LoopGuard``):
         the kill (text or tools), whether thinking recovered, and per channel the highest
-        verdict over all turns."""
+        verdict over all turns. None when no generation was watched (the first call
+        failed)."""
+        if not self.guards:
+            return None
         channels: dict[str, dict[str, Any]] = {}
         for record in self.guards:
             for name, verdict in record["channels"].items():
@@ -171,22 +192,24 @@ def _error_entry(exc: ModelError) -> dict[str, Any]:
 
 
 class AgentSession:
-    """The agent of one rollout: its workspace, the tools it is offered, and the count of
-    model calls so far (the scripted provider's ``turn``, rollout-wide)."""
+    """The generations of one rollout: the workspace and the tools the model is offered
+    (none for a plain answer), its turn limit per attempt, and the count of model calls
+    so far (``REQUEST_CALL`` of the next request, rollout-wide)."""
 
     def __init__(
         self,
         task: Task,
         client: ModelClient,
         tools: Mapping[str, Tool],
-        workspace: Workspace,
+        workspace: Workspace | None,
         *,
         max_tokens: int | None = None,
         stream: bool = True,
         kill_policy: KillPolicy | None = None,
         tool_loop: ToolLoopPolicy | None = None,
     ) -> None:
-        missing = [name for name in task.tools if name not in tools]
+        wanted = task.tools if workspace is not None else ()
+        missing = [name for name in wanted if name not in tools]
         if missing:
             raise AgentbenchError(
                 f"task {task.id!r} asks for tool(s) {', '.join(missing)} that no plugin "
@@ -194,13 +217,21 @@ class AgentSession:
             )
         self.task = task
         self.client = client
-        self.tools = {name: tools[name] for name in task.tools}
+        self.tools = {name: tools[name] for name in wanted}
         self.workspace = workspace
+        #: model calls per attempt: one for a plain answer
+        self.max_turns = task.max_turns if workspace is not None else 1
         self.max_tokens = max_tokens
         self.stream = stream
         self.kill_policy = kill_policy or KillPolicy()
         self.tool_loop = tool_loop or ToolLoopPolicy()
         self.calls = 0
+
+    @classmethod
+    def plain(cls, task: Task, client: ModelClient, **options: Any) -> AgentSession:
+        """A session for plain answers: no tools, no workspace, one model call per
+        attempt, whose reply is the answer (tool calls in it are not run)."""
+        return cls(task, client, {}, None, **options)
 
     @classmethod
     def open(
@@ -224,8 +255,9 @@ class AgentSession:
         return cls(task, client, tools, workspace, **options)
 
     def close(self) -> list[str]:
-        """Prune the kept workspace to KEEP_BYTES; returns the files removed."""
-        return self.workspace.prune(KEEP_BYTES)
+        """Prune the kept workspace to KEEP_BYTES; returns the files removed (none without
+        a workspace)."""
+        return self.workspace.prune(KEEP_BYTES) if self.workspace is not None else []
 
     def attempt(
         self,
@@ -242,10 +274,10 @@ class AgentSession:
         or a limit hits (``deadline`` is a ``time.monotonic`` instant; ``timeout_s`` only
         names it in the error). Never raises for model failures: they end the run."""
         start = time.monotonic()
-        run = AgentRun(messages=[dict(m) for m in messages])
+        run = AgentRun(messages=[dict(m) for m in messages], plain=self.workspace is None)
         watch = ToolLoopWatch(self.tool_loop)
         specs = tuple(tool.spec for tool in self.tools.values())
-        for turn in range(1, self.task.max_turns + 1):
+        for turn in range(1, self.max_turns + 1):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 run.stop, run.error = "timeout", f"timeout after {timeout_s:g}s"
@@ -257,7 +289,7 @@ class AgentSession:
                 break
         else:
             run.stop = "turn_limit"
-            run.error = f"turn limit ({self.task.max_turns}) reached"
+            run.error = f"turn limit ({self.max_turns}) reached"
         run.elapsed_s = time.monotonic() - start
         return run
 
@@ -280,11 +312,11 @@ class AgentSession:
             max_tokens=self.max_tokens,
             timeout_s=deadline - time.monotonic(),
             stream=self.stream,
-            script_key=self.task.key,
-            turn=self.calls,
+            metadata={REQUEST_TASK: self.task.key, REQUEST_CALL: str(self.calls)},
         )
         self.calls += 1
-        where = {"attempt": index + 1, "turn": turn, "call": self.calls}
+        # a plain answer's trajectory entries are the exchanges as they are
+        where = {} if run.plain else {"attempt": index + 1, "turn": turn, "call": self.calls}
         guard = LoopGuard(self.kill_policy)
         t0 = time.monotonic()
         try:
@@ -300,22 +332,21 @@ class AgentSession:
         except ModelError as exc:
             partial = getattr(exc, "partial", None)
             if isinstance(partial, Generation):
-                run.text, run.thinking = partial.text, partial.thinking
-                run.usages.append(partial.usage.as_dict())
+                self._took(run, partial)
             run.stop = "timeout" if isinstance(exc, ModelTimeout) else "harness_error"
             run.error, run.failure = str(exc), failure_kind(exc)
             run.trajectory.append({**where, **_error_entry(exc)})
             return False
         elapsed = time.monotonic() - t0
         run.guards.append(guard.record())
-        run.text, run.thinking = generation.text, generation.thinking
-        run.finish_reason = generation.finish_reason
-        usage = generation.usage.as_dict()
-        run.usages.append(usage)
+        self._took(run, generation)
+        if run.plain:
+            run.trajectory.append(dict(generation.exchange))
+            return False  # the reply is the answer: no tools were offered, none are run
         entry: dict[str, Any] = {
             **where,
             **generation.exchange,
-            "usage": usage,
+            "usage": run.usages[-1],
             "model_s": round(elapsed, 3),
             "tool_results": [],
         }
@@ -334,6 +365,15 @@ class AgentSession:
         run.messages.append(assistant)
         return self._run_tools(run, generation.tool_calls, turn, entry, watch, deadline, start)
 
+    @staticmethod
+    def _took(run: AgentRun, generation: Generation) -> None:
+        """Keep what a generation (or a failed one's partial reply) produced."""
+        run.text, run.thinking = generation.text, generation.thinking
+        run.finish_reason = generation.finish_reason
+        run.usages.append(generation.usage.as_dict())
+        native = generation.usage_native
+        run.usage_native = dict(native) if native else None
+
     def _run_tools(
         self,
         run: AgentRun,
@@ -345,6 +385,8 @@ class AgentSession:
         start: float,
     ) -> bool:
         max_output = self.task.max_tool_output
+        workspace = self.workspace
+        assert workspace is not None  # a plain answer offers no tools and runs none
         for call in calls:
             evidence = watch.add(canonical_call(call), time.monotonic() - start)
             if evidence is not None:
@@ -360,7 +402,7 @@ class AgentSession:
                 output_bytes=max(65536, max_output * _COMMAND_OUTPUT_FACTOR),
             )
             with command_limits(limits):
-                result = call_tool(self.tools, self.workspace, call, max_output)
+                result = call_tool(self.tools, workspace, call, max_output)
             run.messages.append(result.as_message())
             run.tool_calls.append(_call_record(call, result, turn))
             entry["tool_results"].append(
