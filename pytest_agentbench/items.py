@@ -60,9 +60,9 @@ class SuiteFile(pytest.File):
         try:
             suite = load_suite(
                 self.path,
-                state.verifiers(),
+                state.services.verifiers(),
                 reply_check=reply_check,
-                tools=state.tools(),
+                tools=state.services.tools(),
                 max_bytes=round(state.settings.max_file_mb * 1024 * 1024),
             )
         except SuiteError as exc:
@@ -128,7 +128,7 @@ class TaskItem(pytest.Item):
                 limit_s=pytest_timeout_s(item),
             )
 
-        self.record = record = state.record_for(self, job)
+        self.record = record = state.inflight.record_for(self, job)
         self.user_properties.extend(
             [
                 ("agentbench_outcome", record["outcome"]),

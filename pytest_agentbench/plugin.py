@@ -80,8 +80,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
             server = ScriptedServer()
             settings = _with_base_url(settings, server.start())
-        state = RunState.for_controller(config, settings)
-        state.server = server
+        state = RunState.for_controller(config, settings, server=server)
         state.restore_sigterm = _interrupt_on_sigterm()
         config.pluginmanager.register(RecordCollector(state), "agentbench-records")
         from pytest_agentbench.finish import SessionEndGuard
@@ -145,7 +144,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 
         where = public_url(settings.base_url) if settings.base_url else "the provider default URL"
         model = f"{settings.model.label} at {where}"
-    lines = [f"agentbench: model {model}", f"agentbench: results in {state.run_dir}"]
+    lines = [f"agentbench: model {model}", f"agentbench: results in {state.run.run_dir}"]
     if settings.concurrency_from_slots:
         lines.append(f"agentbench: {settings.concurrency} rollouts in flight (the server's /slots)")
     if settings.sandbox is not None or _has_code_tasks(config):
@@ -178,7 +177,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """Turn the live status line on where a person watches a terminal."""
     config = session.config
     state = config.stash.get(STATE_KEY, None)
-    if state is None or state.is_worker or config.getoption("dist", "no") != "no":
+    if state is None or state.run.is_worker or config.getoption("dist", "no") != "no":
         return
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     writer = getattr(reporter, "_tw", None)
@@ -195,8 +194,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
     capture = config.pluginmanager.get_plugin("capturemanager")
     uncaptured = getattr(capture, "global_and_fixture_disabled", None)
-    state.live = LiveStatus()
-    state.status = StatusWriter(
+    state.inflight.live = LiveStatus()
+    state.inflight.status = StatusWriter(
         stream, writer.fullwidth, lambda: writer.width_of_current_line, uncaptured
     )
 
@@ -253,8 +252,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     from pytest_agentbench.items import TaskItem
 
     queue = [item for item in session.items if isinstance(item, TaskItem)]
-    state.selected = max(state.selected, len(queue))
-    state.set_queue(queue)
+    state.results.selected = max(state.results.selected, len(queue))
+    state.inflight.set_queue(queue)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -325,7 +324,8 @@ class _XdistCrashes:
         from pytest_agentbench.workers import interrupted_only
 
         gateway = getattr(getattr(report, "node", None), "gateway", None)
-        if not interrupted_only(crashitem, str(getattr(gateway, "id", "?")), self.state.marks_dir):
+        worker = str(getattr(gateway, "id", "?"))
+        if not interrupted_only(crashitem, worker, self.state.services.marks_dir):
             return
         try:
             sched.mark_test_pending(crashitem)
@@ -357,14 +357,16 @@ class _XdistCrashes:
             for nodeid in ids
             if any(fnmatch(PurePath(nodeid.partition("::")[0]).name, p) for p in patterns)
         ]
-        self.state.selected = max(self.state.selected, len(tasks))
+        results = self.state.results
+        results.selected = max(results.selected, len(tasks))
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """A worker's count of tasks its selection left out (see pytest_deselected)."""
         output = getattr(node, "workeroutput", None) or {}
         deselected = output.get("agentbench_deselected")
         if isinstance(deselected, int):
-            self.state.deselected = max(self.state.deselected, deselected)
+            results = self.state.results
+            results.deselected = max(results.deselected, deselected)
 
     def pytest_report_teststatus(self, report: pytest.TestReport) -> Any:
         if getattr(report, "agentbench_rerun", False):
@@ -379,7 +381,7 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
         return
     state = items[0].config.stash.get(STATE_KEY, None)
     if state is not None:
-        state.deselected += sum(
+        state.results.deselected += sum(
             1
             for item in items
             if getattr(item, "task", None) is not None
@@ -391,10 +393,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(STATE_KEY, None)
     if state is None:
         return
-    if state.is_worker:
+    if state.run.is_worker:
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
-            workeroutput["agentbench_deselected"] = state.deselected
+            workeroutput["agentbench_deselected"] = state.results.deselected
         return
     from pytest_agentbench.finish import write_reports
 
@@ -403,7 +405,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
-    if state is None or state.is_worker:
+    if state is None or state.run.is_worker:
         return
     from pytest_agentbench.finish import summary_section
 
