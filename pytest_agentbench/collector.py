@@ -113,8 +113,11 @@ class RecordCollector:
 
     def _keep(self, report: pytest.TestReport, record: dict[str, Any]) -> None:
         """Add ``record``, or replace the same task's earlier record and list it."""
-        node = getattr(report, "node", None)
-        worker = str(getattr(getattr(node, "gateway", None), "id", "")) if self.each else ""
+        worker = ""
+        if self.each:  # the same task runs once on every worker
+            from pytest_agentbench.pytest_compat import report_worker
+
+            worker = report_worker(report)
         key = (str(record.get("nodeid") or report.nodeid), worker)
         records = self.state.results.records
         at = self.index.get(key)
@@ -132,17 +135,17 @@ class RecordCollector:
         from fnmatch import fnmatch
         from pathlib import PurePath
 
-        from pytest_agentbench.workers import crash_record, is_crash_report
+        from pytest_agentbench.pytest_compat import is_crash_report, report_worker
+        from pytest_agentbench.workers import crash_record
 
         name = PurePath(report.nodeid.partition("::")[0]).name
         if not is_crash_report(report) or not any(
             fnmatch(name, pattern) for pattern in self.state.settings.files
         ):
             return None
-        gateway = getattr(getattr(report, "node", None), "gateway", None)
         return crash_record(
             report.nodeid,
-            str(getattr(gateway, "id", "?")),
+            report_worker(report),
             model=self.state.settings.model.label,
             marks_dir=self.state.services.marks_dir,
             suites=self.suites,

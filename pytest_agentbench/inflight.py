@@ -72,7 +72,7 @@ class InFlight:
         worker only what xdist sent this worker (never session.items, which another
         worker runs too); else the next items of the queue not planned yet."""
         if self.is_worker:
-            from pytest_agentbench.workers import find_interactor, worker_queue
+            from pytest_agentbench.pytest_compat import find_interactor, worker_queue
 
             if self._interactor is None:
                 self._interactor = find_interactor(self.config) or False

@@ -179,24 +179,18 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is None or state.run.is_worker or config.getoption("dist", "no") != "no":
         return
+    from pytest_agentbench.pytest_compat import terminal_stream, uncaptured
+
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    writer = getattr(reporter, "_tw", None)
-    stream = getattr(writer, "_file", None)
-    if (
-        reporter is None
-        or writer is None
-        or stream is None
-        or not reporter.isatty
-        or config.get_verbosity() < 0
-    ):
+    found = terminal_stream(config)
+    if reporter is None or found is None or not reporter.isatty or config.get_verbosity() < 0:
         return
     from pytest_agentbench.report.live import LiveStatus, StatusWriter
 
-    capture = config.pluginmanager.get_plugin("capturemanager")
-    uncaptured = getattr(capture, "global_and_fixture_disabled", None)
+    writer, stream = found
     state.inflight.live = LiveStatus()
     state.inflight.status = StatusWriter(
-        stream, writer.fullwidth, lambda: writer.width_of_current_line, uncaptured
+        stream, writer.fullwidth, lambda: writer.width_of_current_line, uncaptured(config)
     )
 
 
@@ -321,10 +315,10 @@ class _XdistCrashes:
         self.state = state
 
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+        from pytest_agentbench.pytest_compat import report_worker
         from pytest_agentbench.workers import interrupted_only
 
-        gateway = getattr(getattr(report, "node", None), "gateway", None)
-        worker = str(getattr(gateway, "id", "?"))
+        worker = report_worker(report)
         if not interrupted_only(crashitem, worker, self.state.services.marks_dir):
             return
         try:
@@ -337,11 +331,11 @@ class _XdistCrashes:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         """``--dist load`` (xdist's default) with rollouts in flight: each worker keeps
-        enough items queued to fill its pool (see workers.deep_load_scheduler)."""
+        enough items queued to fill its pool (see pytest_compat.deep_load_scheduler)."""
         concurrency = self.state.settings.concurrency
         if config.getoption("dist", None) != "load" or concurrency <= 1:
             return None
-        from pytest_agentbench.workers import deep_load_scheduler
+        from pytest_agentbench.pytest_compat import deep_load_scheduler
 
         return deep_load_scheduler(config, log, depth=concurrency + 1)
 
