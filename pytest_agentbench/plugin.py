@@ -195,15 +195,21 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_collect_directory(path: Any, parent: pytest.Collector) -> Any:
-    """A plain directory becomes a SuiteDir, which reports the bench files pytest would
-    skip for not being regular files (packages are left as they are)."""
-    collector = yield
-    if parent.config.stash.get(STATE_KEY, None) is None or type(collector) is not pytest.Dir:
-        return collector
-    from pytest_agentbench.items import SuiteDir
+def pytest_make_collect_report(collector: pytest.Collector) -> Any:
+    """A plain directory's collection also holds the bench files pytest skips for not
+    being regular files, each a collection error saying why (packages are left as they
+    are). Added to pytest's own report, so its directory collection stays as it is."""
+    report = yield
+    state = collector.config.stash.get(STATE_KEY, None)
+    if state is None or type(collector) is not pytest.Dir or not report.passed:
+        return report
+    import contextlib
 
-    return SuiteDir.from_parent(parent, path=path)
+    from pytest_agentbench.items import special_suite_files
+
+    with contextlib.suppress(OSError):  # gone since pytest listed it: nothing to add
+        report.result.extend(special_suite_files(collector, state.settings.files))
+    return report
 
 
 def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Collector | None:
