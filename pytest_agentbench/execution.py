@@ -7,7 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.artifacts.paths import task_dir
+from pytest_agentbench.artifacts.controls import control_fields
+from pytest_agentbench.artifacts.paths import control_dir, task_dir
 from pytest_agentbench.artifacts.record import task_record
 from pytest_agentbench.artifacts.rollout_files import (
     read_result,
@@ -17,6 +18,7 @@ from pytest_agentbench.artifacts.rollout_files import (
 )
 from pytest_agentbench.core.records import Rollout
 from pytest_agentbench.errors import ModelError, unexpected_cause
+from pytest_agentbench.report.controls import control_message
 from pytest_agentbench.report.evidence import collapse, cut, failure_reason
 from pytest_agentbench.run import RunState
 from pytest_agentbench.runner.loopguard import KillPolicy
@@ -71,6 +73,8 @@ def with_overrides(task: Task, settings: Settings) -> Task:
         changes["repair_mode"] = settings.repair_mode
     if settings.feedback is not None:
         changes["feedback"] = settings.feedback
+    if task.control is not None:  # a control is its one answer: no repair round
+        changes["repairs"] = 0
     return replace(task, **changes) if changes else task
 
 
@@ -92,7 +96,11 @@ def run_task_item(
     any other: a task never goes missing from the reports, and never gets a score."""
     settings = state.settings
     task = with_overrides(task, settings)
-    directory = task_dir(state.folder.ensure(), task.suite, task.id, settings.model.label)
+    control = task.control
+    if control is None:
+        directory = task_dir(state.folder.ensure(), task.suite, task.id, settings.model.label)
+    else:
+        directory = control_dir(state.folder.ensure(), task.suite, task.id, control.name)
     ran_here = state.results.ran_here
     resumed = None if nodeid in ran_here else resumable_record(state, directory, nodeid)
     ran_here.add(nodeid)  # a rerun in this session runs it again, never resumes it
@@ -106,10 +114,10 @@ def run_task_item(
     if live is not None:
         live.begin(nodeid, f"{task.suite}::{task.id}")
     try:
-        services.prepare(file, suite_tasks or (task,))
+        services.prepare(file, suite_tasks or (task,), controls=control is not None)
         rollout = run_rollout(
             task,
-            services.client(),
+            services.client() if control is None else services.control_client(),
             verifier,
             timeout_s=timeout_s,
             max_tokens=settings.max_tokens or task.max_tokens,
@@ -147,7 +155,20 @@ def run_task_item(
         max_tokens=settings.max_tokens or task.max_tokens,
         min_score=task.min_score,
     )
-    if rollout.outcome != "passed":
+    if control is not None:
+        record["model"] = "scripted"
+        record["control"] = control_fields(
+            name=control.name,
+            expect=control.expect,
+            source=control.source,
+            canary=control.canary,
+            outcome=rollout.outcome,
+        )
+    if control is not None and record["control"]["behaved"] is False:
+        reason = control_message(record)
+        record["message"] = reason
+        record["trace"] = failure_details(rollout, reason, str(directory))
+    elif rollout.outcome != "passed":
         reason = failure_reason(record)
         record["message"] = reason
         record["trace"] = failure_details(rollout, reason, str(directory))

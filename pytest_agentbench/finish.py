@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench import __version__
+from pytest_agentbench.artifacts.controls import misbehaved
 from pytest_agentbench.artifacts.coverage import partial_line, run_coverage
 from pytest_agentbench.run import STATE_KEY, RunState
 
@@ -50,7 +51,7 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
     )
     if gate is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         other_failures = session.testsfailed - results.failed_reports
-        judged_ok = gate.ok and other_failures <= 0
+        judged_ok = gate.ok and other_failures <= 0 and not misbehaved(results.records)
         session.exitstatus = pytest.ExitCode.OK if judged_ok else pytest.ExitCode.TESTS_FAILED
     run_dir = state.folder.ensure()
     summary = write_run_reports(

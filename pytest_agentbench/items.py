@@ -12,6 +12,7 @@ import pytest
 
 from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.run import STATE_KEY, RunState
+from pytest_agentbench.suites.controls import Planned
 from pytest_agentbench.suites.task import Task
 
 #: (suite name, task id) → the suite file that holds it, over every file collected so
@@ -42,6 +43,59 @@ def special_suite_files(directory: pytest.Dir, patterns: Iterable[str]) -> list[
     ]
 
 
+def control_plan(tasks: tuple[Task, ...], settings: Any, suite: str) -> list[Planned]:
+    """The controls a suite file's items run: all of them with ``--agentbench-controls``,
+    one sampled negative control with ``--agentbench-canary``, else none. The canary is
+    drawn with the run's seed (``settings.seed`` where the run has one, else 0)."""
+    from pytest_agentbench.suites.controls import plan_canary, plan_controls
+
+    if settings.controls:
+        return plan_controls(tasks)
+    if settings.canary:
+        canary = plan_canary(tasks, int(getattr(settings, "seed", None) or 0), suite)
+        return [canary] if canary is not None else []
+    return []
+
+
+def control_item_name(plan: Planned) -> str:
+    """A control item's name: the task id and the control, ``add[control-empty]`` (a
+    canary: ``add[canary-empty]``), so ``-k empty`` or ``-k control`` selects them."""
+    kind = "canary" if plan.control.canary else "control"
+    return f"{plan.task.id}[{kind}-{plan.control.name}]"
+
+
+def missing_control_record(plan: Planned, nodeid: str, file: str) -> dict[str, Any]:
+    """The record of a positive control that cannot run (no known-good answer): counted
+    and reported as "no positive control", never silently left out."""
+    import time
+
+    from pytest_agentbench.artifacts.controls import control_fields
+    from pytest_agentbench.artifacts.record import record_without_rollout
+
+    control = plan.control
+    record = record_without_rollout(
+        nodeid=nodeid,
+        file=file,
+        suite=plan.task.suite,
+        task_id=plan.task.id,
+        model="scripted",
+        outcome="skipped",
+        cause=plan.missing,
+        failure_kind="none",
+        start_ms=int(time.time() * 1000),
+        duration_ms=0,
+    )
+    record["control"] = control_fields(
+        name=control.name,
+        expect=control.expect,
+        source=control.source,
+        canary=control.canary,
+        outcome=None,
+        missing=plan.missing,
+    )
+    return record
+
+
 class SuiteFile(pytest.File):
     """A ``bench_*`` suite file; collecting it loads and validates the whole suite."""
 
@@ -67,11 +121,23 @@ class SuiteFile(pytest.File):
             raise self.CollectError(str(shown)) from None
         self._claim(suite.tasks)
         self.tasks = suite.tasks
-        for task in suite.tasks:
-            item = TaskItem.from_parent(self, name=task.id, task=task)
-            for mark in task.marks:
-                item.add_marker(mark)
-            yield item
+        settings = state.settings
+        planned = control_plan(suite.tasks, settings, suite.tasks[0].suite if suite.tasks else "")
+        #: The control runs of this file, registered with the scripted provider together.
+        self.control_runs = tuple(p.run for p in planned if p.run is not None)
+        if not settings.controls:
+            for task in suite.tasks:
+                item = TaskItem.from_parent(self, name=task.id, task=task)
+                for mark in task.marks:
+                    item.add_marker(mark)
+                yield item
+        for plan in planned:
+            yield TaskItem.from_parent(
+                self,
+                name=control_item_name(plan),
+                task=plan.run or plan.task,
+                planned=plan,
+            )
 
     def _claim(self, tasks: tuple[Task, ...]) -> None:
         """Register this file's tasks run-wide; a task another file of the same suite
@@ -102,9 +168,10 @@ class SuiteFile(pytest.File):
 class TaskItem(pytest.Item):
     """One task. ``record`` is set after it runs; the plugin puts it on the report."""
 
-    def __init__(self, *, task: Task, **kwargs: Any) -> None:
+    def __init__(self, *, task: Task, planned: Planned | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.task = task
+        self.planned = planned
         self.record: dict[str, Any] | None = None
 
     def runtest(self) -> None:
@@ -116,12 +183,14 @@ class TaskItem(pytest.Item):
         def job(item: TaskItem) -> dict[str, Any]:
             parent = item.parent
             assert isinstance(parent, SuiteFile)
+            if item.planned is not None and item.planned.run is None:
+                return missing_control_record(item.planned, item.nodeid, parent.nodeid)
             return run_task_item(
                 state,
                 item.task,
                 nodeid=item.nodeid,
                 file=parent.nodeid,
-                suite_tasks=parent.tasks,
+                suite_tasks=parent.tasks if item.planned is None else parent.control_runs,
                 limit_s=pytest_timeout_s(item),
             )
 
@@ -133,7 +202,13 @@ class TaskItem(pytest.Item):
                 ("agentbench_tokens", (record.get("usage") or {}).get("total")),
             ]
         )
-        if record["outcome"] != "passed":
+        control = record.get("control")
+        if control is None:
+            if record["outcome"] != "passed":
+                pytest.fail(record["trace"], pytrace=False)
+        elif control.get("missing"):
+            pytest.skip(control["missing"])
+        elif control.get("behaved") is not True:
             pytest.fail(record["trace"], pytrace=False)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:

@@ -189,6 +189,19 @@ def add_options(parser: pytest.Parser) -> None:
         action="store_true",
         help="send non-streaming requests (streaming is the default)",
     )
+    group.addoption(
+        "--agentbench-controls",
+        action="store_true",
+        help="run every selected task's controls instead of a model: its known-good answer "
+        "must pass, an empty answer, a refusal, another task's answer (and for code, "
+        "None-returning and exit-0 code) must fail (docs/trust-your-suite.md)",
+    )
+    group.addoption(
+        "--agentbench-canary",
+        action="store_true",
+        help="add one negative control per suite file to a model run (excluded from the "
+        "scores); if one passes, the run is marked invalid and the gate fails",
+    )
     parser.addini("agentbench_model", "model spec used when --agentbench-model is not given")
     parser.addini(
         "agentbench_files",

@@ -37,7 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except AgentbenchError as exc:
         raise pytest.UsageError(str(exc)) from None
     provider = settings.model.provider
-    if provider in HOSTED_NEED_KEY and not settings.api_key:
+    if provider in HOSTED_NEED_KEY and not settings.api_key and not settings.controls:
         key_var = PROVIDER_ENV[provider][0]
         raise pytest.UsageError(
             f"model {settings.model.label} needs an API key: set {key_var} "
@@ -297,7 +297,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
     record = getattr(report, "agentbench", None)
     outcome: str = report.outcome  # pytest-rerunfailures adds "rerun" to pytest's three
-    if not record or report.when != "call" or outcome == "rerun":
+    if not record or report.when != "call" or outcome == "rerun" or report.skipped:
         return None
     if hasattr(report, "wasxfail"):  # pytest's own xfail / xpass words
         return None

@@ -52,6 +52,8 @@ class RunServices:
         self.limit: SharedLimit | None = None
         self.limit_service: LimitService | None = None
         self._client: ModelClient | None = None
+        self._control_client: ModelClient | None = None
+        self._control_server: ScriptedServer | None = None
         self._verifiers: dict[str, Verifier] | None = None
         self._tools: dict[str, Tool] | None = None
         self._prepared: set[str] = set()
@@ -109,6 +111,26 @@ class RunServices:
                 self._client = self._reliable(client)
             return self._client
 
+    def control_client(self) -> ModelClient:
+        """The scripted client that plays controls (suites/controls.py): the run's own
+        client when the run's model is scripted, else a scripted client on a scripted
+        server of this process's own, started on first use."""
+        if self.settings.model.provider == "scripted":
+            return self.client()
+        made = self._control_client
+        if made is not None:
+            return made
+        with self._lock:
+            if self._control_client is None:
+                from pytest_agentbench.models.base import ModelSpec
+                from pytest_agentbench.models.scripted import scripted_client
+                from pytest_agentbench.scripted.server import ScriptedServer
+
+                self._control_server = server = ScriptedServer()
+                spec = ModelSpec("scripted", "scripted")
+                self._control_client = scripted_client(spec, server.start())
+            return self._control_client
+
     def _reliable(self, client: ModelClient) -> ModelClient:
         """Retries inside, the circuit breaker outside: a retried failure counts once."""
         from pytest_agentbench.models.breaker import BreakerClient
@@ -140,10 +162,13 @@ class RunServices:
             wrapped = BreakerClient(wrapped, self.breaker)
         return wrapped
 
-    def prepare(self, key: str, tasks: Any) -> None:
+    def prepare(self, key: str, tasks: Any, *, controls: bool = False) -> None:
         """Let the client see a suite's tasks once (the scripted client registers replies)
         before any of them runs; concurrent callers for the same suite wait for the first.
-        A failure (ModelError) propagates and is tried again by the suite's next task."""
+        A failure (ModelError) propagates and is tried again by the suite's next task.
+        With ``controls`` the tasks are control runs, prepared on the control client."""
+        if controls:
+            key = f"{key}::controls"
         if key in self._prepared:  # every task asks: no lock once it is done
             return
         with self._lock:
@@ -154,7 +179,7 @@ class RunServices:
             with self._lock:
                 if key in self._prepared:
                     return
-            self.client().prepare(tasks)
+            (self.control_client() if controls else self.client()).prepare(tasks)
             with self._lock:
                 self._prepared.add(key)
 
@@ -188,6 +213,12 @@ class RunServices:
         if self._client is not None:
             self._client.close()
             self._client = None
+        if self._control_client is not None:
+            self._control_client.close()
+            self._control_client = None
+        if self._control_server is not None:
+            self._control_server.stop()
+            self._control_server = None
         if self.server is not None:
             self.server.stop()
             self.server = None

@@ -76,6 +76,8 @@ class Settings:
     loop_kill_tokens: int = 1024
     sandbox: str | None = None
     markdown: Path | None = None
+    controls: bool = False
+    canary: bool = False
 
     def fingerprint(self) -> str:
         """A short hash of the settings that change results (never the key)."""
@@ -108,6 +110,8 @@ class Settings:
             "sandbox": self.sandbox,
             "breaker_threshold": self.breaker_threshold,
             "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
+            "controls": self.controls,
+            "canary": self.canary,
             "fingerprint": self.fingerprint(),
         }
 
@@ -294,6 +298,8 @@ def resolve_settings(
         else None,
         rpm=float(_number("agentbench rpm", rpm, float, 0.001)) if rpm is not None else None,
         markdown=Path(markdown) if markdown else None,
+        controls=bool(option("agentbench_controls")),
+        canary=bool(option("agentbench_canary")),
     )
 
 

@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pytest_agentbench.artifacts.controls import controls_summary, invalid_reason, task_records
 from pytest_agentbench.artifacts.jsonio import Streamed
 from pytest_agentbench.artifacts.score_stats import repair_curve, score_stats
 from pytest_agentbench.artifacts.usage_totals import run_usage
@@ -104,7 +105,11 @@ def build_summary(
     it (outcome, reward, usage, reason, where its artifacts are), so shards can be merged
     and runs resumed from it alone. With ``stream`` it is a :class:`Streamed` array of the
     records themselves, not copies. ``coverage`` (artifacts/coverage.py) says how many of
-    the planned tasks the records cover; None when unknown (a merge of runs)."""
+    the planned tasks the records cover; None when unknown (a merge of runs). Control
+    records (artifacts/controls.py) are in ``tasks`` but never in a count or a score:
+    ``controls`` sums them up, and ``invalid`` says why a canary made the run invalid."""
+    every = records
+    records = task_records(every)
     outcomes = classify(records)
     return {
         "schema_version": SUMMARY_SCHEMA_VERSION,
@@ -133,5 +138,7 @@ def build_summary(
         },
         "scores": _group_scores(records, errors_as_failures),
         "gate": dict(gate) if gate is not None else None,
-        "tasks": Streamed(records) if stream else [dict(r) for r in records],
+        "controls": controls_summary(every),
+        "invalid": invalid_reason(every),
+        "tasks": Streamed(every) if stream else [dict(r) for r in every],
     }

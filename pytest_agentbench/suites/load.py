@@ -347,6 +347,7 @@ class _Loader:
         for j, reply in enumerate(replies):
             if _clean(raw.bad, ("scripted", j)):
                 self._check_reply(i, raw.locate(("scripted", j)), reply)
+        oracle = self._oracle(raw)
         verifier = self._task_verifier(raw, defaults)
         files, files_dir = self._files(
             pick("files"), i, lambda parts: raw.locate(("files", *parts))
@@ -383,10 +384,23 @@ class _Loader:
             max_turns=int(settings["max_turns"]),
             tools=DEFAULT_TOOLS if settings["tools"] is None else tuple(settings["tools"]),
             max_tool_output=int(settings["max_tool_output"]),
+            oracle=oracle,
         )
         if any(index in (i, None) for index, _, _ in self.problems):
             return None  # asked only of a task with no other problem: no noise on noise
         return task if self._check_setup(raw, task, defaults) else None
+
+    def _oracle(self, raw: _RawTask) -> tuple[Any, ...]:
+        """The task's known-good answer as scripted replies (a string is one reply),
+        each checked like a scripted reply; empty when it has none."""
+        value = raw.data.get("oracle")
+        if not _clean(raw.bad, ("oracle",)) or value is None:
+            return ()
+        replies = [value] if isinstance(value, str) else list(value)
+        for j, reply in enumerate(replies):
+            where = raw.locate(("oracle",) if isinstance(value, str) else ("oracle", j))
+            self._check_reply(raw.index, where, reply)
+        return tuple(replies)
 
     def _check_setup(self, raw: _RawTask, task: Task, defaults: Mapping[str, Any]) -> bool:
         """Ask the task's verifier whether it can judge this task at all (suites/fit.py);

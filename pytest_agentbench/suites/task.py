@@ -20,6 +20,19 @@ class VerifierConfig:
 
 
 @dataclass(frozen=True)
+class Control:
+    """A control run of a task: an answer whose verdict is known before the verifier
+    runs. ``expect`` is ``pass`` (the positive control: a known-good answer) or ``fail``
+    (a negative one); ``source`` says where the answer came from; ``canary`` marks a
+    negative control added to an ordinary model run."""
+
+    name: str
+    expect: str
+    source: str
+    canary: bool = False
+
+
+@dataclass(frozen=True)
 class Task:
     """One benchmark case with every suite default applied.
 
@@ -36,6 +49,10 @@ class Task:
     ``mode`` is ``answer`` (one generation per attempt) or ``agent`` (each attempt is a
     tool-calling loop of at most ``max_turns`` model calls, offered ``tools`` by name, each
     tool result capped at ``max_tool_output`` characters).
+    ``oracle`` is the task's known-good answer as scripted replies (one for a plain
+    answer, one per model call for an agent task); empty when the suite gives none.
+    ``control`` is set on the copy of a task that a control runs (suites/controls.py):
+    its ``scripted`` replies are then the control's answer.
     """
 
     suite: str
@@ -64,8 +81,11 @@ class Task:
     max_turns: int = 20
     tools: tuple[str, ...] = DEFAULT_TOOLS
     max_tool_output: int = 10_000
+    oracle: tuple[Any, ...] = ()
+    control: Control | None = None
 
     @property
     def key(self) -> str:
-        """A run-wide unique key: the suite file and the task id."""
-        return f"{self.path.as_posix()}::{self.id}"
+        """A run-wide unique key: the suite file and the task id (and the control)."""
+        key = f"{self.path.as_posix()}::{self.id}"
+        return key if self.control is None else f"{key}::control:{self.control.name}"

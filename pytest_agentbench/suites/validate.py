@@ -26,7 +26,7 @@ from jsonschema.protocols import Validator
 Parts = tuple[str | int, ...]
 
 #: The task keys a dataset record can fill, each from the field ``fields`` maps it to.
-DATASET_KEYS = ("id", "input", "target", "choices", "scripted")
+DATASET_KEYS = ("id", "input", "target", "choices", "scripted", "oracle")
 #: Template fields every task defines itself; vars may not take these names.
 RESERVED_FIELDS = ("input", "choices", "target")
 MAX_ID_LENGTH = 200
