@@ -222,5 +222,6 @@ class TaskItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         """Where the task is: its suite file (line 0; pytest's skip report needs a line
-        number, and a None here made a task marked ``skip`` an INTERNALERROR)."""
-        return self.path, 0, f"{self.task.suite}::{self.task.id}"
+        number, and a None here made a task marked ``skip`` an INTERNALERROR); the name
+        is the item's, so a control's carries the control."""
+        return self.path, 0, f"{self.task.suite}::{self.name}"

@@ -24,7 +24,8 @@ def verbose_word(record: Mapping[str, Any]) -> str:
     control = record.get("control")
     if isinstance(control, Mapping):
         verdict = word.lower()
-        word = {True: "BEHAVED", False: "MISBEHAVED"}.get(control.get("behaved"), word)
+        behaved = control.get("behaved")
+        word = "BEHAVED" if behaved is True else "MISBEHAVED" if behaved is False else word
         if word != verdict.upper():
             word = f"{word} (verdict {verdict}"
             reward = format_reward(record.get("reward"))

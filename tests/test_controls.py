@@ -1,0 +1,258 @@
+"""Controls (--agentbench-controls, --agentbench-canary) through real runs: planted broken
+suites are each flagged with the control that misbehaved and why; sound suites pass."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+MATCH_EVERYTHING = """
+[suite]
+name = "loose"
+verifier = { kind = "regex", pattern = ".*" }
+
+[[task]]
+id = "capital"
+input = "What is the capital of France?"
+oracle = "Paris"
+"""
+
+NEVER_IMPORTS = """
+[suite]
+name = "hollow"
+verifier = { kind = "python_tests" }
+
+[[task]]
+id = "double"
+input = '''def double(x: int) -> int:
+    \"\"\"Twice x.\"\"\"'''
+oracle = '''```python
+def double(x: int) -> int:
+    return 2 * x
+```'''
+target = '''
+def test_double():
+    assert 2 * 3 == 6
+'''
+"""
+
+ANY_OBJECT = """
+[suite]
+name = "shapeless"
+verifier = { kind = "json_schema", schema = { type = "object" } }
+
+[[task]]
+id = "point"
+input = "Give a point as JSON with x and y."
+oracle = '{"x": 1, "y": 2}'
+
+[[task]]
+id = "person"
+input = "Give a person as JSON with a name."
+oracle = '{"name": "Ada"}'
+"""
+
+WRONG_LETTER = """
+[suite]
+name = "quiz"
+verifier = { kind = "choice" }
+
+[[task]]
+id = "boiling"
+input = "At sea level, at what temperature does water boil?"
+choices = ["50 °C", "100 °C"]
+target = "A"
+oracle = "B"
+
+[[task]]
+id = "planet"
+input = "Which planet is the largest?"
+choices = ["Jupiter", "Mars"]
+target = "A"
+"""
+
+SOUND = """
+[suite]
+name = "sound"
+verifier = { kind = "exact" }
+
+[[task]]
+id = "one"
+input = "Say one."
+target = "one"
+scripted = ["one"]
+
+[[task]]
+id = "two"
+input = "Say two."
+target = "two"
+scripted = ["two"]
+
+[[task]]
+id = "summary"
+input = "Summarise."
+verifier = { kind = "includes" }
+target = ["alpha", "beta"]
+scripted = ["alpha and beta"]
+
+[[task]]
+id = "free"
+input = "Write anything."
+verifier = { kind = "json_schema", schema = { type = "object", required = ["a"] } }
+scripted = ['{"a": 1}']
+"""
+
+
+def run_controls(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, Any]:
+    result = pytester.runpytest("--agentbench", "--agentbench-controls", "-p", "no:randomly", *args)
+    summaries = sorted(Path(pytester.path, "agentbench-results").glob("*/summary.json"))
+    summary = json.loads(summaries[-1].read_text()) if summaries else None
+    return result, summary
+
+
+def flagged(summary: Any, task: str) -> dict[str, str]:
+    """The controls summary.json lists as misbehaving for ``task``, name → reason."""
+    for entry in summary["controls"]["misbehaving_tasks"]:
+        if entry["task_id"] == task:
+            return {c["name"]: c["reason"] for c in entry["controls"]}
+    return {}
+
+
+def test_a_regex_that_matches_everything_is_flagged(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", bench_loose=MATCH_EVERYTHING)
+    result, summary = run_controls(pytester)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "controls: 3 run — 1 behaved, 2 misbehaved",
+            "✗ loose::capital [[]empty[]]: negative control empty passed (an empty answer): "
+            "an empty answer passes: the verifier accepts anything*",
+            "✗ loose::capital [[]refusal[]]: negative control refusal passed*",
+        ]
+    )
+    assert set(flagged(summary, "capital")) == {"empty", "refusal"}
+    assert summary["controls"]["misbehaved"] == 2
+    assert summary["totals"]["tasks"] == 0  # controls are never scored
+
+
+def test_tests_that_never_import_the_solution_are_flagged(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", bench_hollow=NEVER_IMPORTS)
+    result, summary = run_controls(pytester)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "*hollow::double [[]returns-none[]]: negative control returns-none passed "
+            "(functions that return None): a function returning None passes: the tests "
+            "check nothing (do they import the solution?)*"
+        ]
+    )
+    bad = flagged(summary, "double")
+    assert {"empty", "refusal", "returns-none", "exits-0"} <= set(bad)
+    assert "positive" not in bad
+
+
+def test_a_schema_that_accepts_any_object_is_flagged(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", bench_shapeless=ANY_OBJECT)
+    result, summary = run_controls(pytester)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["*shapeless::point [[]empty-object[]]: negative control empty-object passed*"]
+    )
+    assert set(flagged(summary, "point")) == {"other-task", "empty-object"}
+    assert "empty" not in flagged(summary, "point")  # an empty answer is not JSON: it fails
+
+
+def test_a_wrong_choice_target_fails_the_positive_control(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", bench_quiz=WRONG_LETTER)
+    result, summary = run_controls(pytester)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "✗ quiz::boiling [[]positive[]]: positive control failed (answer from the task's "
+            "oracle): the known-good answer does not pass*"
+        ]
+    )
+    # "planet"'s answer, A, passes too: the very letter the wrong target names
+    assert set(flagged(summary, "boiling")) == {"positive", "other-task"}
+    assert flagged(summary, "planet") == {}  # its target is its answer: nothing to see
+
+
+def test_a_sound_suite_passes_its_controls_as_items(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", bench_sound=SOUND)
+    result, summary = run_controls(pytester, "-v")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            "*bench_sound.toml::one[[]control-positive[]] BEHAVED*",
+            "*bench_sound.toml::one[[]control-empty[]] BEHAVED (verdict failed*",
+            "*bench_sound.toml::one[[]control-other-task[]] BEHAVED*",
+        ]
+    )
+    controls = summary["controls"]
+    assert controls["misbehaved"] == 0 and controls["errors"] == 0
+    # one, two, summary: positive, empty, refusal, other-task; free: no positive control
+    # (a json_schema target is not an answer), then empty, refusal, other-task, empty-object
+    assert controls["run"] == 16 and controls["behaved"] == 16
+    assert [m["task_id"] for m in controls["without_positive_control"]] == ["free"]
+    result.stdout.fnmatch_lines(["? sound::free: no positive control: *add oracle = *"])
+    ctrf = json.loads(
+        next(Path(pytester.path, "agentbench-results").glob("*/ctrf.json")).read_text()
+    )
+    statuses = {t["name"].rpartition("::")[2]: t["status"] for t in ctrf["results"]["tests"]}
+    assert statuses["one[control-empty]"] == "passed"  # it behaved: the verdict failed
+    assert statuses["free[control-positive]"] == "skipped"
+    rollout = next(t for t in ctrf["results"]["tests"] if t["name"].endswith("one[control-empty]"))
+    assert rollout["rawStatus"] == "failed"
+    assert rollout["extra"]["pytest-agentbench.rollout"]["control"]["behaved"] is True
+
+
+def test_controls_are_selected_with_k(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", bench_sound=SOUND)
+    result, summary = run_controls(pytester, "-k", "refusal")
+    result.assert_outcomes(passed=4, deselected=13)
+    assert summary["controls"]["run"] == 4
+
+
+CANARY = """
+[suite]
+name = "canary"
+verifier = {{ kind = "regex", pattern = "{pattern}" }}
+
+[[task]]
+id = "a"
+input = "Say alpha."
+oracle = "alpha"
+scripted = ["alpha"]
+
+[[task]]
+id = "b"
+input = "Say beta."
+oracle = "beta"
+scripted = ["beta"]
+"""
+
+
+@pytest.mark.parametrize("pattern, invalid", [("^(alpha|beta)$", False), (".*", True)])
+def test_a_canary_that_passes_marks_the_run_invalid(
+    pytester: pytest.Pytester, pattern: str, invalid: bool
+) -> None:
+    pytester.makefile(".toml", bench_canary=CANARY.format(pattern=pattern))
+    result = pytester.runpytest("--agentbench", "--agentbench-canary", "-p", "no:randomly", "-v")
+    summary = json.loads(
+        next(Path(pytester.path, "agentbench-results").glob("*/summary.json")).read_text()
+    )
+    # the two tasks are scored; the canary (a third item, named for it) is not
+    result.stdout.fnmatch_lines(["*::?[[]canary-*"])
+    assert summary["totals"]["tasks"] == 2 and summary["totals"]["score"] == 1.0
+    assert summary["controls"]["canary"] == 1
+    if invalid:
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        assert summary["invalid"].startswith("1 canary control(s) passed")
+        assert summary["gate"]["ok"] is False
+        result.stdout.fnmatch_lines(["RESULT INVALID: 1 canary control(s) passed*", "gate: FAILED"])
+    else:
+        assert result.ret == pytest.ExitCode.OK
+        assert summary["invalid"] is None and summary["gate"] is None
