@@ -256,3 +256,79 @@ def test_a_canary_that_passes_marks_the_run_invalid(
     else:
         assert result.ret == pytest.ExitCode.OK
         assert summary["invalid"] is None and summary["gate"] is None
+
+
+def test_canaries_of_a_real_model_run_are_played_by_the_scripted_provider(
+    pytester: pytest.Pytester,
+) -> None:
+    """A model run (here an OpenAI-compatible server that answers "alpha" to everything):
+    its tasks go to the model, its canary to a scripted server of the run's own, so the
+    model never sees it. The canary's verdict decides the run's validity."""
+    from pytest_agentbench.scripted.server import ScriptedServer
+
+    pytester.makefile(".toml", bench_canary=CANARY.format(pattern="^(alpha|beta)$"))
+    with ScriptedServer(default=["alpha"]) as model:
+        result = pytester.runpytest(
+            "--agentbench",
+            "--agentbench-canary",
+            "--agentbench-model",
+            "openai-compat/any",
+            "--agentbench-base-url",
+            model.url,
+            "-p",
+            "no:randomly",
+        )
+        asked = len(model.requests)
+    assert asked == 2  # the two tasks; the canary never reached the model
+    summary = json.loads(
+        next(Path(pytester.path, "agentbench-results").glob("*/summary.json")).read_text()
+    )
+    assert summary["totals"]["tasks"] == 2 and summary["totals"]["score"] == 1.0
+    assert summary["controls"] == {**summary["controls"], "run": 1, "behaved": 1, "canary": 1}
+    assert summary["invalid"] is None
+    assert result.ret == pytest.ExitCode.OK
+
+
+HUMANEVAL_MANIFEST = """
+[suite]
+name = "humaneval-like"
+dataset = "data.jsonl"
+fields = { id = "task_id", input = "prompt", target = "test", oracle = "canonical_solution" }
+verifier = { kind = "python_tests" }
+"""
+
+
+def test_a_dataset_canonical_solution_body_is_the_positive_control(
+    pytester: pytest.Pytester,
+) -> None:
+    """HumanEval's canonical_solution is a function body: completed with the prompt it is
+    the known-good answer; the prompt's signature names the None-returning stub."""
+    rows = [
+        {
+            "task_id": "he-0",
+            "prompt": 'def triple(x: int) -> int:\n    """Three times x."""\n',
+            "canonical_solution": "    return 3 * x\n",
+            "test": "from solution import triple\n\n"
+            "def test_triple():\n    assert triple(2) == 6\n",
+        },
+        {
+            "task_id": "he-1",
+            "prompt": 'def shout(text: str) -> str:\n    """text in capitals."""\n',
+            "canonical_solution": "    return text.upper()\n",
+            "test": "from solution import shout\n\n"
+            "def test_shout():\n    assert shout('a') == 'A'\n",
+        },
+    ]
+    pytester.makefile(".jsonl", data="\n".join(json.dumps(row) for row in rows))
+    pytester.makefile(".toml", bench_he=HUMANEVAL_MANIFEST)
+    result, summary = run_controls(pytester, "-v")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "*::he-0[[]control-positive[]] BEHAVED*",
+            "*::he-0[[]control-returns-none[]] BEHAVED (verdict failed*",
+            "*::he-0[[]control-exits-0[]] BEHAVED (verdict failed*",
+        ]
+    )
+    # two tasks × positive, empty, refusal, other-task, returns-none, exits-0
+    assert summary["controls"]["run"] == 12 and summary["controls"]["behaved"] == 12
