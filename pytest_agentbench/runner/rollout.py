@@ -10,7 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.core.records import Attempt, FailureKind, Outcome, Rollout, failure_kind
+from pytest_agentbench.core.records import Attempt, Failure, FailureKind, Outcome, Rollout
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.core.usage import sum_usage
 from pytest_agentbench.errors import AgentbenchError, CircuitOpen, ModelError, ModelTimeout
@@ -164,6 +164,7 @@ def run_rollout(
     finish_reason: str | None = None
     turn_limit: str | None = None
     failure: FailureKind | None = None
+    failure_detail: Failure | None = None  # a model error's status, retries and detail
     agent: AgentSession | None = None
     if task.mode == "agent":
         try:
@@ -196,6 +197,7 @@ def run_rollout(
             trajectory.extend(run.trajectory)
             if run.stop in ("loop_killed", "timeout", "harness_error"):
                 outcome, failure = run.stop, run.failure
+                failure_detail = run.failure_detail
                 error = f"timeout after {timeout_s:g}s" if run.stop == "timeout" else run.error
                 break
             answer, finish_reason, messages = run.text, run.finish_reason, run.messages
@@ -243,7 +245,8 @@ def run_rollout(
                             "retries": list(getattr(exc, "retries", None) or []),
                         }
                     )
-                failure = failure_kind(exc)
+                failure_detail = Failure.from_error(exc)
+                failure = failure_detail.kind
                 if isinstance(exc, ModelTimeout):
                     outcome, error = "timeout", f"timeout after {timeout_s:g}s"
                 else:
@@ -327,4 +330,5 @@ def run_rollout(
             "feedback": task.feedback,
         },
         failure_kind=failure,
+        failure=failure_detail,
     )
