@@ -278,3 +278,25 @@ def test_the_published_schemas_load_and_are_valid_draft_2020_12() -> None:
         jsonschema.Draft202012Validator.check_schema(schema)
     with pytest.raises(KeyError, match="no schema named 'nope'"):
         schemas.load("nope")
+
+
+def test_a_merge_reads_each_record_through_its_type(tmp_path: Path) -> None:
+    """A shard whose summary holds a broken record is refused with the file, the place and
+    what is wrong (it used to be dropped without a word, changing the totals)."""
+    good = record_json()
+    broken = {k: v for k, v in record_json().items() if k != "outcome"}
+    broken["nodeid"] = "bench_a.toml::u"
+    run = tmp_path / "run"
+    run.mkdir()
+    summary = {"schema_version": 1, "run_id": "r", "settings": {}, "tasks": [good, broken]}
+    (run / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    merged = subprocess.run(
+        [sys.executable, "-m", "pytest_agentbench", "merge", str(run), "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert merged.returncode != 0
+    assert f"{run / 'summary.json'}: tasks[1] is not a task record" in merged.stderr
+    assert "'outcome' is missing" in merged.stderr
