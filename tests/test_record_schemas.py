@@ -87,6 +87,11 @@ def test_zero():
 scripted = ["```python\\ndef add(a, b):\\n    return a - b\\n```"]
 '''
 
+FIXED = "def add(a, b):\\n    return a + b\\n"
+WRITE = f'name = "write_file", arguments = {{ path = "calc.py", content = "{FIXED}" }}'
+RUN = (
+    """name = "bash", arguments = { command = "python -c 'import calc; print(calc.add(2, 3))'" }"""
+)
 AGENT = """
 [suite]
 name = "ag"
@@ -100,11 +105,11 @@ files = { "calc.py" = "def add(a, b):\\n    return a - b\\n" }
 verifier = { kind = "python_tests", module = "calc", tests = ["assert add(2, 3) == 5"] }
 scripted = [
   { text = "Reading.", tool_calls = [{ name = "read_file", arguments = { path = "calc.py" } }] },
-  { tool_calls = [{ name = "write_file", arguments = { path = "calc.py", content = "def add(a, b):\\n    return a + b\\n" } }] },
-  { tool_calls = [{ name = "bash", arguments = { command = "python -c 'import calc; print(calc.add(2, 3))'" } }] },
+  { tool_calls = [{ WRITE }] },
+  { tool_calls = [{ RUN }] },
   "Fixed: add() now adds.",
 ]
-"""
+""".replace("WRITE", WRITE).replace("RUN", RUN)
 
 SENTENCE = "I should double-check the total once more before answering. "
 
@@ -182,8 +187,9 @@ def test_a_varied_run_writes_only_files_that_match_their_schemas(
     assert outage["status"] == 503 and outage["retries"] == 2
     assert "attempts)" not in outage["message"]
     assert outage["evidence"].endswith("trajectory.json")
-    result.stdout.fnmatch_lines(["! trouble::outage: harness error: provider 503 unavailable"
-                                 " after 2 retries: *"])
+    result.stdout.fnmatch_lines(
+        ["! trouble::outage: harness error: provider 503 unavailable after 2 retries: *"]
+    )
     loop = found["loop"]["record"]
     assert loop["outcome"] == "loop_killed" and loop["failure"]["stage"] == "loop"
     assert found["right"]["record"]["failure"] is None
@@ -267,7 +273,7 @@ def test_a_failure_of_an_unknown_kind_or_stage_is_rejected() -> None:
     data["failure"]["stage"] = "somewhere"
     with pytest.raises(jsonschema.ValidationError):
         schemas.validate("task_record", data)
-    with pytest.raises(ValueError, match="failure.stage"):
+    with pytest.raises(ValueError, match=r"failure\.stage"):
         TaskRecord.from_json(data)
 
 
@@ -291,7 +297,15 @@ def test_a_merge_reads_each_record_through_its_type(tmp_path: Path) -> None:
     summary = {"schema_version": 1, "run_id": "r", "settings": {}, "tasks": [good, broken]}
     (run / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
     merged = subprocess.run(
-        [sys.executable, "-m", "pytest_agentbench", "merge", str(run), "--out", str(tmp_path / "o")],
+        [
+            sys.executable,
+            "-m",
+            "pytest_agentbench",
+            "merge",
+            str(run),
+            "--out",
+            str(tmp_path / "o"),
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -300,3 +314,66 @@ def test_a_merge_reads_each_record_through_its_type(tmp_path: Path) -> None:
     assert merged.returncode != 0
     assert f"{run / 'summary.json'}: tasks[1] is not a task record" in merged.stderr
     assert "'outcome' is missing" in merged.stderr
+
+
+FRAGILE = """
+import pytest
+from pytest_agentbench.verifiers import FunctionVerifier, Verdict
+
+def _crash_on_boom(check):
+    if check.answer.strip() == "boom":
+        raise RuntimeError("the checker broke")
+    return Verdict(1.0 if check.answer.strip() == "ok" else 0.0)
+
+@pytest.hookimpl
+def pytest_agentbench_verifiers():
+    return [FunctionVerifier("fragile", _crash_on_boom)]
+"""
+
+FAILING = """
+[suite]
+name = "crash"
+verifier = { kind = "fragile" }
+
+[[task]]
+id = "boom"
+input = "Say ok."
+scripted = ["boom"]
+"""
+
+LATE = """
+[suite]
+name = "late"
+verifier = { kind = "exact" }
+timeout_s = 1
+
+[[task]]
+id = "slow"
+input = "Say ok."
+target = "ok"
+scripted = [{ text = "ok", delay_s = 30 }]
+"""
+
+
+def test_verifier_crashes_and_deadlines_are_structured_where_they_happen(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(FRAGILE)
+    pytester.makefile(".toml", bench_crash=FAILING, bench_late=LATE)
+    pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+    run = latest(pytester)
+    validate_run(run)
+    found = tasks_of(run)
+    crash = found["boom"]["record"]["failure"]
+    assert (crash["kind"], crash["stage"]) == ("verifier_crash", "verifier")
+    assert crash["evidence"] == str(run / "tasks" / "crash" / "boom[scripted]" / "verifier")
+    assert "RuntimeError: the checker broke" in crash["message"]
+    late = found["slow"]
+    assert late["outcome"] == "timeout"
+    assert (late["failure"]["kind"], late["failure"]["stage"]) == ("model_timeout", "deadline")
+    ctrf = json.loads((run / "ctrf.json").read_text(encoding="utf-8"))
+    extras = {
+        t["name"].split("::")[-1]: t["extra"]["pytest-agentbench.rollout"]
+        for t in ctrf["results"]["tests"]
+    }
+    assert extras["boom"]["failure"] == crash

@@ -40,6 +40,7 @@ OUTCOMES: tuple[Outcome, ...] = (
     "harness_error",
 )
 
+
 @dataclass
 class Attempt:
     """One generation and its verdict. ``verdict`` is None when generation failed. In agent
@@ -90,8 +91,8 @@ class Rollout:
 
     def __post_init__(self) -> None:
         if self.failure is not None:
-            self.failure_kind = self.failure.kind
-        elif self.outcome == "loop_killed":
+            return
+        if self.outcome == "loop_killed":
             self.failure = Failure.of("loop_killed", self.error or "loop killed")
         elif self.failure_kind is not None:
             self.failure = Failure.of(self.failure_kind, self.error or self.outcome)
@@ -105,8 +106,11 @@ class Rollout:
         model: str,
         error: str,
         pass_threshold: float = 1.0,
+        *,
+        failure: Failure | None = None,
     ) -> Rollout:
-        """A rollout that never reached the model (the harness failed first)."""
+        """A rollout that never reached the model (the harness failed first); ``failure``
+        says where (by default: the harness itself)."""
         return cls(
             task_key=task_key,
             suite=suite,
@@ -122,6 +126,7 @@ class Rollout:
             elapsed_s=0.0,
             error=error,
             failure_kind="harness",
+            failure=failure,
         )
 
     @property

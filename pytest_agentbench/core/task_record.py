@@ -140,7 +140,9 @@ class Failure:
         obj = _object(data, where)
         kind = obj.get("kind")
         if kind not in FAILURE_KINDS:
-            raise ValueError(f"{where}.kind: expected one of {', '.join(FAILURE_KINDS)}, got {kind!r}")
+            raise ValueError(
+                f"{where}.kind: expected one of {', '.join(FAILURE_KINDS)}, got {kind!r}"
+            )
         stage = obj.get("stage")
         if stage not in FAILURE_STAGES:
             raise ValueError(
@@ -169,7 +171,9 @@ def _typed(obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...], wher
     if key not in obj:
         raise ValueError(f"{where}: the required field {key!r} is missing")
     value = obj[key]
-    bad_bool = isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,))
+    bad_bool = isinstance(value, bool) and bool not in (
+        kind if isinstance(kind, tuple) else (kind,)
+    )
     if bad_bool or not isinstance(value, kind):
         names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
         raise ValueError(f"{where}.{key}: expected {names}, got {type(value).__name__}")

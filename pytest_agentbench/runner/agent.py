@@ -296,6 +296,7 @@ class AgentSession:
             run.guards.append(guard.record())
             run.killed = exc.evidence
             run.stop, run.error = "loop_killed", str(exc)
+            run.failure_detail = Failure.of("loop_killed", run.error)
             run.trajectory.append({**where, "killed": exc.evidence, "answer_chars": len(run.text)})
             return False
         except ModelError as exc:

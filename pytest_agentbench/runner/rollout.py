@@ -12,8 +12,15 @@ from typing import Any
 
 from pytest_agentbench.core.records import Attempt, Failure, FailureKind, Outcome, Rollout
 from pytest_agentbench.core.stream import EventSink
+from pytest_agentbench.core.task_record import FailureStage
 from pytest_agentbench.core.usage import sum_usage
-from pytest_agentbench.errors import AgentbenchError, CircuitOpen, ModelError, ModelTimeout
+from pytest_agentbench.errors import (
+    AgentbenchError,
+    CircuitOpen,
+    ModelError,
+    ModelTimeout,
+    SandboxError,
+)
 from pytest_agentbench.models.base import Generation, ModelClient, ModelRequest
 from pytest_agentbench.models.usage import recovered_usage
 from pytest_agentbench.runner.agent import AgentSession
@@ -113,6 +120,11 @@ def _open_agent(
     return AgentSession.open(task, client, tools, root, isolation=mode)
 
 
+def _where(verifier_dir: Path | None) -> str | None:
+    """The verifier folder, the evidence of a verifier's failure (None when there is none)."""
+    return None if verifier_dir is None else str(verifier_dir)
+
+
 def _workspace_entry(agent: AgentSession) -> dict[str, Any]:
     """The trajectory's last entry in agent mode: where the workspace was kept, what was
     pruned from it, and the containment its commands ran under."""
@@ -170,8 +182,15 @@ def run_rollout(
         try:
             agent = _open_agent(task, client, tools, verifier_dir, isolation)
         except AgentbenchError as exc:
+            stage: FailureStage = "sandbox" if isinstance(exc, SandboxError) else "harness"
             return Rollout.harness_error(
-                task.key, task.suite, task.id, client.spec.label, str(exc), task.pass_threshold
+                task.key,
+                task.suite,
+                task.id,
+                client.spec.label,
+                str(exc),
+                task.pass_threshold,
+                failure=Failure(kind="harness", stage=stage, message=str(exc)),
             )
         agent.max_tokens, agent.stream = max_tokens, stream
         agent.kill_policy = kill_policy or KillPolicy()
@@ -180,6 +199,7 @@ def run_rollout(
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             outcome, error = "timeout", f"timeout after {timeout_s:g}s"
+            failure_detail = Failure(kind="model_timeout", stage="deadline", message=error)
             break
         attempt = Attempt(index=index)
         attempts.append(attempt)
@@ -227,6 +247,7 @@ def run_rollout(
                 attempt.error = str(exc)
                 trajectory.append({"killed": exc.evidence, "answer_chars": len(guard.answer)})
                 outcome, error = "loop_killed", str(exc)
+                failure_detail = Failure.of("loop_killed", error)
                 break
             except ModelError as exc:
                 attempt.elapsed_s = time.monotonic() - t0
@@ -272,6 +293,7 @@ def run_rollout(
         except Exception as exc:  # a crashing verifier is the harness's fault, not the model's
             outcome, failure = "harness_error", "verifier_crash"
             error = f"verifier {task.verifier.kind!r} raised {type(exc).__name__}: {exc}"
+            failure_detail = Failure.of(failure, error, evidence=_where(verifier_dir))
             attempt.error = error
             break
         if verdict is None:
@@ -280,6 +302,7 @@ def run_rollout(
                 f"timeout after {timeout_s:g}s: verifier {task.verifier.kind!r} of attempt "
                 f"{index + 1} had not finished"
             )
+            failure_detail = Failure.of(failure, error, evidence=_where(verifier_dir))
             attempt.error = error
             break
         attempt.verdict = asdict(verdict)

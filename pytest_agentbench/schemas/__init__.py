@@ -64,8 +64,7 @@ def validate(name: str, document: Any) -> None:
     from referencing import Registry, Resource
 
     registry: Registry[Any] = Registry().with_resources(
-        (BASE_URI + f"{other}.schema.json", Resource.from_contents(load(other)))
-        for other in NAMES
+        (BASE_URI + f"{other}.schema.json", Resource.from_contents(load(other))) for other in NAMES
     )
     validator = jsonschema.Draft202012Validator(load(name), registry=registry)
     error = jsonschema.exceptions.best_match(validator.iter_errors(document))
