@@ -44,7 +44,7 @@ class SuiteError(AgentbenchError):
 class ModelError(AgentbenchError):
     """A model request failed; ``endpoint`` is the URL (never with credentials), ``status``
     the HTTP status when the provider answered with one, ``detail`` the provider's own
-    words about it ("" when it gave none). Set by the clients as the error
+    words from an HTTP error response ("" for any other error). Set by the clients as the error
     travels up: ``partial`` (what arrived before it, a Generation, or None),
     ``retry_after`` (seconds the server asked for, or None), ``retries`` (one entry per
     retried attempt) and ``retry_note`` (why retrying stopped, as appended to the message,

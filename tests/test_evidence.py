@@ -416,6 +416,12 @@ def test_provider_overloaded_line_with_retries() -> None:
     assert failure_reason({**failed, "failure": once}) == (
         "harness error: provider 529 overloaded: Overloaded"
     )
+    # an error met inside a stream has a status but no HTTP error response: its own text
+    in_stream = "scripted: overloaded_error in the stream from http://127.0.0.1:1/x: busy"
+    streamed = _failure(in_stream, status=529, retries=2)
+    assert failure_reason({**failed, "error": in_stream, "failure": streamed}) == (
+        f"harness error: {in_stream} (after 2 retries)"
+    )
     # a status in the text alone means nothing: only the structured status counts
     assert failure_reason(failed) == f"harness error: {error}"
     plain_text = "scripted: HTTP 500 from http://127.0.0.1:1/x: outage"

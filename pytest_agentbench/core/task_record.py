@@ -85,7 +85,8 @@ class Failure:
     """What went wrong, set where it went wrong: its ``kind`` and ``stage``, the
     ``message`` as written for people (without any retry note), the ``evidence`` file that
     shows it (None when none does), the HTTP ``status`` a provider answered with and how
-    many ``retries`` were spent first, and the provider's own ``detail`` ("" when none)."""
+    many ``retries`` were spent first, and the provider's own words from an HTTP error
+    response as ``detail`` ("" for any other failure)."""
 
     kind: FailureKind
     stage: FailureStage

@@ -242,10 +242,11 @@ def _int(value: Any) -> int | None:
 
 
 def _harness_line(record: Mapping[str, Any]) -> str:
-    """``provider 529 overloaded after 4 retries: <detail>`` for a provider status that was
-    retried or is a rate limit; else the error text, with any retry count as a suffix.
-    Status, retry count, detail and message come from the record's structured
-    ``failure`` (set where the error happened); a record without one shows its error."""
+    """``provider 529 overloaded after 4 retries: <detail>`` for an HTTP error response
+    (a failure with a status and the provider's ``detail``) that was retried or is a rate
+    limit; else the error text, with any retry count as a suffix. Status, retry count,
+    detail and message come from the record's structured ``failure`` (set where the error
+    happened); a record without one shows its error."""
     failure = record.get("failure")
     failure = failure if isinstance(failure, Mapping) else {}
     message = failure.get("message")
@@ -254,10 +255,10 @@ def _harness_line(record: Mapping[str, Any]) -> str:
     retries = max(0, _int(failure.get("retries")) or 0)
     after = f"after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
     status = _int(failure.get("status"))
-    if status is not None and (retries or status in RATE_LIMIT_STATUSES):
+    detail = _clean(str(failure.get("detail") or "")).strip(" :")
+    if status is not None and detail and (retries or status in RATE_LIMIT_STATUSES):
         line = f"provider {status} {_STATUS_WORDS.get(status, 'error')}"
         line += f" {after}" if after else ""
-        detail = _clean(str(failure.get("detail") or "")).strip(" :")
         return "harness error: " + cut(f"{line}: {detail}" if detail else line)
     return "harness error: " + cut(text) + (f" ({after})" if after else "")
 
