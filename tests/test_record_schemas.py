@@ -377,3 +377,22 @@ def test_verifier_crashes_and_deadlines_are_structured_where_they_happen(
         for t in ctrf["results"]["tests"]
     }
     assert extras["boom"]["failure"] == crash
+
+
+def test_resume_reads_the_earlier_record_through_its_type(pytester: pytest.Pytester) -> None:
+    """A finished task whose stored record is not a task record (here its outcome is gone)
+    runs again on resume instead of being reported from a record with no outcome."""
+    pytester.makefile(".toml", bench_answers=ANSWERS)
+    pytester.runpytest("--agentbench", "-p", "no:cacheprovider").assert_outcomes(
+        passed=2, failed=1
+    )
+    result_json = latest(pytester) / "tasks" / "answers" / "right[scripted]" / "result.json"
+    stored = json.loads(result_json.read_text(encoding="utf-8"))
+    del stored["record"]["outcome"]
+    result_json.write_text(json.dumps(stored), encoding="utf-8")
+    again = pytester.runpytest("--agentbench", "-p", "no:cacheprovider", "--agentbench-resume")
+    again.assert_outcomes(passed=2, failed=1)
+    again.stdout.fnmatch_lines(["2 task(s) resumed from the earlier run (not sent again)"])
+    rerun = json.loads(result_json.read_text(encoding="utf-8"))["record"]
+    assert rerun["outcome"] == "passed" and not rerun.get("resumed")
+    validate_run(latest(pytester))
