@@ -147,8 +147,8 @@ def run_task_item(
     )
     if rollout.outcome != "passed":
         reason = failure_reason(record)
-        record["message"] = reason
-        record["trace"] = failure_details(rollout, reason, str(directory))
+        trace = failure_details(rollout, reason, str(directory))
+        record = TaskRecord.from_json(record).with_fields(message=reason, trace=trace).to_json()
     redacted: dict[str, Any] = redact(record, state.secrets)  # same shape: a JSON object
     write_result(
         directory, rollout, redacted, fingerprint=settings.fingerprint(), secrets=state.secrets

@@ -396,3 +396,18 @@ def test_resume_reads_the_earlier_record_through_its_type(pytester: pytest.Pytes
     rerun = json.loads(result_json.read_text(encoding="utf-8"))["record"]
     assert rerun["outcome"] == "passed" and not rerun.get("resumed")
     validate_run(latest(pytester))
+
+
+def test_the_schemas_and_the_types_name_the_same_values() -> None:
+    """One enumeration each: the published schema lists exactly the outcomes, failure kinds
+    and stages of the types, and requires exactly the fields the record always writes."""
+    from pytest_agentbench.core.records import OUTCOMES
+    from pytest_agentbench.core.task_record import FAILURE_KINDS, FAILURE_STAGES
+
+    schema = schemas.load("task_record")
+    assert schema["$defs"]["outcome"]["enum"] == list(OUTCOMES)
+    failure = schema["$defs"]["failure"]["properties"]
+    assert failure["kind"]["enum"] == list(FAILURE_KINDS)
+    assert failure["stage"]["enum"] == list(FAILURE_STAGES)
+    assert set(schema["required"]) == set(record_json())
+    assert set(schemas.load("ctrf_extra")["required"]) <= set(record_json()) | {"reruns"}
