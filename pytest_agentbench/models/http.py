@@ -113,12 +113,14 @@ class ErrorMapping:
                 self.spec.label, self.public_endpoint, status, counts, error_detail(text)
             )
         kind = RateLimited if status in RATE_LIMIT_STATUSES else ProviderError
+        detail = error_detail(text)
         error = kind(
-            f"{self.spec.label}: HTTP {status} from {self.public_endpoint}: {error_detail(text)}",
+            f"{self.spec.label}: HTTP {status} from {self.public_endpoint}: {detail}",
             endpoint=self.public_endpoint,
             status=status,
+            detail=detail,
         )
-        error.retry_after = retry_after_seconds(response.headers)  # type: ignore[attr-defined]
+        error.retry_after = retry_after_seconds(response.headers)
         return error
 
     def _timeout_error(self, request: Any) -> ModelTimeout:
@@ -185,9 +187,7 @@ def _reads_as_stream(response: httpx.Response, asked: bool) -> bool:
 def attach_partial(error: ModelError, partial: Any) -> ModelError:
     """Give ``error`` the contract every client keeps: ``partial`` (what arrived, or None)
     and ``retry_after`` (None unless the server said)."""
-    error.partial = partial  # type: ignore[attr-defined]
-    if not hasattr(error, "retry_after"):
-        error.retry_after = None  # type: ignore[attr-defined]
+    error.partial = partial
     return error
 
 

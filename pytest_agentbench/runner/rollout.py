@@ -10,10 +10,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.core.records import Attempt, FailureKind, Outcome, Rollout
+from pytest_agentbench.core.records import Attempt, Failure, FailureKind, Outcome, Rollout
 from pytest_agentbench.core.stream import EventSink
+from pytest_agentbench.core.task_record import FailureStage
 from pytest_agentbench.core.usage import sum_usage
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.errors import AgentbenchError, SandboxError
 from pytest_agentbench.models.base import ModelClient
 from pytest_agentbench.runner.agent import AgentSession
 from pytest_agentbench.runner.loopguard import KillPolicy
@@ -109,6 +110,11 @@ def _open_session(
     return AgentSession.open(task, client, tools, root, isolation=mode, **options)
 
 
+def _where(verifier_dir: Path | None) -> str | None:
+    """The verifier folder, the evidence of a verifier's failure (None when there is none)."""
+    return None if verifier_dir is None else str(verifier_dir)
+
+
 def _workspace_entry(agent: AgentSession) -> dict[str, Any] | None:
     """The trajectory's last entry in agent mode: where the workspace was kept, what was
     pruned from it, and the containment its commands ran under. None without one."""
@@ -164,6 +170,7 @@ def run_rollout(
     finish_reason: str | None = None
     turn_limit: str | None = None
     failure: FailureKind | None = None
+    failure_detail: Failure | None = None  # a model error's status, retries and detail
     try:
         session = _open_session(
             task,
@@ -176,14 +183,22 @@ def run_rollout(
             kill_policy=kill_policy or KillPolicy(),
         )
     except AgentbenchError as exc:
+        stage: FailureStage = "sandbox" if isinstance(exc, SandboxError) else "harness"
         return Rollout.harness_error(
-            task.key, task.suite, task.id, client.spec.label, str(exc), task.pass_threshold
+            task.key,
+            task.suite,
+            task.id,
+            client.spec.label,
+            str(exc),
+            task.pass_threshold,
+            failure=Failure(kind="harness", stage=stage, message=str(exc)),
         )
 
     for index in range(total_attempts):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             outcome, error = "timeout", f"timeout after {timeout_s:g}s"
+            failure_detail = Failure(kind="model_timeout", stage="deadline", message=error)
             break
         attempt = Attempt(index=index)
         attempts.append(attempt)
@@ -200,6 +215,7 @@ def run_rollout(
         trajectory.extend(run.trajectory)
         if run.stop in ("loop_killed", "timeout", "harness_error"):
             outcome, failure = run.stop, run.failure
+            failure_detail = run.failure_detail
             error = f"timeout after {timeout_s:g}s" if run.stop == "timeout" else run.error
             break
         answer, finish_reason, messages = run.text, run.finish_reason, run.messages
@@ -219,6 +235,7 @@ def run_rollout(
         except Exception as exc:  # a crashing verifier is the harness's fault, not the model's
             outcome, failure = "harness_error", "verifier_crash"
             error = f"verifier {task.verifier.kind!r} raised {type(exc).__name__}: {exc}"
+            failure_detail = Failure.of(failure, error, evidence=_where(verifier_dir))
             attempt.error = error
             break
         if verdict is None:
@@ -227,6 +244,7 @@ def run_rollout(
                 f"timeout after {timeout_s:g}s: verifier {task.verifier.kind!r} of attempt "
                 f"{index + 1} had not finished"
             )
+            failure_detail = Failure.of(failure, error, evidence=_where(verifier_dir))
             attempt.error = error
             break
         attempt.verdict = asdict(verdict)
@@ -278,4 +296,5 @@ def run_rollout(
             "feedback": task.feedback,
         },
         failure_kind=failure,
+        failure=failure_detail,
     )
