@@ -58,13 +58,14 @@ def whole_reply(reply: str, tokens: int) -> bytes:
         "usage": {"prompt_tokens": 1, "completion_tokens": tokens, "total_tokens": tokens + 1},
     }
     data = json.dumps(body).encode()
-    head = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(data)}\r\n\r\n"
+    head = (
+        f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(data)}\r\n\r\n"
+    )
     return head.encode() + data
 
 
 STREAM_HEAD = (
-    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-    b"transfer-encoding: chunked\r\n\r\n"
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
 )
 NOT_FOUND = b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n"
 

@@ -31,6 +31,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -134,6 +135,7 @@ def threaded_floor(url: str, count: int, processes: int, threads: int) -> float:
 def run_pytest(folder: Path, *args: str) -> Run:
     """One pytest subprocess in ``folder``: wall, CPU and peak RSS (from wait4), and the
     run phase from ctrf.json when it is an agentbench run."""
+    print(f"  {folder.name} {' '.join(args[-4:])}", file=sys.stderr, flush=True)
     out = folder / "agentbench-results"
     env = {**os.environ, "OPENAI_API_KEY": "x"}
     with open(folder / "pytest.log", "w") as log:
@@ -187,12 +189,13 @@ def line(figure: str, value: str, target: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", type=int, default=1000, help="serial run size")
-    parser.add_argument("--flight-tasks", type=int, default=512, help="saturation run size")
-    parser.add_argument("--memory", default="1000,5000", help="two sizes for memory per task")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--tasks", type=int, default=600, help="serial run size")
+    parser.add_argument("--flight-tasks", type=int, default=384, help="saturation run size")
+    parser.add_argument("--memory", default="1000,3000", help="two sizes for memory per task")
+    parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="small sizes, one round")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so the servers are stopped
     if args.quick:
         args.tasks, args.flight_tasks, args.memory, args.rounds = 300, 256, "300,1500", 1
     small, large = args.tasks // 10, args.tasks
@@ -203,8 +206,10 @@ def main() -> None:
     serial = ("--agentbench-concurrency", "1")
     with tempfile.TemporaryDirectory(prefix="agentbench-bench-") as tmp:
         root = Path(tmp)
-        print(f"floor server at {fast_url} (and {slow_url}, {LATENCY_S * 1000:.0f} ms);"
-              f" python {sys.version.split()[0]}; {os.cpu_count()} CPU(s); best of {rounds}")
+        print(
+            f"floor server at {fast_url} (and {slow_url}, {LATENCY_S * 1000:.0f} ms);"
+            f" python {sys.version.split()[0]}; {os.cpu_count()} CPU(s); best of {rounds}"
+        )
         try:
             runs: dict[str, list[Run]] = {}
 
@@ -219,7 +224,9 @@ def main() -> None:
                     source = FLOOR_TEST.format(url=fast_url, count=count)
                     take(f"floor {count}", plain(root, f"floor{count}", source))
             b = {key: best(value) for key, value in runs.items()}
-            marginal_ours = (b[f"ours {large}"].wall_s - b[f"ours {small}"].wall_s) / (large - small)
+            marginal_ours = (b[f"ours {large}"].wall_s - b[f"ours {small}"].wall_s) / (
+                large - small
+            )
             marginal_floor = (b[f"floor {large}"].wall_s - b[f"floor {small}"].wall_s) / (
                 large - small
             )
@@ -230,8 +237,14 @@ def main() -> None:
                 flight = processes * threads
                 mine, floor = [], []
                 for _ in range(rounds):
-                    run = ours(root, slow_url, args.flight_tasks, "--agentbench-concurrency",
-                               str(threads), *extra)
+                    run = ours(
+                        root,
+                        slow_url,
+                        args.flight_tasks,
+                        "--agentbench-concurrency",
+                        str(threads),
+                        *extra,
+                    )
                     mine.append(run)
                     floor.append(threaded_floor(slow_url, args.flight_tasks, processes, threads))
                 phase = min(run.phase_s for run in mine)
@@ -242,8 +255,10 @@ def main() -> None:
             mem = {}
             for size in (mem_small, mem_large):
                 mem[f"ours {size}"] = min(ours(root, fast_url, size).rss_kib for _ in range(rounds))
-                source = (f"import pytest\n\n@pytest.mark.parametrize('i', range({size}))\n"
-                          "def test_nothing(i):\n    pass\n")
+                source = (
+                    f"import pytest\n\n@pytest.mark.parametrize('i', range({size}))\n"
+                    "def test_nothing(i):\n    pass\n"
+                )
                 mem[f"plain {size}"] = min(
                     plain(root, f"mem{size}", source).rss_kib for _ in range(rounds)
                 )
@@ -252,28 +267,42 @@ def main() -> None:
                 process.terminate()
                 process.wait()
 
-    print(f"\nserial, zero latency: {small} and {large} tasks; in flight: {args.flight_tasks}"
-          f" tasks at {LATENCY_S * 1000:.0f} ms; memory: {mem_small} and {mem_large} tasks\n")
+    print(
+        f"\nserial, zero latency: {small} and {large} tasks; in flight: {args.flight_tasks}"
+        f" tasks at {LATENCY_S * 1000:.0f} ms; memory: {mem_small} and {mem_large} tasks\n"
+    )
     print(f"  {'figure':<58}{'measured':>12}")
     line(
         "marginal per-task cost ÷ pytest + one streamed httpx request",
-        f"{marginal_ours / marginal_floor:.2f}x", "<= 1.25x",
+        f"{marginal_ours / marginal_floor:.2f}x",
+        "<= 1.25x",
     )
-    print(f"    (ours {marginal_ours * 1000:.2f} ms, floor {marginal_floor * 1000:.2f} ms per task)")
+    print(
+        f"    (ours {marginal_ours * 1000:.2f} ms, floor {marginal_floor * 1000:.2f} ms per task)"
+    )
     for label, target in (("64", ">= 0.9"), ("128", ">= 0.8"), ("-n 2 x 32", ">= 0.8")):
         eff, floor_eff, ratio = flights[label]
-        name = f"efficiency at {label} in flight ÷ plain threads" if label[0] != "-" else (
-            "-n 2 x 32 ÷ two plain processes x 32 threads")
+        name = (
+            f"efficiency at {label} in flight ÷ plain threads"
+            if label[0] != "-"
+            else ("-n 2 x 32 ÷ two plain processes x 32 threads")
+        )
         line(name, f"{ratio:.2f}", target)
         print(f"    (ours {eff:.2f} of ideal, floor {floor_eff:.2f})")
     start_ratio = b["start ours"].wall_s / b["start floor"].wall_s
-    line("start-up with --agentbench, one task ÷ plain pytest, one test",
-         f"{start_ratio:.2f}x", "<= 1.3x")
+    line(
+        "start-up with --agentbench, one task ÷ plain pytest, one test",
+        f"{start_ratio:.2f}x",
+        "<= 1.3x",
+    )
     print(f"    (ours {b['start ours'].wall_s:.2f} s, floor {b['start floor'].wall_s:.2f} s)")
     grow_ours = (mem[f"ours {mem_large}"] - mem[f"ours {mem_small}"]) / (mem_large - mem_small)
     grow_plain = (mem[f"plain {mem_large}"] - mem[f"plain {mem_small}"]) / (mem_large - mem_small)
-    line("memory per task above pytest's own per-test growth",
-         f"{grow_ours - grow_plain:.2f} KiB", "<= 1 KiB")
+    line(
+        "memory per task above pytest's own per-test growth",
+        f"{grow_ours - grow_plain:.2f} KiB",
+        "<= 1 KiB",
+    )
     print(f"    (ours {grow_ours:.2f} KiB, plain pytest {grow_plain:.2f} KiB per test)")
     cpu_task = (cpu_at_64 - b["start ours"].cpu_s) / args.flight_tasks
     line("CPU per task at saturation (64 in flight)", f"{cpu_task * 1000:.2f} ms", "<= 3 ms")
