@@ -8,6 +8,8 @@ openai-compat/x``) over a suite generated in a temp folder, against ``bench/floo
 in its own process: a standard-library server that does nothing but answer, so its cost
 does not hide ours. Every floor meets the same server in the same run; each figure is the
 best of ``--rounds`` (ours and the floor alternate, so a busy moment hits both alike).
+Both sides run as a user's would: bytecode cached (``PYTHONDONTWRITEBYTECODE`` dropped) and
+the project's test-only plugins off (``NO_DEV``).
 
 1. marginal per-task cost: zero latency, streamed, ``--agentbench-concurrency 1``:
    (wall at N tasks - wall at N/10) / (N - N/10), against the same for a plain pytest file
@@ -42,6 +44,10 @@ from pathlib import Path
 LATENCY_S = 0.2
 HERE = Path(__file__).resolve().parent
 MODEL_ARGS = ("--agentbench", "--agentbench-model", "openai-compat/x")
+#: The project's test-only plugins (its dev extra), off on both sides: a user's pytest
+#: need not have them. xdist stays (``-n 2``), and anyio's plugin comes with httpx.
+NO_DEV: tuple[str, ...] = ("-p", "no:hypothesispytest", "-p", "no:rerunfailures")
+NO_DEV += ("-p", "no:pytest-split", "-p", "no:timeout")
 
 
 @dataclass(frozen=True)
@@ -138,10 +144,11 @@ def run_pytest(folder: Path, *args: str) -> Run:
     print(f"  {folder.name} {' '.join(args[-4:])}", file=sys.stderr, flush=True)
     out = folder / "agentbench-results"
     env = {**os.environ, "OPENAI_API_KEY": "x"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as users run: modules compiled once, cached
     with open(folder / "pytest.log", "w") as log:
         started = time.perf_counter()
         child = subprocess.Popen(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *NO_DEV, *args],
             cwd=folder,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from pathlib import Path
@@ -58,6 +60,35 @@ def _bounded_options(verifier: Verifier, options: Mapping[str, Any], deadline: f
     return {**options, "timeout_s": left}
 
 
+class _VerifierThread:
+    """The daemon thread that runs the verifications of one rollout thread, one at a time,
+    reused from task to task (a new thread per verification cost more than the built-in
+    verifiers themselves). A verifier that overruns its deadline keeps its thread: the
+    rollout thread is given a new one. The thread ends when its rollout thread does."""
+
+    local = threading.local()
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        threading.Thread(
+            target=self._serve, args=(self.jobs,), name="agentbench-verifier", daemon=True
+        ).start()
+        weakref.finalize(self, self.jobs.put, None)
+
+    @staticmethod
+    def _serve(jobs: queue.SimpleQueue[Callable[[], None] | None]) -> None:
+        while (job := jobs.get()) is not None:
+            job()
+            del job
+
+    @classmethod
+    def mine(cls) -> _VerifierThread:
+        helper: _VerifierThread | None = getattr(cls.local, "helper", None)
+        if helper is None:
+            helper = cls.local.helper = cls()
+        return helper
+
+
 def _verify_by(verifier: Verifier, check: Check, deadline: float) -> Verdict | None:
     """``_verify`` bounded by the task's deadline: None when the verifier has not answered
     by then (an in-process verifier is left to finish in a daemon thread; a sandboxed one
@@ -67,6 +98,7 @@ def _verify_by(verifier: Verifier, check: Check, deadline: float) -> Verdict | N
     if options is not None:
         check = dataclasses.replace(check, options=options)
     box: list[tuple[Verdict | BaseException, float]] = []
+    done = threading.Event()
 
     def run() -> None:
         result: Verdict | BaseException
@@ -75,12 +107,15 @@ def _verify_by(verifier: Verifier, check: Check, deadline: float) -> Verdict | N
         except BaseException as exc:  # handed to the caller's thread
             result = exc
         box.append((result, time.monotonic()))
+        done.set()
 
-    worker = threading.Thread(target=run, name="agentbench-verifier", daemon=True)
-    worker.start()
-    worker.join(max(deadline - time.monotonic(), 0.0))
-    if options is not None and worker.is_alive():
-        worker.join(CLEANUP_GRACE_S)  # its command was stopped at the deadline
+    helper = _VerifierThread.mine()
+    helper.jobs.put(run)
+    done.wait(max(deadline - time.monotonic(), 0.0))
+    if options is not None and not done.is_set():
+        done.wait(CLEANUP_GRACE_S)  # its command was stopped at the deadline
+    if not done.is_set():
+        _VerifierThread.local.helper = None  # it is stuck: the next verification gets a new one
     if not box or box[0][1] > deadline:
         return None
     result = box[0][0]
