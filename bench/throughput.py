@@ -233,10 +233,10 @@ def main() -> None:
             b = {key: best(value) for key, value in runs.items()}
 
             def marginal(side: str, what: str) -> float:
-                cheapest = [
+                cheapest: list[float] = [
                     min(getattr(run, what) for run in runs[f"{side} {n}"]) for n in (small, large)
                 ]
-                return float(cheapest[1] - cheapest[0]) / (large - small)
+                return (cheapest[1] - cheapest[0]) / (large - small)
 
             marginal_ours, marginal_floor = marginal("ours", "wall_s"), marginal("floor", "wall_s")
             cpu_ours, cpu_floor = marginal("ours", "cpu_s"), marginal("floor", "cpu_s")
