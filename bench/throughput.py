@@ -205,7 +205,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so the servers are stopped
     if args.quick:
         args.tasks, args.flight_tasks, args.memory, args.rounds = 300, 256, "300,1500", 1
-    small, large = args.tasks // 10, args.tasks
+    small, large = int(args.tasks) // 10, int(args.tasks)
     mem_small, mem_large = (int(size) for size in args.memory.split(","))
     rounds = args.rounds
     fast, fast_url = start_server()
