@@ -10,7 +10,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.core.records import Attempt, FailureKind, Outcome, Rollout, failure_kind
 from pytest_agentbench.core.stream import EventSink
@@ -18,13 +18,15 @@ from pytest_agentbench.core.usage import sum_usage
 from pytest_agentbench.errors import AgentbenchError, CircuitOpen, ModelError, ModelTimeout
 from pytest_agentbench.models.base import Generation, ModelClient, ModelRequest
 from pytest_agentbench.models.usage import recovered_usage
-from pytest_agentbench.runner.agent import AgentSession
 from pytest_agentbench.runner.loopguard import KillPolicy, LoopGuard, LoopKilled
 from pytest_agentbench.runner.repair import repair_request, repairs_allowed
-from pytest_agentbench.runner.tools import BUILTIN_TOOLS, Tool
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.base import Check, Verdict, Verifier
 from pytest_agentbench.verifiers.sandboxed import discard_foreign_files
+
+if TYPE_CHECKING:  # the agent loop (and its sandbox) is imported by agent tasks only
+    from pytest_agentbench.runner.agent import AgentSession
+    from pytest_agentbench.runner.tools import Tool
 
 
 def _verify(verifier: Verifier, check: Check) -> Verdict:
@@ -141,6 +143,9 @@ def _open_agent(
 ) -> AgentSession:
     if verifier_dir is None:
         raise AgentbenchError(f"task {task.id!r}: agent mode needs a rollout directory")
+    from pytest_agentbench.runner.agent import AgentSession
+    from pytest_agentbench.runner.tools import BUILTIN_TOOLS
+
     if tools is None:
         tools = {tool.name: tool for tool in BUILTIN_TOOLS}
     mode = isolation or str(task.verifier.options.get("isolation", "auto"))
