@@ -8,6 +8,9 @@ Run: .venv/bin/python bench/tricks.py [--rounds 5]
    tests for the first failure and the counts. Realistic: a 200-test report (a task's test
    file); stress: 60 000 tests with long messages (~30 MB), and the same above the cap.
    CPU seconds (best of ``--rounds``) and peak traced memory (tracemalloc) of each.
+2. models/ratelimit_remote.py (the run's shared limit served to xdist workers over
+   loopback TCP): one acquire + release, in one process and through the service, next to
+   what a request costs anyway (a model's reply takes 0.2 s and more).
 """
 
 from __future__ import annotations
@@ -94,11 +97,36 @@ def ctrf(rounds: int) -> None:
             )
 
 
+def limit_cost(count: int) -> None:
+    from pytest_agentbench.models.ratelimit import SharedLimit
+    from pytest_agentbench.models.ratelimit_remote import LimitService, RemoteLimit
+
+    print(f"2. shared limit: {count} acquire + release pairs, one at a time")
+    local = SharedLimit(max_connections=64, rpm=10**9)
+    started = time.perf_counter()
+    for _ in range(count):
+        local.release(local.acquire(None), "ok")
+    per_local = (time.perf_counter() - started) / count * 1e6
+    service = LimitService(SharedLimit(max_connections=64, rpm=10**9))
+    remote = RemoteLimit(service.start())
+    try:
+        started = time.perf_counter()
+        for _ in range(count):
+            remote.release(remote.acquire(None), "ok")
+        per_remote = (time.perf_counter() - started) / count * 1e6
+    finally:
+        remote.close()
+        service.stop()
+    print(f"   in one process:               {per_local:7.1f} us per request")
+    print(f"   from a worker (loopback TCP): {per_remote:7.1f} us per request")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     ctrf(args.rounds)
+    limit_cost(5000)
 
 
 if __name__ == "__main__":
