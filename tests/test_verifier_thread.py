@@ -57,3 +57,30 @@ def test_a_stuck_verifier_keeps_its_thread_and_the_next_task_gets_a_new_one(
     )
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(["verifier threads: 2 for 4 verifications *"])
+
+
+def test_exact_and_includes_run_in_the_rollout_thread_itself() -> None:
+    import threading
+    import time
+    from pathlib import Path
+
+    from pytest_agentbench.runner import rollout
+    from pytest_agentbench.suites.task import Task
+    from pytest_agentbench.verifiers.base import Check
+    from pytest_agentbench.verifiers.text import EXACT, INCLUDES
+
+    seen: list[object] = []
+
+    def in_a_fresh_thread() -> None:
+        task = Task(
+            suite="s", id="t", index=0, path=Path("s.toml"), input="q", prompt="q", target="a"
+        )
+        for verifier in (EXACT, INCLUDES):
+            verdict = rollout._verify_by(verifier, Check("a", task, {}), time.monotonic() + 5)
+            assert verdict is not None and verdict.reward == 1.0
+        seen.append(getattr(rollout._VerifierThread.local, "helper", None))
+
+    worker = threading.Thread(target=in_a_fresh_thread)
+    worker.start()
+    worker.join()
+    assert seen == [None], "no verifier thread was made for them"

@@ -23,6 +23,7 @@ from pytest_agentbench.runner.repair import repair_request, repairs_allowed
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.base import Check, Verdict, Verifier
 from pytest_agentbench.verifiers.sandboxed import discard_foreign_files
+from pytest_agentbench.verifiers.text import EXACT, INCLUDES
 
 if TYPE_CHECKING:  # the agent loop (and its sandbox) is imported by agent tasks only
     from pytest_agentbench.runner.agent import AgentSession
@@ -36,6 +37,10 @@ def _verify(verifier: Verifier, check: Check) -> Verdict:
         verdict = Verdict(reward, verdict.metrics, verdict.details, verdict.feedback, verdict.error)
     return verdict
 
+
+#: Built-in verifiers whose work is a few string operations on the answer: they run in
+#: the rollout's own thread (handing them to another thread cost more than they do).
+_INLINE = (EXACT, INCLUDES)
 
 #: How long a verifier whose own time limit was cut to the task's deadline may take past
 #: it to stop its command and clean up; its verdict is not used either way.
@@ -94,8 +99,12 @@ class _VerifierThread:
 def _verify_by(verifier: Verifier, check: Check, deadline: float) -> Verdict | None:
     """``_verify`` bounded by the task's deadline: None when the verifier has not answered
     by then (an in-process verifier is left to finish in a daemon thread; a sandboxed one
-    has its command's limit cut to the deadline). An exception of the verifier
+    has its command's limit cut to the deadline; the string checks of ``_INLINE`` run in
+    this thread). An exception of the verifier
     propagates."""
+    if any(verifier is quick for quick in _INLINE):
+        verdict = _verify(verifier, check)
+        return verdict if time.monotonic() <= deadline else None
     options = _bounded_options(verifier, check.options, deadline)
     if options is not None:
         check = dataclasses.replace(check, options=options)
