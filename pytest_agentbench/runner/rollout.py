@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.core.records import Attempt, Failure, FailureKind, Outcome, Rollout
 from pytest_agentbench.core.stream import EventSink
@@ -19,10 +21,13 @@ from pytest_agentbench.models.base import ModelClient
 from pytest_agentbench.runner.agent import AgentSession
 from pytest_agentbench.runner.loopguard import KillPolicy
 from pytest_agentbench.runner.repair import repair_request, repairs_allowed
-from pytest_agentbench.runner.tools import BUILTIN_TOOLS, Tool
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.base import Check, Verdict, Verifier
 from pytest_agentbench.verifiers.sandboxed import discard_foreign_files
+from pytest_agentbench.verifiers.text import EXACT, INCLUDES
+
+if TYPE_CHECKING:  # the agent's tools (and their sandbox) are imported by agent tasks only
+    from pytest_agentbench.runner.tools import Tool
 
 
 def _verify(verifier: Verifier, check: Check) -> Verdict:
@@ -32,6 +37,10 @@ def _verify(verifier: Verifier, check: Check) -> Verdict:
         verdict = Verdict(reward, verdict.metrics, verdict.details, verdict.feedback, verdict.error)
     return verdict
 
+
+#: Built-in verifiers whose work is a few string operations on the answer: they run in
+#: the rollout's own thread (handing them to another thread cost more than they do).
+_INLINE = (EXACT, INCLUDES)
 
 #: How long a verifier whose own time limit was cut to the task's deadline may take past
 #: it to stop its command and clean up; its verdict is not used either way.
@@ -58,15 +67,49 @@ def _bounded_options(verifier: Verifier, options: Mapping[str, Any], deadline: f
     return {**options, "timeout_s": left}
 
 
+class _VerifierThread:
+    """The daemon thread that runs the verifications of one rollout thread, one at a time,
+    reused from task to task (a new thread per verification cost more than the built-in
+    verifiers themselves). A verifier that overruns its deadline keeps its thread: the
+    rollout thread is given a new one. The thread ends when its rollout thread does."""
+
+    local = threading.local()
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        threading.Thread(
+            target=self._serve, args=(self.jobs,), name="agentbench-verifier", daemon=True
+        ).start()
+        weakref.finalize(self, self.jobs.put, None)
+
+    @staticmethod
+    def _serve(jobs: queue.SimpleQueue[Callable[[], None] | None]) -> None:
+        while (job := jobs.get()) is not None:
+            job()
+            del job
+
+    @classmethod
+    def mine(cls) -> _VerifierThread:
+        helper: _VerifierThread | None = getattr(cls.local, "helper", None)
+        if helper is None:
+            helper = cls.local.helper = cls()
+        return helper
+
+
 def _verify_by(verifier: Verifier, check: Check, deadline: float) -> Verdict | None:
     """``_verify`` bounded by the task's deadline: None when the verifier has not answered
     by then (an in-process verifier is left to finish in a daemon thread; a sandboxed one
-    has its command's limit cut to the deadline). An exception of the verifier
+    has its command's limit cut to the deadline; the string checks of ``_INLINE`` run in
+    this thread). An exception of the verifier
     propagates."""
+    if any(verifier is quick for quick in _INLINE):
+        verdict = _verify(verifier, check)
+        return verdict if time.monotonic() <= deadline else None
     options = _bounded_options(verifier, check.options, deadline)
     if options is not None:
         check = dataclasses.replace(check, options=options)
     box: list[tuple[Verdict | BaseException, float]] = []
+    done = threading.Event()
 
     def run() -> None:
         result: Verdict | BaseException
@@ -75,12 +118,15 @@ def _verify_by(verifier: Verifier, check: Check, deadline: float) -> Verdict | N
         except BaseException as exc:  # handed to the caller's thread
             result = exc
         box.append((result, time.monotonic()))
+        done.set()
 
-    worker = threading.Thread(target=run, name="agentbench-verifier", daemon=True)
-    worker.start()
-    worker.join(max(deadline - time.monotonic(), 0.0))
-    if options is not None and worker.is_alive():
-        worker.join(CLEANUP_GRACE_S)  # its command was stopped at the deadline
+    helper = _VerifierThread.mine()
+    helper.jobs.put(run)
+    done.wait(max(deadline - time.monotonic(), 0.0))
+    if options is not None and not done.is_set():
+        done.wait(CLEANUP_GRACE_S)  # its command was stopped at the deadline
+    if not done.is_set():
+        _VerifierThread.local.helper = None  # it is stuck: the next verification gets a new one
     if not box or box[0][1] > deadline:
         return None
     result = box[0][0]
@@ -103,6 +149,8 @@ def _open_session(
         return AgentSession.plain(task, client, **options)
     if verifier_dir is None:
         raise AgentbenchError(f"task {task.id!r}: agent mode needs a rollout directory")
+    from pytest_agentbench.runner.tools import BUILTIN_TOOLS
+
     if tools is None:
         tools = {tool.name: tool for tool in BUILTIN_TOOLS}
     mode = isolation or str(task.verifier.options.get("isolation", "auto"))
