@@ -45,6 +45,7 @@ def stand_in_record(
     no rollout record. The cause is kept whole (``error``, ``trace``); a task ended by
     pytest-timeout is a ``timeout``, anything else a ``harness_error``."""
     from pytest_agentbench.artifacts.record import record_without_rollout
+    from pytest_agentbench.core.task_record import TaskRecord
     from pytest_agentbench.core.usage import sum_usage
     from pytest_agentbench.errors import unexpected_cause
     from pytest_agentbench.report.evidence import collapse, failure_reason
@@ -76,10 +77,11 @@ def stand_in_record(
         pass_threshold=task.pass_threshold,
         usage=sum_usage([]),
     )
+    typed = TaskRecord.from_json(record)
     if excinfo is not None:
-        record["trace"] = f"{cause}\ncause: {unexpected_cause(excinfo.value)}"
-    record["message"] = failure_reason(record)  # the readable line; ``error`` is whole
-    return record
+        typed = typed.with_fields(trace=f"{cause}\ncause: {unexpected_cause(excinfo.value)}")
+    # the readable line; ``error`` is whole
+    return typed.with_fields(message=failure_reason(record)).to_json()
 
 
 class RecordCollector:

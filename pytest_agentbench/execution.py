@@ -17,6 +17,7 @@ from pytest_agentbench.artifacts.rollout_files import (
     write_rollout,
 )
 from pytest_agentbench.core.records import Rollout
+from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import ModelError, unexpected_cause
 from pytest_agentbench.report.controls import control_message
 from pytest_agentbench.report.evidence import collapse, cut, failure_reason
@@ -156,22 +157,23 @@ def run_task_item(
         min_score=task.min_score,
     )
     if control is not None:
-        record["model"] = "scripted"
-        record["control"] = control_fields(
+        fields = control_fields(
             name=control.name,
             expect=control.expect,
             source=control.source,
             canary=control.canary,
             outcome=rollout.outcome,
         )
+        typed = TaskRecord.from_json(record).with_fields(model="scripted", control=fields)
+        record = typed.to_json()
     if control is not None and record["control"]["behaved"] is False:
         reason = control_message(record)
-        record["message"] = reason
-        record["trace"] = failure_details(rollout, reason, str(directory))
+        trace = failure_details(rollout, reason, str(directory))
+        record = TaskRecord.from_json(record).with_fields(message=reason, trace=trace).to_json()
     elif rollout.outcome != "passed":
         reason = failure_reason(record)
-        record["message"] = reason
-        record["trace"] = failure_details(rollout, reason, str(directory))
+        trace = failure_details(rollout, reason, str(directory))
+        record = TaskRecord.from_json(record).with_fields(message=reason, trace=trace).to_json()
     redacted: dict[str, Any] = redact(record, secrets)  # same shape: a JSON object
     write_result(directory, rollout, redacted, fingerprint=settings.fingerprint(), secrets=secrets)
     return redacted
@@ -187,9 +189,12 @@ def resumable_record(state: RunState, directory: Path, nodeid: str) -> dict[str,
     result = read_result(directory)
     if result is None or result.get("fingerprint") != settings.fingerprint():
         return None
-    record = result.get("record")
-    if not isinstance(record, dict) or record.get("nodeid") != nodeid:
+    try:
+        record = TaskRecord.from_json(result.get("record"))
+    except ValueError:  # not a task record (damaged, or from a tool it never was): run again
         return None
-    if settings.retry_errors and record.get("outcome") == "harness_error":
+    if record.nodeid != nodeid:
         return None
-    return {**record, "resumed": True}
+    if settings.retry_errors and record.outcome == "harness_error":
+        return None
+    return record.with_fields(resumed=True).to_json()

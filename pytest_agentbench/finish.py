@@ -110,7 +110,7 @@ def summary_section(terminalreporter: Any, config: pytest.Config, state: RunStat
     )
     for line in lines:
         terminalreporter.write_line(line)
-    not_sent = [r for r in records if str(r.get("error") or "").startswith("not sent:")]
+    not_sent = [r for r in records if r.get("failure_kind") == "circuit_open"]
     if not_sent:
         terminalreporter.write_line(
             f"circuit breaker: {len(not_sent)} task(s) not sent — {not_sent[0]['error']}"

@@ -66,11 +66,14 @@ def control_item_name(plan: Planned) -> str:
 
 def missing_control_record(plan: Planned, nodeid: str, file: str) -> dict[str, Any]:
     """The record of a positive control that cannot run (no known-good answer): counted
-    and reported as "no positive control", never silently left out."""
+    and reported as "no positive control", never silently left out. No answer was
+    played: its outcome is ``failed`` with no verdict, no failure, and the control's
+    ``missing`` saying why (its item is skipped, its CTRF status ``skipped``)."""
     import time
 
     from pytest_agentbench.artifacts.controls import control_fields
     from pytest_agentbench.artifacts.record import record_without_rollout
+    from pytest_agentbench.core.task_record import TaskRecord
 
     control = plan.control
     record = record_without_rollout(
@@ -79,13 +82,13 @@ def missing_control_record(plan: Planned, nodeid: str, file: str) -> dict[str, A
         suite=plan.task.suite,
         task_id=plan.task.id,
         model="scripted",
-        outcome="skipped",
+        outcome="failed",
         cause=plan.missing,
-        failure_kind="none",
+        failure_kind="harness",
         start_ms=int(time.time() * 1000),
         duration_ms=0,
     )
-    record["control"] = control_fields(
+    fields = control_fields(
         name=control.name,
         expect=control.expect,
         source=control.source,
@@ -93,7 +96,8 @@ def missing_control_record(plan: Planned, nodeid: str, file: str) -> dict[str, A
         outcome=None,
         missing=plan.missing,
     )
-    return record
+    typed = TaskRecord.from_json(record)
+    return typed.with_fields(failure=None, failure_kind=None, control=fields).to_json()
 
 
 class SuiteFile(pytest.File):

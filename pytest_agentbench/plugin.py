@@ -7,14 +7,14 @@ heavier than this module and the settings is imported.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentbench.collector import RecordCollector
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.run import STATE_KEY, RunState
-from pytest_agentbench.settings import HOSTED_NEED_KEY, PROVIDER_ENV, resolve_settings
+from pytest_agentbench.stash import STATE_KEY
+
+if TYPE_CHECKING:
+    from pytest_agentbench.run import RunState
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -32,6 +32,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("agentbench"):
         return
+    from pytest_agentbench.collector import RecordCollector
+    from pytest_agentbench.errors import AgentbenchError
+    from pytest_agentbench.run import RunState
+    from pytest_agentbench.settings import HOSTED_NEED_KEY, PROVIDER_ENV, resolve_settings
+
     try:
         settings = resolve_settings(config.getoption, config.getini, os.environ)
     except AgentbenchError as exc:

@@ -28,6 +28,7 @@ import pytest
 from pytest_agentbench.artifacts.paths import new_run_id, point_latest
 from pytest_agentbench.inflight import InFlight
 from pytest_agentbench.services import RunServices
+from pytest_agentbench.stash import STATE_KEY as STATE_KEY  # re-exported: the glue's key
 from pytest_agentbench.urls import url_secrets
 
 if TYPE_CHECKING:
@@ -39,8 +40,6 @@ if TYPE_CHECKING:
 SECRET_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 #: Environment variables whose URL credentials (``user:password@``) are secrets too.
 SECRET_URL_ENV = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
-
-STATE_KEY = pytest.StashKey["RunState"]()
 
 
 def resume_dir(out_dir: Path, target: str) -> Path:

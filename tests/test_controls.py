@@ -332,3 +332,28 @@ def test_a_dataset_canonical_solution_body_is_the_positive_control(
     )
     # two tasks × positive, empty, refusal, other-task, returns-none, exits-0
     assert summary["controls"]["run"] == 12 and summary["controls"]["behaved"] == 12
+
+
+def test_every_file_of_a_controls_run_matches_its_schema(pytester: pytest.Pytester) -> None:
+    """The control records (misbehaved, behaved, no positive control), their rollout
+    folders, summary.json and ctrf.json all validate against the published schemas."""
+    import jsonschema
+
+    from pytest_agentbench import schemas
+
+    pytester.makefile(".toml", bench_loose=MATCH_EVERYTHING, bench_sound=SOUND)
+    run_controls(pytester)
+    run = (pytester.path / "agentbench-results" / "latest").resolve()
+    seen: dict[str, int] = {}
+    for path in sorted(p for p in run.rglob("*.json") if p.is_file()):
+        name = schemas.schema_for(path.relative_to(run))
+        assert name is not None, f"no schema for {path.relative_to(run)}"
+        try:
+            schemas.validate(name, json.loads(path.read_text()))
+        except jsonschema.ValidationError as exc:
+            pytest.fail(f"{path.relative_to(run)} does not match {name!r}: {exc.message}")
+        seen[name] = seen.get(name, 0) + 1
+    assert seen["result"] == 19 and seen["summary"] == 1 and seen["ctrf"] == 1
+    summary = json.loads((run / "summary.json").read_text())
+    missing = [t for t in summary["tasks"] if (t["control"] or {}).get("missing")]
+    assert [t["task_id"] for t in missing] == ["free"]
