@@ -256,7 +256,32 @@ def check_partial_coverage(block: dx.Block, request: pytest.FixtureRequest) -> N
 
 #: Bench output blocks on pages without marks: page -> the script that prints them.
 BENCH_SCRIPTS = {"docs/reliability.md": "bench/clients.py"}
+
+
 #: Output blocks and the run that produces them: (page, first line) -> check.
+def check_controls_output(block: dx.Block, request: pytest.FixtureRequest) -> None:
+    """The controls block of a real ``--agentbench-controls`` run of the page's own
+    planted suite (its ``loose`` TOML block), line for line."""
+    import subprocess
+    import sys
+
+    page = ROOT / block.doc
+    suite = next(b for b in dx.blocks(page) if b.lang == "toml" and 'name = "loose"' in b.text)
+    where = request.getfixturevalue("tmp_path")
+    (where / "bench_loose.toml").write_text(suite.text, encoding="utf-8")
+    options = ["-p", "no:randomly", "-p", "no:cacheprovider", "bench_loose.toml"]
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "--agentbench", "--agentbench-controls", *options],
+        cwd=where,
+        capture_output=True,
+        text=True,
+        timeout=300,  # a hang guard only
+    )
+    lines = run.stdout.splitlines()
+    start = lines.index(block.first)
+    assert lines[start : start + len(block.text.splitlines())] == block.text.splitlines()
+
+
 OUTPUT_CHECKS: dict[tuple[str, str], Callable[[dx.Block, pytest.FixtureRequest], None]] = {
     ("README.md", "===="): check_readme_summary,
     ("README.md", "agentbench-results/<run-id>/"): check_run_layout,
@@ -268,4 +293,5 @@ OUTPUT_CHECKS: dict[tuple[str, str], Callable[[dx.Block, pytest.FixtureRequest],
     ("docs/suite-format.md", "bench_math.toml: invalid suite"): check_suite_error,
     ("docs/verifiers.md", "bench_quiz.toml: invalid suite"): check_verifier_setup_error,
     ("docs/run-reports.md", "{"): check_partial_coverage,
+    ("docs/trust-your-suite.md", "controls: "): check_controls_output,
 }

@@ -240,7 +240,9 @@ def test_a_canary_that_passes_marks_the_run_invalid(
     pytester: pytest.Pytester, pattern: str, invalid: bool
 ) -> None:
     pytester.makefile(".toml", bench_canary=CANARY.format(pattern=pattern))
-    result = pytester.runpytest("--agentbench", "--agentbench-canary", "-p", "no:randomly", "-v")
+    result = pytester.runpytest(
+        "--agentbench", "--agentbench-canary", "--agentbench-markdown", "run.md", "-v"
+    )
     summary = json.loads(
         next(Path(pytester.path, "agentbench-results").glob("*/summary.json")).read_text()
     )
@@ -253,9 +255,17 @@ def test_a_canary_that_passes_marks_the_run_invalid(
         assert summary["invalid"].startswith("1 canary control(s) passed")
         assert summary["gate"]["ok"] is False
         result.stdout.fnmatch_lines(["RESULT INVALID: 1 canary control(s) passed*", "gate: FAILED"])
+        ctrf = json.loads(
+            next(Path(pytester.path, "agentbench-results").glob("*/ctrf.json")).read_text()
+        )
+        run_extra = ctrf["results"]["environment"]["extra"]["pytest-agentbench.run"]
+        assert run_extra["invalid"] == summary["invalid"]
+        markdown = (pytester.path / "run.md").read_text()
+        assert f"**Result invalid**: {summary['invalid']}" in markdown
     else:
         assert result.ret == pytest.ExitCode.OK
         assert summary["invalid"] is None and summary["gate"] is None
+        assert "Result invalid" not in (pytester.path / "run.md").read_text()
 
 
 def test_canaries_of_a_real_model_run_are_played_by_the_scripted_provider(

@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_agentbench.artifacts.controls import task_records
 from pytest_agentbench.artifacts.coverage import partial_line
 from pytest_agentbench.artifacts.score_stats import interval_text
+from pytest_agentbench.report.controls import control_lines
 from pytest_agentbench.report.evidence import failure_reason
 from pytest_agentbench.report.terminal import tokens_text
 
@@ -135,7 +137,12 @@ def markdown_summary(
             for c in gate["checks"]
         )
         lines += ["", f"Score gate {verdict}: {checks}"]
-    failures = [r for r in records if r.get("outcome") != "passed"]
+    if summary.get("invalid"):
+        lines += ["", f"**Result invalid**: {summary['invalid']}"]
+    controls = control_lines(records)
+    if controls:
+        lines += ["", "### Controls", "", *(f"- {_cell(line)}" for line in controls)]
+    failures = [r for r in task_records(records) if r.get("outcome") != "passed"]
     if failures:
         lines += ["", "### Not passed", ""]
         for record in failures[:MAX_FAILURES]:
