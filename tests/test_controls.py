@@ -367,3 +367,37 @@ def test_every_file_of_a_controls_run_matches_its_schema(pytester: pytest.Pytest
     summary = json.loads((run / "summary.json").read_text())
     missing = [t for t in summary["tasks"] if (t["control"] or {}).get("missing")]
     assert [t["task_id"] for t in missing] == ["free"]
+
+
+def test_controls_under_xdist_reach_the_controller(pytester: pytest.Pytester) -> None:
+    """Control records travel from the workers like task records: the controller's
+    summary counts every control, and a misbehaving one fails the run."""
+    pytester.makefile(".toml", bench_loose=MATCH_EVERYTHING, bench_sound=SOUND)
+    result, summary = run_controls(pytester, "-n", "2")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    controls = summary["controls"]
+    assert controls["run"] == 19 and controls["misbehaved"] == 2
+    assert controls["no_positive_control"] == 1
+    result.stdout.fnmatch_lines(["✗ loose::capital [[]empty[]]: negative control empty passed*"])
+
+
+def test_the_canary_is_drawn_with_the_seed() -> None:
+    """The same seed and suite draw the same canary; over seeds every negative control of
+    every task can be drawn (none is favoured by construction)."""
+    from pytest_agentbench.suites.controls import plan_canary
+    from pytest_agentbench.suites.task import Task, VerifierConfig
+
+    tasks = [
+        Task("s", name, i, Path("bench_s.toml"), name, name, name, verifier=VerifierConfig("exact"))
+        for i, name in enumerate(["a", "b", "c"])
+    ]
+
+    def drawn(seed: int) -> tuple[str, str]:
+        canary = plan_canary(tasks, seed, "s")
+        assert canary is not None and canary.run is not None and canary.control.canary
+        assert canary.run.control == canary.control and canary.run.repairs == 0
+        return canary.task.id, canary.control.name
+
+    assert drawn(7) == drawn(7)
+    seen = {drawn(seed) for seed in range(200)}
+    assert seen == {(t, c) for t in "abc" for c in ("empty", "refusal", "other-task")}
