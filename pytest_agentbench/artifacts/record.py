@@ -3,6 +3,7 @@ ctrf.json, summary.json and the terminal summary. JSON-safe, a few hundred bytes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,10 @@ def task_record(
     rollout_dir: Path,
     max_tokens: int | None,
     min_score: float | None = None,
+    sampling: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Summarise ``rollout`` for the run-level reports (the details stay in result.json)."""
+    """Summarise ``rollout`` for the run-level reports (the details stay in result.json).
+    ``sampling`` is the sampling settings sent with its requests (``Sampling.public()``)."""
     verdict = rollout.verdict
     feedback = [
         str(a.verdict.get("feedback"))
@@ -52,6 +55,7 @@ def task_record(
             "error": verdict.get("error"),
         },
         "max_tokens": max_tokens,
+        "sampling": dict(sampling or {}),
         "min_score": min_score,
         "start_ms": int(rollout.started_at * 1000),
         "duration_ms": max(0, int(rollout.elapsed_s * 1000)),

@@ -36,6 +36,7 @@ from pytest_agentbench.models.http import (
     error_detail,
     ignore_events,
 )
+from pytest_agentbench.models.sampling_wire import apply_sampling
 from pytest_agentbench.models.sse import StringSlot
 from pytest_agentbench.models.usage import normalise_anthropic_usage, recovered_usage
 
@@ -204,7 +205,7 @@ class AnthropicClient(ProtocolClient):
                 for tool in request.tools
             ]
         body["stream"] = request.stream
-        return body
+        return apply_sampling("anthropic", body, request.sampling)
 
     def _new_received(self) -> _Received:
         return _Received()

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from pytest_agentbench.core.sampling import Sampling
 from pytest_agentbench.core.stream import EventSink, StreamEvent
 from pytest_agentbench.core.usage import Usage
 from pytest_agentbench.errors import AgentbenchError
@@ -24,6 +25,7 @@ __all__ = [
     "ModelClient",
     "ModelRequest",
     "ModelSpec",
+    "Sampling",
     "StreamEvent",
     "ToolCall",
     "ToolSpec",
@@ -115,8 +117,10 @@ class ModelRequest:
       "is_error": bool}`` (a tool's result)
 
     ``system`` is sent the way the protocol wants it; ``tools`` are offered with the
-    protocol's native tool calling. ``script_key`` and ``turn`` let the scripted provider
-    pick the reply; real providers never see them.
+    protocol's native tool calling. ``sampling`` (temperature, seed, ...) goes in each
+    protocol's own fields (models/sampling_wire.py); unset ones are not sent.
+    ``script_key`` and ``turn`` let the scripted provider pick the reply; real providers
+    never see them.
     """
 
     messages: tuple[Mapping[str, Any], ...]
@@ -127,6 +131,7 @@ class ModelRequest:
     stream: bool = True
     script_key: str | None = None
     turn: int = 0
+    sampling: Sampling = field(default_factory=Sampling)
 
 
 @dataclass(frozen=True)

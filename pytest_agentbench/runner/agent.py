@@ -282,6 +282,7 @@ class AgentSession:
             stream=self.stream,
             script_key=self.task.key,
             turn=self.calls,
+            sampling=self.task.sampling,
         )
         self.calls += 1
         where = {"attempt": index + 1, "turn": turn, "call": self.calls}

@@ -209,6 +209,7 @@ def run_rollout(
                 stream=stream,
                 script_key=task.key,
                 turn=index,
+                sampling=task.sampling,
             )
             if on_phase is not None:
                 on_phase("waiting" if index == 0 else f"repair {index}")
