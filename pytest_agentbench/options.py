@@ -247,7 +247,7 @@ def _add_sampling(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--agentbench-reasoning-effort",
-        choices=("none", "minimal", "low", "medium", "high"),
+        choices=("none", "minimal", "low", "medium", "high", "xhigh"),
         help="reasoning effort (Chat Completions and Responses)",
     )
     group.addoption(
@@ -266,6 +266,6 @@ def _add_sampling(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
     parser.addini("agentbench_top_k", "top-k sampling (Anthropic)")
     parser.addini("agentbench_seed", "sampling seed (Chat Completions)")
     parser.addini("agentbench_stop", "stop sequences, one a line", type="linelist")
-    parser.addini("agentbench_reasoning_effort", "none, minimal, low, medium or high")
+    parser.addini("agentbench_reasoning_effort", "none, minimal, low, medium, high or xhigh")
     parser.addini("agentbench_thinking_budget", "thinking budget in tokens (Anthropic)")
     parser.addini("agentbench_extra_body", "JSON object merged last into every request body")

@@ -27,7 +27,7 @@ SAMPLING_FIELDS = (
 )
 
 #: What ``reasoning_effort`` may say (the OpenAI values).
-REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 
 #: Keys of a request body that ``extra_body`` may not set: the harness owns them.
 RESERVED_BODY_KEYS = (

@@ -416,12 +416,12 @@ class _Loader:
         """A well-formed ``sampling`` table (the schema checked it) as Sampling, each
         setting the run's protocol cannot send recorded as a problem where it is written."""
         for key, reason in self.sampling_check(table) if self.sampling_check else ():
-            self.add(index, where(key), reason)
+            self.add(index, where(key), f"cannot be sent: {reason}")
         try:
             return Sampling.parse(table)
         except ValueError as exc:  # what the schema lets through (NaN)
             key, _, reason = str(exc).partition(": ")
-            self.add(index, where(key), reason)
+            self.add(index, where(key), f"has a bad value: {reason}")
             return Sampling()
 
     def _check_tools(self, index: int | None, names: Any, where: Callable[[int], str]) -> None:
