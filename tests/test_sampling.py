@@ -286,3 +286,39 @@ def test_a_resumed_task_whose_suite_sampling_changed_runs_again(
     run(pytester, server, "--agentbench-resume").assert_outcomes(passed=2)
     # "own" sets its own temperature (unchanged, resumed); "suite" took the suite's: re-sent
     assert [r["body"]["messages"][-1]["content"] for r in server.requests[2:]] == ["b"]
+
+
+AGENT_SUITE = """
+[suite]
+name = "agent-samp"
+mode = "agent"
+timeout_s = 60
+sampling = { temperature = 0.3, seed = 5 }
+
+[[task]]
+id = "touch"
+input = "Make ok.txt."
+verifier = { kind = "command", run = "test -f ok.txt" }
+scripted = [
+  { tool_calls = [{ name = "bash", arguments = { command = "touch ok.txt" } }] },
+  "done",
+]
+"""
+
+
+def test_every_call_of_an_agent_loop_carries_the_settings(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", bench_agent_samp=AGENT_SUITE)
+    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    run_dir = (pytester.path / "agentbench-results" / "latest").resolve()
+    task = run_dir / "tasks" / "agent-samp" / "touch[scripted]"
+    calls = json.loads((task / "trajectory.json").read_text())["requests"][:-1]
+    bodies = [call["request"]["body"] for call in calls]
+    assert len(bodies) == 2
+    for body in bodies:
+        assert (body["temperature"], body["seed"]) == (0.3, 5)
+        assert set(body) - BASE_KEYS["chat"] == {"temperature", "seed", "tools"}
+    assert json.loads((task / "result.json").read_text())["record"]["sampling"] == {
+        "temperature": 0.3,
+        "seed": 5,
+    }

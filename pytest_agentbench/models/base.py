@@ -127,11 +127,11 @@ class ModelRequest:
     system: str | None = None
     tools: tuple[ToolSpec, ...] = ()
     max_tokens: int | None = None
+    sampling: Sampling = field(default_factory=Sampling)
     timeout_s: float | None = None
     stream: bool = True
     script_key: str | None = None
     turn: int = 0
-    sampling: Sampling = field(default_factory=Sampling)
 
 
 @dataclass(frozen=True)

@@ -276,13 +276,13 @@ class AgentSession:
         request = ModelRequest(
             messages=tuple(run.messages),
             system=self.task.system,
+            sampling=self.task.sampling,
             tools=specs,
             max_tokens=self.max_tokens,
             timeout_s=deadline - time.monotonic(),
             stream=self.stream,
             script_key=self.task.key,
             turn=self.calls,
-            sampling=self.task.sampling,
         )
         self.calls += 1
         where = {"attempt": index + 1, "turn": turn, "call": self.calls}

@@ -204,12 +204,12 @@ def run_rollout(
             request = ModelRequest(
                 messages=tuple(messages),
                 system=task.system,
+                sampling=task.sampling,
                 max_tokens=max_tokens,
                 timeout_s=remaining,
                 stream=stream,
                 script_key=task.key,
                 turn=index,
-                sampling=task.sampling,
             )
             if on_phase is not None:
                 on_phase("waiting" if index == 0 else f"repair {index}")
