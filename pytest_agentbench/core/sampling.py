@@ -121,7 +121,7 @@ def _number(value: Any, integer: bool = False) -> bool:
 
 
 def sampling_problems(values: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """Every bad setting in ``values`` as ``(key, what was expected, got what)``; unset
+    """Every bad setting in ``values`` as ``(key, problem)``; unset
     (None) values are fine. The suite schema says the same for suite files."""
     problems: list[tuple[str, str]] = []
 
