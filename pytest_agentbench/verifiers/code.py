@@ -33,6 +33,7 @@ from pytest_agentbench.verifiers.sandboxed import (
     clear_artifacts,
     discard_foreign_files,
     limits_from,
+    run_sandboxed,
     write_artifact,
 )
 from pytest_agentbench.verifiers.text import cannot_judge, excerpt, unusable
@@ -91,8 +92,10 @@ def tests_source(check: Check, module: str) -> str:
     )
 
 
-def _read_report(channel: Any, nonce: str) -> tuple[dict[str, Any] | None, str]:
-    """The inner run's report when it carries ``nonce``; else None and why."""
+def read_report(
+    channel: Any, nonce: str, key: str = inner_ctrf.EXTRA_KEY
+) -> tuple[dict[str, Any] | None, str]:
+    """The inner run's report when its ``extra[key]`` carries ``nonce``; else None and why."""
     channel.seek(0)
     raw = channel.read(REPORT_LIMIT + 1)
     if not raw:
@@ -101,7 +104,7 @@ def _read_report(channel: Any, nonce: str) -> tuple[dict[str, Any] | None, str]:
         return None, "the test report is too large to trust"
     try:
         report = json.loads(raw)
-        stamp = report["results"]["extra"][inner_ctrf.EXTRA_KEY]
+        stamp = report["results"]["extra"][key]
         tests = report["results"]["tests"]
         signed = isinstance(stamp["nonce"], str) and hmac.compare_digest(stamp["nonce"], nonce)
     except (ValueError, KeyError, TypeError):
@@ -132,14 +135,15 @@ def run_tests(workspace: Workspace, test_file: str, check: Check) -> tuple[Comma
                 test_file,
             ],
         }
-        result = workspace.run(
+        result = run_sandboxed(
+            workspace,
             [sys.executable, "-I", "-B", "-c", _BOOTSTRAP],
             limits=limits_from(check.options),
             stdin=json.dumps(orders) + "\n",
             env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
             pass_fds=(channel.fileno(),),
         )
-        report, problem = _read_report(channel, nonce)
+        report, problem = read_report(channel, nonce)
     return result, report, problem
 
 
@@ -223,7 +227,7 @@ def killed_verifier(result: CommandResult) -> str | None:
     return killed_by.removeprefix("parent ") if killed_by.startswith("parent signal") else None
 
 
-def _outcome_words(result: CommandResult) -> str:
+def outcome_words(result: CommandResult) -> str:
     if result.killed_by == "timeout":
         return f"timed out after {result.elapsed_s:.1f}s"
     if result.killed_by:
@@ -267,11 +271,11 @@ def verify_python_tests(check: Check) -> Verdict:
     if errors:
         why = f"the tests could not be collected: {errors[0].get('message', '')}"
     elif result.killed_by == "timeout":
-        why = f"the test run {_outcome_words(result)}"
+        why = f"the test run {outcome_words(result)}"
     elif problem:
-        why = f"{problem} ({_outcome_words(result)})"
+        why = f"{problem} ({outcome_words(result)})"
     else:
-        why = f"the test run ended early ({_outcome_words(result)})"
+        why = f"the test run ended early ({outcome_words(result)})"
     reported = [] if report is None else report["results"]["tests"]
     passed, total, tests = score(expected, reported, test_file, why)
     tampered = [str(t) for t in stamp.get("tampered", [])]

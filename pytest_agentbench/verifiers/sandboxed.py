@@ -14,12 +14,13 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.artifacts.jsonio import write_json_atomic, write_text_atomic
-from pytest_agentbench.sandbox import ISOLATION_MODES, KEEP_BYTES, Limits, Workspace
+from pytest_agentbench.sandbox import ISOLATION_MODES, KEEP_BYTES, CommandResult, Limits, Workspace
+from pytest_agentbench.sandbox.cpuslots import cpu_slot
 from pytest_agentbench.verifiers.base import Check
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -56,6 +57,21 @@ def limits_from(options: Mapping[str, Any]) -> Limits:
         cpu_s=float(options.get("timeout_s", DEFAULT_TIMEOUT_S)),
         memory_mb=int(options.get("memory_mb", 1024)),
     )
+
+
+def run_sandboxed(
+    workspace: Workspace,
+    argv: str | Sequence[str],
+    *,
+    limits: Limits,
+    stdin: str | None = None,
+    env: Mapping[str, str] | None = None,
+    pass_fds: Sequence[int] = (),
+) -> CommandResult:
+    """``workspace.run`` inside a CPU slot (``sandbox/cpuslots.py``): however many
+    rollouts are in flight, no more verifications run at once than the machine has cores."""
+    with cpu_slot():
+        return workspace.run(argv, limits=limits, stdin=stdin, env=env, pass_fds=pass_fds)
 
 
 def _remove_tree(path: Path) -> None:
