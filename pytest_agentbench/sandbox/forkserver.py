@@ -20,6 +20,7 @@ import atexit
 import contextlib
 import json
 import os
+import queue
 import resource
 import selectors
 import subprocess
@@ -27,9 +28,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pytest_agentbench.errors import SandboxError
 from pytest_agentbench.sandbox.environ_guard import guard_harness
@@ -45,6 +46,7 @@ from pytest_agentbench.sandbox.process import (
     sandbox_env,
 )
 
+T = TypeVar("T")
 #: Files a fork-server task may bring (more, or bigger, runs as a fresh process).
 MAX_FILES, MAX_FILE_BYTES = 64, 4 * 1024 * 1024
 _GRACE_S = 5.0
@@ -234,22 +236,24 @@ class ForkServer:
         self.scratch = tempfile.TemporaryDirectory(prefix="agentbench-forkserver-")
         scratch = Path(self.scratch.name)
         limits = Limits()
-        self.cgroup = PidsCgroup.create(int(limits.processes) + _WRAPPER_PROCESSES + 1)
-        if self.cgroup is None:
+        self.cgroup = cgroup = PidsCgroup.create(int(limits.processes) + _WRAPPER_PROCESSES + 1)
+        if cgroup is None:
             raise SandboxError("fork server: no pids cgroup could be made")
         argv = wrap(plan, [sys.executable, "-I", "-S", "-B", "-c", _SERVER], scratch, 0)
         per_task = (resource.RLIMIT_AS, resource.RLIMIT_CPU)  # the children's, not the server's
         server_limits = [item for item in _rlimits(limits, None) if item[0] not in per_task]
         try:
-            self.proc = subprocess.Popen(
-                argv,
-                cwd=scratch,
-                env=sandbox_env(scratch),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-                preexec_fn=_preexec(server_limits, self.cgroup.procs_file),
+            self.proc = _from_launcher(
+                lambda: subprocess.Popen(
+                    argv,
+                    cwd=scratch,
+                    env=sandbox_env(scratch),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                    preexec_fn=_preexec(server_limits, cgroup.procs_file),
+                )
             )
         except (OSError, subprocess.SubprocessError) as exc:
             self.close()
@@ -368,6 +372,41 @@ def _read_line(proc: subprocess.Popen[bytes], deadline: float) -> bytes:
             chunks.append(chunk)
             if chunk.endswith(b"\n"):
                 return b"".join(chunks)
+
+
+_launches: queue.Queue[tuple[Callable[[], Any], list[Any], threading.Event]] = queue.Queue()
+_launcher: list[threading.Thread] = []
+
+
+def _launch_loop() -> None:
+    while True:
+        start, box, done = _launches.get()
+        try:
+            box.append(start())
+        except BaseException as exc:  # handed back to the caller
+            box.append(exc)
+        done.set()
+
+
+def _from_launcher(start: Callable[[], T]) -> T:
+    """``start()`` called in one thread that lives as long as the process. bubblewrap's
+    ``--die-with-parent`` is the kernel's parent-death signal, sent when the *thread* that
+    started it ends; a server started from a rollout's thread would die with that thread."""
+    with _lock:
+        if not _launcher:
+            thread = threading.Thread(
+                target=_launch_loop, name="agentbench-forkserver", daemon=True
+            )
+            thread.start()
+            _launcher.append(thread)
+    box: list[Any] = []
+    done = threading.Event()
+    _launches.put((start, box, done))
+    done.wait()
+    if isinstance(box[0], BaseException):
+        raise box[0]
+    result: T = box[0]
+    return result
 
 
 _servers: dict[tuple[int, str], ForkServer] = {}
