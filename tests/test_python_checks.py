@@ -231,9 +231,18 @@ def test_fork_server_task_sees_nothing_of_the_task_before(tmp_path: Path) -> Non
 
 
 @pytest.mark.skipif(not FORK, reason="no bubblewrap + pids cgroup")
-def test_fork_server_killed_is_a_failure_and_the_next_task_runs(tmp_path: Path) -> None:
-    verdict = verify(CHEATS["kill the parent"], tmp_path / "a")
-    assert verdict.reward == 0.0 and verdict.details["verifier_killed"], verdict.details
+def test_fork_server_is_out_of_a_kill_and_keeps_the_workspace(tmp_path: Path) -> None:
+    """The server is the init of its pid namespace, as a fresh sandbox's is: a task's
+    kill(getppid()) is ignored and the checks run on; what the task wrote in its directory
+    is copied back to the workspace kept for inspection."""
+    answer = (
+        "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+        "open('note.txt', 'w').write('left by the task')\n"
+        "def add(a, b):\n    return a + b\n"
+    )
+    verdict = verify(answer, tmp_path / "a")
+    assert verdict.reward == 1.0 and not verdict.details["verifier_killed"], verdict.details
+    assert (tmp_path / "a/rollout/workspace/note.txt").read_text() == "left by the task"
     assert verify(RIGHT, tmp_path / "b").reward == 1.0
 
 

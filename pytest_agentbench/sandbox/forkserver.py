@@ -23,6 +23,7 @@ import os
 import queue
 import resource
 import selectors
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,7 +35,7 @@ from typing import Any, TypeVar
 
 from pytest_agentbench.errors import SandboxError
 from pytest_agentbench.sandbox.environ_guard import guard_harness
-from pytest_agentbench.sandbox.isolation import plan_for, wrap
+from pytest_agentbench.sandbox.isolation import _TOOL_PATH, bwrap_args, plan_for
 from pytest_agentbench.sandbox.pidcap import PidsCgroup
 from pytest_agentbench.sandbox.process import (
     _WRAPPER_PROCESSES,
@@ -49,6 +50,9 @@ from pytest_agentbench.sandbox.process import (
 T = TypeVar("T")
 #: Files a fork-server task may bring (more, or bigger, runs as a fresh process).
 MAX_FILES, MAX_FILE_BYTES = 64, 4 * 1024 * 1024
+#: What a task leaves in its directory is copied back to the host workspace for a person
+#: to inspect, up to this many bytes (a file over half of it is left out).
+KEEP_BACK_BYTES = 2 * 1024 * 1024
 _GRACE_S = 5.0
 
 # The server, run as ``python -I -S -B -c`` inside bubblewrap. Requests and replies are
@@ -60,6 +64,7 @@ import ast, json.decoder  # what the runner needs, loaded once
 control = os.fdopen(0, "rb", buffering=0)
 reply_fd = 1
 me, runners, number = os.getpid(), {}, 0
+signal.signal(signal.SIGCHLD, signal.SIG_DFL)
 
 def load(path, name):
     if path not in runners:
@@ -93,13 +98,39 @@ def read_all(fd, limit):
         total += len(chunk)
     return b"".join(chunks)[: limit + 1]
 
+def kept_files(task, budget, each):
+    found = {}
+    for base, dirs, names in os.walk(task):
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(base, d))]
+        for name in names:
+            path = os.path.join(base, name)
+            relative = os.path.relpath(path, task)
+            try:
+                if os.path.islink(path) or not os.path.isfile(path):
+                    continue
+                size = os.path.getsize(path)
+                if size > each or size > budget:
+                    found[relative] = None
+                    continue
+                with open(path, "rb") as file:
+                    found[relative] = file.read(each).hex()
+                budget -= size
+            except OSError:
+                continue
+    return found
+
 def sweep():
     for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) not in (1, me):
+        if name.isdigit() and int(name) != me:
             try:
                 os.kill(int(name), signal.SIGKILL)
             except OSError:
                 pass
+    while True:  # the server is the namespace's init: it reaps every orphan
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
     for root in ("/tmp", "/dev/shm"):
         try:
             names = os.listdir(root)
@@ -160,6 +191,7 @@ for line in control:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8") as file:
             file.write(text)
+    sys.path.extend(p for p in request["paths"] if p not in sys.path)
     load(request["runner"], request["runner_module"])
     channel, out, err = tmpfile(), tmpfile(), tmpfile()
     start = time.monotonic()
@@ -178,6 +210,13 @@ for line in control:
     status = os.waitpid(pid, 0)[1]
     elapsed = time.monotonic() - start
     os.close(pidfd)
+    for name in os.listdir("/proc"):  # stop what the task left running before reading
+        if name.isdigit() and int(name) != me:
+            try:
+                os.kill(int(name), signal.SIGKILL)
+            except OSError:
+                pass
+    kept = kept_files(task, request["keep_bytes"], request["keep_bytes"] // 2)
     sweep()
     cap = request["output_bytes"]
     stdout, cut_out = head_tail(out, cap)
@@ -194,6 +233,7 @@ for line in control:
         "stderr": stderr.decode("utf-8", "replace"),
         "cut": [cut_out, cut_err],
         "report": report.decode("utf-8", "replace"),
+        "files": kept,
     }
     data = (json.dumps(reply) + "\n").encode()
     while data:
@@ -229,6 +269,8 @@ class ForkServer:
         self.proc: subprocess.Popen[bytes] | None = None
         self.cgroup: PidsCgroup | None = None
         self.scratch: tempfile.TemporaryDirectory[str] | None = None
+        #: The files the last task left in its directory (None: too big to copy back).
+        self.kept: dict[str, bytes | None] = {}
 
     def _start(self) -> subprocess.Popen[bytes]:
         guard_harness()
@@ -239,7 +281,13 @@ class ForkServer:
         self.cgroup = cgroup = PidsCgroup.create(int(limits.processes) + _WRAPPER_PROCESSES + 1)
         if cgroup is None:
             raise SandboxError("fork server: no pids cgroup could be made")
-        argv = wrap(plan, [sys.executable, "-I", "-S", "-B", "-c", _SERVER], scratch, 0)
+        bwrap = shutil.which("bwrap", path=_TOOL_PATH)
+        if plan.tool != "bwrap" or bwrap is None:
+            raise SandboxError("fork server: bubblewrap is not available")
+        # --as-pid-1: the server is the namespace's init, so a task's kill(getppid())
+        # is ignored by the kernel, as it is under a fresh bubblewrap sandbox
+        server = [sys.executable, "-I", "-S", "-B", "-c", _SERVER]
+        argv = [*bwrap_args(bwrap, scratch), "--as-pid-1", "--", *server]
         per_task = (resource.RLIMIT_AS, resource.RLIMIT_CPU)  # the children's, not the server's
         server_limits = [item for item in _rlimits(limits, None) if item[0] not in per_task]
         try:
@@ -291,9 +339,12 @@ class ForkServer:
         limits: Limits,
         env: Mapping[str, str],
         report_limit: int,
+        paths: list[str] | None = None,
     ) -> tuple[CommandResult, bytes]:
         """Run ``runner``'s ``main(orders, nonce, 3)`` in a forked child with ``files`` in
-        its directory; the result and what the child wrote to its report channel."""
+        its directory; the result and what the child wrote to its report channel. ``paths``
+        join the server's ``sys.path`` (it runs with ``-S``) before the runner is first
+        loaded, which happens once per server, before any task's code."""
         proc = self.proc if self.proc is not None and self.proc.poll() is None else None
         if proc is None:
             self.close()
@@ -314,6 +365,8 @@ class ForkServer:
             "timeout_s": limits.timeout_s,
             "output_bytes": int(limits.output_bytes),
             "report_limit": report_limit,
+            "paths": list(paths or []),
+            "keep_bytes": KEEP_BACK_BYTES,
         }
         start = time.monotonic()
         line = b""
@@ -324,6 +377,7 @@ class ForkServer:
         except OSError:
             line = b""
         elapsed = time.monotonic() - start
+        self.kept = {}
         if not line:
             self.close()  # the server died (a task killed it) or hung: a new one next time
             code = proc.returncode if proc.returncode is not None else -9
@@ -352,6 +406,7 @@ class ForkServer:
             truncated=cut_out or cut_err,
             elapsed_s=float(reply["elapsed_s"]),
         )
+        self.kept = {k: None if v is None else bytes.fromhex(v) for k, v in reply["files"].items()}
         return result, reply["report"].encode("utf-8")
 
 

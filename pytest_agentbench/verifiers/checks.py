@@ -20,14 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.errors import SandboxError, VerifierError
-from pytest_agentbench.sandbox import CommandResult, Workspace, forkserver
-from pytest_agentbench.sandbox.cpuslots import cpu_slot
-from pytest_agentbench.sandbox.process import sandbox_env
+from pytest_agentbench.sandbox import CommandResult, Workspace
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers import inner_checks
 from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
 from pytest_agentbench.verifiers.code import (
-    REPORT_LIMIT,
     extract_code,
     killed_verifier,
     outcome_words,
@@ -38,8 +35,11 @@ from pytest_agentbench.verifiers.sandboxed import (
     check_workspace,
     clear_artifacts,
     discard_foreign_files,
+    forkable_files,
     limits_from,
+    run_forked,
     run_sandboxed,
+    site_paths,
     write_artifact,
 )
 from pytest_agentbench.verifiers.text import cannot_judge, excerpt, unusable
@@ -117,13 +117,6 @@ def _parse(source: str, where: str) -> ast.Module:
         ) from None
 
 
-def _site_paths() -> list[str]:
-    """This interpreter's site-packages directories (what ``site`` would have added)."""
-    import site
-
-    return [path for path in site.getsitepackages() if Path(path).is_dir()]
-
-
 def expected_cases(plan: dict[str, Any]) -> list[str]:
     """The cases the task defines, from its code alone (never from the run)."""
     if "test" in plan:
@@ -146,9 +139,9 @@ def run_checks(
             "module": module,
             "solution": str(workspace.path / f"{module}.py"),
             "workspace": str(workspace.path),
-            "paths": _site_paths(),
+            "paths": site_paths(),
         }
-        files = _forkable_files(workspace, check)
+        files = forkable_files(workspace, check)
         if files is not None:
             return _run_forked(workspace, files, orders, nonce, check)
         result = run_sandboxed(
@@ -162,43 +155,21 @@ def run_checks(
     return result, report, problem
 
 
-def _forkable_files(workspace: Workspace, check: Check) -> dict[str, str] | None:
-    """The workspace's files when this run may take the fork server (an answer-mode task
-    under bubblewrap with a pids cgroup, a few small text files); else None."""
-    if check.workspace is not None or not forkserver.usable(workspace.isolation):
-        return None
-    files: dict[str, str] = {}
-    for relative in workspace.list_files():
-        path = workspace.path / relative
-        if path.is_symlink() or not path.is_file():
-            return None
-        if len(files) >= forkserver.MAX_FILES or path.stat().st_size > forkserver.MAX_FILE_BYTES:
-            return None
-        try:
-            files[relative] = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return None
-    return files
-
-
 def _run_forked(
     workspace: Workspace, files: dict[str, str], orders: dict[str, Any], nonce: str, check: Check
 ) -> tuple[CommandResult, Any, str]:
     """The run through this CPU slot's fork server (``sandbox/forkserver.py``)."""
     orders = {k: v for k, v in orders.items() if k not in ("nonce", "fd", "runner", "workspace")}
     orders["solution"] = f"{orders['module']}.py"
-    with cpu_slot() as slot:
-        server = forkserver.server_for(slot, workspace.isolation)
-        result, raw = server.run(
-            files,
-            str(Path(inner_checks.__file__).resolve()),
-            _RUNNER_MODULE,
-            orders,
-            nonce,
-            limits_from(check.options),
-            sandbox_env(workspace.path),
-            REPORT_LIMIT,
-        )
+    result, raw = run_forked(
+        workspace,
+        files,
+        Path(inner_checks.__file__).resolve(),
+        _RUNNER_MODULE,
+        orders,
+        nonce,
+        check,
+    )
     report, problem = read_report(io.BytesIO(raw), nonce, inner_checks.EXTRA_KEY)
     return result, report, problem
 

@@ -13,6 +13,7 @@ nothing more than the tests it really passed (docs/sandbox.md has the threat mod
 from __future__ import annotations
 
 import hmac
+import io
 import json
 import re
 import secrets
@@ -28,11 +29,14 @@ from pytest_agentbench.verifiers import inner_ctrf
 from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
 from pytest_agentbench.verifiers.expected import ExpectedTests, base_name, expected_tests
 from pytest_agentbench.verifiers.sandboxed import (
+    REPORT_LIMIT,
     SANDBOX_OPTIONS,
     check_workspace,
     clear_artifacts,
     discard_foreign_files,
+    forkable_files,
     limits_from,
+    run_forked,
     run_sandboxed,
     write_artifact,
 )
@@ -40,8 +44,8 @@ from pytest_agentbench.verifiers.text import cannot_judge, excerpt, unusable
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _PYTHON_TAGS = ("python", "py", "python3")
-REPORT_LIMIT = 32 * 1024 * 1024
 _PLUGIN_MODULE = "agentbench_inner_ctrf"
+_RUNNER_MODULE = "agentbench_inner_pytest"
 # Runs as ``python -I -B -c``: reads its orders from the first line of stdin (then stdin is
 # /dev/null), loads our plugin by path, arms it and hands it to pytest before any test code
 # is imported.
@@ -114,26 +118,36 @@ def read_report(
     return report, ""
 
 
+_PYTEST_ARGS = ["-q", "-p", "no:cacheprovider", "--noconftest", "-c", "/dev/null"]
+
+
 def run_tests(workspace: Workspace, test_file: str, check: Check) -> tuple[CommandResult, Any, str]:
-    """Run pytest on ``test_file``; the result, the trusted report (or None) and why not."""
+    """Run pytest on ``test_file``; the result, the trusted report (or None) and why not.
+    Where the fork server may take the run (``sandboxed.forkable_files``), a child of a
+    server that has pytest imported already runs it (``inner_pytest.py``); else a fresh
+    sandboxed ``python -I -B``."""
     nonce = secrets.token_hex(16)
+    plugin = str(Path(inner_ctrf.__file__).resolve())
+    files = forkable_files(workspace, check)
+    if files is not None:
+        forked: dict[str, Any] = {
+            "plugin": plugin,
+            "plugin_module": _PLUGIN_MODULE,
+            "args": _PYTEST_ARGS,
+            "test_file": test_file,
+            "solution": test_file,
+        }
+        runner = Path(__file__).with_name("inner_pytest.py").resolve()
+        result, raw = run_forked(workspace, files, runner, _RUNNER_MODULE, forked, nonce, check)
+        report, problem = read_report(io.BytesIO(raw), nonce)
+        return result, report, problem
     with tempfile.TemporaryFile() as channel:
         orders = {
             "module": _PLUGIN_MODULE,
-            "plugin": str(Path(inner_ctrf.__file__).resolve()),
+            "plugin": plugin,
             "nonce": nonce,
             "fd": channel.fileno(),
-            "args": [
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "--noconftest",
-                "-c",
-                "/dev/null",
-                "--rootdir",
-                str(workspace.path),
-                test_file,
-            ],
+            "args": [*_PYTEST_ARGS, "--rootdir", str(workspace.path), test_file],
         }
         result = run_sandboxed(
             workspace,
