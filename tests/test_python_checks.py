@@ -105,7 +105,10 @@ def test_return_none_and_errors_fail_on_the_running_assertion(tmp_path: Path) ->
 
 
 def test_unreached_assertion_of_a_passing_check_is_skipped(tmp_path: Path) -> None:
-    test = "def check(candidate):\n    if candidate(1, 1) != 2:\n        assert False\n    assert True\n"
+    test = (
+        "def check(candidate):\n    if candidate(1, 1) != 2:\n        assert False\n"
+        "    assert True\n"
+    )
     verdict = verify(RIGHT, tmp_path, test=test, entry_point="add")
     assert verdict.reward == 1.0 and verdict.metrics == {"checks_passed": 2, "checks_total": 2}
     ctrf = json.loads((tmp_path / "rollout/verifier/ctrf.json").read_text())
@@ -141,14 +144,16 @@ CHEATS = {
     "    g = sys._getframe(1).f_globals\n"
     "    g['__agentbench_enter__'] = g['__agentbench_pass__'] = lambda k: None\n"
     "    raise AssertionError\n",
-    "trace jump": "import sys\ndef add(a, b):\n    sys.settrace(lambda *x: None)\n    return a + b\n",
+    "trace jump": "import sys\ndef add(a, b):\n"
+    "    sys.settrace(lambda *x: None)\n    return a + b\n",
     "forge the report": "import os, json\n"
     "fake = json.dumps({'results': {'tests': [], 'extra': {}}}).encode()\n"
     "for fd in range(3, 64):\n"
     "    try:\n        os.lseek(fd, 0, 0); os.ftruncate(fd, 0); os.write(fd, fake)\n"
     "    except OSError:\n        pass\n"
     "os._exit(0)\n",
-    "fork bomb": "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
+    "fork bomb": "import os\nwhile True:\n"
+    "    try:\n        os.fork()\n    except OSError:\n        pass\n",
     "memory bomb": "x = bytearray(8 * 1024 ** 3)\ndef add(a, b):\n    return a + b\n",
 }
 CHEATS["eq always true"] = (
@@ -189,10 +194,12 @@ def test_no_network_no_secrets_no_host_writes(
         "    found = [k for k in os.environ if 'PLANTED' in os.environ[k]]\n"
         "    for pid in os.listdir('/proc'):\n"
         "        try:\n"
-        "            found += [1] if b'PLANTED' in open(f'/proc/{pid}/environ', 'rb').read() else []\n"
+        "            text = open(f'/proc/{pid}/environ', 'rb').read()\n"
+        "            found += [1] if b'PLANTED' in text else []\n"
         "        except OSError:\n"
         "            pass\n"
-        f"    try:\n        open({str(outside)!r}, 'w').write('x')\n    except OSError:\n        pass\n"
+        f"    try:\n        open({str(outside)!r}, 'w').write('x')\n"
+        "    except OSError:\n        pass\n"
         f"    url = 'http://127.0.0.1:{server.server_port}/'\n"
         "    assert not found, found\n"
         "    return int(urllib.request.urlopen(url, timeout=5).read())\n"
@@ -264,9 +271,11 @@ def test_cpu_slots_are_shared_with_other_processes(monkeypatch: pytest.MonkeyPat
 
 def test_bad_slot_count_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(SLOTS_VARIABLE, "many")
-    with pytest.raises(ValueError, match="AGENTBENCH_VERIFY_SLOTS='many' is not a whole number"):
-        with cpu_slot():
-            pass
+    with (
+        pytest.raises(ValueError, match="AGENTBENCH_VERIFY_SLOTS='many' is not a whole number"),
+        cpu_slot(),
+    ):
+        pass
 
 
 def test_setup_problems_are_collection_problems() -> None:
