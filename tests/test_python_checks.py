@@ -287,3 +287,12 @@ def test_setup_problems_are_collection_problems() -> None:
     [problem] = PYTHON_CHECKS.check_task(task(asserts=["assert f(1) =="]))
     assert problem.at == ("options", "asserts") and "assert 1 is not valid Python" in problem.text
     assert os.environ.get(SLOTS_VARIABLE) is None
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_hung_check_times_out_and_the_next_task_runs(tmp_path: Path, mode: str) -> None:
+    hung = "def add(a, b):\n    while True:\n        pass\n"
+    verdict = verify(hung, tmp_path / "a", mode, timeout_s=2)
+    assert verdict.reward == 0.0 and verdict.details["killed_by"] == "timeout", verdict.details
+    assert verdict.details["failures"]["check"].startswith("did not run: the run timed out")
+    assert verify(RIGHT, tmp_path / "b", mode).reward == 1.0

@@ -174,20 +174,27 @@ def _run_forked(
     return result, report, problem
 
 
-def _case(test: dict[str, Any]) -> dict[str, Any]:
+def _case(test: dict[str, Any], why_missing: str) -> dict[str, Any]:
+    """A reported case with only the CTRF fields we write; one the run never got to fails
+    with ``why_missing``."""
     status = test.get("status")
     duration = test.get("duration")
+    if status not in ("passed", "failed", "skipped"):
+        return {
+            "name": str(test["name"]),
+            "status": "failed",
+            "duration": 0,
+            "rawStatus": "not_run",
+            "message": f"did not run: {why_missing}",
+        }
     clean: dict[str, Any] = {
         "name": str(test["name"]),
-        "status": status if status in ("passed", "failed", "skipped") else "failed",
+        "status": status,
         "duration": duration if isinstance(duration, int) and duration >= 0 else 0,
     }
     for key in ("rawStatus", "message"):
         if isinstance(test.get(key), str):
             clean[key] = test[key]
-    if status not in ("passed", "failed", "skipped"):
-        clean["rawStatus"] = "not_run"
-        clean.setdefault("message", "did not run")
     return clean
 
 
@@ -205,15 +212,7 @@ def score(
     }
     tests: list[dict[str, Any]] = []
     for name in expected:
-        found = by_name.get(name)
-        if found is None:
-            found = {
-                "name": name,
-                "status": "failed",
-                "rawStatus": "not_run",
-                "message": f"did not run: {why_missing}",
-            }
-        tests.append(_case(found))
+        tests.append(_case(by_name.get(name) or {"name": name}, why_missing))
     passed = sum(1 for t in tests if t["status"] == "passed")
     total = sum(1 for t in tests if t["status"] != "skipped")
     return passed, total, tests
