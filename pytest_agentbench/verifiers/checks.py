@@ -322,10 +322,8 @@ def verify_python_checks(check: Check) -> Verdict:
         feedback = f"No check result was recorded: {why}."
     elif failing:
         first = failing[0]
-        feedback = (
-            f"{len(failing)} of {total} checks failed; first: {first['name']}: "
-            f"{first.get('message', '')}"
-        )
+        message = str(first.get("message", "")).rstrip(".")
+        feedback = f"{len(failing)} of {total} checks failed; first: {first['name']}: {message}."
     else:
         feedback = ""
     return Verdict(
