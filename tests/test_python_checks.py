@@ -146,6 +146,8 @@ CHEATS = {
     "    raise AssertionError\n",
     "trace jump": "import sys\ndef add(a, b):\n"
     "    sys.settrace(lambda *x: None)\n    return a + b\n",
+    "trace set and unset": "import sys\ndef add(a, b):\n"
+    "    sys.settrace(lambda *x: None)\n    sys.settrace(None)\n    return a + b\n",
     "forge the report": "import os, json\n"
     "fake = json.dumps({'results': {'tests': [], 'extra': {}}}).encode()\n"
     "for fd in range(3, 64):\n"

@@ -42,6 +42,7 @@ _write, _lseek, _ftruncate, _clock, _getppid = (
     os.getppid,
 )
 _armed: dict[str, Any] = {}
+_WATCHED_EVENTS = ("sys.settrace", "sys.setprofile")
 
 
 def _asserts_of(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Assert]:
@@ -133,6 +134,13 @@ def _check_tampering() -> None:
             _armed["tampered"].append(key)
 
 
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    """A trace or profile function can jump over an assert; none may be set once the
+    solution runs (the runner sets none itself)."""
+    if event in _WATCHED_EVENTS and event not in _armed["tampered"]:
+        _armed["tampered"].append(event)
+
+
 def _report(complete: bool) -> dict[str, Any]:
     tests = [_armed["tests"][name] for name in _armed["order"]]
     return {
@@ -220,6 +228,9 @@ def _run_check(
     state: dict[str, Any] = {"current": None, "started": None}
 
     def enter(index: int) -> None:
+        current = state["current"]
+        if current is not None:  # entered before and never finished: caught, or jumped
+            _record(names[current], "failed", "the assertion never finished", state["started"])
         state["current"], state["started"] = index, _clock()
 
     def passed(index: int) -> None:
@@ -304,6 +315,7 @@ def main(orders: dict[str, Any], nonce: str, fd: int) -> None:
         _record(name, "other")
     _armed["snapshot"] = _snapshot()
     _flush()
+    sys.addaudithook(_audit)  # cannot be removed: sees every trace or profile function set
     sys.path.extend([*orders.get("paths", []), orders["workspace"]])
     namespace, problem = _load_solution(orders["solution"], orders["module"])
     if namespace is not None:
