@@ -57,7 +57,7 @@ def failure_details(rollout: Rollout, reason: str, rollout_dir: str) -> str:
 
 
 #: Verifiers that run code in the sandbox and take an ``isolation`` option.
-SANDBOXED_KINDS = ("python_tests", "command")
+SANDBOXED_KINDS = ("python_tests", "python_checks", "command")
 
 
 def with_overrides(task: Task, settings: Settings) -> Task:
