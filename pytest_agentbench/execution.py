@@ -17,6 +17,7 @@ from pytest_agentbench.artifacts.rollout_files import (
     write_rollout,
 )
 from pytest_agentbench.core.records import Rollout
+from pytest_agentbench.core.sampling import Sampling
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import ModelError, unexpected_cause
 from pytest_agentbench.report.controls import control_message
@@ -58,12 +59,12 @@ def failure_details(rollout: Rollout, reason: str, rollout_dir: str) -> str:
 
 
 #: Verifiers that run code in the sandbox and take an ``isolation`` option.
-SANDBOXED_KINDS = ("python_tests", "command")
+SANDBOXED_KINDS = ("python_tests", "python_checks", "command")
 
 
 def with_overrides(task: Task, settings: Settings) -> Task:
-    """The task with the run's repair and sandbox settings applied where the user set
-    them."""
+    """The task with the run's repair, sandbox and sampling settings applied where the
+    user set them."""
     changes: dict[str, Any] = {}
     if settings.sandbox is not None and task.verifier.kind in SANDBOXED_KINDS:
         options = {**task.verifier.options, "isolation": settings.sandbox}
@@ -76,6 +77,8 @@ def with_overrides(task: Task, settings: Settings) -> Task:
         changes["feedback"] = settings.feedback
     if task.control is not None:  # a control is its one answer: no repair round
         changes["repairs"] = 0
+    if settings.sampling != Sampling():  # the task's and suite's own settings win
+        changes["sampling"] = task.sampling.over(settings.sampling)
     return replace(task, **changes) if changes else task
 
 
@@ -104,6 +107,8 @@ def run_task_item(
         directory = control_dir(state.folder.ensure(), task.suite, task.id, control.name)
     ran_here = state.results.ran_here
     resumed = None if nodeid in ran_here else resumable_record(state, directory, nodeid)
+    if resumed is not None and resumed.get("sampling", {}) != task.sampling.public():
+        resumed = None  # the suite's sampling changed since: not comparable, run it again
     ran_here.add(nodeid)  # a rerun in this session runs it again, never resumes it
     if resumed is not None:
         return resumed
@@ -155,6 +160,7 @@ def run_task_item(
         rollout_dir=directory,
         max_tokens=settings.max_tokens or task.max_tokens,
         min_score=task.min_score,
+        sampling=task.sampling.public(),
     )
     if control is not None:
         fields = control_fields(

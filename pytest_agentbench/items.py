@@ -104,10 +104,12 @@ class SuiteFile(pytest.File):
     """A ``bench_*`` suite file; collecting it loads and validates the whole suite."""
 
     def collect(self) -> Iterator[TaskItem]:
+        from pytest_agentbench.models.sampling_wire import protocol_of, sampling_refusals
         from pytest_agentbench.scripted.script import Reply
         from pytest_agentbench.suites.load import load_suite
 
         state = self.config.stash[STATE_KEY]
+        protocol = protocol_of(state.settings.model)
 
         def reply_check(obj: Any, where: str) -> None:
             Reply.parse(obj, where)
@@ -119,6 +121,7 @@ class SuiteFile(pytest.File):
                 reply_check=reply_check,
                 tools=state.services.tools(),
                 max_bytes=round(state.settings.max_file_mb * 1024 * 1024),
+                sampling_check=lambda table: sampling_refusals(protocol, table),
             )
         except SuiteError as exc:
             shown = SuiteError(self._display_path(), exc.problems)

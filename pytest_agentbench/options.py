@@ -202,6 +202,7 @@ def add_options(parser: pytest.Parser) -> None:
         help="add one negative control per suite file to a model run (excluded from the "
         "scores); if one passes, the run is marked invalid and the gate fails",
     )
+    _add_sampling(group, parser)
     parser.addini("agentbench_model", "model spec used when --agentbench-model is not given")
     parser.addini(
         "agentbench_files",
@@ -234,3 +235,57 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("agentbench_loop_kill_tokens", "tokens a loop may stream before the kill")
     parser.addini("agentbench_breaker", "identical permanent errors before no more is sent")
     parser.addini("agentbench_markdown", "path of a Markdown summary to write")
+
+
+def _add_sampling(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
+    """The sampling settings (docs/sampling.md): a suite's or task's own ``sampling``
+    table wins over these, and the command line over the ini file."""
+    group.addoption(
+        "--agentbench-temperature",
+        metavar="T",
+        type=float,
+        help="sampling temperature, 0-2 (Anthropic: 0-1); a suite's or task's sampling wins",
+    )
+    group.addoption("--agentbench-top-p", metavar="P", type=float, help="nucleus sampling, 0-1")
+    group.addoption(
+        "--agentbench-top-k",
+        metavar="K",
+        type=int,
+        help="top-k sampling (Anthropic only; for a local server use --agentbench-extra-body)",
+    )
+    group.addoption(
+        "--agentbench-seed",
+        metavar="N",
+        type=int,
+        help="sampling seed (Chat Completions only)",
+    )
+    group.addoption(
+        "--agentbench-stop",
+        metavar="TEXT",
+        action="append",
+        help="a stop sequence (repeat for more; not on the Responses API)",
+    )
+    group.addoption(
+        "--agentbench-reasoning-effort",
+        choices=("none", "minimal", "low", "medium", "high", "xhigh"),
+        help="reasoning effort (Chat Completions and Responses)",
+    )
+    group.addoption(
+        "--agentbench-thinking-budget",
+        metavar="TOKENS",
+        type=int,
+        help="extended thinking budget in tokens (Anthropic only, at least 1024)",
+    )
+    group.addoption(
+        "--agentbench-extra-body",
+        metavar="JSON",
+        help="a JSON object of provider-specific fields merged last into every request body",
+    )
+    parser.addini("agentbench_temperature", "sampling temperature")
+    parser.addini("agentbench_top_p", "nucleus sampling, 0-1")
+    parser.addini("agentbench_top_k", "top-k sampling (Anthropic)")
+    parser.addini("agentbench_seed", "sampling seed (Chat Completions)")
+    parser.addini("agentbench_stop", "stop sequences, one a line", type="linelist")
+    parser.addini("agentbench_reasoning_effort", "none, minimal, low, medium, high or xhigh")
+    parser.addini("agentbench_thinking_budget", "thinking budget in tokens (Anthropic)")
+    parser.addini("agentbench_extra_body", "JSON object merged last into every request body")

@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.core.sampling import Sampling, sampling_problems
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.base import ModelSpec
+from pytest_agentbench.models.sampling_wire import PROTOCOL_NAMES, protocol_of, sampling_refusals
 from pytest_agentbench.urls import public_url
 
 REPAIR_MODES = ("conversation", "stateless")
@@ -78,6 +80,7 @@ class Settings:
     markdown: Path | None = None
     controls: bool = False
     canary: bool = False
+    sampling: Sampling = field(default_factory=Sampling)
 
     def fingerprint(self) -> str:
         """A short hash of the settings that change results (never the key)."""
@@ -112,6 +115,7 @@ class Settings:
             "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
             "controls": self.controls,
             "canary": self.canary,
+            "sampling": self.sampling.public(),
             "fingerprint": self.fingerprint(),
         }
 
@@ -300,13 +304,81 @@ def resolve_settings(
         markdown=Path(markdown) if markdown else None,
         controls=bool(option("agentbench_controls")),
         canary=bool(option("agentbench_canary")),
+        sampling=resolve_sampling(option, ini, model),
     )
+
+
+#: How each sampling setting is read from the ini file (the command line types its own).
+_SAMPLING_INI: dict[str, Callable[[Any], Any]] = {
+    "temperature": float,
+    "top_p": float,
+    "top_k": int,
+    "seed": int,
+    "stop": list,
+    "reasoning_effort": str,
+    "thinking_budget": int,
+    "extra_body": json.loads,
+}
+
+
+def resolve_sampling(
+    option: Callable[[str], Any], ini: Callable[[str], Any], model: ModelSpec
+) -> Sampling:
+    """The run's sampling settings, each from the command line, else the ini file.
+    Raises AgentbenchError naming the option and key for a bad value, or for a setting the
+    model's protocol has no field for."""
+    values: dict[str, Any] = {}
+    for key, read in _SAMPLING_INI.items():
+        value = option(f"agentbench_{key}")
+        if value is None or value == []:
+            value = ini(f"agentbench_{key}")
+            if value in (None, "", []):
+                continue
+            try:
+                value = read(value)
+            except ValueError:
+                raise AgentbenchError(
+                    f"{_sampling_source(key)}: expected {_KIND[key]}, got {value!r}"
+                ) from None
+        elif key == "extra_body":
+            try:
+                value = json.loads(value)
+            except ValueError as exc:
+                raise AgentbenchError(
+                    f"{_sampling_source(key)}: expected a JSON object, got {value!r} ({exc})"
+                ) from None
+        values[key] = value
+    for key, reason in sampling_problems(values):
+        raise AgentbenchError(f"{_sampling_source(key)}: {reason}")
+    protocol = protocol_of(model)
+    for key, reason in sampling_refusals(protocol, values):
+        raise AgentbenchError(
+            f"{_sampling_source(key)}: {reason} (the model {model.label} speaks "
+            f"{PROTOCOL_NAMES[protocol]})"
+        )
+    return Sampling.parse(values)
+
+
+_KIND = {
+    "temperature": "a number",
+    "top_p": "a number",
+    "top_k": "an integer",
+    "seed": "an integer",
+    "stop": "lines of text",
+    "reasoning_effort": "a word",
+    "thinking_budget": "an integer",
+    "extra_body": "a JSON object",
+}
+
+
+def _sampling_source(key: str) -> str:
+    return f"--agentbench-{key.replace('_', '-')} / agentbench_{key}"
 
 
 @functools.lru_cache(maxsize=16)
 def _fingerprint(settings: Settings) -> str:
     """Settings.fingerprint, computed once per Settings (every task writes it)."""
-    material = {
+    material: dict[str, Any] = {
         "model": settings.model.label,
         "base_url": settings.base_url if settings.model.provider != "scripted" else None,
         "timeout_s": settings.timeout_s,
@@ -317,5 +389,7 @@ def _fingerprint(settings: Settings) -> str:
         "feedback": settings.feedback,
         "loop_kill": [settings.loop_kill, settings.loop_kill_seconds, settings.loop_kill_tokens],
     }
+    if sampled := settings.sampling.public():  # absent when unset: older fingerprints hold
+        material["sampling"] = sampled
     blob = json.dumps(material, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]

@@ -37,7 +37,7 @@ EXIT_AT_IMPORT = "```python\nimport os\n\nos._exit(0)\n```"
 #: Verifiers whose target, written as the answer, is a valid answer.
 TARGET_IS_ANSWER = ("exact", "includes", "number", "choice")
 #: Verifiers that judge the answer's code (a plain answer: the code is the answer).
-CODE_KINDS = ("python_tests",)
+CODE_KINDS = ("python_tests", "python_checks")
 
 #: Why a misbehaving control matters, by control: what its verdict says of the suite.
 MEANING = {
@@ -142,15 +142,18 @@ def _text(reply: Any) -> str:
 
 
 def _function_names(task: Task, answer: tuple[Any, ...] | None) -> list[str]:
-    """The top-level functions the answer should define: from the known-good code, else
-    from the task's input (a HumanEval prompt holds the signature)."""
+    """The top-level functions the answer should define: the verifier's ``entry_point``,
+    and those of the known-good code, else of the task's input (a HumanEval prompt holds
+    the signature)."""
+    entry = task.verifier.options.get("entry_point")
+    named = [entry] if isinstance(entry, str) and entry.isidentifier() else []
     sources = [_code_of(_text(answer[0]))] if answer else []
     sources.append(task.input)
     for source in sources:
         names = list(dict.fromkeys(_DEF.findall(source)))
         if names:
-            return names
-    return []
+            return list(dict.fromkeys(named + names))
+    return named
 
 
 def negatives(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentbench.core.sampling import Sampling
 from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.suites.fit import fit_path, fit_problems
 from pytest_agentbench.suites.read import (
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
 
 #: Judges one scripted reply, given the reply and its JSON path; raises ValueError.
 ReplyCheck = Callable[[Any, str], None]
+#: Judges a ``sampling`` table against the run's wire protocol: ``(key, reason)`` pairs.
+SamplingCheck = Callable[[dict[str, Any]], list[tuple[str, str]]]
 
 DEFAULT_TEMPLATE = "{input}"
 DEFAULT_VERIFIER = "exact"
@@ -91,6 +94,7 @@ def load_suite(
     reply_check: ReplyCheck | None = None,
     tools: Collection[str] = DEFAULT_TOOLS,
     max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    sampling_check: SamplingCheck | None = None,
 ) -> Suite:
     """Read and validate one suite file and build its tasks with every default applied.
 
@@ -109,7 +113,9 @@ def load_suite(
         document, fmt = read_document(path, max_bytes)
     except ValueError as exc:
         raise SuiteError(str(path), [str(exc)]) from None
-    return _Loader(path, fmt, verifiers, reply_check, tools, max_bytes).load(document)
+    loader = _Loader(path, fmt, verifiers, reply_check, tools, max_bytes)
+    loader.sampling_check = sampling_check
+    return loader.load(document)
 
 
 def _clean(bad: frozenset[Parts] | set[Parts], parts: Parts) -> bool:
@@ -154,6 +160,7 @@ class _Loader:
         self.lines: dict[int, int] = {}
         self.first_with_id: dict[str, int] = {}
         self.validators: dict[str, Validator | str] = {}
+        self.sampling_check: SamplingCheck | None = None
 
     def add(self, index: int | None, path: str, text: str) -> None:
         """Record a problem of task ``index`` (None: of the suite as a whole)."""
@@ -248,7 +255,11 @@ class _Loader:
             pick("files"), None, lambda parts: json_path(("suite", "files", *parts))
         )
         self._check_tools(None, pick("tools", []), lambda j: json_path(("suite", "tools", j)))
+        sampling = self._sampling(
+            pick("sampling", {}), None, lambda key: json_path(("suite", "sampling", key))
+        )
         return defaults | {
+            "sampling": sampling,
             "files": suite_files[0],
             "files_dir": suite_files[1],
             "name": name,
@@ -353,6 +364,7 @@ class _Loader:
             pick("files"), i, lambda parts: raw.locate(("files", *parts))
         )
         self._check_tools(i, pick("tools", []), lambda j: raw.locate(("tools", j)))
+        own = self._sampling(pick("sampling", {}), i, lambda key: raw.locate(("sampling", key)))
         if task_id is None or prompt is None or verifier is None:
             return None
         settings = {key: pick(key, defaults.get(key, value)) for key, value in _SETTINGS.items()}
@@ -385,6 +397,7 @@ class _Loader:
             tools=DEFAULT_TOOLS if settings["tools"] is None else tuple(settings["tools"]),
             max_tool_output=int(settings["max_tool_output"]),
             oracle=oracle,
+            sampling=own.over(defaults["sampling"]),
         )
         if any(index in (i, None) for index, _, _ in self.problems):
             return None  # asked only of a task with no other problem: no noise on noise
@@ -410,6 +423,20 @@ class _Loader:
         for at, text in found:
             self.add(raw.index, fit_path(at, own, suite, raw.locate), text)
         return not found
+
+    def _sampling(
+        self, table: dict[str, Any], index: int | None, where: Callable[[str], str]
+    ) -> Sampling:
+        """A well-formed ``sampling`` table (the schema checked it) as Sampling, each
+        setting the run's protocol cannot send recorded as a problem where it is written."""
+        for key, reason in self.sampling_check(table) if self.sampling_check else ():
+            self.add(index, where(key), f"cannot be sent: {reason}")
+        try:
+            return Sampling.parse(table)
+        except ValueError as exc:  # what the schema lets through (NaN)
+            key, _, reason = str(exc).partition(": ")
+            self.add(index, where(key), f"has a bad value: {reason}")
+            return Sampling()
 
     def _check_tools(self, index: int | None, names: Any, where: Callable[[int], str]) -> None:
         """Every tool name a suite or task asks for must be a tool this run has."""

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.core.sampling import Sampling
+
 #: The tools an agent task gets unless it names its own (the built-in ones).
 DEFAULT_TOOLS = ("bash", "read_file", "write_file", "list_files")
 
@@ -53,6 +55,8 @@ class Task:
     answer, one per model call for an agent task); empty when the suite gives none.
     ``control`` is set on the copy of a task that a control runs (suites/controls.py):
     its ``scripted`` replies are then the control's answer.
+    ``sampling`` holds the task's sampling settings over the suite's (the run's settings
+    fill the rest before it runs).
     """
 
     suite: str
@@ -83,6 +87,7 @@ class Task:
     max_tool_output: int = 10_000
     oracle: tuple[Any, ...] = ()
     control: Control | None = None
+    sampling: Sampling = field(default_factory=Sampling)
 
     @property
     def key(self) -> str:
