@@ -401,3 +401,44 @@ def test_the_canary_is_drawn_with_the_seed() -> None:
     assert drawn(7) == drawn(7)
     seen = {drawn(seed) for seed in range(200)}
     assert seen == {(t, c) for t in "abc" for c in ("empty", "refusal", "other-task")}
+
+
+CHECKS = """
+[suite]
+name = "checks"
+
+[[task]]
+id = "sound"
+input = '''def double(x: int) -> int:
+    \"\"\"Twice x.\"\"\"'''
+oracle = "def double(x: int) -> int:\\n    return 2 * x\\n"
+[task.verifier]
+kind = "python_checks"
+entry_point = "double"
+test = "def check(candidate):\\n    assert candidate(3) == 6\\n"
+
+[[task]]
+id = "hollow"
+input = '''def triple(x: int) -> int:
+    \"\"\"Three times x.\"\"\"'''
+oracle = "def triple(x: int) -> int:\\n    return 3 * x\\n"
+verifier = {{ kind = "python_checks", entry_point = "triple", test = "{hollow}" }}
+"""
+
+
+def test_python_checks_tasks_get_the_code_controls(pytester: pytest.Pytester) -> None:
+    """HumanEval's check(candidate) through the python_checks verifier: a sound check
+    fails the None-returning stub; a check that never calls its candidate passes it."""
+    hollow = "def check(candidate):\\n    assert candidate is not None\\n"
+    pytester.makefile(".toml", bench_checks=CHECKS.format(hollow=hollow))
+    result, summary = run_controls(pytester, "-v")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "*::sound[[]control-returns-none[]] BEHAVED (verdict failed*",
+            "*::sound[[]control-exits-0[]] BEHAVED (verdict failed*",
+            "✗ checks::hollow [[]returns-none[]]: negative control returns-none passed*",
+        ]
+    )
+    assert flagged(summary, "sound") == {}
+    assert set(flagged(summary, "hollow")) == {"returns-none"}
