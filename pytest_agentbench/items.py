@@ -129,7 +129,7 @@ class SuiteFile(pytest.File):
         self._claim(suite.tasks)
         self.tasks = suite.tasks
         settings = state.settings
-        planned = control_plan(suite.tasks, settings, suite.tasks[0].suite if suite.tasks else "")
+        planned = control_plan(suite.tasks, settings, suite.name)
         #: The control runs of this file, registered with the scripted provider together.
         self.control_runs = tuple(p.run for p in planned if p.run is not None)
         if not settings.controls:
@@ -138,13 +138,13 @@ class SuiteFile(pytest.File):
                 for mark in task.marks:
                     item.add_marker(mark)
                 yield item
-        for plan in planned:
-            yield TaskItem.from_parent(
-                self,
-                name=control_item_name(plan),
-                task=plan.run or plan.task,
-                planned=plan,
+        for plan in planned:  # a control carries its task's marks: -m selects both alike
+            control = TaskItem.from_parent(
+                self, name=control_item_name(plan), task=plan.run or plan.task, planned=plan
             )
+            for mark in plan.task.marks:
+                control.add_marker(mark)
+            yield control
 
     def _claim(self, tasks: tuple[Task, ...]) -> None:
         """Register this file's tasks run-wide; a task another file of the same suite

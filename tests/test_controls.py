@@ -214,6 +214,12 @@ def test_controls_are_selected_with_k(pytester: pytest.Pytester) -> None:
     result, summary = run_controls(pytester, "-k", "refusal")
     result.assert_outcomes(passed=4, deselected=13)
     assert summary["controls"]["run"] == 4
+    marked = SOUND.replace('id = "two"\n', 'id = "two"\nmarks = ["slow"]\n')
+    pytester.makefile(".toml", bench_sound=marked)
+    result, summary = run_controls(
+        pytester, "-m", "slow", "-W", "ignore::pytest.PytestUnknownMarkWarning"
+    )
+    result.assert_outcomes(passed=4, deselected=13)  # the controls of "two" carry its mark
 
 
 CANARY = """
