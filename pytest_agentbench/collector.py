@@ -78,6 +78,18 @@ def stand_in_record(
         usage=sum_usage([]),
     )
     typed = TaskRecord.from_json(record)
+    control = getattr(task, "control", None)
+    if control is not None:  # a control stays a control (never scored), verdict unknown
+        from pytest_agentbench.artifacts.controls import control_fields
+
+        fields = control_fields(
+            name=control.name,
+            expect=control.expect,
+            source=control.source,
+            canary=control.canary,
+            outcome="harness_error",
+        )
+        typed = typed.with_fields(control=fields)
     if excinfo is not None:
         typed = typed.with_fields(trace=f"{cause}\ncause: {unexpected_cause(excinfo.value)}")
     # the readable line; ``error`` is whole

@@ -448,3 +448,18 @@ def test_python_checks_tasks_get_the_code_controls(pytester: pytest.Pytester) ->
     )
     assert flagged(summary, "sound") == {}
     assert set(flagged(summary, "hollow")) == {"returns-none"}
+
+
+def test_a_control_that_errors_before_it_runs_stays_a_control(pytester: pytest.Pytester) -> None:
+    """A plugin that breaks one control's setup: its stand-in record is still a control
+    (counted as an error, never scored as a task)."""
+    pytester.makeconftest(
+        "def pytest_runtest_setup(item):\n"
+        "    if item.name.endswith('[control-empty]'):\n"
+        "        raise RuntimeError('boom')\n"
+    )
+    pytester.makefile(".toml", bench_loose=MATCH_EVERYTHING)
+    result, summary = run_controls(pytester)
+    result.assert_outcomes(passed=1, failed=1, errors=1)
+    assert summary["totals"]["tasks"] == 0
+    assert summary["controls"]["errors"] == 1 and summary["controls"]["misbehaved"] == 1
