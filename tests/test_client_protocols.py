@@ -1,0 +1,165 @@
+"""What every wire protocol's client does alike, tested once for each of the three (Chat
+Completions, Responses, Anthropic Messages) against the real scripted server on 127.0.0.1:
+failures and their errors, deadlines, cancelling a stream. What only one protocol does is in
+its own file (test_openai_chat.py, test_openai_responses.py, test_anthropic.py)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+from client_protocols_support import KEY, PROTOCOLS, Protocol, ask, generate
+
+from pytest_agentbench.errors import ModelTimeout, ProviderError, RateLimited, TransportError
+from pytest_agentbench.models.base import Generation, StreamEvent
+from pytest_agentbench.scripted import ScriptedServer
+
+STREAMS = pytest.mark.parametrize("stream", [True, False], ids=["stream", "body"])
+
+
+@pytest.fixture(params=list(PROTOCOLS))
+def protocol(request: pytest.FixtureRequest) -> Protocol:
+    return PROTOCOLS[request.param]
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    with ScriptedServer() as running:
+        yield running
+
+
+def test_an_exception_from_on_event_cancels_the_stream_unchanged(protocol, server):
+    server.add_scripts({"k": [{"text": "x" * 400, "chunk_size": 4}]})
+
+    class Stop(Exception):
+        pass
+
+    def on_event(event: StreamEvent) -> None:
+        if event.kind == "text":
+            raise Stop
+
+    client = protocol.client(server.url, "k")
+    try:
+        with pytest.raises(Stop):
+            client.generate(ask(), on_event)
+        assert client.generate(ask()).text == "x" * 400
+    finally:
+        client.close()
+
+
+# --- failures ------------------------------------------------------------------------
+
+
+@STREAMS
+def test_server_error_is_a_provider_error_naming_status_endpoint_and_message(
+    protocol, server, stream
+):
+    server.add_scripts({"k": [{"error": {"status": 500, "message": "the GPU caught fire"}}]})
+    with pytest.raises(ProviderError) as info:
+        generate(protocol, server, "k", stream=stream)
+    error = info.value
+    assert not isinstance(error, RateLimited)
+    assert (error.status, error.endpoint) == (500, protocol.endpoint(server))
+    assert str(error) == (
+        f"{protocol.provider}/k: HTTP 500 from {protocol.endpoint(server)}: the GPU caught fire"
+    )
+    assert error.partial is None and error.retry_after is None
+
+
+@STREAMS
+@pytest.mark.parametrize("status", [429, 529])
+def test_rate_limits_carry_retry_after_and_a_bounded_message(protocol, server, status, stream):
+    error_reply = {"status": status, "message": "slow down " * 100, "retry_after": 1.5}
+    server.add_scripts({"k": [{"error": error_reply}]})
+    with pytest.raises(RateLimited) as info:
+        generate(protocol, server, "k", stream=stream)
+    error = info.value
+    assert (error.status, error.retry_after, error.partial) == (status, 1.5, None)
+    assert str(error).startswith(
+        f"{protocol.provider}/k: HTTP {status} from {protocol.endpoint(server)}: slow down"
+    )
+    assert len(str(error)) < 400 and str(error).endswith("…")
+    assert KEY not in str(error)
+
+
+@pytest.mark.parametrize("status", [429, 529])
+def test_a_rate_limit_without_retry_after(protocol, server, status):
+    server.add_scripts({"k": [{"error": {"status": status, "message": "Overloaded"}}]})
+    with pytest.raises(RateLimited) as info:
+        generate(protocol, server, "k")
+    assert (info.value.status, info.value.retry_after) == (status, None)
+    assert str(info.value) == (
+        f"{protocol.provider}/k: HTTP {status} from {protocol.endpoint(server)}: Overloaded"
+    )
+
+
+def test_unknown_script_is_a_404_provider_error(protocol, server):
+    server.add_scripts({"known": ["x"]})
+    with pytest.raises(ProviderError) as info:
+        generate(protocol, server, "unknown")
+    assert info.value.status == 404
+    assert "no script for key 'unknown'; registered keys: 'known'" in str(info.value)
+
+
+def test_connection_refused_is_a_transport_error(protocol):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    base = f"http://127.0.0.1:{port}/v1"
+    client = protocol.client(base, "k")
+    try:
+        with pytest.raises(TransportError) as info:
+            client.generate(ask())
+    finally:
+        client.close()
+    assert f"cannot connect to {base}{protocol.path}" in str(info.value)
+    assert info.value.partial is None
+
+
+@STREAMS
+def test_truncated_reply_is_a_transport_error_with_what_arrived(protocol, server, stream):
+    text = "0123456789" * 8
+    server.add_scripts({"k": [{"text": text, "truncate": True}]})
+    with pytest.raises(TransportError) as info:
+        generate(protocol, server, "k", stream=stream)
+    partial = info.value.partial
+    assert info.value.retry_after is None
+    if not stream:
+        assert partial is None
+        return
+    assert f"the connection to {protocol.endpoint(server)} broke" in str(info.value)
+    assert isinstance(partial, Generation)
+    assert partial.text and text.startswith(partial.text) and partial.text != text
+    assert partial.finish_reason is None
+    assert partial.usage.recovered and partial.usage.output == 1
+    assert partial.exchange["response"]["error"] == str(info.value)
+
+
+# --- deadlines -----------------------------------------------------------------------
+
+
+@STREAMS
+def test_hang_fails_at_the_deadline(protocol, server, stream):
+    server.add_scripts({"k": [{"text": "never", "hang": True}]})
+    with pytest.raises(ModelTimeout) as info:
+        generate(protocol, server, "k", stream=stream, timeout_s=0.5)
+    assert "within the 0.5 s deadline" in str(info.value)
+    assert info.value.partial is None and info.value.retry_after is None
+
+
+def test_a_trickling_stream_still_ends_at_the_deadline(protocol, server):
+    # Every chunk arrives well within any read timeout; only the total deadline stops it.
+    text = "abcd" * 60
+    server.add_scripts({"k": [{"text": text, "chunk_size": 4, "chunk_delay_s": 0.05}]})
+    with pytest.raises(ModelTimeout) as info:
+        generate(protocol, server, "k", timeout_s=0.5)
+    partial = info.value.partial
+    assert isinstance(partial, Generation)
+    assert partial.text and text.startswith(partial.text) and partial.text != text
+
+
+def test_slow_first_byte_within_the_deadline_succeeds(protocol, server):
+    server.add_scripts({"k": [{"text": "late but fine", "delay_s": 0.2}]})
+    generation, _ = generate(protocol, server, "k", timeout_s=5)
+    assert generation.text == "late but fine"
