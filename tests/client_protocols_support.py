@@ -30,19 +30,20 @@ class Protocol:
     provider: str  # the ModelSpec provider, the prefix of every error message
     client_class: Callable[..., ModelClient]
     path: str  # the endpoint below the base URL
+    key_header: str  # the header that carries the API key
 
-    def client(self, base_url: str, key: str, **kwargs: Any) -> Any:
+    def client(self, base_url: str, key: str, api_key: str | None = KEY, **kwargs: Any) -> Any:
         spec = ModelSpec(self.provider, key)
-        return self.client_class(spec, base_url, KEY, trust_env=False, **kwargs)
+        return self.client_class(spec, base_url, api_key, trust_env=False, **kwargs)
 
     def endpoint(self, server: ScriptedServer) -> str:
         return f"{server.url}{self.path}"
 
 
 PROTOCOLS = {
-    "chat": Protocol("openai", OpenAIChatClient, "/chat/completions"),
-    "responses": Protocol("openai-responses", OpenAIResponsesClient, "/responses"),
-    "anthropic": Protocol("anthropic", AnthropicClient, "/messages"),
+    "chat": Protocol("openai", OpenAIChatClient, "/chat/completions", "authorization"),
+    "responses": Protocol("openai-responses", OpenAIResponsesClient, "/responses", "authorization"),
+    "anthropic": Protocol("anthropic", AnthropicClient, "/messages", "x-api-key"),
 }
 
 

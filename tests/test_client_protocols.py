@@ -5,6 +5,7 @@ its own file (test_openai_chat.py, test_openai_responses.py, test_anthropic.py).
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 
@@ -27,6 +28,31 @@ def protocol(request: pytest.FixtureRequest) -> Protocol:
 def server() -> Iterator[ScriptedServer]:
     with ScriptedServer() as running:
         yield running
+
+
+def test_the_key_is_sent_redacted_in_logs_and_kept_out_of_exchange_and_errors(protocol, server):
+    server.add_scripts({"k": [{"text": "hi", "thinking": "t"}], "bad": [{"error": {}}]})
+    generation, _ = generate(protocol, server, "k")
+    with pytest.raises(ProviderError) as info:
+        generate(protocol, server, "bad")
+    assert server.requests[0]["headers"][protocol.key_header] == "[redacted]"
+    exchange = json.loads(json.dumps(generation.exchange))
+    assert exchange["request"]["url"] == protocol.endpoint(server)
+    assert exchange["response"]["status"] == 200
+    assert KEY not in json.dumps(exchange) and KEY not in str(info.value)
+    client = protocol.client(server.url, "k")
+    assert KEY not in repr(client)
+    client.close()
+
+
+def test_no_key_header_without_a_key(protocol, server):
+    server.add_scripts({"k": ["x"]})
+    client = protocol.client(server.url, "k", api_key=None)
+    try:
+        assert client.generate(ask()).text == "x"
+    finally:
+        client.close()
+    assert protocol.key_header not in server.requests[0]["headers"]
 
 
 def test_an_exception_from_on_event_cancels_the_stream_unchanged(protocol, server):

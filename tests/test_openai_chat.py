@@ -218,16 +218,6 @@ def test_request_body_and_headers_as_sent(server):
     assert streamed["headers"]["x-team"] == "evals"
 
 
-def test_no_authorization_header_without_a_key(server):
-    server.add_scripts({"k": ["x"]})
-    chat = OpenAIChatClient(spec_for("k"), server.url, trust_env=False)
-    try:
-        chat.generate(ask())
-    finally:
-        chat.close()
-    assert "authorization" not in server.requests[0]["headers"]
-
-
 def test_exchange_is_json_and_never_holds_the_key(server):
     server.add_scripts({"k": [{"text": "hi", "thinking": "t"}]})
     generation, _ = generate(server, "k")
