@@ -13,15 +13,20 @@ import pytest
 from client_protocols_support import KEY, PROTOCOLS, Protocol, ask, generate
 
 from pytest_agentbench.errors import ModelTimeout, ProviderError, RateLimited, TransportError
-from pytest_agentbench.models.base import Generation, StreamEvent
+from pytest_agentbench.models.base import Generation, StreamEvent, Usage
 from pytest_agentbench.scripted import ScriptedServer
 
 STREAMS = pytest.mark.parametrize("stream", [True, False], ids=["stream", "body"])
 
 
 @pytest.fixture(params=list(PROTOCOLS))
-def protocol(request: pytest.FixtureRequest) -> Protocol:
-    return PROTOCOLS[request.param]
+def protocol_name(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def protocol(protocol_name: str) -> Protocol:
+    return PROTOCOLS[protocol_name]
 
 
 @pytest.fixture
@@ -72,6 +77,59 @@ def test_an_exception_from_on_event_cancels_the_stream_unchanged(protocol, serve
         assert client.generate(ask()).text == "x" * 400
     finally:
         client.close()
+
+
+# --- usage -------------------------------------------------------------------------
+
+#: Each protocol's declared usage with cached and reasoning tokens, and what it normalises to.
+#: Mutation-checked: one protocol's arithmetic used for another's (OpenAI's cached tokens
+#: are part of the input, Anthropic's cache reads and writes are not) fails here.
+DECLARED = {
+    "chat": (
+        {
+            "prompt_tokens": 50,
+            "completion_tokens": 3,
+            "prompt_tokens_details": {"cached_tokens": 44},
+            "completion_tokens_details": {"reasoning_tokens": 2},
+        },
+        Usage(input=6, output=3, cache_read=44, reasoning=2, total=53),
+    ),
+    "responses": (
+        {
+            "input_tokens": 50,
+            "input_tokens_details": {"cached_tokens": 44},
+            "output_tokens": 3,
+            "output_tokens_details": {"reasoning_tokens": 2},
+            "total_tokens": 53,
+        },
+        Usage(input=6, output=3, cache_read=44, reasoning=2, total=53),
+    ),
+    "anthropic": (
+        {
+            "input_tokens": 12,
+            "cache_creation_input_tokens": 300,
+            "cache_read_input_tokens": 44000,
+            "output_tokens": 9,
+        },
+        Usage(input=12, output=9, cache_read=44000, cache_write=300, total=12 + 44000 + 300 + 9),
+    ),
+}
+
+
+@STREAMS
+def test_declared_usage_is_kept_native_and_normalised(protocol_name, server, stream):
+    protocol = PROTOCOLS[protocol_name]
+    native, expected = DECLARED[protocol_name]
+    server.add_scripts({"k": [{"text": "7", "usage": native}]})
+    generation, events = generate(protocol, server, "k", stream=stream)
+    assert generation.usage_native == native
+    assert generation.usage == expected
+    assert generation.exchange["response"]["usage"] == native
+    usage_events = [e.data for e in events if e.kind == "usage"]
+    # an Anthropic stream reports usage twice: message_start (a placeholder output), then
+    # message_delta
+    assert len(usage_events) == (2 if protocol_name == "anthropic" and stream else 1)
+    assert usage_events[-1] == native
 
 
 # --- failures ------------------------------------------------------------------------

@@ -149,20 +149,6 @@ def test_text_thinking_and_events(server, stream):
     assert [e.data for e in events if e.kind == "finish"] == [{"finish_reason": "stop"}]
 
 
-@pytest.mark.parametrize("stream", [True, False])
-def test_declared_usage_with_cached_tokens_is_normalised(server, stream):
-    native = {
-        "prompt_tokens": 50,
-        "completion_tokens": 3,
-        "prompt_tokens_details": {"cached_tokens": 44},
-        "completion_tokens_details": {"reasoning_tokens": 2},
-    }
-    server.add_scripts({"k": [{"text": "7", "usage": native}]})
-    generation, _ = generate(server, "k", stream=stream)
-    assert generation.usage_native == native
-    assert generation.usage == Usage(input=6, output=3, cache_read=44, reasoning=2, total=53)
-
-
 def test_default_usage_reaches_the_client(server):
     server.add_scripts({"k": ["one two three"]})
     generation, _ = generate(server, "k")
