@@ -234,10 +234,11 @@ def test_hang_fails_at_the_deadline(protocol, server, stream):
 
 def test_a_trickling_stream_still_ends_at_the_deadline(protocol, server):
     # Every chunk arrives well within any read timeout; only the total deadline stops it.
-    text = "abcd" * 60
+    # The stream lasts 10 s; the 2 s deadline leaves a loaded machine time for a first chunk.
+    text = "abcd" * 200
     server.add_scripts({"k": [{"text": text, "chunk_size": 4, "chunk_delay_s": 0.05}]})
     with pytest.raises(ModelTimeout) as info:
-        generate(protocol, server, "k", timeout_s=0.5)
+        generate(protocol, server, "k", timeout_s=2)
     partial = info.value.partial
     assert isinstance(partial, Generation)
     assert partial.text and text.startswith(partial.text) and partial.text != text
