@@ -148,6 +148,12 @@ def run_task_item(
         max_tokens=settings.max_tokens or task.max_tokens,
         min_score=task.min_score,
     )
+    if task.perturbation is not None:
+        record["perturbation"] = {
+            "name": task.perturbation,
+            "of": task.original_id,
+            "seed": task.perturbation_seed,
+        }
     if rollout.outcome != "passed":
         reason = failure_reason(record)
         trace = failure_details(rollout, reason, str(directory))

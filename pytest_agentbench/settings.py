@@ -76,6 +76,10 @@ class Settings:
     loop_kill_tokens: int = 1024
     sandbox: str | None = None
     markdown: Path | None = None
+    baseline: Path | None = None
+    fail_on_regression: bool = False
+    perturb: tuple[str, ...] = ()
+    seed: int = 0
 
     def fingerprint(self) -> str:
         """A short hash of the settings that change results (never the key)."""
@@ -108,6 +112,9 @@ class Settings:
             "sandbox": self.sandbox,
             "breaker_threshold": self.breaker_threshold,
             "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
+            "baseline": str(self.baseline) if self.baseline else None,
+            "perturb": list(self.perturb),
+            "seed": self.seed,
             "fingerprint": self.fingerprint(),
         }
 
@@ -229,6 +236,8 @@ def resolve_settings(
     )
     rpm = _first(option("agentbench_rpm"), ini("agentbench_rpm"))
     markdown = _first(option("agentbench_markdown"), ini("agentbench_markdown"))
+    baseline = _first(option("agentbench_baseline"), ini("agentbench_baseline"))
+    perturb = _first(option("agentbench_perturb"), ini("agentbench_perturb"))
     repair_mode = _choice(
         "agentbench repair mode",
         _first(option("agentbench_repair_mode"), ini("agentbench_repair_mode")),
@@ -294,13 +303,28 @@ def resolve_settings(
         else None,
         rpm=float(_number("agentbench rpm", rpm, float, 0.001)) if rpm is not None else None,
         markdown=Path(markdown) if markdown else None,
+        baseline=Path(baseline) if baseline else None,
+        fail_on_regression=bool(option("agentbench_fail_on_regression")),
+        perturb=_perturbations(perturb),
+        seed=_int_option(option, ini, "agentbench_seed", 0, 0, MAX_OPTION_NUMBER),
     )
+
+
+def _perturbations(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    from pytest_agentbench.suites.perturb import parse_perturbations
+
+    try:
+        return parse_perturbations(str(value))
+    except ValueError as exc:
+        raise AgentbenchError(f"--agentbench-perturb: {exc}") from None
 
 
 @functools.lru_cache(maxsize=16)
 def _fingerprint(settings: Settings) -> str:
     """Settings.fingerprint, computed once per Settings (every task writes it)."""
-    material = {
+    material: dict[str, Any] = {
         "model": settings.model.label,
         "base_url": settings.base_url if settings.model.provider != "scripted" else None,
         "timeout_s": settings.timeout_s,
@@ -311,5 +335,7 @@ def _fingerprint(settings: Settings) -> str:
         "feedback": settings.feedback,
         "loop_kill": [settings.loop_kill, settings.loop_kill_seconds, settings.loop_kill_tokens],
     }
+    if settings.perturb:  # the same perturbed id holds another task under another seed
+        material["perturb"] = [*settings.perturb, f"seed={settings.seed}"]
     blob = json.dumps(material, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]

@@ -64,6 +64,11 @@ class Task:
     max_turns: int = 20
     tools: tuple[str, ...] = DEFAULT_TOOLS
     max_tool_output: int = 10_000
+    #: Set on a perturbed copy (suites/perturb.py): its perturbation, the id of the task
+    #: it was made from, and the seed it was made with.
+    perturbation: str | None = None
+    original_id: str | None = None
+    perturbation_seed: int | None = None
 
     @property
     def key(self) -> str:
