@@ -296,7 +296,7 @@ def robustness_line(name: str, comparison: RecordComparison) -> str:
         return f"robustness {name}: no task paired with its original"
     interval = ""
     if d.lo is not None and d.hi is not None:
-        interval = f", {round(d.level * 100)} % CI {-d.hi:+.3f} to {-d.lo:+.3f}"
+        interval = f", {round(d.level * 100)} % CI {0.0 - d.hi:+.3f} to {0.0 - d.lo:+.3f}"
     alpha = f"{1 - comparison.level:g}"
     verdict = (
         f"significant at {alpha}" if comparison.significant else f"within noise at {alpha}"
@@ -304,6 +304,6 @@ def robustness_line(name: str, comparison: RecordComparison) -> str:
     p = "" if comparison.p_value is None else f", {comparison.test} p={comparison.p_value:.3g}"
     excluded = f"; {comparison.excluded} excluded (harness error)" if comparison.excluded else ""
     return (
-        f"robustness {comparison.second}: drop {-d.value:+.3f} over {comparison.paired} "
+        f"robustness {comparison.second}: drop {0.0 - d.value:+.3f} over {comparison.paired} "
         f"pair(s){interval}{p}: {verdict}{excluded}"
     )

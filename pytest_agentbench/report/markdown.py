@@ -91,8 +91,8 @@ def comparison_markdown(summary: Mapping[str, Any]) -> list[str]:
         lines.append("| --- | ---: | ---: | ---: | --- | ---: | --- |")
         for row in robustness:
             d = row["difference"]
-            value = None if d.get("value") is None else -d["value"]
-            ci = "–" if d.get("lo") is None else f"{-d['hi']:+.3f} to {-d['lo']:+.3f}"
+            value = None if d.get("value") is None else 0.0 - d["value"]
+            ci = "–" if d.get("lo") is None else f"{0.0 - d['hi']:+.3f} to {0.0 - d['lo']:+.3f}"
             verdict = "significant" if row["significant"] else "within noise"
             cells = (row["second"], row["paired"], value, ci, row["test"], row["p_value"], verdict)
             lines.append("| " + " | ".join(_cell(v) for v in cells) + " |")
