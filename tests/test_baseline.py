@@ -104,9 +104,7 @@ def run(pytester: pytest.Pytester, replies: list[str], out: str, *args: str) -> 
 
 
 def summary_of(pytester: pytest.Pytester, out: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(
-        (pytester.path / out / "latest" / "summary.json").read_text()
-    )
+    data: dict[str, Any] = json.loads((pytester.path / out / "latest" / "summary.json").read_text())
     return data
 
 
@@ -120,8 +118,13 @@ def test_a_regression_against_a_baseline_run_is_flagged_and_can_fail_the_run(
     run(pytester, [OK] * N_TASKS, "before").assert_outcomes(passed=N_TASKS)
     now = [WRONG] * 6 + [OK, OUTAGE]
     result = run(
-        pytester, now, "after", "--agentbench-baseline", baseline_dir(pytester),
-        "--agentbench-markdown", "summary.md",
+        pytester,
+        now,
+        "after",
+        "--agentbench-baseline",
+        baseline_dir(pytester),
+        "--agentbench-markdown",
+        "summary.md",
     )
     result.stdout.fnmatch_lines(
         [
@@ -146,14 +149,26 @@ def test_a_regression_against_a_baseline_run_is_flagged_and_can_fail_the_run(
 
     # gated on the baseline and not on failures: only the regression fails the run
     gated = run(
-        pytester, now, "gated", "--agentbench-baseline", baseline_dir(pytester),
-        "--agentbench-min-score", "0", "--agentbench-errors-as-failures",
+        pytester,
+        now,
+        "gated",
+        "--agentbench-baseline",
+        baseline_dir(pytester),
+        "--agentbench-min-score",
+        "0",
+        "--agentbench-errors-as-failures",
         "--agentbench-fail-on-regression",
     )
     assert gated.ret == pytest.ExitCode.TESTS_FAILED
     ungated = run(
-        pytester, now, "ungated", "--agentbench-baseline", baseline_dir(pytester),
-        "--agentbench-min-score", "0", "--agentbench-errors-as-failures",
+        pytester,
+        now,
+        "ungated",
+        "--agentbench-baseline",
+        baseline_dir(pytester),
+        "--agentbench-min-score",
+        "0",
+        "--agentbench-errors-as-failures",
     )
     assert ungated.ret == pytest.ExitCode.OK
 
@@ -162,11 +177,20 @@ def test_the_same_results_against_the_baseline_are_a_tie(pytester: pytest.Pytest
     replies = [OK] * 4 + [WRONG] * 4
     run(pytester, replies, "before")
     result = run(
-        pytester, replies, "after", "--agentbench-baseline", baseline_dir(pytester),
-        "--agentbench-fail-on-regression", "--agentbench-min-score", "0",
+        pytester,
+        replies,
+        "after",
+        "--agentbench-baseline",
+        baseline_dir(pytester),
+        "--agentbench-fail-on-regression",
+        "--agentbench-min-score",
+        "0",
     )
     result.stdout.fnmatch_lines(
-        ["this run vs baseline: pass rate +0.000 over 8 paired task(s)*: a tie: within noise at 0.05"]
+        [
+            "this run vs baseline: pass rate +0.000 over 8 paired task(s)*: "
+            "a tie: within noise at 0.05"
+        ]
     )
     assert "regression(s)" not in result.stdout.str()
     assert result.ret == pytest.ExitCode.OK

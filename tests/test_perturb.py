@@ -89,7 +89,11 @@ def test_same_seed_same_perturbations_in_another_process() -> None:
     for hashseed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": hashseed}
         out = subprocess.run(
-            [sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True,
+            [sys.executable, "-c", code],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
             check=True,
         )
         assert out.stdout.strip() == here
@@ -125,8 +129,14 @@ def test_a_robustness_run_pairs_each_perturbed_task_with_its_original(
     every shuffled copy fails (a significant drop); case noise changes nothing (a tie)."""
     pytester.makefile(".toml", bench_rob=choice_suite(7))
     result = pytester.runpytest(
-        "--agentbench", "--agentbench-perturb", "shuffle,case", "--agentbench-seed", "5",
-        "-p", "no:cacheprovider", "-v",
+        "--agentbench",
+        "--agentbench-perturb",
+        "shuffle,case",
+        "--agentbench-seed",
+        "5",
+        "-p",
+        "no:cacheprovider",
+        "-v",
     )
     result.assert_outcomes(passed=14, failed=7)
     result.stdout.fnmatch_lines(["*bench_rob.toml::q0@shuffle FAILED*"])

@@ -35,9 +35,7 @@ def _read_json(path: Path, what: str) -> Any:
             )
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise AgentbenchError(
-            f"--agentbench-baseline: cannot read {what} {path}: {exc}"
-        ) from None
+        raise AgentbenchError(f"--agentbench-baseline: cannot read {what} {path}: {exc}") from None
 
 
 def _record(data: Any, where: str) -> dict[str, Any]:

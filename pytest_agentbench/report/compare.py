@@ -218,9 +218,7 @@ def baseline_comparisons(
         first = "baseline" if same else f"baseline [{_only_model(earlier)}]"
         second = "this run" if same else f"this run [{model}]"
         out.append(
-            compare_records(
-                earlier, members, first_label=first, second_label=second, level=level
-            )
+            compare_records(earlier, members, first_label=first, second_label=second, level=level)
         )
     return out
 
@@ -298,9 +296,7 @@ def robustness_line(name: str, comparison: RecordComparison) -> str:
     if d.lo is not None and d.hi is not None:
         interval = f", {round(d.level * 100)} % CI {0.0 - d.hi:+.3f} to {0.0 - d.lo:+.3f}"
     alpha = f"{1 - comparison.level:g}"
-    verdict = (
-        f"significant at {alpha}" if comparison.significant else f"within noise at {alpha}"
-    )
+    verdict = f"significant at {alpha}" if comparison.significant else f"within noise at {alpha}"
     p = "" if comparison.p_value is None else f", {comparison.test} p={comparison.p_value:.3g}"
     excluded = f"; {comparison.excluded} excluded (harness error)" if comparison.excluded else ""
     return (

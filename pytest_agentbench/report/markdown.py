@@ -80,7 +80,9 @@ def comparison_markdown(summary: Mapping[str, Any]) -> list[str]:
             found = comparison.get("regressions") or []
             if found:
                 shown = ", ".join(f"`{_cell(name)}`" for name in found[:MAX_FAILURES])
-                more = f" … and {len(found) - MAX_FAILURES} more" if len(found) > MAX_FAILURES else ""
+                more = (
+                    f" … and {len(found) - MAX_FAILURES} more" if len(found) > MAX_FAILURES else ""
+                )
                 lines.append(f"  - {len(found)} regression(s): {shown}{more}")
         if not baseline.get("comparisons"):
             lines.append("- no model of this run ran in the baseline")

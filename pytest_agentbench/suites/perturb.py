@@ -154,7 +154,9 @@ def case_noise(text: str, rng: random.Random, rate: float = 0.2) -> str:
         if match.start() not in chosen:
             continue
         word = match.group()
-        options = [w for w in (word.upper(), word.lower(), word[0].swapcase() + word[1:]) if w != word]
+        options = [
+            w for w in (word.upper(), word.lower(), word[0].swapcase() + word[1:]) if w != word
+        ]
         out.append(text[last : match.start()])
         out.append(rng.choice(options))
         last = match.end()
