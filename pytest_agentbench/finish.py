@@ -95,7 +95,7 @@ def _compare(state: RunState) -> dict[str, Any]:
             "comparisons": [c.as_dict() for c in results.compared],
         }
     if state.settings.perturb:
-        results.robustness = robustness_comparisons(results.records)
+        results.robustness = robustness_comparisons(results.records, order=state.settings.perturb)
         sections["robustness"] = [
             c.as_dict() | {"perturbation": name} for name, c in results.robustness
         ]

@@ -186,3 +186,23 @@ def test_paraphrase_without_a_plugin_is_a_clear_error(pytester: pytest.Pytester)
     result = pytester.runpytest("--agentbench", "--agentbench-perturb", "reword")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--agentbench-perturb: unknown perturbation 'reword'*"])
+
+
+def test_robustness_comes_in_the_named_order_whatever_order_records_arrive() -> None:
+    """Under xdist records arrive in any order; the report must not follow it."""
+    from pytest_agentbench.report.compare import robustness_comparisons
+
+    def rec(task: str, outcome: str, name: str | None = None) -> dict[str, Any]:
+        found: dict[str, Any] = {"suite": "s", "task_id": task, "model": "m", "outcome": outcome}
+        if name is not None:
+            found["task_id"] = f"{task}@{name}"
+            found["perturbation"] = {"name": name, "of": task, "seed": 0}
+        return found
+
+    records = [rec("a", "passed", "case"), rec("a", "passed", "shuffle"), rec("a", "passed")]
+    records += [rec("b", "passed"), rec("b", "failed", "shuffle"), rec("b", "passed", "case")]
+    found = robustness_comparisons(records, order=("shuffle", "case"))
+    assert [name for name, _ in found] == ["shuffle", "case"]
+    shuffle = found[0][1]
+    assert shuffle.paired == 2 and shuffle.regressions == ("s::b",)
+    assert [name for name, _ in robustness_comparisons(records[::-1])] == ["case", "shuffle"]

@@ -233,16 +233,16 @@ def _perturbation(record: Record) -> Mapping[str, Any] | None:
 
 
 def robustness_comparisons(
-    records: Sequence[Record], *, level: float = DEFAULT_LEVEL
+    records: Sequence[Record], *, level: float = DEFAULT_LEVEL, order: Sequence[str] = ()
 ) -> list[tuple[str, RecordComparison]]:
     """Each perturbation (per model) against the original tasks it was made from: a
-    negative difference is the robustness drop."""
+    negative difference is the robustness drop. Perturbations come in ``order`` (as the
+    run named them), any other after it by name: never in the order records arrived."""
     out = []
     for model, members in sorted(_by_model(records).items()):
         originals = [r for r in members if _perturbation(r) is None]
-        names = dict.fromkeys(
-            str(p["name"]) for r in members if (p := _perturbation(r)) is not None
-        )
+        found = {str(p["name"]) for r in members if (p := _perturbation(r)) is not None}
+        names = [n for n in order if n in found] + sorted(found - set(order))
         several = len(_by_model(records)) > 1
         for name in names:
             perturbed = [
