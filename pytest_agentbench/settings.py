@@ -238,6 +238,11 @@ def resolve_settings(
     markdown = _first(option("agentbench_markdown"), ini("agentbench_markdown"))
     baseline = _first(option("agentbench_baseline"), ini("agentbench_baseline"))
     perturb = _first(option("agentbench_perturb"), ini("agentbench_perturb"))
+    if option("agentbench_fail_on_regression") and not baseline:
+        raise AgentbenchError(
+            "--agentbench-fail-on-regression compares with a baseline: "
+            "give --agentbench-baseline RUN_DIR (or the agentbench_baseline ini key)"
+        )
     repair_mode = _choice(
         "agentbench repair mode",
         _first(option("agentbench_repair_mode"), ini("agentbench_repair_mode")),

@@ -215,3 +215,14 @@ def test_a_baseline_that_is_not_a_run_folder_is_a_clear_error(
     (tmp_path / "summary.json").write_text('{"run_id": "x"}')
     result = pytester.runpytest("--agentbench", "--agentbench-baseline", str(tmp_path))
     result.stderr.fnmatch_lines(["*summary.json: not a pytest-agentbench summary*tasks list*"])
+
+
+def test_fail_on_regression_without_a_baseline_is_a_usage_error(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(".toml", bench_base=suite([OK]))
+    result = pytester.runpytest("--agentbench", "--agentbench-fail-on-regression")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--agentbench-fail-on-regression compares with a baseline: give --agentbench-baseline*"]
+    )

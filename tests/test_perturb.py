@@ -134,6 +134,8 @@ def test_a_robustness_run_pairs_each_perturbed_task_with_its_original(
         "shuffle,case",
         "--agentbench-seed",
         "5",
+        "--agentbench-markdown",
+        "summary.md",
         "-p",
         "no:cacheprovider",
         "-v",
@@ -157,6 +159,13 @@ def test_a_robustness_run_pairs_each_perturbed_task_with_its_original(
     rows = {row["perturbation"]: row for row in data["robustness"]}
     assert rows["shuffle"]["verdict"] == "worse" and rows["case"]["verdict"] == "tie"
     assert data["settings"]["perturb"] == ["shuffle", "case"] and data["settings"]["seed"] == 5
+    markdown = (pytester.path / "summary.md").read_text()
+    assert "| shuffle | 7 | 1.000 | +1.000 to +1.000 | McNemar exact | 0.016 | significant |" in (
+        markdown
+    )
+    assert (
+        "| case | 7 | 0.000 | +0.000 to +0.000 | McNemar exact | 1.000 | within noise |" in markdown
+    )
 
 
 def test_a_plugin_paraphrases_through_the_hook(pytester: pytest.Pytester) -> None:
