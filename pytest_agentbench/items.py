@@ -68,13 +68,43 @@ class SuiteFile(pytest.File):
         except SuiteError as exc:
             shown = SuiteError(self._display_path(), exc.problems)
             raise self.CollectError(str(shown)) from None
-        self._claim(suite.tasks)
-        self.tasks = suite.tasks
-        for task in suite.tasks:
+        tasks = suite.tasks
+        if state.settings.perturb:
+            tasks = self._with_perturbed(tasks, state.settings.perturb, state.settings.seed)
+        self._claim(tasks)
+        self.tasks = tasks
+        for task in tasks:
             item = TaskItem.from_parent(self, name=task.id, task=task)
             for mark in task.marks:
                 item.add_marker(mark)
             yield item
+
+    def _with_perturbed(
+        self, tasks: tuple[Task, ...], names: tuple[str, ...], seed: int
+    ) -> tuple[Task, ...]:
+        """Each task followed by its perturbed copies (suites/perturb.py), in the order
+        the perturbations were named."""
+        from pytest_agentbench.suites.perturb import perturb_task
+
+        hook = self.config.hook
+
+        def paraphrase(task: Task, rng: Any) -> str | None:
+            text = hook.pytest_agentbench_paraphrase(task=task, rng=rng)
+            return None if text is None else str(text)
+
+        if "paraphrase" in names and not hook.pytest_agentbench_paraphrase.get_hookimpls():
+            raise self.CollectError(
+                "--agentbench-perturb paraphrase: no plugin implements the "
+                "pytest_agentbench_paraphrase hook (see docs/robustness.md)"
+            )
+        out: list[Task] = []
+        for task in tasks:
+            out.append(task)
+            for name in names:
+                copy = perturb_task(task, name, seed, paraphrase=paraphrase)
+                if copy is not None:
+                    out.append(copy)
+        return tuple(out)
 
     def _claim(self, tasks: tuple[Task, ...]) -> None:
         """Register this file's tasks run-wide; a task another file of the same suite

@@ -79,6 +79,10 @@ class Settings:
     sandbox: str | None = None
     markdown: Path | None = None
     sampling: Sampling = field(default_factory=Sampling)
+    baseline: Path | None = None
+    fail_on_regression: bool = False
+    perturb: tuple[str, ...] = ()
+    seed: int = 0
 
     def fingerprint(self) -> str:
         """A short hash of the settings that change results (never the key)."""
@@ -112,6 +116,9 @@ class Settings:
             "breaker_threshold": self.breaker_threshold,
             "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
             "sampling": self.sampling.public(),
+            "baseline": str(self.baseline) if self.baseline else None,
+            "perturb": list(self.perturb),
+            "seed": self.seed,
             "fingerprint": self.fingerprint(),
         }
 
@@ -233,6 +240,13 @@ def resolve_settings(
     )
     rpm = _first(option("agentbench_rpm"), ini("agentbench_rpm"))
     markdown = _first(option("agentbench_markdown"), ini("agentbench_markdown"))
+    baseline = _first(option("agentbench_baseline"), ini("agentbench_baseline"))
+    perturb = _first(option("agentbench_perturb"), ini("agentbench_perturb"))
+    if option("agentbench_fail_on_regression") and not baseline:
+        raise AgentbenchError(
+            "--agentbench-fail-on-regression compares with a baseline: "
+            "give --agentbench-baseline RUN_DIR (or the agentbench_baseline ini key)"
+        )
     repair_mode = _choice(
         "agentbench repair mode",
         _first(option("agentbench_repair_mode"), ini("agentbench_repair_mode")),
@@ -299,6 +313,10 @@ def resolve_settings(
         rpm=float(_number("agentbench rpm", rpm, float, 0.001)) if rpm is not None else None,
         markdown=Path(markdown) if markdown else None,
         sampling=resolve_sampling(option, ini, model),
+        baseline=Path(baseline) if baseline else None,
+        fail_on_regression=bool(option("agentbench_fail_on_regression")),
+        perturb=_perturbations(perturb),
+        seed=_int_option(option, ini, "agentbench_seed", 0, 0, MAX_OPTION_NUMBER),
     )
 
 
@@ -323,9 +341,10 @@ def resolve_sampling(
     model's protocol has no field for."""
     values: dict[str, Any] = {}
     for key, read in _SAMPLING_INI.items():
-        value = option(f"agentbench_{key}")
+        name = _option_name(key)
+        value = option(f"agentbench_{name}")
         if value is None or value == []:
-            value = ini(f"agentbench_{key}")
+            value = ini(f"agentbench_{name}")
             if value in (None, "", []):
                 continue
             try:
@@ -365,8 +384,27 @@ _KIND = {
 }
 
 
+def _option_name(key: str) -> str:
+    """The option and ini name of a sampling setting: the model's seed is
+    ``--agentbench-sampling-seed``, as ``--agentbench-seed`` is the run's own seed
+    (perturbations, samples)."""
+    return "sampling_seed" if key == "seed" else key
+
+
 def _sampling_source(key: str) -> str:
-    return f"--agentbench-{key.replace('_', '-')} / agentbench_{key}"
+    name = _option_name(key)
+    return f"--agentbench-{name.replace('_', '-')} / agentbench_{name}"
+
+
+def _perturbations(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    from pytest_agentbench.suites.perturb import parse_perturbations
+
+    try:
+        return parse_perturbations(str(value))
+    except ValueError as exc:
+        raise AgentbenchError(f"--agentbench-perturb: {exc}") from None
 
 
 @functools.lru_cache(maxsize=16)
@@ -385,5 +423,7 @@ def _fingerprint(settings: Settings) -> str:
     }
     if sampled := settings.sampling.public():  # absent when unset: older fingerprints hold
         material["sampling"] = sampled
+    if settings.perturb:  # the same perturbed id holds another task under another seed
+        material["perturb"] = [*settings.perturb, f"seed={settings.seed}"]
     blob = json.dumps(material, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]

@@ -168,6 +168,10 @@ PLUGIN_SUITES = {
         ' "3"]\n',
         {"count": "passed"},
     ),
+    "pytest_agentbench_paraphrase": (  # loaded only: no --agentbench-perturb in that run
+        '[[task]]\nid = "p"\ninput = "say ok"\ntarget = "ok"\nscripted = ["ok"]\n',
+        {"p": "passed"},
+    ),
 }
 
 

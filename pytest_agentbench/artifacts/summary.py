@@ -103,12 +103,14 @@ def build_summary(
     errors_as_failures: bool = False,
     stream: bool = False,
     coverage: Mapping[str, Any] | None = None,
+    sections: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The summary.json document. ``tasks`` holds every task's record as the reports saw
     it (outcome, reward, usage, reason, where its artifacts are), so shards can be merged
     and runs resumed from it alone. With ``stream`` it is a :class:`Streamed` array of the
     records themselves, not copies. ``coverage`` (artifacts/coverage.py) says how many of
-    the planned tasks the records cover; None when unknown (a merge of runs)."""
+    the planned tasks the records cover; None when unknown (a merge of runs).
+    ``sections`` (the baseline comparison, robustness) come before ``tasks``."""
     outcomes = classify(records)
     return {
         "schema_version": SUMMARY_SCHEMA_VERSION,
@@ -137,5 +139,6 @@ def build_summary(
         },
         "scores": _group_scores(records, errors_as_failures),
         "gate": dict(gate) if gate is not None else None,
+        **dict(sections or {}),
         "tasks": Streamed(records) if stream else [dict(r) for r in records],
     }

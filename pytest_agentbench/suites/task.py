@@ -69,6 +69,11 @@ class Task:
     tools: tuple[str, ...] = DEFAULT_TOOLS
     max_tool_output: int = 10_000
     sampling: Sampling = field(default_factory=Sampling)
+    #: Set on a perturbed copy (suites/perturb.py): its perturbation, the id of the task
+    #: it was made from, and the seed it was made with.
+    perturbation: str | None = None
+    original_id: str | None = None
+    perturbation_seed: int | None = None
 
     @property
     def key(self) -> str:
