@@ -162,6 +162,12 @@ def run_task_item(
         min_score=task.min_score,
         sampling=task.sampling.public(),
     )
+    if task.perturbation is not None:
+        record["perturbation"] = {
+            "name": task.perturbation,
+            "of": task.original_id,
+            "seed": task.perturbation_seed,
+        }
     if control is not None:
         fields = control_fields(
             name=control.name,

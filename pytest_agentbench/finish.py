@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench import __version__
-from pytest_agentbench.artifacts.controls import misbehaved
+from pytest_agentbench.artifacts.controls import misbehaved, task_records
 from pytest_agentbench.artifacts.coverage import partial_line, run_coverage
 from pytest_agentbench.run import STATE_KEY, RunState
 
@@ -53,6 +53,14 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
         other_failures = session.testsfailed - results.failed_reports
         judged_ok = gate.ok and other_failures <= 0 and not misbehaved(results.records)
         session.exitstatus = pytest.ExitCode.OK if judged_ok else pytest.ExitCode.TESTS_FAILED
+    sections = _compare(state)
+    worse = [c for c in results.compared if c.verdict == "worse"]
+    if (
+        settings.fail_on_regression
+        and worse
+        and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+    ):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
     run_dir = state.folder.ensure()
     summary = write_run_reports(
         run_dir,
@@ -67,8 +75,34 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
         exit_status=int(session.exitstatus),
         gate=gate.as_dict() if gate is not None else None,
         errors_as_failures=settings.errors_as_failures,
+        sections=sections,
     )
     _write_markdown(state, summary)
+
+
+def _compare(state: RunState) -> dict[str, Any]:
+    """This run against its baseline, and each perturbation against the originals
+    (report/compare.py): kept on the results for the terminal, returned as the sections
+    of summary.json."""
+    from pytest_agentbench.report.compare import baseline_comparisons, robustness_comparisons
+
+    results = state.results
+    sections: dict[str, Any] = {}
+    if results.baseline is not None:
+        scored, earlier = task_records(results.records), task_records(results.baseline.records)
+        results.compared = baseline_comparisons(earlier, scored)  # controls: never compared
+        sections["baseline"] = {
+            "path": str(results.baseline.path),
+            "run_id": results.baseline.run_id,
+            "comparisons": [c.as_dict() for c in results.compared],
+        }
+    if state.settings.perturb:
+        scored = task_records(results.records)
+        results.robustness = robustness_comparisons(scored, order=state.settings.perturb)
+        sections["robustness"] = [
+            c.as_dict() | {"perturbation": name} for name, c in results.robustness
+        ]
+    return sections
 
 
 def _write_markdown(state: RunState, summary: dict[str, Any]) -> None:
@@ -91,7 +125,7 @@ def _write_markdown(state: RunState, summary: dict[str, Any]) -> None:
 def summary_section(terminalreporter: Any, config: pytest.Config, state: RunState) -> None:
     """The ``agentbench`` section of pytest's terminal summary (nothing when no task ran
     and nothing was written)."""
-    from pytest_agentbench.report.terminal import summary_lines
+    from pytest_agentbench.report.terminal import shown_path, summary_lines
 
     records = state.results.records
     if not records and not state.folder.started:
@@ -120,6 +154,23 @@ def summary_section(terminalreporter: Any, config: pytest.Config, state: RunStat
         terminalreporter.write_line(
             f"{resumed} task(s) resumed from the earlier run (not sent again)"
         )
+    if state.results.baseline is not None:
+        from pytest_agentbench.report.compare import comparison_lines
+
+        terminalreporter.write_line(
+            f"against the baseline {state.results.baseline.run_id} "
+            f"({shown_path(str(state.results.baseline.path), str(config.invocation_params.dir))}):"
+        )
+        for comparison in state.results.compared or []:
+            for line in comparison_lines(comparison):
+                terminalreporter.write_line(line)
+        if not state.results.compared:
+            terminalreporter.write_line("no model of this run ran in the baseline")
+    if state.results.robustness:
+        from pytest_agentbench.report.compare import robustness_line
+
+        for name, comparison in state.results.robustness:
+            terminalreporter.write_line(robustness_line(name, comparison))
     if state.results.gate is not None:
         from pytest_agentbench.report.gate import gate_lines
 

@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
+    import random
     from collections.abc import Iterable
 
     from pytest_agentbench.models.base import ModelClient, ModelSpec
     from pytest_agentbench.runner.tools import Tool
     from pytest_agentbench.settings import Settings
+    from pytest_agentbench.suites.task import Task
     from pytest_agentbench.verifiers.base import Verifier
 
 hookspec = pluggy.HookspecMarker("pytest")
@@ -43,4 +45,13 @@ def pytest_agentbench_tools() -> Iterable[Tool] | None:
     """Return tools agent tasks may be offered, each a ``Tool(spec, function)`` where
     ``function(workspace, arguments) -> str`` runs it. Called once per process before
     suites load; a plugin's tool with the same name as a built-in replaces it.
+    """
+
+
+@hookspec(firstresult=True)
+def pytest_agentbench_paraphrase(task: Task, rng: random.Random) -> str | None:
+    """Return ``task.input`` reworded, for ``--agentbench-perturb paraphrase``, or None
+    to leave this task without a paraphrased copy. ``rng`` is seeded from the run's
+    ``--agentbench-seed`` and the task: draw every random choice from it, so the same
+    seed gives the same paraphrase. Called once per task at collection.
     """

@@ -46,13 +46,13 @@ def special_suite_files(directory: pytest.Dir, patterns: Iterable[str]) -> list[
 def control_plan(tasks: tuple[Task, ...], settings: Any, suite: str) -> list[Planned]:
     """The controls a suite file's items run: all of them with ``--agentbench-controls``,
     one sampled negative control with ``--agentbench-canary``, else none. The canary is
-    drawn with the run's seed (``settings.seed`` where the run has one, else 0)."""
+    drawn with the run's seed (``--agentbench-seed``)."""
     from pytest_agentbench.suites.controls import plan_canary, plan_controls
 
     if settings.controls:
         return plan_controls(tasks)
     if settings.canary:
-        canary = plan_canary(tasks, int(getattr(settings, "seed", None) or 0), suite)
+        canary = plan_canary(tasks, int(settings.seed or 0), suite)
         return [canary] if canary is not None else []
     return []
 
@@ -126,14 +126,17 @@ class SuiteFile(pytest.File):
         except SuiteError as exc:
             shown = SuiteError(self._display_path(), exc.problems)
             raise self.CollectError(str(shown)) from None
-        self._claim(suite.tasks)
-        self.tasks = suite.tasks
+        tasks = suite.tasks
+        if state.settings.perturb:
+            tasks = self._with_perturbed(tasks, state.settings.perturb, state.settings.seed)
+        self._claim(tasks)
+        self.tasks = tasks
         settings = state.settings
-        planned = control_plan(suite.tasks, settings, suite.name)
+        planned = control_plan(suite.tasks, settings, suite.name)  # the original tasks'
         #: The control runs of this file, registered with the scripted provider together.
         self.control_runs = tuple(p.run for p in planned if p.run is not None)
         if not settings.controls:
-            for task in suite.tasks:
+            for task in tasks:
                 item = TaskItem.from_parent(self, name=task.id, task=task)
                 for mark in task.marks:
                     item.add_marker(mark)
@@ -145,6 +148,33 @@ class SuiteFile(pytest.File):
             for mark in plan.task.marks:
                 control.add_marker(mark)
             yield control
+
+    def _with_perturbed(
+        self, tasks: tuple[Task, ...], names: tuple[str, ...], seed: int
+    ) -> tuple[Task, ...]:
+        """Each task followed by its perturbed copies (suites/perturb.py), in the order
+        the perturbations were named."""
+        from pytest_agentbench.suites.perturb import perturb_task
+
+        hook = self.config.hook
+
+        def paraphrase(task: Task, rng: Any) -> str | None:
+            text = hook.pytest_agentbench_paraphrase(task=task, rng=rng)
+            return None if text is None else str(text)
+
+        if "paraphrase" in names and not hook.pytest_agentbench_paraphrase.get_hookimpls():
+            raise self.CollectError(
+                "--agentbench-perturb paraphrase: no plugin implements the "
+                "pytest_agentbench_paraphrase hook (see docs/robustness.md)"
+            )
+        out: list[Task] = []
+        for task in tasks:
+            out.append(task)
+            for name in names:
+                copy = perturb_task(task, name, seed, paraphrase=paraphrase)
+                if copy is not None:
+                    out.append(copy)
+        return tuple(out)
 
     def _claim(self, tasks: tuple[Task, ...]) -> None:
         """Register this file's tasks run-wide; a task another file of the same suite

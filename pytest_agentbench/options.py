@@ -185,6 +185,30 @@ def add_options(parser: pytest.Parser) -> None:
         help="write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY when set)",
     )
     group.addoption(
+        "--agentbench-baseline",
+        metavar="RUN_DIR",
+        help="compare this run with an earlier run folder on the tasks both ran: the "
+        "difference with its paired interval and test, and the tasks that regressed",
+    )
+    group.addoption(
+        "--agentbench-fail-on-regression",
+        action="store_true",
+        help="with --agentbench-baseline: fail the run when it is significantly worse than "
+        "the baseline",
+    )
+    group.addoption(
+        "--agentbench-perturb",
+        metavar="NAMES",
+        help="also run seeded perturbed copies of each task, paired with the original: "
+        "comma-separated shuffle, whitespace, case, distractor, paraphrase",
+    )
+    group.addoption(
+        "--agentbench-seed",
+        metavar="S",
+        type=int,
+        help="seed of the run's random choices, e.g. the perturbations (default 0)",
+    )
+    group.addoption(
         "--agentbench-no-stream",
         action="store_true",
         help="send non-streaming requests (streaming is the default)",
@@ -235,6 +259,9 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("agentbench_loop_kill_tokens", "tokens a loop may stream before the kill")
     parser.addini("agentbench_breaker", "identical permanent errors before no more is sent")
     parser.addini("agentbench_markdown", "path of a Markdown summary to write")
+    parser.addini("agentbench_baseline", "earlier run folder to compare this run with")
+    parser.addini("agentbench_perturb", "perturbations to run, comma-separated")
+    parser.addini("agentbench_seed", "seed of the run's random choices (default 0)")
 
 
 def _add_sampling(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
@@ -254,10 +281,10 @@ def _add_sampling(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
         help="top-k sampling (Anthropic only; for a local server use --agentbench-extra-body)",
     )
     group.addoption(
-        "--agentbench-seed",
+        "--agentbench-sampling-seed",
         metavar="N",
         type=int,
-        help="sampling seed (Chat Completions only)",
+        help="the seed sent to the model (Chat Completions only); --agentbench-seed is the run's",
     )
     group.addoption(
         "--agentbench-stop",
@@ -284,7 +311,7 @@ def _add_sampling(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
     parser.addini("agentbench_temperature", "sampling temperature")
     parser.addini("agentbench_top_p", "nucleus sampling, 0-1")
     parser.addini("agentbench_top_k", "top-k sampling (Anthropic)")
-    parser.addini("agentbench_seed", "sampling seed (Chat Completions)")
+    parser.addini("agentbench_sampling_seed", "the seed sent to the model (Chat Completions)")
     parser.addini("agentbench_stop", "stop sequences, one a line", type="linelist")
     parser.addini("agentbench_reasoning_effort", "none, minimal, low, medium, high or xhigh")
     parser.addini("agentbench_thinking_budget", "thinking budget in tokens (Anthropic)")

@@ -79,6 +79,14 @@ def pytest_configure(config: pytest.Config) -> None:
             settings = _with_base_url(settings, workerinput["agentbench_base_url"])
         state = RunState.for_worker(config, settings, workerinput)
     else:
+        baseline = None
+        if settings.baseline is not None:
+            from pytest_agentbench.artifacts.baseline import load_baseline
+
+            try:
+                baseline = load_baseline(settings.baseline)
+            except AgentbenchError as exc:
+                raise pytest.UsageError(str(exc)) from None
         server = None
         if provider == "scripted" and not settings.base_url:
             from pytest_agentbench.scripted.server import ScriptedServer
@@ -87,6 +95,7 @@ def pytest_configure(config: pytest.Config) -> None:
             settings = _with_base_url(settings, server.start())
         state = RunState.for_controller(config, settings, server=server)
         state.restore_sigterm = _interrupt_on_sigterm()
+        state.results.baseline = baseline
         config.pluginmanager.register(RecordCollector(state), "agentbench-records")
         from pytest_agentbench.finish import SessionEndGuard
 

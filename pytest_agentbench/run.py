@@ -32,6 +32,8 @@ from pytest_agentbench.stash import STATE_KEY as STATE_KEY  # re-exported: the g
 from pytest_agentbench.urls import url_secrets
 
 if TYPE_CHECKING:
+    from pytest_agentbench.artifacts.baseline import BaselineRun
+    from pytest_agentbench.report.compare import RecordComparison
     from pytest_agentbench.report.gate import GateResult
     from pytest_agentbench.scripted.server import ScriptedServer
     from pytest_agentbench.settings import Settings
@@ -112,6 +114,11 @@ class ResultSink:
     ran_here: set[str] = field(default_factory=set)
     coverage: dict[str, Any] | None = None
     gate: GateResult | None = None
+    #: --agentbench-baseline: the earlier run, and this run compared with it at the end.
+    baseline: BaselineRun | None = None
+    compared: list[RecordComparison] = field(default_factory=list)
+    #: --agentbench-perturb: each perturbation compared with the original tasks.
+    robustness: list[tuple[str, RecordComparison]] = field(default_factory=list)
 
 
 class RunState:

@@ -81,6 +81,10 @@ class Settings:
     controls: bool = False
     canary: bool = False
     sampling: Sampling = field(default_factory=Sampling)
+    baseline: Path | None = None
+    fail_on_regression: bool = False
+    perturb: tuple[str, ...] = ()
+    seed: int = 0
 
     def fingerprint(self) -> str:
         """A short hash of the settings that change results (never the key)."""
@@ -116,6 +120,9 @@ class Settings:
             "controls": self.controls,
             "canary": self.canary,
             "sampling": self.sampling.public(),
+            "baseline": str(self.baseline) if self.baseline else None,
+            "perturb": list(self.perturb),
+            "seed": self.seed,
             "fingerprint": self.fingerprint(),
         }
 
@@ -237,6 +244,13 @@ def resolve_settings(
     )
     rpm = _first(option("agentbench_rpm"), ini("agentbench_rpm"))
     markdown = _first(option("agentbench_markdown"), ini("agentbench_markdown"))
+    baseline = _first(option("agentbench_baseline"), ini("agentbench_baseline"))
+    perturb = _first(option("agentbench_perturb"), ini("agentbench_perturb"))
+    if option("agentbench_fail_on_regression") and not baseline:
+        raise AgentbenchError(
+            "--agentbench-fail-on-regression compares with a baseline: "
+            "give --agentbench-baseline RUN_DIR (or the agentbench_baseline ini key)"
+        )
     repair_mode = _choice(
         "agentbench repair mode",
         _first(option("agentbench_repair_mode"), ini("agentbench_repair_mode")),
@@ -305,6 +319,10 @@ def resolve_settings(
         controls=bool(option("agentbench_controls")),
         canary=bool(option("agentbench_canary")),
         sampling=resolve_sampling(option, ini, model),
+        baseline=Path(baseline) if baseline else None,
+        fail_on_regression=bool(option("agentbench_fail_on_regression")),
+        perturb=_perturbations(perturb),
+        seed=_int_option(option, ini, "agentbench_seed", 0, 0, MAX_OPTION_NUMBER),
     )
 
 
@@ -329,9 +347,10 @@ def resolve_sampling(
     model's protocol has no field for."""
     values: dict[str, Any] = {}
     for key, read in _SAMPLING_INI.items():
-        value = option(f"agentbench_{key}")
+        name = _option_name(key)
+        value = option(f"agentbench_{name}")
         if value is None or value == []:
-            value = ini(f"agentbench_{key}")
+            value = ini(f"agentbench_{name}")
             if value in (None, "", []):
                 continue
             try:
@@ -371,8 +390,27 @@ _KIND = {
 }
 
 
+def _option_name(key: str) -> str:
+    """The option and ini name of a sampling setting: the model's seed is
+    ``--agentbench-sampling-seed``, as ``--agentbench-seed`` is the run's own seed
+    (perturbations, samples)."""
+    return "sampling_seed" if key == "seed" else key
+
+
 def _sampling_source(key: str) -> str:
-    return f"--agentbench-{key.replace('_', '-')} / agentbench_{key}"
+    name = _option_name(key)
+    return f"--agentbench-{name.replace('_', '-')} / agentbench_{name}"
+
+
+def _perturbations(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    from pytest_agentbench.suites.perturb import parse_perturbations
+
+    try:
+        return parse_perturbations(str(value))
+    except ValueError as exc:
+        raise AgentbenchError(f"--agentbench-perturb: {exc}") from None
 
 
 @functools.lru_cache(maxsize=16)
@@ -391,5 +429,7 @@ def _fingerprint(settings: Settings) -> str:
     }
     if sampled := settings.sampling.public():  # absent when unset: older fingerprints hold
         material["sampling"] = sampled
+    if settings.perturb:  # the same perturbed id holds another task under another seed
+        material["perturb"] = [*settings.perturb, f"seed={settings.seed}"]
     blob = json.dumps(material, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]

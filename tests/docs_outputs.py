@@ -35,7 +35,8 @@ def normalised(text: str) -> list[str]:
 def check_readme_summary(block: dx.Block, request: pytest.FixtureRequest) -> None:
     out, _ = request.getfixturevalue("example_run")
     section = out.split(block.first, 1)[1].split("\n=====", 1)[0]
-    assert normalised(block.first + section) == normalised(block.text)
+    got, want = normalised(block.first + section), normalised(block.text)
+    assert got == want, "\n".join(["got:", *got, "want:", *want])
 
 
 def check_run_layout(block: dx.Block, request: pytest.FixtureRequest) -> None:
@@ -282,6 +283,68 @@ def check_controls_output(block: dx.Block, request: pytest.FixtureRequest) -> No
     assert lines[start : start + len(block.text.splitlines())] == block.text.splitlines()
 
 
+def _quiz(name: str, replies: list[str], **task: str) -> str:
+    extra = "".join(f"{key} = {value}\n" for key, value in task.items())
+    return f'[suite]\nname = "{name}"\n' + "".join(
+        f'[[task]]\nid = "t{i}"\n{extra}scripted = [{reply}]\n' for i, reply in enumerate(replies)
+    )
+
+
+#: docs/comparing-models.md: a baseline where all eight tasks pass; now six fail, one
+#: passes and one meets a provider outage (a harness error, excluded).
+BASELINE_BEFORE = _quiz("base", ['"ok"'] * 8, input='"say ok"', target='"ok"')
+BASELINE_AFTER = _quiz(
+    "base",
+    ['"no"'] * 6
+    + ['"ok"', '{ text = "ok", error = { status = 503, times = 9, retry_after = 0 } }'],
+    input='"say ok"',
+    target='"ok"',
+)
+#: docs/robustness.md: seven two-option tasks the scripted model answers A (right).
+ROBUSTNESS_SUITE = _quiz(
+    "rob", ['"A"'] * 7, input='"Is it so?"', choices='["yes", "no"]', target='"A"'
+).replace('[suite]\nname = "rob"\n', '[suite]\nname = "rob"\nverifier = { kind = "choice" }\n')
+
+
+def _contains(block: dx.Block, out: str) -> None:
+    want, got = normalised(block.text), normalised(out)
+    starts = [i for i, line in enumerate(got) if line == want[0]]
+    assert starts, f"no line {want[0]!r} in the run's output:\n{out[-3000:]}"
+    seen = got[starts[0] : starts[0] + len(want)]
+    assert seen == want, "\n".join(["got:", *seen, "want:", *want])
+
+
+def _run(folder: Path, *args: str) -> str:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--agentbench", *args],
+        cwd=folder, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    return done.stdout + done.stderr
+
+
+def check_baseline_comparison(block: dx.Block, request: pytest.FixtureRequest) -> None:
+    """The comparison a real run against a real baseline run prints (BASELINE_*)."""
+    folder: Path = request.getfixturevalue("tmp_path")
+    (folder / "bench_base.toml").write_text(BASELINE_BEFORE, encoding="utf-8")
+    _run(folder, "--agentbench-out", "before")
+    (folder / "bench_base.toml").write_text(BASELINE_AFTER, encoding="utf-8")
+    out = _run(folder, "--agentbench-max-retries", "0", "--agentbench-baseline", "before/latest")
+    _contains(block, out)
+
+
+def check_robustness_lines(block: dx.Block, request: pytest.FixtureRequest) -> None:
+    """The robustness lines of a real run of ROBUSTNESS_SUITE, shuffle and case, seed 7."""
+    folder: Path = request.getfixturevalue("tmp_path")
+    (folder / "bench_rob.toml").write_text(ROBUSTNESS_SUITE, encoding="utf-8")
+    out = _run(folder, "--agentbench-perturb", "shuffle,case", "--agentbench-seed", "7")
+    _contains(block, out)
+
+
 OUTPUT_CHECKS: dict[tuple[str, str], Callable[[dx.Block, pytest.FixtureRequest], None]] = {
     ("README.md", "===="): check_readme_summary,
     ("README.md", "agentbench-results/<run-id>/"): check_run_layout,
@@ -294,4 +357,6 @@ OUTPUT_CHECKS: dict[tuple[str, str], Callable[[dx.Block, pytest.FixtureRequest],
     ("docs/verifiers.md", "bench_quiz.toml: invalid suite"): check_verifier_setup_error,
     ("docs/run-reports.md", "{"): check_partial_coverage,
     ("docs/trust-your-suite.md", "controls: "): check_controls_output,
+    ("docs/comparing-models.md", "against the baseline"): check_baseline_comparison,
+    ("docs/robustness.md", "robustness "): check_robustness_lines,
 }

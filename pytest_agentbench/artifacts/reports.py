@@ -28,10 +28,12 @@ def write_run_reports(
     gate: Mapping[str, Any] | None = None,
     errors_as_failures: bool = False,
     coverage: Mapping[str, Any] | None = None,
+    sections: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write ``ctrf.json`` and ``summary.json`` for ``records`` into ``run_dir``, one test
     and one task at a time (a 10 000-task run never holds either report whole); return
-    the summary document (its ``tasks`` are the records themselves)."""
+    the summary document (its ``tasks`` are the records themselves). ``sections`` are
+    added to summary.json as they are (the baseline comparison, robustness)."""
     scored = task_records(records)  # controls are reported, never scored
     ctrf = build_ctrf(
         records,
@@ -63,6 +65,7 @@ def write_run_reports(
         errors_as_failures=errors_as_failures,
         coverage=coverage,
         stream=True,
+        sections=sections,
     )
     write_json_atomic(run_dir / "summary.json", summary, indent=None)
     summary["tasks"] = list(records)

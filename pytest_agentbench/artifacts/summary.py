@@ -104,12 +104,14 @@ def build_summary(
     errors_as_failures: bool = False,
     stream: bool = False,
     coverage: Mapping[str, Any] | None = None,
+    sections: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The summary.json document. ``tasks`` holds every task's record as the reports saw
     it (outcome, reward, usage, reason, where its artifacts are), so shards can be merged
     and runs resumed from it alone. With ``stream`` it is a :class:`Streamed` array of the
     records themselves, not copies. ``coverage`` (artifacts/coverage.py) says how many of
-    the planned tasks the records cover; None when unknown (a merge of runs). Control
+    the planned tasks the records cover; None when unknown (a merge of runs).
+    ``sections`` (the baseline comparison, robustness) come before ``tasks``. Control
     records (artifacts/controls.py) are in ``tasks`` but never in a count or a score:
     ``controls`` sums them up, and ``invalid`` says why a canary made the run invalid."""
     every = records
@@ -144,5 +146,6 @@ def build_summary(
         "gate": dict(gate) if gate is not None else None,
         "controls": controls_summary(every),
         "invalid": invalid_reason(every),
+        **dict(sections or {}),
         "tasks": Streamed(every) if stream else [dict(r) for r in every],
     }

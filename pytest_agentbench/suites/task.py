@@ -88,6 +88,11 @@ class Task:
     oracle: tuple[Any, ...] = ()
     control: Control | None = None
     sampling: Sampling = field(default_factory=Sampling)
+    #: Set on a perturbed copy (suites/perturb.py): its perturbation, the id of the task
+    #: it was made from, and the seed it was made with.
+    perturbation: str | None = None
+    original_id: str | None = None
+    perturbation_seed: int | None = None
 
     @property
     def key(self) -> str:
