@@ -121,6 +121,7 @@ def flagged(summary: Any, task: str) -> dict[str, str]:
     return {}
 
 
+@pytest.mark.slow
 def test_a_regex_that_matches_everything_is_flagged(pytester: pytest.Pytester) -> None:
     pytester.makefile(".toml", bench_loose=MATCH_EVERYTHING)
     result, summary = run_controls(pytester)
@@ -138,6 +139,7 @@ def test_a_regex_that_matches_everything_is_flagged(pytester: pytest.Pytester) -
     assert summary["totals"]["tasks"] == 0  # controls are never scored
 
 
+@pytest.mark.slow
 def test_tests_that_never_import_the_solution_are_flagged(pytester: pytest.Pytester) -> None:
     pytester.makefile(".toml", bench_hollow=NEVER_IMPORTS)
     result, summary = run_controls(pytester)
@@ -154,6 +156,7 @@ def test_tests_that_never_import_the_solution_are_flagged(pytester: pytest.Pytes
     assert "positive" not in bad
 
 
+@pytest.mark.slow
 def test_a_schema_that_accepts_any_object_is_flagged(pytester: pytest.Pytester) -> None:
     pytester.makefile(".toml", bench_shapeless=ANY_OBJECT)
     result, summary = run_controls(pytester)
@@ -165,6 +168,7 @@ def test_a_schema_that_accepts_any_object_is_flagged(pytester: pytest.Pytester) 
     assert "empty" not in flagged(summary, "point")  # an empty answer is not JSON: it fails
 
 
+@pytest.mark.slow
 def test_a_wrong_choice_target_fails_the_positive_control(pytester: pytest.Pytester) -> None:
     pytester.makefile(".toml", bench_quiz=WRONG_LETTER)
     result, summary = run_controls(pytester)
@@ -180,6 +184,7 @@ def test_a_wrong_choice_target_fails_the_positive_control(pytester: pytest.Pytes
     assert flagged(summary, "planet") == {}  # its target is its answer: nothing to see
 
 
+@pytest.mark.slow
 def test_a_sound_suite_passes_its_controls_as_items(pytester: pytest.Pytester) -> None:
     pytester.makefile(".toml", bench_sound=SOUND)
     result, summary = run_controls(pytester, "-v")
@@ -209,6 +214,7 @@ def test_a_sound_suite_passes_its_controls_as_items(pytester: pytest.Pytester) -
     assert rollout["extra"]["pytest-agentbench.rollout"]["control"]["behaved"] is True
 
 
+@pytest.mark.slow
 def test_controls_are_selected_with_k(pytester: pytest.Pytester) -> None:
     pytester.makefile(".toml", bench_sound=SOUND)
     result, summary = run_controls(pytester, "-k", "refusal")
@@ -241,6 +247,7 @@ scripted = ["beta"]
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pattern, invalid", [("^(alpha|beta)$", False), (".*", True)])
 def test_a_canary_that_passes_marks_the_run_invalid(
     pytester: pytest.Pytester, pattern: str, invalid: bool
@@ -274,6 +281,7 @@ def test_a_canary_that_passes_marks_the_run_invalid(
         assert "Result invalid" not in (pytester.path / "run.md").read_text()
 
 
+@pytest.mark.slow
 def test_canaries_of_a_real_model_run_are_played_by_the_scripted_provider(
     pytester: pytest.Pytester,
 ) -> None:
@@ -314,6 +322,7 @@ verifier = { kind = "python_tests" }
 """
 
 
+@pytest.mark.slow
 def test_a_dataset_canonical_solution_body_is_the_positive_control(
     pytester: pytest.Pytester,
 ) -> None:
@@ -350,6 +359,7 @@ def test_a_dataset_canonical_solution_body_is_the_positive_control(
     assert summary["controls"]["run"] == 12 and summary["controls"]["behaved"] == 12
 
 
+@pytest.mark.slow
 def test_every_file_of_a_controls_run_matches_its_schema(pytester: pytest.Pytester) -> None:
     """The control records (misbehaved, behaved, no positive control), their rollout
     folders, summary.json and ctrf.json all validate against the published schemas."""
@@ -375,6 +385,7 @@ def test_every_file_of_a_controls_run_matches_its_schema(pytester: pytest.Pytest
     assert [t["task_id"] for t in missing] == ["free"]
 
 
+@pytest.mark.slow
 def test_controls_under_xdist_reach_the_controller(pytester: pytest.Pytester) -> None:
     """Control records travel from the workers like task records: the controller's
     summary counts every control, and a misbehaving one fails the run."""
@@ -432,6 +443,7 @@ verifier = {{ kind = "python_checks", entry_point = "triple", test = "{hollow}" 
 """
 
 
+@pytest.mark.slow
 def test_python_checks_tasks_get_the_code_controls(pytester: pytest.Pytester) -> None:
     """HumanEval's check(candidate) through the python_checks verifier: a sound check
     fails the None-returning stub; a check that never calls its candidate passes it."""
@@ -450,6 +462,7 @@ def test_python_checks_tasks_get_the_code_controls(pytester: pytest.Pytester) ->
     assert set(flagged(summary, "hollow")) == {"returns-none"}
 
 
+@pytest.mark.slow
 def test_a_control_that_errors_before_it_runs_stays_a_control(pytester: pytest.Pytester) -> None:
     """A plugin that breaks one control's setup: its stand-in record is still a control
     (counted as an error, never scored as a task)."""
