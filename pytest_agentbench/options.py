@@ -185,6 +185,12 @@ def add_options(parser: pytest.Parser) -> None:
         help="write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY when set)",
     )
     group.addoption(
+        "--agentbench-html",
+        metavar="PATH",
+        help="where to write the HTML report (default: report.html in the run folder; "
+        "written whenever a task ran)",
+    )
+    group.addoption(
         "--agentbench-no-stream",
         action="store_true",
         help="send non-streaming requests (streaming is the default)",
@@ -221,3 +227,4 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("agentbench_loop_kill_tokens", "tokens a loop may stream before the kill")
     parser.addini("agentbench_breaker", "identical permanent errors before no more is sent")
     parser.addini("agentbench_markdown", "path of a Markdown summary to write")
+    parser.addini("agentbench_html", "path of the HTML report (default: the run folder's)")

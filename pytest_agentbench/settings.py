@@ -76,6 +76,7 @@ class Settings:
     loop_kill_tokens: int = 1024
     sandbox: str | None = None
     markdown: Path | None = None
+    html: Path | None = None
 
     def fingerprint(self) -> str:
         """A short hash of the settings that change results (never the key)."""
@@ -229,6 +230,7 @@ def resolve_settings(
     )
     rpm = _first(option("agentbench_rpm"), ini("agentbench_rpm"))
     markdown = _first(option("agentbench_markdown"), ini("agentbench_markdown"))
+    html = _first(option("agentbench_html"), ini("agentbench_html"))
     repair_mode = _choice(
         "agentbench repair mode",
         _first(option("agentbench_repair_mode"), ini("agentbench_repair_mode")),
@@ -294,6 +296,7 @@ def resolve_settings(
         else None,
         rpm=float(_number("agentbench rpm", rpm, float, 0.001)) if rpm is not None else None,
         markdown=Path(markdown) if markdown else None,
+        html=Path(html) if html else None,
     )
 
 
