@@ -49,7 +49,7 @@ verifier = { kind = "number" }
 id = "stuck"
 input = "What is 2 + 2?"
 target = 4
-scripted = [{ text = "Let me check the sum once more before I answer the question. ", repeat = 300 }]
+scripted = [{ text = "Let me check the sum once more before I answer. ", repeat = 300 }]
 
 [[task]]
 id = "fine"
