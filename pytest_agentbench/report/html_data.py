@@ -323,8 +323,15 @@ def _turn(entry: Mapping[str, Any]) -> dict[str, Any]:
         "usage": dict(usage) if usage else ({"native": dict(native)} if native else None),
         "elapsed_s": _number(entry.get("elapsed_s")),
     }
-    if isinstance(entry.get("killed"), Mapping):
-        turn["killed"] = cut_text(json.dumps(entry["killed"]), 600)
+    killed = entry.get("killed")
+    if isinstance(killed, Mapping):
+        turn["killed"] = cut_text(
+            f"killed in the {killed.get('channel')} at {killed.get('killed_s')} s after "
+            f"{killed.get('chars')} characters: period {killed.get('period')} "
+            f"×{killed.get('repetitions')}, score {killed.get('score')} "
+            f"({killed.get('rule')}); the repeated part: {killed.get('excerpt')!r}",
+            600,
+        )
     if entry.get("error"):
         turn["error"] = cut_text(entry.get("error"), 2000)
     return turn

@@ -16,7 +16,7 @@ from typing import Any
 
 from pytest_agentbench.core.records import OUTCOMES
 
-WIDTH = 640
+WIDTH = 540
 
 
 def _f(value: float) -> str:
@@ -43,9 +43,9 @@ def outcome_mix(groups: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
     groups = [(label, o) for label, o in groups if sum(int(o.get(k) or 0) for k in OUTCOMES)]
     if not groups:
         return ""
-    left, bar, gap = 170, 18, 8
+    left, bar, gap = 150, 18, 8
     height = 30 + len(groups) * (bar + gap) + 24
-    span = WIDTH - left - 20
+    span = WIDTH - left - 44
     body = []
     for index, (label, outcomes) in enumerate(groups):
         y = 20 + index * (bar + gap)
@@ -62,15 +62,15 @@ def outcome_mix(groups: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
                 f"<title>{escape(label)}: {count} {outcome}</title></rect>"
             )
             x += w
-        body.append(_text(WIDTH - 16, y + bar - 5, str(total), "end", "lbl small"))
+        body.append(_text(left + span + 6, y + bar - 5, str(total), cls="lbl small"))
     legend_y = height - 8
-    x = float(left)
+    x = 10.0
     for outcome in OUTCOMES:
         body.append(
             f'<rect x="{_f(x)}" y="{legend_y - 9}" width="10" height="10" class="o-{outcome}"/>'
         )
         body.append(_text(x + 13, legend_y, outcome.replace("_", " "), cls="lbl small"))
-        x += 14 + 7 * len(outcome)
+        x += 18 + 6 * len(outcome)
     return _svg(WIDTH, height, "outcome mix per suite", body)
 
 
@@ -89,12 +89,12 @@ def score_by_round(curve: Sequence[Mapping[str, Any]] | None) -> str:
             points.append((int(entry.get("round") or 0), est))
     if not points:
         return ""
-    left, top, plot_h, height = 50, 14, 150, 200
+    left, top, plot_h, height = 50, 14, 150, 214
     step = (WIDTH - left - 40) / max(1, len(points) - 1)
     body = [
         f'<line x1="{left}" y1="{_f(_y(v, top, plot_h))}" x2="{WIDTH - 20}" '
         f'y2="{_f(_y(v, top, plot_h))}" class="grid"/>'
-        + _text(left - 6, _y(v, top, plot_h) + 4, f"{v:.1f}", "end", "lbl small")
+        + _text(left - 6, _y(v, top, plot_h) + 4, f"{v:g}", "end", "lbl small")
         for v in (0.0, 0.25, 0.5, 0.75, 1.0)
     ]
     path = []
@@ -111,7 +111,7 @@ def score_by_round(curve: Sequence[Mapping[str, Any]] | None) -> str:
             f'<circle cx="{_f(x)}" cy="{_f(y)}" r="4" class="point">'
             f"<title>round {number}: {est['value']:.3f} (n={est.get('n')})</title></circle>"
         )
-        body.append(_text(x, height - 26, f"round {number}", "middle", "lbl small"))
+        body.append(_text(x, top + plot_h + 18, f"round {number}", "middle", "lbl small"))
         body.append(_text(x + 7, y - 6, f"{est['value']:.3f}", "start", "lbl small"))
         path.append(f"{_f(x)},{_f(y)}")
     body.insert(0, f'<polyline points="{" ".join(path)}" class="curve"/>')
@@ -171,7 +171,7 @@ def histogram(values: Sequence[float], what: str, unit: str, bins: int = 24) -> 
 def _num(value: float) -> str:
     if value >= 100:
         return f"{value:,.0f}"
-    return f"{value:.2f}".rstrip("0").rstrip(".")
+    return f"{value:.3g}"
 
 
 def loop_chart(loop: Mapping[str, Any], threshold: float | None, width: int = 420) -> str:

@@ -154,7 +154,7 @@
       box.appendChild(el("div", call.is_error ? "tool result (error)" : "tool result", "role"));
       box.appendChild(pre(call.output, call.is_error ? "error" : ""));
     });
-    if (t.killed) box.appendChild(pre("killed: " + t.killed, "error"));
+    if (t.killed) box.appendChild(pre(t.killed, "error"));
     if (t.error) box.appendChild(pre(t.error, "error"));
     return box;
   }
