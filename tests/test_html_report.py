@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from html_report_suites import HOSTILE, LOOPS, WEB, Page, run
 
 from pytest_agentbench.artifacts.score_stats import interval_text
 from pytest_agentbench.artifacts.summary import build_summary
-from pytest_agentbench.report.html_page import asset
+from pytest_agentbench.report.html_page import asset, tasks_section
 
 
 def report_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -223,3 +224,22 @@ def test_a_baseline_is_set_side_by_side_regressions_first(pytester: pytest.Pytes
     order = [side.index(f"web::{task}<") for task in ("plain-pass", "wrong", "inject")]
     assert order == sorted(order)
     assert '<tr class="regression"><td>web::plain-pass</td>' in side
+
+
+def test_a_partial_run_says_so_in_a_banner(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", bench_web=WEB)
+    text, page, summary = load(run(pytester, "-k", "wrong"))
+    assert summary["partial"] is True
+    banner = text.split('<p class="banner" id="partial">')[1].split("</p>")[0]
+    assert banner == "Partial run: 1 of 3 tasks (2 deselected)"
+    assert len(page.data_blocks()["run-data"]["rows"]) == 1
+
+
+def test_the_server_side_table_escapes_what_it_shows() -> None:
+    hostile = '<script>alert(1)</script><img src=x onerror="alert(2)">'
+    row = ["web", hostile, "m", "failed", 0.0, 0.0, 1, 10, 0.5, f"reward 0 — got {hostile}"]
+    html = tasks_section({"rows": [row], "order": [0]})
+    page = Page(html)
+    assert [tag for tag, _ in page.tags if tag in ("script", "img")] == []
+    cells = html.split('<tr data-i="0">')[1]
+    assert escape(hostile) in cells and f"reward 0 — got {escape(hostile)}" in cells
