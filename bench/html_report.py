@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -82,17 +83,23 @@ def main() -> None:
     )  # fmt: skip
     print(f"run: {args.tasks} tasks in {time.perf_counter() - t0:.1f} s")
     run_dir = (folder / "out" / "latest").resolve()
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "pytest_agentbench", "report", str(run_dir)],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     built = time.perf_counter() - t0
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     if done.returncode != 0:
         sys.exit(f"report failed: {done.stderr}")
     page = run_dir / "report.html"
     size = page.stat().st_size
-    print(f"report: built in {built:.2f} s (process included), {size / 1e6:.1f} MB")
+    print(
+        f"report: built in {built:.2f} s wall, {cpu:.2f} s CPU (process start included), "
+        f"{size / 1e6:.1f} MB"
+    )
     browse(page)
     if args.keep is None:
         shutil.rmtree(folder, ignore_errors=True)

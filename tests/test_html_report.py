@@ -156,6 +156,14 @@ def test_several_models_get_scores_a_paired_comparison_and_a_side_by_side(
     anthropic = blocks[f"d-{index}"]
     assert anthropic["prompt"][-1]["text"] == "say yes"  # read from the Messages request
     assert anthropic["attempts"][1]["answer"] == "still no"
+    # a summary that carries its own comparisons (a multi-model run's writer) is shown as is
+    given = {"first": "scripted", "second": "scripted/anthropic", "test": "McNemar exact",
+             "difference": {"value": 0.0, "n": 3}, "p_value": 1.0, "significant": False,
+             "excluded": 0}  # fmt: skip
+    (both / "summary.json").write_text(json.dumps({**summary, "comparisons": [given]}))
+    assert report_cli(str(both)).returncode == 0
+    text = (both / "report.html").read_text()
+    assert "<li>scripted − scripted/anthropic = 0.0 (McNemar exact, p=1.0)</li>" in text
 
 
 def test_report_of_a_folder_that_is_no_run_says_so(tmp_path: Path) -> None:

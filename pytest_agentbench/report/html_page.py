@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import time
 from collections.abc import Mapping, Sequence
 from html import escape
@@ -46,9 +47,23 @@ def asset(name: str) -> str:
     )
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with NaN and infinities as None (JSON has no such numbers)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
 def json_block(value: Any) -> str:
     """JSON safe inside a ``<script type="application/json">`` element."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:  # a NaN or an infinity somewhere in a record
+        text = json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":"))
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
@@ -285,8 +300,8 @@ def render(data: Mapping[str, Any]) -> str:
         "loops": [i for i, _, _, _ in data["loops"]],
     }
     details = "".join(
-        f'<script type="application/json" id="d-{i}">{json_block(detail)}</script>'
-        for i, detail in data["details"].items()
+        f'<script type="application/json" id="d-{i}">{block}</script>'
+        for i, block in data["details"].items()
     )
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'

@@ -9,7 +9,6 @@ it. See docs/html-report.md.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from pytest_agentbench.report.html_data import (
     side_by_side,
     task_detail,
 )
-from pytest_agentbench.report.html_page import render
+from pytest_agentbench.report.html_page import json_block, render
 
 DEFAULT_NAME = "report.html"
 MAX_LOOP_FIGURES = 60
@@ -103,18 +102,23 @@ def report_data(
     records = _records(summary)
     models = list(dict.fromkeys(str(r.get("model")) for r in records))
     order = severity_order(records)
-    details: dict[int, dict[str, Any]] = {}
+    secrets = tuple(secrets)
+    details: dict[int, str] = {}
+    looped: dict[int, dict[str, Any]] = {}
     spent = 0
     for index in order:
-        detail = task_detail(records[index], run_dir)
-        size = len(json.dumps(detail, default=str))
-        if spent + size > DETAIL_BUDGET:
+        detail = redact(task_detail(records[index], run_dir), secrets)
+        block = json_block(detail)
+        if spent + len(block) > DETAIL_BUDGET:
             detail = {"key": detail["key"], "reason": detail["reason"], "attempts": [],
                       "prompt": [], "evidence": {},
                       "note": "left out: the report's size budget was spent on earlier tasks; "
                       f"see {detail.get('rollout_dir')}"}  # fmt: skip
-        spent += size
-        details[index] = detail
+            block = json_block(detail)
+        spent += len(block)
+        details[index] = block
+        if any(attempt.get("loop") for attempt in detail["attempts"]):
+            looped[index] = detail
     settings = summary.get("settings") or {}
     kill = settings.get("loop_kill")
     threshold = kill / 100 if isinstance(kill, int | float) and kill > 0 else None
@@ -136,12 +140,12 @@ def report_data(
         "comparisons": comparisons(summary, records) if len(models) > 1 else [],
         "rows": [row(r) for r in records],
         "order": order,
-        "details": details,
         "sides": sides,
     }
     data: dict[str, Any] = redact(gathered, secrets)
+    data["details"] = details  # each redacted and encoded above
     data["pictures"] = _pictures(data["summary"], records, len(models) > 1)  # numbers of records
-    data["loops"] = _loop_figures(data["details"], threshold)
+    data["loops"] = _loop_figures(looped, threshold)
     return data
 
 
@@ -155,6 +159,6 @@ def write_html_report(
     """Write the report of ``run_dir`` to ``out`` (default ``run_dir/report.html``)
     atomically; returns its path. AgentbenchError when run_dir holds no summary."""
     target = out if out is not None else run_dir / DEFAULT_NAME
-    page = render(report_data(run_dir, secrets=tuple(secrets), baseline=baseline))
+    page = render(report_data(run_dir, secrets=secrets, baseline=baseline))
     write_text_atomic(target, page)
     return target
