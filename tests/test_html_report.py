@@ -9,6 +9,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from html import escape
@@ -251,3 +252,20 @@ def test_the_server_side_table_escapes_what_it_shows() -> None:
     assert [tag for tag, _ in page.tags if tag in ("script", "img")] == []
     cells = html.split('<tr data-i="0">')[1]
     assert escape(hostile) in cells and f"reward 0 — got {escape(hostile)}" in cells
+
+
+def test_an_agent_task_panel_has_each_turn_its_tool_calls_and_results(
+    pytester: pytest.Pytester,
+) -> None:
+    suite = Path(__file__).parents[1] / "example_suites" / "bench_agent.toml"
+    pytester.makefile(".toml", bench_agent=suite.read_text(encoding="utf-8"))
+    _, page, _ = load(run(pytester, "-k", "add-slugify"))
+    detail = detail_of(page, "add-slugify")
+    first = detail["attempts"][0]
+    assert [t["turn"] for t in first["turns"]] == list(range(1, len(first["turns"]) + 1))
+    calls = [c for t in first["turns"] for c in t["tool_calls"]]
+    writes = [c for c in calls if c["name"] == "write_file"]
+    assert writes and writes[0]["arguments"].startswith("path: textkit/slug.py\ncontent:\ndef ")
+    assert re.fullmatch(r"wrote \d+ bytes to textkit/slug\.py", writes[0]["output"])
+    assert all(t["usage"]["total"] for t in first["turns"])  # usage per turn
+    assert first["feedback_sent"] and detail["attempts"][1]["verdict"]["reward"] == 1.0

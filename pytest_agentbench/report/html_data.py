@@ -288,6 +288,22 @@ def prompt_messages(body: Any) -> list[dict[str, str]]:
     return found
 
 
+def arguments_text(arguments: Any) -> str:
+    """A tool call's arguments for people: a JSON object as ``name: value`` lines, each
+    text value as it is (a file's content with its own lines); anything else unchanged."""
+    try:
+        parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError:
+        return cut_text(arguments, TOOL_OUTPUT_LIMIT)
+    if not isinstance(parsed, Mapping):
+        return cut_text(arguments, TOOL_OUTPUT_LIMIT)
+    lines = []
+    for name, value in parsed.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        lines.append(f"{name}:\n{text}" if "\n" in text else f"{name}: {text}")
+    return cut_text("\n".join(lines), TOOL_OUTPUT_LIMIT)
+
+
 def _tool_calls(response: Mapping[str, Any], results: Any) -> list[dict[str, Any]]:
     outputs = {}
     for result in results if isinstance(results, list) else []:
@@ -301,7 +317,7 @@ def _tool_calls(response: Mapping[str, Any], results: Any) -> list[dict[str, Any
         calls.append(
             {
                 "name": str(call.get("name")),
-                "arguments": cut_text(call.get("arguments"), TOOL_OUTPUT_LIMIT),
+                "arguments": arguments_text(call.get("arguments")),
                 "output": cut_text(result.get("output"), TOOL_OUTPUT_LIMIT),
                 "is_error": bool(result.get("is_error")),
             }
@@ -448,6 +464,6 @@ def task_detail(record: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
     if reward is not None:
         evidence["reward.json"] = cut_text(json.dumps(reward, indent=1, default=str), 3000)
     stdout = _read_tail(verifier / "test-stdout.txt", STDOUT_TAIL)
-    if stdout is not None:
+    if stdout:
         evidence["test-stdout.txt (tail)"] = stdout
     return detail

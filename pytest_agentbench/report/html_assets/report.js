@@ -163,7 +163,7 @@
     var box = el("div", null, "attempt");
     box.appendChild(el("h4", a.round === 0 ? "First try" : "Repair round " + a.round));
     var facts = [];
-    if (a.verdict) facts.push("reward " + a.verdict.reward);
+    if (a.verdict) facts.push("reward " + cell(a.verdict.reward, "reward"));
     if (a.finish_reason) facts.push("finish " + a.finish_reason);
     if (a.elapsed_s !== null) facts.push(Math.round(a.elapsed_s * 1000) / 1000 + " s");
     var usage = usageText(a.usage);
@@ -184,7 +184,7 @@
     }
     if (a.verdict) {
       var v = a.verdict;
-      box.appendChild(el("div", "verdict: reward " + v.reward, "role"));
+      box.appendChild(el("div", "verdict: reward " + cell(v.reward, "reward"), "role"));
       var metrics = Object.keys(v.metrics || {}).map(function (k) { return k + " " + JSON.stringify(v.metrics[k]); });
       if (metrics.length) box.appendChild(el("div", metrics.join(", ")));
       if (v.feedback) box.appendChild(pre(v.feedback));
