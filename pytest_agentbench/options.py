@@ -209,6 +209,12 @@ def add_options(parser: pytest.Parser) -> None:
         help="seed of the run's random choices, e.g. the perturbations (default 0)",
     )
     group.addoption(
+        "--agentbench-html",
+        metavar="PATH",
+        help="where to write the HTML report (default: report.html in the run folder; "
+        "written whenever a task ran)",
+    )
+    group.addoption(
         "--agentbench-no-stream",
         action="store_true",
         help="send non-streaming requests (streaming is the default)",
@@ -249,6 +255,7 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("agentbench_baseline", "earlier run folder to compare this run with")
     parser.addini("agentbench_perturb", "perturbations to run, comma-separated")
     parser.addini("agentbench_seed", "seed of the run's random choices (default 0)")
+    parser.addini("agentbench_html", "path of the HTML report (default: the run folder's)")
 
 
 def _add_sampling(group: pytest.OptionGroup, parser: pytest.Parser) -> None:

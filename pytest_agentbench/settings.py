@@ -83,6 +83,7 @@ class Settings:
     fail_on_regression: bool = False
     perturb: tuple[str, ...] = ()
     seed: int = 0
+    html: Path | None = None
 
     def fingerprint(self) -> str:
         """A short hash of the settings that change results (never the key)."""
@@ -247,6 +248,7 @@ def resolve_settings(
             "--agentbench-fail-on-regression compares with a baseline: "
             "give --agentbench-baseline RUN_DIR (or the agentbench_baseline ini key)"
         )
+    html = _first(option("agentbench_html"), ini("agentbench_html"))
     repair_mode = _choice(
         "agentbench repair mode",
         _first(option("agentbench_repair_mode"), ini("agentbench_repair_mode")),
@@ -317,6 +319,7 @@ def resolve_settings(
         fail_on_regression=bool(option("agentbench_fail_on_regression")),
         perturb=_perturbations(perturb),
         seed=_int_option(option, ini, "agentbench_seed", 0, 0, MAX_OPTION_NUMBER),
+        html=Path(html) if html else None,
     )
 
 
