@@ -68,6 +68,11 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
         errors_as_failures=settings.errors_as_failures,
     )
     _write_markdown(state, summary)
+    if state.hooks.has("pytest_agentbench_run_finished"):
+        from pytest_agentbench.core.task_record import RunSummary
+
+        typed = RunSummary.from_json(summary)
+        state.hooks.notify("pytest_agentbench_run_finished", summary=typed, run_dir=run_dir)
 
 
 def _write_markdown(state: RunState, summary: dict[str, Any]) -> None:
@@ -119,6 +124,8 @@ def summary_section(terminalreporter: Any, config: pytest.Config, state: RunStat
         terminalreporter.write_line(
             f"{resumed} task(s) resumed from the earlier run (not sent again)"
         )
+    for line in state.hooks.lines():
+        terminalreporter.write_line(line, yellow=True)
     if state.results.gate is not None:
         from pytest_agentbench.report.gate import gate_lines
 
