@@ -99,7 +99,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
     config.pluginmanager.register(builtins, "agentbench-builtins")
     if not settings.model.builtin:  # a plugin's provider: claimed now, or a usage error
-        state.services.client()
+        try:
+            state.services.client()
+        except pytest.UsageError:
+            raise
+        except Exception as exc:
+            raise pytest.UsageError(
+                f"the model client for {settings.model.label} could not be made: "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
     if config.pluginmanager.hasplugin("timeout"):
         from pytest_agentbench.timeouts import TimeoutTakeover
 
