@@ -95,9 +95,16 @@ class BenchModel:
 
         settings = self._state.settings
         services = self._state.services
-        client = services.client()
-        if self._script.scripted:
-            services.prepare(self._script.key, (self._script,))
+        try:
+            client = services.client()
+            if self._script.scripted:
+                services.prepare(self._script.key, (self._script,))
+        except ModelError as exc:
+            self.failure = Failure.from_error(exc)
+            raise
+        except AgentbenchError as exc:  # a reply the scripted server cannot play
+            self.failure = Failure.of("harness", str(exc))
+            raise
         messages = (
             ({"role": "user", "content": prompt},) if isinstance(prompt, str) else tuple(prompt)
         )
@@ -160,6 +167,8 @@ class BenchModel:
         crash = getattr(report.longrepr, "reprcrash", None)
         message = str(getattr(crash, "message", "") or "") if report.failed else ""
         message = message.splitlines()[0] if message else ("" if report.passed else outcome)
+        if failure is not None:  # the model's (or the harness's) own words, not the traceback's
+            message = failure.message
         trace = str(report.longreprtext) if report.failed else None
         killed = next((loop for loop in self.loops if loop.get("killed")), None)
         usage = sum_usage(self.usages)

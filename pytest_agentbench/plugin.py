@@ -440,8 +440,9 @@ class _XdistCrashes:
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:
-    """Count the tasks a selection left out (-k, -m, pytest-split, --lf…): a score over
-    the rest is partial. Tasks of another --agentbench-shard are not counted."""
+    """Count the tasks a selection left out (-k, -m, pytest-split, --lf…), tests using
+    the agentbench_model fixture included: a score over the rest is partial. Tasks of
+    another --agentbench-shard are not counted."""
     if not items:
         return
     state = items[0].config.stash.get(STATE_KEY, None)
@@ -449,7 +450,7 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
         state.results.deselected += sum(
             1
             for item in items
-            if getattr(item, "task", None) is not None
+            if (getattr(item, "task", None) is not None or "agentbench_model" in _fixtures(item))
             and not getattr(item, "agentbench_other_shard", False)
         )
 

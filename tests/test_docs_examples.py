@@ -168,6 +168,10 @@ PLUGIN_SUITES = {
         ' "3"]\n',
         {"count": "passed"},
     ),
+    "pytest_agentbench_failure_reason": (
+        '[[task]]\nid = "no"\ninput = "Say yes."\ntarget = "yes"\nscripted = ["no"]\n',
+        {"no": "failed"},
+    ),
 }
 
 

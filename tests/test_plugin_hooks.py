@@ -78,7 +78,8 @@ def test_observers_see_typed_records_and_override_the_reason(pytester: pytest.Py
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "✗ yes::wrong: mine: wrong got 'Your answer does not match the expected answer.' (3 tokens)"
+            "✗ yes::wrong: mine: wrong got 'Your answer does not match the expected "
+            "answer.' (3 tokens)"
         ]
     )
     run = latest(pytester)

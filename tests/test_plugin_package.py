@@ -23,7 +23,8 @@ DOC = dx.ROOT / "docs" / "plugins.md"
 
 def example_file(name: str) -> str:
     """The block of docs/plugins.md marked as the example package's file ``name``."""
-    found = [b.text for b in dx.blocks(DOC) if b.mark and b.mark.startswith(f"fragment ({name} ")]
+    mark = f"package file {name} "
+    found = [b.text for b in dx.blocks(DOC) if b.mark and b.mark.startswith(mark)]
     assert len(found) == 1, f"docs/plugins.md: expected one block marked for {name}"
     return found[0]
 
