@@ -27,12 +27,8 @@ if TYPE_CHECKING:
 
     from pytest_agentbench.run import RunState
 
-FIXTURE = "agentbench_model"
+#: Registered (with its help) in plugin.py, which must not import this module unasked.
 MARKER = "agentbench_scripted"
-MARKER_HELP = (
-    f"{MARKER}(*replies): the scripted model's replies to a test using the {FIXTURE} "
-    "fixture, one per call (the last repeats)"
-)
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from pytest_agentbench.model_fixture import MARKER_HELP
-
-    config.addinivalue_line("markers", MARKER_HELP)
+    config.addinivalue_line(
+        "markers",
+        "agentbench_scripted(*replies): the scripted model's replies to a test using the "
+        "agentbench_model fixture, one per call (the last repeats)",
+    )
     if not config.getoption("agentbench"):
         return
     from pytest_agentbench.plugin_hooks import load_entry_points

@@ -29,14 +29,15 @@ def example_file(name: str) -> str:
     return found[0]
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example package, pip-installed (built by its own backend) into a folder that
-    the runs below put on PYTHONPATH."""
-    root = tmp_path_factory.mktemp("pkg")
+def install(root: Path, group: str) -> Path:
+    """The example package, its entry point in ``group``, pip-installed (built by its own
+    backend) into a folder the runs below put on PYTHONPATH; returns that folder."""
     source = root / "pytest-agentbench-foo"
     source.mkdir()
-    (source / "pyproject.toml").write_text(example_file("pyproject.toml"), encoding="utf-8")
+    pyproject = example_file("pyproject.toml")
+    assert "[project.entry-points.pytest_agentbench]" in pyproject
+    pyproject = pyproject.replace("entry-points.pytest_agentbench]", f"entry-points.{group}]")
+    (source / "pyproject.toml").write_text(pyproject, encoding="utf-8")
     (source / "agentbench_foo.py").write_text(example_file("agentbench_foo.py"), encoding="utf-8")
     target = root / "site"
     done = subprocess.run(
@@ -47,6 +48,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert done.returncode == 0, done.stderr[-3000:]
     assert list(target.glob("pytest_agentbench_foo-*.dist-info/entry_points.txt"))
     return target
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return install(tmp_path_factory.mktemp("pkg"), "pytest_agentbench")
 
 
 SUITE_TOML = """
@@ -131,3 +137,20 @@ def test_its_ctrf_passes_the_official_checker(pytester: pytest.Pytester, run: An
     run("--agentbench-model", "foo/any")
     checked = check_ctrf(pytester.path / "agentbench-results" / "latest" / "ctrf.json")
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_a_package_may_register_through_pytest11_instead(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, monkeypatch: Any
+) -> None:
+    """pytest loads it (its hooks are checked once ours are declared); we do not load it
+    twice."""
+    site = install(tmp_path_factory.mktemp("pkg11"), "pytest11")
+    pytester.makefile(".lines", bench_shout="hello | say hello | HELLO\n")
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    result = pytester.runpytest_subprocess(
+        "--agentbench", "-p", "no:cacheprovider", "--agentbench-model", "foo/any"
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["plugins: *foo-0.1.0*"])
+    report = (pytester.path / "agentbench-results" / "latest" / "foo-report.txt").read_text()
+    assert report.splitlines() == ["shout::hello passed 1.0", "1 streamed events"]
