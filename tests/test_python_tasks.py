@@ -164,3 +164,27 @@ def test_fixture_tests_under_xdist_and_a_selection(pytester: pytest.Pytester) ->
     summary = json.loads((latest(pytester) / "summary.json").read_text(encoding="utf-8"))
     assert len(summary["tasks"]) == 2
     assert summary["coverage"]["partial"] and summary["coverage"]["deselected"] == 1
+
+
+def test_the_fixture_is_watched_for_loops(pytester: pytest.Pytester) -> None:
+    """A looping reply to a fixture test is killed mid-stream like a task's, and the
+    test's record says so (outcome, failure, the loop evidence, the tokens streamed)."""
+    sentence = "I should double-check the total once more before answering. "
+    pytester.makepyfile(
+        test_loop=f"""
+import pytest
+
+@pytest.mark.agentbench_scripted({{"text": {sentence!r}, "repeat": 400}})
+def test_adds(agentbench_model):
+    assert "42" in agentbench_model.generate("Add the numbers.").text
+"""
+    )
+    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    summary = json.loads((latest(pytester) / "summary.json").read_text(encoding="utf-8"))
+    (record,) = summary["tasks"]
+    assert record["outcome"] == "loop_killed"
+    assert record["failure"]["kind"] == "loop_killed"
+    assert record["loop"]["killed"]["channel"] == "answer"
+    assert record["usage"]["output"] and record["usage"]["recovered"]
+    result.stdout.fnmatch_lines(["*test_loop::test_adds: loop killed*"])
