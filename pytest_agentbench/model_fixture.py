@@ -101,6 +101,11 @@ class BenchModel:
         except AgentbenchError as exc:  # a reply the scripted server cannot play
             self.failure = Failure.of("harness", str(exc))
             raise
+        except Exception as exc:  # a plugin's client failing to be made: not the model's fault
+            from pytest_agentbench.errors import unexpected_cause
+
+            self.failure = Failure.of("harness", f"unexpected {unexpected_cause(exc)}")
+            raise
         messages = (
             ({"role": "user", "content": prompt},) if isinstance(prompt, str) else tuple(prompt)
         )
@@ -131,6 +136,11 @@ class BenchModel:
             if partial is not None and hasattr(partial, "usage"):
                 self._took(partial.usage, guard.record())
             self.failure = Failure.from_error(exc)
+            raise
+        except Exception as exc:  # a bug in a plugin's client (or ours): a harness error
+            from pytest_agentbench.errors import unexpected_cause
+
+            self.failure = Failure.of("harness", f"unexpected {unexpected_cause(exc)}")
             raise
         self._took(generation.usage, guard.record())
         return Reply(

@@ -228,3 +228,45 @@ def test_a_verifier_kind_may_be_module_function(pytester: pytest.Pytester) -> No
     result.stdout.fnmatch_lines(
         ["*cannot import 'nochecks:x': ModuleNotFoundError: No module named 'nochecks'*"]
     )
+
+
+BROKEN_CLIENT = """
+import pytest
+
+class Broken:
+    def __init__(self, spec):
+        self.spec = spec
+    def prepare(self, tasks):
+        pass
+    def generate(self, request, on_event=None):
+        raise RuntimeError("the wire is cut")
+    def close(self):
+        pass
+
+@pytest.hookimpl
+def pytest_agentbench_model_client(spec, settings):
+    return Broken(spec) if spec.provider == "cut" else None
+"""
+
+
+def test_a_conftest_provider_whose_client_raises_gives_harness_errors(
+    pytester: pytest.Pytester,
+) -> None:
+    """A provider a conftest claims is accepted at start-up; its client's bug ends a task
+    and a fixture test alike as a harness error with the cause, never a lost result."""
+    pytester.makeconftest(BROKEN_CLIENT)
+    pytester.makefile(".toml", bench_yes=SUITE)
+    pytester.makepyfile(
+        test_model="def test_asks(agentbench_model):\n    agentbench_model.generate('hi')\n"
+    )
+    result = pytester.runpytest(
+        "--agentbench", "-p", "no:cacheprovider", "--agentbench-model", "cut/x"
+    )
+    result.assert_outcomes(errors=4)
+    summary = json.loads((latest(pytester) / "summary.json").read_text())
+    assert {t["task_id"]: (t["outcome"], t["failure"]["kind"]) for t in summary["tasks"]} == {
+        name: ("harness_error", "harness") for name in ("right", "wrong", "third", "test_asks")
+    }
+    result.stdout.fnmatch_lines(
+        ["*test_model::test_asks: unexpected RuntimeError: the wire is cut*"]
+    )
