@@ -154,3 +154,29 @@ def test_a_package_may_register_through_pytest11_instead(
     result.stdout.fnmatch_lines(["plugins: *foo-0.1.0*"])
     report = (pytester.path / "agentbench-results" / "latest" / "foo-report.txt").read_text()
     assert report.splitlines() == ["shout::hello passed 1.0", "1 streamed events"]
+
+
+def test_a_package_that_fails_to_load_is_a_usage_error_naming_it(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """An installed distribution (its metadata written as an installer would) whose
+    entry point cannot be imported."""
+    info = tmp_path / "pytest_agentbench_broken-0.2.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: pytest-agentbench-broken\nVersion: 0.2.0\n"
+    )
+    (info / "entry_points.txt").write_text("[pytest_agentbench]\nbroken = agentbench_broken\n")
+    (tmp_path / "agentbench_broken.py").write_text("raise ImportError('needs libfoo')\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    pytester.makefile(".toml", bench_tool=SUITE_TOML)
+    result = pytester.runpytest_subprocess("--agentbench", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*agentbench plugin 'broken' (agentbench_broken, from pytest-agentbench-broken) "
+            "failed to load: ImportError: needs libfoo*"
+        ]
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")  # inert: not loaded
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
