@@ -80,6 +80,11 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
     )
     _write_markdown(state, summary)
     _write_html(state, run_dir)
+    if state.hooks.has("pytest_agentbench_run_finished"):
+        from pytest_agentbench.core.task_record import RunSummary
+
+        typed = RunSummary.from_json(summary)
+        state.hooks.notify("pytest_agentbench_run_finished", summary=typed, run_dir=run_dir)
 
 
 def _write_html(state: RunState, run_dir: Path) -> None:
@@ -185,6 +190,8 @@ def summary_section(terminalreporter: Any, config: pytest.Config, state: RunStat
 
         for name, comparison in state.results.robustness:
             terminalreporter.write_line(robustness_line(name, comparison))
+    for line in state.hooks.lines():
+        terminalreporter.write_line(line, yellow=True)
     if state.results.gate is not None:
         from pytest_agentbench.report.gate import gate_lines
 

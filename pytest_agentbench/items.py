@@ -45,10 +45,14 @@ def special_suite_files(directory: pytest.Dir, patterns: Iterable[str]) -> list[
 class SuiteFile(pytest.File):
     """A ``bench_*`` suite file; collecting it loads and validates the whole suite."""
 
+    #: True for a ``bench_*`` file no ``agentbench_files`` pattern names, collected only
+    #: because a plugin implements ``pytest_agentbench_load_suite``: unclaimed, it is no suite.
+    claim_only = False
+
     def collect(self) -> Iterator[TaskItem]:
         from pytest_agentbench.models.sampling_wire import protocol_of, sampling_refusals
         from pytest_agentbench.scripted.script import Reply
-        from pytest_agentbench.suites.load import load_suite
+        from pytest_agentbench.suites.load import load_document, load_suite
 
         state = self.config.stash[STATE_KEY]
         protocol = protocol_of(state.settings.model)
@@ -56,15 +60,28 @@ class SuiteFile(pytest.File):
         def reply_check(obj: Any, where: str) -> None:
             Reply.parse(obj, where)
 
+        options: dict[str, Any] = {
+            "reply_check": reply_check,
+            "tools": state.services.tools(),
+            "max_bytes": round(state.settings.max_file_mb * 1024 * 1024),
+        }
+        sampling_check = lambda table: sampling_refusals(protocol, table)  # noqa: E731
         try:
-            suite = load_suite(
-                self.path,
-                state.services.verifiers(),
-                reply_check=reply_check,
-                tools=state.services.tools(),
-                max_bytes=round(state.settings.max_file_mb * 1024 * 1024),
-                sampling_check=lambda table: sampling_refusals(protocol, table),
-            )
+            document = self._plugin_document()
+            if document is None and self.claim_only:
+                return
+            if document is None:
+                suite = load_suite(
+                    self.path, state.services.verifiers(), sampling_check=sampling_check, **options
+                )
+            else:
+                suite = load_document(
+                    self.path,
+                    document,
+                    state.services.verifiers(),
+                    sampling_check=sampling_check,
+                    **options,
+                )
         except SuiteError as exc:
             shown = SuiteError(self._display_path(), exc.problems)
             raise self.CollectError(str(shown)) from None
@@ -105,6 +122,27 @@ class SuiteFile(pytest.File):
                 if copy is not None:
                     out.append(copy)
         return tuple(out)
+
+    def _plugin_document(self) -> Any:
+        """What ``pytest_agentbench_load_suite`` made of this file (None: no plugin read
+        it); a plugin that raises is a collection error naming it."""
+        try:
+            return self.ihook.pytest_agentbench_load_suite(path=self.path)
+        except SuiteError:
+            raise
+        except Exception as exc:
+            from pytest_agentbench.plugin_hooks import plugin_names
+
+            names = ", ".join(
+                plugin_names(self.config.pluginmanager, "pytest_agentbench_load_suite")
+            )
+            raise SuiteError(
+                str(self.path),
+                [
+                    f"a pytest_agentbench_load_suite plugin ({names}) raised "
+                    f"{type(exc).__name__}: {exc}"
+                ],
+            ) from None
 
     def _claim(self, tasks: tuple[Task, ...]) -> None:
         """Register this file's tasks run-wide; a task another file of the same suite

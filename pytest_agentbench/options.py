@@ -224,7 +224,7 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini(
         "agentbench_files",
         "glob patterns of suite file names (default: bench_*.toml bench_*.yaml bench_*.yml "
-        "bench_*.json)",
+        "bench_*.json bench_*.py)",
         type="args",
     )
     parser.addini(

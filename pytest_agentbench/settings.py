@@ -18,7 +18,7 @@ from pytest_agentbench.urls import public_url
 
 REPAIR_MODES = ("conversation", "stateless")
 FEEDBACK_LEVELS = ("none", "counts", "names", "raw")
-DEFAULT_FILES = ("bench_*.toml", "bench_*.yaml", "bench_*.yml", "bench_*.json")
+DEFAULT_FILES = ("bench_*.toml", "bench_*.yaml", "bench_*.yml", "bench_*.json", "bench_*.py")
 DEFAULT_OUT = "agentbench-results"
 DEFAULT_CONCURRENCY = 8
 DEFAULT_TIMEOUT_S = 120.0
@@ -213,7 +213,7 @@ def resolve_settings(
         option("agentbench_model"), ini("agentbench_model"), env.get("AGENTBENCH_MODEL")
     )
     model = ModelSpec.parse(model_text) if model_text else ModelSpec("scripted", "scripted")
-    key_var, url_var = PROVIDER_ENV[model.provider]
+    key_var, url_var = PROVIDER_ENV.get(model.provider, (None, None))  # a plugin's: none
     base_url = _first(
         option("agentbench_base_url"),
         ini("agentbench_base_url"),

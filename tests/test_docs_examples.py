@@ -172,6 +172,10 @@ PLUGIN_SUITES = {
         '[[task]]\nid = "p"\ninput = "say ok"\ntarget = "ok"\nscripted = ["ok"]\n',
         {"p": "passed"},
     ),
+    "pytest_agentbench_failure_reason": (
+        '[[task]]\nid = "no"\ninput = "Say yes."\ntarget = "yes"\nscripted = ["no"]\n',
+        {"no": "failed"},
+    ),
 }
 
 

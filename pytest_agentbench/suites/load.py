@@ -118,6 +118,24 @@ def load_suite(
     return loader.load(document)
 
 
+def load_document(
+    path: Path,
+    document: Any,
+    verifiers: Mapping[str, Verifier],
+    *,
+    reply_check: ReplyCheck | None = None,
+    tools: Collection[str] = DEFAULT_TOOLS,
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    sampling_check: SamplingCheck | None = None,
+) -> Suite:
+    """Validate a suite ``document`` that a plugin (or a Python bench file) made from the
+    file at ``path``, exactly as :func:`load_suite` validates a file it read (a JSON
+    document); the same SuiteError for its problems."""
+    loader = _Loader(Path(path), "json", verifiers, reply_check, tools, max_bytes)
+    loader.sampling_check = sampling_check
+    return loader.load(document)
+
+
 def _clean(bad: frozenset[Parts] | set[Parts], parts: Parts) -> bool:
     """True when no problem was found at or below ``parts``."""
     return not any(found[: len(parts)] == parts for found in bad)
@@ -515,7 +533,8 @@ class _Loader:
     def _verifier_problems(self, kind: str, options: Mapping[str, Any]) -> list[tuple[Parts, str]]:
         """Problems of a verifier table (kind unknown, options invalid), as paths in it."""
         if kind not in self.verifiers:
-            return [(("kind",), unknown_name(kind, sorted(self.verifiers)))]
+            why = getattr(self.verifiers, "why_missing", lambda _: None)(kind)
+            return [(("kind",), why or unknown_name(kind, sorted(self.verifiers)))]
         if kind not in self.validators:
             try:
                 self.validators[kind] = options_validator(kind, self.verifiers[kind].options_schema)
