@@ -68,9 +68,10 @@ class SuiteFile(pytest.File):
         except SuiteError as exc:
             shown = SuiteError(self._display_path(), exc.problems)
             raise self.CollectError(str(shown)) from None
-        self._claim(suite.tasks)
-        self.tasks = suite.tasks
-        for task in suite.tasks:
+        tasks = _selected(suite.tasks, state)
+        self._claim(tasks)
+        self.tasks = tasks
+        for task in tasks:
             item = TaskItem.from_parent(self, name=task.id, task=task)
             for mark in task.marks:
                 item.add_marker(mark)
@@ -100,6 +101,18 @@ class SuiteFile(pytest.File):
             return str(self.path.relative_to(self.config.invocation_params.dir))
         except ValueError:
             return str(self.path)
+
+
+def _selected(tasks: tuple[Task, ...], state: RunState) -> tuple[Task, ...]:
+    """The tasks ``--agentbench-limit`` and ``--agentbench-sample`` keep, in file order
+    (the same on every xdist worker: the sample is seeded)."""
+    from pytest_agentbench.suites.dataset import pick_indexes
+
+    settings = state.settings
+    if settings.limit is None and settings.sample is None:
+        return tasks
+    kept = pick_indexes(len(tasks), settings.limit, settings.sample, settings.seed or 0)
+    return tuple(tasks[i] for i in kept)
 
 
 class TaskItem(pytest.Item):

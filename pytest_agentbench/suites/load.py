@@ -1,7 +1,8 @@
 """Load a suite file into Task records, or fail with every problem the file has.
 
 A suite is a TOML, JSON or YAML file holding ``suite`` (defaults) and ``task`` (a list),
-or a manifest whose ``suite.dataset`` names a JSONL file mapped through ``suite.fields``.
+or a manifest whose ``suite.dataset`` names a dataset (JSONL, a JSON array, CSV) mapped
+through ``suite.fields`` (``suites/dataset.py``).
 The file is parsed, its structure checked against ``suite.schema.json``, then the checks
 a schema cannot make run on every part that is well-formed, so that one SuiteError lists
 all the problems at once. Tasks are only returned from a file without problems.
@@ -16,23 +17,16 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.errors import SuiteError
+from pytest_agentbench.suites.dataset import FieldMap, read_rows, spec_problems
 from pytest_agentbench.suites.fit import fit_path, fit_problems
-from pytest_agentbench.suites.read import (
-    DEFAULT_MAX_FILE_BYTES,
-    parse_record,
-    read_document,
-    read_text,
-    tree_problem,
-)
+from pytest_agentbench.suites.read import DEFAULT_MAX_FILE_BYTES, read_document, tree_problem
 from pytest_agentbench.suites.task import DEFAULT_TOOLS, Task, VerifierConfig
 from pytest_agentbench.suites.validate import (
-    DATASET_KEYS,
     RESERVED_FIELDS,
     Parts,
     document_validator,
     id_problem,
     json_path,
-    map_record,
     mark_problem,
     options_validator,
     record_validator,
@@ -185,7 +179,7 @@ class _Loader:
             if "task" in document:
                 reason = "cannot be used in a manifest: its tasks come from $.suite.dataset"
                 self.add(None, self.doc_path(("task",)), reason)
-            raws = self._dataset_tasks(table["dataset"], table.get("fields", {}), bad)
+            raws = self._dataset_tasks(table, bad)
         else:
             raws = self._file_tasks(document.get("task"), bad)
         tasks = [task for raw in raws if (task := self._task(raw, defaults)) is not None]
@@ -276,42 +270,43 @@ class _Loader:
             if isinstance(data, dict)
         ]
 
-    def _dataset_tasks(self, name: str, fields: Any, bad: set[Parts]) -> list[_RawTask]:
-        """One raw task per JSONL record, its keys taken from the fields ``fields`` maps
-        (each key defaults to the field of the same name; ``input`` is required)."""
-        self.dataset = name
-        if not isinstance(fields, dict) or not _clean(bad, ("suite", "fields")):
+    def _dataset_tasks(self, table: Mapping[str, Any], bad: set[Parts]) -> list[_RawTask]:
+        """One raw task per dataset row, its keys taken from the fields ``suite.fields``
+        maps (each key defaults to the field of the same name; ``input`` is required)."""
+        self.dataset = name = table["dataset"]
+        fields, columns = table.get("fields", {}), table.get("columns")
+        if not _clean(bad, ("suite", "fields")) or not _clean(bad, ("suite", "columns")):
             return []
+        found_specs = spec_problems(fields)
+        for parts, text in found_specs:
+            self.add(None, json_path(parts), text)
         try:
-            text = read_text(self.path.parent / name, self.max_bytes)
+            rows = read_rows(self.path.parent / name, columns, self.max_bytes)
         except ValueError as exc:
-            self.add(None, "$.suite.dataset", f"names a file that cannot be read: {exc}")
+            text = str(exc)
+            if not text.startswith(("names no file", "has an unknown")):
+                text = f"names a file that cannot be read: {text}"
+            self.add(None, "$.suite.dataset", text)
             return []
-        mapping = {key: fields.get(key, key) for key in DATASET_KEYS}
-
-        def locate(parts: Parts) -> str:
-            if parts[:1] == ("vars",):
-                return json_path(parts[1:])
-            return json_path((mapping.get(str(parts[0]), parts[0]), *parts[1:]) if parts else ())
-
+        if not rows:
+            self.add(None, "$.suite.dataset", f"names a file with no records: {show(name)}")
+        if found_specs:
+            return []
+        mapper = FieldMap(fields)
         raws: list[_RawTask] = []
-        lines = (pair for pair in enumerate(text.split("\n"), start=1) if pair[1].strip())
-        for index, (number, line) in enumerate(lines):
-            self.lines[index] = number
-            try:
-                data, missing = map_record(parse_record(line), fields)
-            except ValueError as exc:
-                self.add(index, "", str(exc))
+        for index, row in enumerate(rows):
+            self.lines[index] = row.line
+            if row.record is None:
+                self.add(index, "", str(row.problem))
                 continue
+            data, missing = mapper.task(row.record)
             found = structure_problems(data, record_validator())
             for _, problem in missing:
                 self.add(index, "", problem)
             for parts, problem in found:
-                self.add(index, locate(parts), problem)
+                self.add(index, mapper.locate(parts), problem)
             broken = frozenset(parts for parts, _ in missing + found)
-            raws.append(_RawTask(index, data, broken, locate))
-        if not self.lines:
-            self.add(None, "$.suite.dataset", f"names a file with no records: {show(name)}")
+            raws.append(_RawTask(index, data, broken, mapper.locate))
         return raws
 
     def _task(self, raw: _RawTask, defaults: Mapping[str, Any]) -> Task | None:

@@ -25,8 +25,6 @@ from jsonschema.protocols import Validator
 
 Parts = tuple[str | int, ...]
 
-#: The task keys a dataset record can fill, each from the field ``fields`` maps it to.
-DATASET_KEYS = ("id", "input", "target", "choices", "scripted")
 #: Template fields every task defines itself; vars may not take these names.
 RESERVED_FIELDS = ("input", "choices", "target")
 MAX_ID_LENGTH = 200
@@ -94,36 +92,6 @@ def options_validator(kind: str, schema: Mapping[str, Any]) -> Validator:
             f" ({show(exc.message, 120)}); this is a bug in the plugin that provides it"
         ) from None
     return cls(schema)
-
-
-def map_record(
-    record: Mapping[str, Any], fields: Mapping[str, Any]
-) -> tuple[dict[str, Any], list[tuple[Parts, str]]]:
-    """A task table made from a dataset record through ``fields`` (each task key reads
-    the field of its own name unless mapped; vars read the fields they name; a
-    ``scripted`` string is one reply), and the fields it lacks (``input``, a mapped
-    field, a var) as problems at the task key."""
-    task: dict[str, Any] = {}
-    missing: list[tuple[Parts, str]] = []
-    for key in DATASET_KEYS:
-        source = fields.get(key, key)
-        if source in record:
-            task[key] = record[source]
-            if key == "scripted" and isinstance(task[key], str):
-                task[key] = [task[key]]  # one reply, written as a plain string
-            elif key == "scripted" and not isinstance(task[key], list):
-                got = f"{type_name(task.pop(key))} {show(record[source])}"
-                expected = "must be a string (one reply) or a list of replies"
-                missing.append(((key,), f"the field {show(source)} {expected}; got {got}"))
-        elif key == "input" or key in fields:
-            how = f" (fields.{key})" if key in fields else ""
-            missing.append(((key,), f"the record has no field {show(source)}{how}"))
-    for var in fields.get("vars", []):
-        if var in record:
-            task.setdefault("vars", {})[var] = record[var]
-        else:
-            missing.append((("vars",), f"the record has no field {show(var)} (fields.vars)"))
-    return task, missing
 
 
 def type_name(value: object) -> str:
