@@ -200,9 +200,9 @@ def _limit(value: Any) -> tuple[int | None, int | None] | None:
     if value is None:
         return None
     text = str(value).strip()
-    start, sep, stop = text.rpartition(":") if ":" in text else ("", "", text)
+    start, _, stop = text.rpartition(":") if ":" in text else ("", "", text)
     parts = [part.strip() for part in (start, stop)]
-    if all(not part or part.isdigit() for part in parts) and (sep or parts[1]):
+    if all(not part or part.isdigit() for part in parts) and any(parts):
         low, high = (int(part) if part else None for part in parts)
         if low is None or high is None or low <= high:
             return low, high

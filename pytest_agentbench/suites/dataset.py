@@ -15,13 +15,20 @@ import csv
 import io
 import json
 import string
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.suites.read import parse_record, read_text
-from pytest_agentbench.suites.validate import Parts, json_path, show, type_name
+from pytest_agentbench.suites.validate import (
+    Parts,
+    json_path,
+    record_validator,
+    show,
+    structure_problems,
+    type_name,
+)
 
 #: The task keys a dataset record can fill, each from the field ``fields`` maps it to.
 DATASET_KEYS = ("id", "input", "target", "choices", "scripted")
@@ -83,7 +90,9 @@ def _json_rows(text: str) -> Iterator[Row]:
             raise ValueError(f"JSON syntax error at line {exc.lineno}: {exc.msg}") from None
         except (ValueError, RecursionError):
             line = text.count("\n", 0, position) + 1
-            raise ValueError(f"the value at line {line} cannot be read (nested too deeply?)")
+            raise ValueError(
+                f"the value at line {line} cannot be read (nested too deeply?)"
+            ) from None
         line = text.count("\n", 0, position) + 1
         if isinstance(value, dict):
             yield Row(line, value)
@@ -113,26 +122,22 @@ def _csv_rows(text: str, columns: list[str] | None, max_bytes: int) -> Iterator[
     csv.field_size_limit(max(csv.field_size_limit(), max_bytes))
     reader = csv.reader(io.StringIO(text, newline=""))
     start = 1
+    named = "suite.columns names"
     try:
         for values in reader:
             line, start = start, reader.line_num + 1
             if not any(value.strip() for value in values):
                 continue
             if columns is None:
-                columns = values
+                columns, named = values, f"the header row (line {line}) names"
                 _check_header(columns)
-                continue
-            if len(values) != len(columns):
-                got = f"has {len(values)} values; the {_header(line)} has {len(columns)} columns"
+            elif len(values) != len(columns):
+                got = f"has {len(values)} values; {named} {len(columns)} columns"
                 yield Row(line, None, f"the row {got}")
             else:
                 yield Row(line, dict(zip(columns, values, strict=True)))
     except csv.Error as exc:
         raise ValueError(f"CSV error at line {reader.line_num}: {exc}") from None
-
-
-def _header(line: int) -> str:
-    return "header" if line > 1 else "header row"
 
 
 def _check_header(columns: list[str]) -> None:
@@ -143,6 +148,51 @@ def _check_header(columns: list[str]) -> None:
         if name in seen:
             raise ValueError(f"the CSV header names the column {show(name)} twice")
         seen.add(name)
+
+
+@dataclass(frozen=True)
+class MappedRow:
+    """A dataset row as a task table (None when the row cannot be read), its problems as
+    ``(path, text)`` (path ``""`` for the row as a whole) and the task keys they break."""
+
+    line: int
+    data: dict[str, Any] | None
+    problems: list[tuple[str, str]]
+    broken: frozenset[Parts] = frozenset()
+
+
+def dataset_rows(
+    base: Path, table: Mapping[str, Any], max_bytes: int
+) -> tuple[list[tuple[str, str]], list[MappedRow], Callable[[Parts], str]]:
+    """The manifest's problems (``(path, text)``), its rows mapped through
+    ``table["fields"]``, and how to print a path inside a row's task table. No rows when
+    the field specs are broken or the file cannot be read."""
+    name, fields = table["dataset"], table.get("fields", {})
+    problems = [(json_path(parts), text) for parts, text in spec_problems(fields)]
+    try:
+        rows = read_rows(base / name, table.get("columns"), max_bytes)
+    except ValueError as exc:
+        text = str(exc)
+        if not text.startswith(("names no file", "has an unknown")):
+            text = f"names a file that cannot be read: {text}"
+        return [*problems, ("$.suite.dataset", text)], [], json_path
+    if not rows:
+        problems.append(("$.suite.dataset", f"names a file with no records: {show(name)}"))
+    mapper = FieldMap(fields)
+    if problems:
+        return problems, [], mapper.locate
+    mapped = []
+    for row in rows:
+        if row.record is None:
+            mapped.append(MappedRow(row.line, None, [("", str(row.problem))]))
+            continue
+        data, missing = mapper.task(row.record)
+        found = structure_problems(data, record_validator())
+        listed = [("", text) for _, text in missing]
+        listed += [(mapper.locate(parts), text) for parts, text in found]
+        broken = frozenset(parts for parts, _ in missing + found)
+        mapped.append(MappedRow(row.line, data, listed, broken))
+    return problems, mapped, mapper.locate
 
 
 # -- field specs ------------------------------------------------------------------------------
@@ -345,4 +395,3 @@ def pick_indexes(
         chosen = random.Random(seed).sample(range(len(kept)), sample)
         kept = [kept[i] for i in sorted(chosen)]
     return kept
-

@@ -17,9 +17,9 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.errors import SuiteError
-from pytest_agentbench.suites.dataset import FieldMap, read_rows, spec_problems
+from pytest_agentbench.suites.dataset import dataset_rows
 from pytest_agentbench.suites.fit import fit_path, fit_problems
-from pytest_agentbench.suites.read import DEFAULT_MAX_FILE_BYTES, read_document, tree_problem
+from pytest_agentbench.suites.read import DEFAULT_MAX_FILE_BYTES, read_document, seed_dir_problem
 from pytest_agentbench.suites.task import DEFAULT_TOOLS, Task, VerifierConfig
 from pytest_agentbench.suites.validate import (
     RESERVED_FIELDS,
@@ -29,7 +29,6 @@ from pytest_agentbench.suites.validate import (
     json_path,
     mark_problem,
     options_validator,
-    record_validator,
     render_prompt,
     schema_problems,
     show,
@@ -271,43 +270,22 @@ class _Loader:
         ]
 
     def _dataset_tasks(self, table: Mapping[str, Any], bad: set[Parts]) -> list[_RawTask]:
-        """One raw task per dataset row, its keys taken from the fields ``suite.fields``
-        maps (each key defaults to the field of the same name; ``input`` is required)."""
-        self.dataset = name = table["dataset"]
-        fields, columns = table.get("fields", {}), table.get("columns")
+        """One raw task per dataset row (``suites/dataset.py`` reads and maps them)."""
+        self.dataset = table["dataset"]
         if not _clean(bad, ("suite", "fields")) or not _clean(bad, ("suite", "columns")):
             return []
-        found_specs = spec_problems(fields)
-        for parts, text in found_specs:
-            self.add(None, json_path(parts), text)
-        try:
-            rows = read_rows(self.path.parent / name, columns, self.max_bytes)
-        except ValueError as exc:
-            text = str(exc)
-            if not text.startswith(("names no file", "has an unknown")):
-                text = f"names a file that cannot be read: {text}"
-            self.add(None, "$.suite.dataset", text)
-            return []
-        if not rows:
-            self.add(None, "$.suite.dataset", f"names a file with no records: {show(name)}")
-        if found_specs:
-            return []
-        mapper = FieldMap(fields)
-        raws: list[_RawTask] = []
+        found, rows, locate = dataset_rows(self.path.parent, table, self.max_bytes)
+        for path, text in found:
+            self.add(None, path, text)
         for index, row in enumerate(rows):
             self.lines[index] = row.line
-            if row.record is None:
-                self.add(index, "", str(row.problem))
-                continue
-            data, missing = mapper.task(row.record)
-            found = structure_problems(data, record_validator())
-            for _, problem in missing:
-                self.add(index, "", problem)
-            for parts, problem in found:
-                self.add(index, mapper.locate(parts), problem)
-            broken = frozenset(parts for parts, _ in missing + found)
-            raws.append(_RawTask(index, data, broken, mapper.locate))
-        return raws
+            for path, text in row.problems:
+                self.add(index, path, text)
+        return [
+            _RawTask(index, row.data, row.broken, locate)
+            for index, row in enumerate(rows)
+            if row.data is not None
+        ]
 
     def _task(self, raw: _RawTask, defaults: Mapping[str, Any]) -> Task | None:
         data, i = raw.data, raw.index
@@ -407,18 +385,8 @@ class _Loader:
             return {}, None
         if isinstance(value, str):
             directory = self.path.parent / value
-            try:
-                found = directory.is_dir()
-            except (OSError, ValueError):  # a name too long, a loop of links
-                found = False
-            if not found:
-                reason = f"names no directory next to the suite file: {show(value)}"
-                self.add(index, where(()), reason)
-                return {}, None
-            if (problem := tree_problem(directory, self.max_bytes)) is not None:
-                self.add(
-                    index, where(()), f"names a directory that cannot seed a workspace: {problem}"
-                )
+            if (problem := seed_dir_problem(directory, value, self.max_bytes)) is not None:
+                self.add(index, where(()), problem)
                 return {}, None
             return {}, directory
         for name in value:

@@ -1,0 +1,301 @@
+"""Datasets as published: HumanEval, MBPP, GSM8K and MMLU shaped files (JSONL, a JSON
+array, CSV) run through a manifest, bad rows are collection errors naming the line, and
+--agentbench-limit / --agentbench-sample choose the tasks of each suite file."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from suite_fuzz import real_loader
+
+from pytest_agentbench.errors import SuiteError
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "example_datasets"
+
+
+def example(tmp_path: Path, name: str) -> Path:
+    """A copy of one example manifest with its data folder."""
+    shutil.copytree(EXAMPLES / "data", tmp_path / "data", dirs_exist_ok=True)
+    return Path(shutil.copy(EXAMPLES / name, tmp_path / name))
+
+
+def rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def write_rows(path: Path, records: list[Any]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
+def problems(path: Path) -> list[str]:
+    with pytest.raises(SuiteError) as info:
+        real_loader()(path)
+    return list(info.value.problems)
+
+
+def outcomes(pytester: pytest.Pytester, *args: str) -> dict[str, str]:
+    """Run pytest --agentbench on the suites of the pytester folder
+    (named: a bare run would also collect the test files kept in the results folder);
+    task → outcome."""
+    suites = sorted(str(path) for path in pytester.path.glob("bench_*"))
+    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider", *suites, *args)
+    assert "ERROR collecting" not in result.stdout.str()
+    summary = pytester.path / "agentbench-results" / "latest" / "summary.json"
+    tasks = json.loads(summary.read_text())["tasks"]
+    return {f"{t['suite']}::{t['task_id']}": t["outcome"] for t in tasks}
+
+
+# -- the four shapes, as published ---------------------------------------------------------
+
+
+def test_each_shape_maps_its_published_fields(tmp_path: Path) -> None:
+    load = real_loader()
+    humaneval = load(example(tmp_path, "bench_humaneval.toml")).tasks
+    first = rows(EXAMPLES / "data" / "humaneval.jsonl")[0]
+    assert [t.id for t in humaneval] == ["Toy/0", "Toy/1", "Toy/2"]
+    assert humaneval[0].prompt == first["prompt"]
+    assert humaneval[0].target.startswith("from solution import *\n\n" + first["test"])
+    assert humaneval[0].target.endswith(f"check({first['entry_point']})\n")
+    assert humaneval[0].scripted == (
+        f"```python\n{first['prompt']}{first['canonical_solution']}```",
+    )
+
+    mbpp = load(example(tmp_path, "bench_mbpp.toml")).tasks
+    record = rows(EXAMPLES / "data" / "mbpp.jsonl")[1]
+    assert mbpp[1].id == str(record["task_id"])
+    assert mbpp[1].target == record["test_list"]
+    assert mbpp[1].prompt == (
+        record["text"] + "\nYour code should pass these tests:\n\n" + "\n".join(record["test_list"])
+    )
+
+    gsm8k = load(example(tmp_path, "bench_gsm8k.toml")).tasks
+    answers = [r["answer"] for r in rows(EXAMPLES / "data" / "gsm8k.jsonl")]
+    assert [t.target for t in gsm8k] == [a.split("####")[-1].strip() for a in answers]
+    assert [t.scripted for t in gsm8k] == [(a,) for a in answers]
+
+    mmlu = load(example(tmp_path, "bench_mmlu.toml")).tasks
+    assert [t.id for t in mmlu] == ["1", "2", "3"]
+    assert mmlu[1].choices == ("10", "25", "32", "64") and mmlu[1].target == "C"
+    assert mmlu[1].prompt.endswith("\n\nA. 10\nB. 25\nC. 32\nD. 64")
+
+
+def test_the_example_datasets_run_and_wrong_answers_fail(pytester: pytest.Pytester) -> None:
+    """Every example task passes with the row's own solution as the scripted reply; the
+    same rows with a wrong reply fail: the checks really run (HumanEval's check())."""
+    for entry in EXAMPLES.iterdir():
+        copy = shutil.copytree if entry.is_dir() else shutil.copy
+        copy(entry, pytester.path / entry.name)
+    found = outcomes(pytester)
+    assert len(found) == 12 and set(found.values()) == {"passed"}, found
+    data = pytester.path / "data"
+    he = rows(data / "humaneval.jsonl")
+    he[1]["canonical_solution"] = "    return numbers\n"  # passes check()'s [] case only
+    write_rows(data / "humaneval.jsonl", he)
+    mbpp = rows(data / "mbpp.jsonl")
+    mbpp[0]["code"] = "def digit_square_sum(n):\n    return 0"
+    write_rows(data / "mbpp.jsonl", mbpp)
+    csv_path = data / "mmlu_sample_test.csv"  # the reply stays "A", the target is now "D"
+    csv_path.write_text(csv_path.read_text().replace(",Spleen,A", ",Spleen,D"))
+    bench = pytester.path / "bench_mmlu.toml"
+    bench.write_text(bench.read_text().replace('scripted = "answer"', 'scripted = "B"'))
+    found = outcomes(pytester)
+    failed = sorted(key for key, outcome in found.items() if outcome != "passed")
+    assert failed == [
+        "humaneval-sample::Toy/1",
+        "mbpp-sample::901",
+        "mmlu-sample::2",
+        "mmlu-sample::3",
+    ]
+
+
+# -- bad rows, one shape each -----------------------------------------------------------------
+
+
+def test_gsm8k_bad_rows_name_their_lines(tmp_path: Path) -> None:
+    path = example(tmp_path, "bench_gsm8k.toml")
+    good = rows(tmp_path / "data" / "gsm8k.jsonl")
+    lines = [
+        json.dumps(good[0]),
+        "",
+        json.dumps({**good[1], "answer": "no marker here: 4"}),
+        '{"question": "q", "answer": ',
+        json.dumps({"answer": "#### 3"}),
+        json.dumps({**good[2], "answer": "#### many"}),
+    ]
+    (tmp_path / "data" / "gsm8k.jsonl").write_text("\n".join(lines))
+    assert problems(path) == [
+        'task 2 at data/gsm8k.jsonl line 3: the field "answer" has no "####" (fields.target.after)',
+        "task 3 at data/gsm8k.jsonl line 4: the line is not valid JSON: Expecting value "
+        "(column 29)",
+        'task 4 at data/gsm8k.jsonl line 5: the record has no field "question" (fields.input)',
+        "task 5 at data/gsm8k.jsonl line 6: $.suite.fields.target cannot be used: number "
+        "verifier: target 'many' is not a number; write it as a number or a numeric string "
+        'such as "42" or "-3.5"',
+    ]
+
+
+def test_humaneval_as_a_json_array_names_the_line_of_each_bad_item(tmp_path: Path) -> None:
+    path = example(tmp_path, "bench_humaneval.toml")
+    records = rows(tmp_path / "data" / "humaneval.jsonl")
+    items = [
+        json.dumps(records[0], indent=1),
+        '"not an object"',
+        json.dumps({k: v for k, v in records[1].items() if k != "entry_point"}, indent=1),
+        json.dumps({**records[2], "prompt": ["a list"]}),
+    ]
+    (tmp_path / "data" / "humaneval.json").write_text("[\n" + ",\n".join(items) + "\n]\n")
+    text = path.read_text().replace("humaneval.jsonl", "humaneval.json")
+    path.write_text(text)
+    second = 2 + items[0].count("\n") + 1
+    third = second + 1
+    fourth = third + items[2].count("\n") + 1
+    assert problems(path) == [
+        f"task 2 at data/humaneval.json line {second}: the record must be a JSON object; "
+        "got string",
+        f'task 3 ("Toy/1") at data/humaneval.json line {third}: the record has no field '
+        '"entry_point" (fields.target template)',
+        f'task 4 ("Toy/2") at data/humaneval.json line {fourth}: $.prompt must be a string; '
+        'got array ["a list"]',
+    ]
+    (tmp_path / "data" / "humaneval.json").write_text('[\n{"task_id": "x"},\n{"oops"}\n]')
+    assert problems(path) == [
+        "$.suite.dataset names a file that cannot be read: JSON syntax error at line 3: "
+        "Expecting ':' delimiter"
+    ]
+
+
+def test_mmlu_csv_bad_rows_and_header(tmp_path: Path) -> None:
+    path = example(tmp_path, "bench_mmlu.toml")
+    csv_path = tmp_path / "data" / "mmlu_sample_test.csv"
+    lines = csv_path.read_text().splitlines()
+    lines[1] = "Too few,1,2,3,C"
+    lines[2] = lines[2].rsplit(",", 1)[0] + ",E"
+    lines.append('"A question over\ntwo lines?",w,x,y,z,Q')
+    csv_path.write_text("\n".join(lines) + "\n")
+    assert problems(path) == [
+        "task 2 at data/mmlu_sample_test.csv line 2: the row has 5 values; suite.columns "
+        "names 6 columns",
+        "task 3 at data/mmlu_sample_test.csv line 3: $.answer cannot be used: choice verifier: "
+        "target 'E' is not a letter A–D, a 0-based index or the text of one of the 4 choices",
+        "task 4 at data/mmlu_sample_test.csv line 4: $.answer cannot be used: choice verifier: "
+        "target 'Q' is not a letter A–D, a 0-based index or the text of one of the 4 choices",
+    ]
+    path.write_text(path.read_text().replace("columns = [", "# columns = ["))
+    csv_path.write_text("question,A,B,A,D,answer\nq,1,2,3,4,A\n")
+    assert problems(path) == [
+        "$.suite.dataset names a file that cannot be read: the CSV header names the column "
+        '"A" twice'
+    ]
+    csv_path.write_text("question,A,B,C,D,answer\nq,1,2,3,4,A\nr,1,2\n")
+    assert problems(path) == [
+        "task 2 at data/mmlu_sample_test.csv line 3: the row has 3 values; the header row "
+        "(line 1) names 6 columns"
+    ]
+
+
+def test_mbpp_bad_rows(tmp_path: Path) -> None:
+    path = example(tmp_path, "bench_mbpp.toml")
+    records = rows(tmp_path / "data" / "mbpp.jsonl")
+    records[0]["test_list"] = ["assert digit_square_sum(12) == 5", 7]
+    records[1]["test_list"] = "assert long_words(3, 'a') == []"
+    del records[2]["code"]
+    write_rows(tmp_path / "data" / "mbpp.jsonl", records)
+    assert problems(path) == [
+        'task 1 ("901") at data/mbpp.jsonl line 1: $.test_list cannot be used: python_tests '
+        "verifier: set options.tests (pytest code, or a list of assert statements) or make the "
+        "target the test code (target is list)",
+        'task 2 ("902") at data/mbpp.jsonl line 2: $.test_list cannot be used: python_tests '
+        "verifier: the task's tests define no test: write test_* functions (or Test* classes), "
+        "or give options.tests as a list of assert statements",
+        'task 3 ("903") at data/mbpp.jsonl line 3: the record has no field "code" '
+        "(fields.scripted template)",
+    ]
+
+
+def test_field_spec_mistakes_and_a_missing_dataset(tmp_path: Path) -> None:
+    (tmp_path / "d.jsonl").write_text('{"q": "x"}\n')
+    path = tmp_path / "bench_s.toml"
+    path.write_text(
+        '[suite]\ndataset = "d.jsonl"\n[suite.fields]\ninput = { after = "#" }\n'
+        'target = { field = "q", template = "{q}" }\nvars = { v = { template = "{q.x} {}" } }\n'
+    )
+    assert problems(path) == [
+        '$.suite.fields.input must have one of "field" or "template"',
+        '$.suite.fields.target must have one of "field" or "template"',
+        "$.suite.fields.vars.v.template uses {q.x}, which is not a plain field name; write {field}",
+        "$.suite.fields.vars.v.template uses {}, which is not a plain field name; write {field}",
+    ]
+    path.write_text('[suite]\ndataset = "data/missing.jsonl"\n')
+    assert problems(path) == [
+        f"$.suite.dataset names no file: looked for {tmp_path / 'data' / 'missing.jsonl'}"
+    ]
+    path.write_text('[suite]\ndataset = "d.parquet"\n')
+    assert problems(path) == [
+        '$.suite.dataset has an unknown dataset extension ".parquet"; use .jsonl, .ndjson, '
+        ".json, .csv"
+    ]
+    path.write_text('[suite]\ndataset = "d.jsonl"\ncolumns = ["a", "a"]\n')
+    assert problems(path)[0].startswith("$.suite.columns is invalid")
+
+
+# -- choosing tasks -----------------------------------------------------------------------------
+
+
+def ten_rows(pytester: pytest.Pytester) -> None:
+    write_rows(
+        pytester.path / "gsm.jsonl",
+        [{"question": f"{i} + 0?", "answer": f"#### {i}"} for i in range(10)],
+    )
+    pytester.makefile(
+        ".toml",
+        bench_gsm='[suite]\ndataset = "gsm.jsonl"\nverifier = { kind = "number" }\n'
+        '[suite.fields]\ninput = "question"\ntarget = { field = "answer", after = "####" }\n'
+        'scripted = "answer"\n',
+    )
+
+
+def collected(pytester: pytest.Pytester, *args: str) -> list[str]:
+    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider", "--co", "-q", *args)
+    return [line.split("::")[1] for line in result.outlines if "::" in line]
+
+
+def test_limit_range_and_seeded_sample_pick_tasks(pytester: pytest.Pytester) -> None:
+    ten_rows(pytester)
+    assert collected(pytester, "--agentbench-limit", "3") == ["1", "2", "3"]
+    assert collected(pytester, "--agentbench-limit", "4:7") == ["5", "6", "7"]
+    assert collected(pytester, "--agentbench-limit", "8:") == ["9", "10"]
+    sample = collected(pytester, "--agentbench-sample", "4", "--agentbench-seed", "11")
+    assert len(sample) == 4 and sample == sorted(sample, key=int)
+    assert collected(pytester, "--agentbench-sample", "4", "--agentbench-seed", "11") == sample
+    others = {
+        tuple(collected(pytester, "--agentbench-sample", "4", "--agentbench-seed", str(seed)))
+        for seed in range(12, 16)
+    }
+    assert others - {tuple(sample)}, "every seed gave the same sample"
+    inside = collected(pytester, "--agentbench-limit", "2:8", "--agentbench-sample", "3")
+    assert len(inside) == 3 and all(3 <= int(i) <= 8 for i in inside)
+    assert collected(pytester, "--agentbench-sample", "50") == [str(i) for i in range(1, 11)]
+
+
+def test_a_sample_runs_and_is_recorded(pytester: pytest.Pytester) -> None:
+    ten_rows(pytester)
+    found = outcomes(pytester, "--agentbench-sample", "2", "--agentbench-seed", "5")
+    assert len(found) == 2 and set(found.values()) == {"passed"}
+    summary = pytester.path / "agentbench-results" / "latest" / "summary.json"
+    settings = json.loads(summary.read_text())["settings"]
+    assert (settings["sample"], settings["seed"], settings["limit"]) == (2, 5, None)
+
+
+@pytest.mark.parametrize("value", ["x", "5:2", "-1", "1:2:3", ":"])
+def test_a_bad_limit_is_a_usage_error(pytester: pytest.Pytester, value: str) -> None:
+    ten_rows(pytester)
+    result = pytester.runpytest(
+        "--agentbench", "-p", "no:cacheprovider", f"--agentbench-limit={value}"
+    )
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*agentbench limit: expected N or START:STOP*"])
