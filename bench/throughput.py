@@ -1,33 +1,39 @@
-"""Benchmark scale: per-task overhead, saturation, memory, and xdist, measured in one run.
+"""Benchmark scale against an independent server: every figure of docs/scale.md, in one run.
 
-Run: .venv/bin/python bench/throughput.py [--quick]
+Run: .venv/bin/python bench/throughput.py [--tasks 1000] [--flight-tasks 512]
+     [--memory 1000,5000] [--rounds 3] [--quick]
 
-Every run is a real ``pytest --agentbench`` subprocess over a suite generated in a temp
-folder, against one scripted server in its own process (so the server never competes
-with the run for the GIL). Prints measurements and ratios; asserts nothing.
+Every agentbench run is a real ``pytest --agentbench`` subprocess (``--agentbench-model
+openai-compat/x``) over a suite generated in a temp folder, against ``bench/floor_server.py``
+in its own process: a standard-library server that does nothing but answer, so its cost
+does not hide ours. Every floor meets the same server in the same run; each figure is the
+best of ``--rounds`` (ours and the floor alternate, so a busy moment hits both alike).
+Both sides run as a user's would: bytecode cached (``PYTHONDONTWRITEBYTECODE`` dropped) and
+the project's test-only plugins off (``NO_DEV``).
 
-1. overhead: N tasks at zero latency, ``--agentbench-concurrency 1``, against the floor:
-   a plain pytest file whose N tests each make one streamed chat request to the same
-   server with httpx. Target: agentbench per task <= 2x the floor.
-2. saturation: 400 tasks, 200 ms per request (the reply is streamed after ``delay_s``),
-   at concurrency 1, 8, 32, 64, 128, and ``-n 2`` x 32. Efficiency = ideal wall
-   (N x 0.2 s / requests in flight) / measured wall. "run phase" measures from the first
-   rollout's start to the last one's end (from ctrf.json); "process" includes pytest's
-   start-up and collection. Target: >= 0.9 at 64 and at -n 2 x 32.
-3. memory: peak RSS (``ru_maxrss`` of the pytest child, from wait4) at 1 000 and 10 000
-   tasks. Target: 10k <= 1.5x 1k.
-4. xdist: the overhead suite at zero latency with ``-n 2`` against serial.
-5. the shared limit: what one acquire + release costs, in one process and from another
-   process through the controller's service (the xdist path).
-
-Wall times on a busy machine are noisy; CPU seconds of the pytest process (user + sys,
-from wait4) are printed beside them, as they are disturbed less.
+1. marginal per-task cost: zero latency, streamed, ``--agentbench-concurrency 1``:
+   (wall at N tasks - wall at N/10) / (N - N/10), against the same for a plain pytest file
+   whose tests each make one streamed httpx request. Target <= 1.25x.
+2. efficiency at 64 and 128 in flight, 200 ms per request: the run phase (first rollout's
+   start to last one's end, from ctrf.json) against plain threads (one httpx client each)
+   making the same requests, timed from their first request to their last reply.
+   Target >= 0.9 at 64, >= 0.8 at 128.
+3. ``-n 2`` x 32 against two plain processes of 32 threads. Target >= 0.8.
+4. start-up: wall of ``pytest --agentbench`` with one task against plain pytest with one
+   test. Target <= 1.3x.
+5. memory per task: peak RSS growth per task between the two ``--memory`` sizes, minus
+   plain pytest's growth per trivial test. Target <= 1 KiB.
+6. CPU per task at saturation: CPU seconds (user + sys, from wait4) of the 64-in-flight
+   run less those of the one-task run, per task. Target <= 3 ms.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -36,22 +42,32 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LATENCY_S = 0.2
+HERE = Path(__file__).resolve().parent
+MODEL_ARGS = ("--agentbench", "--agentbench-model", "openai-compat/x")
+#: The project's test-only plugins (its dev extra), off on both sides: a user's pytest
+#: need not have them. xdist stays (``-n 2``), and anyio's plugin comes with httpx.
+NO_DEV: tuple[str, ...] = ("-p", "no:hypothesispytest", "-p", "no:rerunfailures")
+NO_DEV += ("-p", "no:pytest-split", "-p", "no:timeout")
 
 
 @dataclass(frozen=True)
 class Run:
     wall_s: float
     cpu_s: float
-    rss_mb: float
-    phase_s: float | None
-    code: int
+    rss_kib: float
+    phase_s: float
 
 
-def suite_text(count: int, reply: str) -> str:
-    tasks = "".join(
-        f'[[task]]\nid = "t{i}"\ninput = "q"\ntarget = "a"\nscripted = [{reply}]\n'
-        for i in range(count)
+def start_server(*args: str) -> tuple[subprocess.Popen[str], str]:
+    server = subprocess.Popen(
+        [sys.executable, str(HERE / "floor_server.py"), *args], stdout=subprocess.PIPE, text=True
     )
+    assert server.stdout is not None
+    return server, server.stdout.readline().rsplit(" ", 1)[-1].strip()
+
+
+def suite_text(count: int) -> str:
+    tasks = "".join(f'[[task]]\nid = "t{i}"\ninput = "q"\ntarget = "a"\n' for i in range(count))
     return '[suite]\nname = "tp"\nverifier = { kind = "exact" }\n' + tasks
 
 
@@ -61,7 +77,7 @@ import pytest
 
 URL = {url!r}
 CLIENT = httpx.Client(trust_env=False, timeout=60)
-BODY = {{"model": "m", "messages": [{{"role": "user", "content": "q"}}], "stream": True}}
+BODY = {{"model": "x", "messages": [{{"role": "user", "content": "q"}}], "stream": True}}
 
 
 @pytest.mark.parametrize("i", range({count}))
@@ -72,23 +88,18 @@ def test_request(i):
             pass
 """
 
-
 FLOOR_THREADS = """
-import sys
-import threading
+import sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
-
 import httpx
 
 url, count, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 tls = httpx.create_ssl_context()
 local = threading.local()
-body = {"model": "m", "messages": [{"role": "user", "content": "q"}], "stream": True}
+body = {"model": "x", "messages": [{"role": "user", "content": "q"}], "stream": True}
 
 
 def one(_):
-    # a client per thread: one shared pool is slower from ~64 threads on (httpcore
-    # polls every idle connection under the pool's lock whenever it hands one out)
     client = getattr(local, "client", None)
     if client is None:
         client = local.client = httpx.Client(trust_env=False, timeout=60, verify=tls)
@@ -97,194 +108,216 @@ def one(_):
             pass
 
 
+sys.stdin.readline()  # start together
+started = time.time()
 with ThreadPoolExecutor(threads) as pool:
     list(pool.map(one, range(count)))
+print(started, time.time())
 """
 
 
 def threaded_floor(url: str, count: int, processes: int, threads: int) -> float:
-    """Wall seconds for ``count`` streamed requests from ``processes`` plain Python
-    processes of ``threads`` httpx threads each: the most any threaded client in Python
-    gets out of this machine at that many requests in flight (no pytest, no harness)."""
-    started = time.perf_counter()
+    """Seconds from the first request to the last reply of ``count`` streamed requests
+    from ``processes`` plain Python processes of ``threads`` httpx threads each (one
+    client per thread), start-up excluded."""
     children = [
         subprocess.Popen(
-            [sys.executable, "-c", FLOOR_THREADS, url, str(count // processes), str(threads)]
+            [sys.executable, "-c", FLOOR_THREADS, url, str(count // processes), str(threads)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for _ in range(processes)
     ]
+    time.sleep(1.5)  # let them import httpx
     for child in children:
-        child.wait()
-    return time.perf_counter() - started
-
-
-def start_server(folder: Path, default: str = '"a"') -> tuple[subprocess.Popen[str], str]:
-    """A scripted server in its own process; ``default`` is the reply to any request."""
-    script = folder / f"default-{len(list(folder.glob('default-*')))}.toml"
-    script.write_text(f"default = [{default}]\n")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "pytest_agentbench.scripted", "--script", str(script)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert server.stdout is not None
-    line = server.stdout.readline()
-    return server, line.rsplit(" ", 1)[-1].strip()
+        assert child.stdin is not None
+        child.stdin.write("go\n")
+        child.stdin.flush()
+    spans = [tuple(map(float, child.communicate()[0].split())) for child in children]
+    return max(stop for _, stop in spans) - min(start for start, _ in spans)
 
 
 def run_pytest(folder: Path, *args: str) -> Run:
-    """One pytest subprocess in ``folder``; its wall time and its own peak RSS."""
+    """One pytest subprocess in ``folder``: wall, CPU and peak RSS (from wait4), and the
+    run phase from ctrf.json when it is an agentbench run."""
+    print(f"  {folder.name} {' '.join(args[-4:])}", file=sys.stderr, flush=True)
     out = folder / "agentbench-results"
-    log = open(folder / "pytest.log", "w")  # noqa: SIM115 - closed below
-    started = time.perf_counter()
-    child = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-        cwd=folder,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - started
-    log.close()
-    child.returncode = os.waitstatus_to_exitcode(status)
-    phase = None
+    env = {**os.environ, "OPENAI_API_KEY": "x"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as users run: modules compiled once, cached
+    with open(folder / "pytest.log", "w") as log:
+        started = time.perf_counter()
+        child = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *NO_DEV, *args],
+            cwd=folder,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        tail = (folder / "pytest.log").read_text()[-2000:]
+        raise SystemExit(f"pytest failed in {folder}:\n{tail}")
+    phase = float("nan")
     report = out / "latest" / "ctrf.json"
-    if "--agentbench" in args and report.exists():
+    if report.exists():
         tests = json.loads(report.read_text())["results"]["tests"]
         spans = [(t["start"], t["stop"]) for t in tests if "start" in t]
-        if spans:
-            phase = (max(s for _, s in spans) - min(s for s, _ in spans)) / 1000
-    # ru_maxrss is in KiB on Linux, bytes on macOS
-    rss = usage.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
-    return Run(wall, usage.ru_utime + usage.ru_stime, rss, phase, child.returncode)
+        phase = (max(s for _, s in spans) - min(s for s, _ in spans)) / 1000
+        shutil.rmtree(out)  # the next round starts with an empty results folder
+    rss = usage.ru_maxrss / (1024 if sys.platform == "darwin" else 1)
+    return Run(wall, usage.ru_utime + usage.ru_stime, rss, phase)
 
 
-def agentbench(folder: Path, url: str, count: int, reply: str, *args: str) -> Run:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"bench_tp{count}.toml").write_text(suite_text(count, reply))
-    result = run_pytest(folder, "--agentbench", "--agentbench-base-url", url, *args)
-    if result.code not in (0,):
-        tail = (folder / "pytest.log").read_text()[-2000:]
-        print(f"  (pytest exited {result.code} in {folder}:\n{tail})")
-    return result
+def ours(root: Path, url: str, count: int, *args: str) -> Run:
+    folder = root / f"ab-{count}-{'-'.join(args) or 'default'}"
+    if not folder.exists():
+        folder.mkdir(parents=True)
+        (folder / "bench_tp.toml").write_text(suite_text(count))
+    return run_pytest(folder, *MODEL_ARGS, "--agentbench-base-url", url, *args)
 
 
-def overhead(root: Path, url: str, count: int) -> None:
-    print(f"1. overhead: {count} tasks, zero latency, serial (--agentbench-concurrency 1)")
-    floor_dir = root / "floor"
-    floor_dir.mkdir()
-    (floor_dir / "test_floor.py").write_text(FLOOR_TEST.format(url=url, count=count))
-    floor = run_pytest(floor_dir)
-    ours = agentbench(root / "overhead", url, count, '"a"', "--agentbench-concurrency", "1")
-    per_floor, per_ours = floor.wall_s / count * 1000, ours.wall_s / count * 1000
-    cpu_floor, cpu_ours = floor.cpu_s / count * 1000, ours.cpu_s / count * 1000
-    print("   per test or task         wall ms   cpu ms")
-    print(f"   floor (pytest + httpx)  {per_floor:8.2f} {cpu_floor:8.2f}")
-    print(f"   agentbench              {per_ours:8.2f} {cpu_ours:8.2f}")
-    print(
-        f"   ratio {per_ours / per_floor:.2f}x wall, {cpu_ours / cpu_floor:.2f}x cpu"
-        "  (target <= 2x)"
-    )
+def plain(root: Path, name: str, source: str) -> Run:
+    folder = root / name
+    if not folder.exists():
+        folder.mkdir(parents=True)
+        (folder / "test_plain.py").write_text(source)
+    return run_pytest(folder)
 
 
-def saturation(root: Path, url: str, slow_url: str, count: int, levels: list[int]) -> None:
-    reply = f'{{ text = "a", delay_s = {LATENCY_S} }}'
-    print(f"2. saturation: {count} tasks, {LATENCY_S * 1000:.0f} ms per request")
-    print(
-        "   setup           in flight  ideal s  run phase s  eff   process s  eff"
-        "   floor s  eff  eff/floor"
-    )
-    runs: list[tuple[str, int, int, tuple[str, ...]]] = [
-        (f"concurrency {c}", c, 1, ("--agentbench-concurrency", str(c))) for c in levels
-    ]
-    runs.append(("-n 2 x 32", 64, 2, ("-n", "2", "--agentbench-concurrency", "32")))
-    for index, (label, flight, processes, args) in enumerate(runs):
-        result = agentbench(root / f"sat{index}", url, count, reply, *args)
-        floor = threaded_floor(slow_url, count, processes, flight // processes)
-        ideal = count * LATENCY_S / flight
-        phase = result.phase_s or float("nan")
-        print(
-            f"   {label:<16}{flight:>9}  {ideal:7.2f}  {phase:11.2f}  {ideal / phase:4.2f}"
-            f"  {result.wall_s:9.2f}  {ideal / result.wall_s:4.2f}"
-            f"  {floor:8.2f}  {ideal / floor:4.2f}  {floor / phase:9.2f}"
-        )
+def best(runs: list[Run]) -> Run:
+    return min(runs, key=lambda run: run.wall_s)
 
 
-def memory(root: Path, url: str, sizes: list[int]) -> None:
-    print("3. memory: peak RSS of the pytest process (serial, default concurrency)")
-    peaks = []
-    for size in sizes:
-        result = agentbench(root / f"mem{size}", url, size, '"a"')
-        peaks.append(result.rss_mb)
-        print(f"   {size:>6} tasks: {result.rss_mb:7.1f} MB  ({result.wall_s:.1f} s)")
-    floor_peaks = []
-    for size in sizes:
-        folder = root / f"memfloor{size}"
-        folder.mkdir()
-        (folder / "test_many.py").write_text(
-            f"import pytest\n\n@pytest.mark.parametrize('i', range({size}))\n"
-            "def test_nothing(i):\n    pass\n"
-        )
-        floor_peaks.append(run_pytest(folder).rss_mb)
-    floor_text = " / ".join(f"{peak:.1f}" for peak in floor_peaks)
-    print(f"   plain pytest, trivial tests, same sizes: {floor_text} MB")
-    print(
-        f"   ratio {peaks[-1] / peaks[0]:.2f}x  (target <= 1.5x; plain pytest "
-        f"{floor_peaks[-1] / floor_peaks[0]:.2f}x)"
-    )
-
-
-def xdist(root: Path, url: str, count: int) -> None:
-    print(f"4. xdist: {count} tasks, zero latency, default concurrency")
-    serial = agentbench(root / "serial", url, count, '"a"')
-    parallel = agentbench(root / "xdist", url, count, '"a"', "-n", "2")
-    print(f"   serial {serial.wall_s:.2f} s (run phase {serial.phase_s or 0:.2f} s)")
-    print(f"   -n 2   {parallel.wall_s:.2f} s (run phase {parallel.phase_s or 0:.2f} s)")
-    print(f"   speed-up {serial.wall_s / parallel.wall_s:.2f}x on {os.cpu_count()} CPU(s)")
-
-
-def limit_cost(count: int) -> None:
-    from pytest_agentbench.models.ratelimit import SharedLimit
-    from pytest_agentbench.models.ratelimit_remote import LimitService, RemoteLimit
-
-    print(f"5. shared limit: {count} acquire + release pairs, one at a time")
-    local = SharedLimit(max_connections=64, rpm=10**9)
-    started = time.perf_counter()
-    for _ in range(count):
-        local.release(local.acquire(None), "ok")
-    per_local = (time.perf_counter() - started) / count * 1e6
-    service = LimitService(SharedLimit(max_connections=64, rpm=10**9))
-    remote = RemoteLimit(service.start())
-    try:
-        started = time.perf_counter()
-        for _ in range(count):
-            remote.release(remote.acquire(None), "ok")
-        per_remote = (time.perf_counter() - started) / count * 1e6
-    finally:
-        remote.close()
-        service.stop()
-    print(f"   in one process:              {per_local:7.1f} us per request")
-    print(f"   from a worker (loopback TCP): {per_remote:6.1f} us per request")
+def line(figure: str, value: str, target: str) -> None:
+    print(f"  {figure:<58}{value:>12}   target {target}")
 
 
 def main() -> None:
-    quick = "--quick" in sys.argv
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int, default=600, help="serial run size")
+    parser.add_argument("--flight-tasks", type=int, default=384, help="saturation run size")
+    parser.add_argument("--memory", default="1000,3000", help="two sizes for memory per task")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--quick", action="store_true", help="small sizes, one round")
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so the servers are stopped
+    if args.quick:
+        args.tasks, args.flight_tasks, args.memory, args.rounds = 300, 256, "300,1500", 1
+    small, large = int(args.tasks) // 10, int(args.tasks)
+    mem_small, mem_large = (int(size) for size in args.memory.split(","))
+    rounds = args.rounds
+    fast, fast_url = start_server()
+    slow, slow_url = start_server("--latency-s", str(LATENCY_S))
+    serial = ("--agentbench-concurrency", "1")
     with tempfile.TemporaryDirectory(prefix="agentbench-bench-") as tmp:
         root = Path(tmp)
-        server, url = start_server(root)
-        slow_server, slow_url = start_server(root, f'{{ text = "a", delay_s = {LATENCY_S} }}')
+        print(
+            f"floor server at {fast_url} (and {slow_url}, {LATENCY_S * 1000:.0f} ms);"
+            f" python {sys.version.split()[0]}; {os.cpu_count()} CPU(s); best of {rounds}"
+        )
         try:
-            print(f"scripted server at {url}; python {sys.version.split()[0]}\n")
-            overhead(root, url, 200 if quick else 2000)
-            levels = [8, 64] if quick else [1, 8, 32, 64, 128]
-            saturation(root, url, slow_url, 80 if quick else 400, levels)
-            memory(root, url, [100, 1000] if quick else [1000, 10000])
-            xdist(root, url, 200 if quick else 2000)
-            limit_cost(2000 if quick else 20000)
+            runs: dict[str, list[Run]] = {}
+
+            def take(key: str, run: Run) -> None:
+                runs.setdefault(key, []).append(run)
+
+            for _ in range(rounds):
+                take("start ours", ours(root, fast_url, 1, *serial))
+                take("start floor", plain(root, "start", "def test_one():\n    pass\n"))
+                for count in (small, large):
+                    take(f"ours {count}", ours(root, fast_url, count, *serial))
+                    source = FLOOR_TEST.format(url=fast_url, count=count)
+                    take(f"floor {count}", plain(root, f"floor{count}", source))
+            b = {key: best(value) for key, value in runs.items()}
+
+            def marginal(side: str, what: str) -> float:
+                cheapest: list[float] = [
+                    min(getattr(run, what) for run in runs[f"{side} {n}"]) for n in (small, large)
+                ]
+                return (cheapest[1] - cheapest[0]) / (large - small)
+
+            marginal_ours, marginal_floor = marginal("ours", "wall_s"), marginal("floor", "wall_s")
+            cpu_ours, cpu_floor = marginal("ours", "cpu_s"), marginal("floor", "cpu_s")
+            flights: dict[str, tuple[float, float, float]] = {}
+            cpu_at_64 = float("nan")
+            setups = [("64", 1, 64, ()), ("128", 1, 128, ()), ("-n 2 x 32", 2, 32, ("-n", "2"))]
+            for label, processes, threads, extra in setups:
+                flight = processes * threads
+                mine, floor = [], []
+                for _ in range(rounds):
+                    run = ours(
+                        root,
+                        slow_url,
+                        args.flight_tasks,
+                        "--agentbench-concurrency",
+                        str(threads),
+                        *extra,
+                    )
+                    mine.append(run)
+                    floor.append(threaded_floor(slow_url, args.flight_tasks, processes, threads))
+                phase = min(run.phase_s for run in mine)
+                ideal = args.flight_tasks * LATENCY_S / flight
+                flights[label] = (ideal / phase, ideal / min(floor), min(floor) / phase)
+                if label == "64":
+                    cpu_at_64 = min(run.cpu_s for run in mine)
+            mem = {}
+            for size in (mem_small, mem_large):
+                mem[f"ours {size}"] = min(ours(root, fast_url, size).rss_kib for _ in range(rounds))
+                source = (
+                    f"import pytest\n\n@pytest.mark.parametrize('i', range({size}))\n"
+                    "def test_nothing(i):\n    pass\n"
+                )
+                mem[f"plain {size}"] = min(
+                    plain(root, f"mem{size}", source).rss_kib for _ in range(rounds)
+                )
         finally:
-            for process in (server, slow_server):
+            for process in (fast, slow):
                 process.terminate()
                 process.wait()
+
+    print(
+        f"\nserial, zero latency: {small} and {large} tasks; in flight: {args.flight_tasks}"
+        f" tasks at {LATENCY_S * 1000:.0f} ms; memory: {mem_small} and {mem_large} tasks\n"
+    )
+    print(f"  {'figure':<58}{'measured':>12}")
+    line(
+        "marginal per-task cost ÷ pytest + one streamed httpx request",
+        f"{marginal_ours / marginal_floor:.2f}x",
+        "<= 1.25x",
+    )
+    print(
+        f"    (ours {marginal_ours * 1000:.2f} ms, floor {marginal_floor * 1000:.2f} ms per task;"
+        f" in CPU of the pytest process: ours {cpu_ours * 1000:.2f} ms, floor"
+        f" {cpu_floor * 1000:.2f} ms, {cpu_ours / cpu_floor:.2f}x)"
+    )
+    for label, target in (("64", ">= 0.9"), ("128", ">= 0.8"), ("-n 2 x 32", ">= 0.8")):
+        eff, floor_eff, ratio = flights[label]
+        name = (
+            f"efficiency at {label} in flight ÷ plain threads"
+            if label[0] != "-"
+            else ("-n 2 x 32 ÷ two plain processes x 32 threads")
+        )
+        line(name, f"{ratio:.2f}", target)
+        print(f"    (ours {eff:.2f} of ideal, floor {floor_eff:.2f})")
+    start_ratio = b["start ours"].wall_s / b["start floor"].wall_s
+    line(
+        "start-up with --agentbench, one task ÷ plain pytest, one test",
+        f"{start_ratio:.2f}x",
+        "<= 1.3x",
+    )
+    print(f"    (ours {b['start ours'].wall_s:.2f} s, floor {b['start floor'].wall_s:.2f} s)")
+    grow_ours = (mem[f"ours {mem_large}"] - mem[f"ours {mem_small}"]) / (mem_large - mem_small)
+    grow_plain = (mem[f"plain {mem_large}"] - mem[f"plain {mem_small}"]) / (mem_large - mem_small)
+    line(
+        "memory per task above pytest's own per-test growth",
+        f"{grow_ours - grow_plain:.2f} KiB",
+        "<= 1 KiB",
+    )
+    print(f"    (ours {grow_ours:.2f} KiB, plain pytest {grow_plain:.2f} KiB per test)")
+    cpu_task = (cpu_at_64 - b["start ours"].cpu_s) / args.flight_tasks
+    line("CPU per task at saturation (64 in flight)", f"{cpu_task * 1000:.2f} ms", "<= 3 ms")
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ def stand_in_record(
     no rollout record. The cause is kept whole (``error``, ``trace``); a task ended by
     pytest-timeout is a ``timeout``, anything else a ``harness_error``."""
     from pytest_agentbench.artifacts.record import record_without_rollout
+    from pytest_agentbench.core.task_record import TaskRecord
     from pytest_agentbench.core.usage import sum_usage
     from pytest_agentbench.errors import unexpected_cause
     from pytest_agentbench.report.evidence import collapse, failure_reason
@@ -76,10 +77,11 @@ def stand_in_record(
         pass_threshold=task.pass_threshold,
         usage=sum_usage([]),
     )
+    typed = TaskRecord.from_json(record)
     if excinfo is not None:
-        record["trace"] = f"{cause}\ncause: {unexpected_cause(excinfo.value)}"
-    record["message"] = failure_reason(record)  # the readable line; ``error`` is whole
-    return record
+        typed = typed.with_fields(trace=f"{cause}\ncause: {unexpected_cause(excinfo.value)}")
+    # the readable line; ``error`` is whole
+    return typed.with_fields(message=failure_reason(record)).to_json()
 
 
 class RecordCollector:
@@ -91,7 +93,7 @@ class RecordCollector:
         self.started: dict[str, int] = {}
         self.suites: dict[str, str] = {}
         self.index: dict[tuple[str, str], int] = {}
-        self.each = state.config.getoption("dist", "no") == "each"
+        self.each = state.run.config.getoption("dist", "no") == "each"
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         self.started[nodeid] = int(time.time() * 1000)
@@ -103,20 +105,23 @@ class RecordCollector:
         if report.when == "teardown":
             self.started.pop(report.nodeid, None)
         if getattr(report, "agentbench_skipped", False):
-            self.state.skipped.add(report.nodeid)
+            self.state.results.skipped.add(report.nodeid)
         if record is None:
             return
         self.suites.setdefault(str(record.get("file")), str(record.get("suite")))
         self._keep(report, record)
         if report.failed:
-            self.state.failed_reports += 1
+            self.state.results.failed_reports += 1
 
     def _keep(self, report: pytest.TestReport, record: dict[str, Any]) -> None:
         """Add ``record``, or replace the same task's earlier record and list it."""
-        node = getattr(report, "node", None)
-        worker = str(getattr(getattr(node, "gateway", None), "id", "")) if self.each else ""
+        worker = ""
+        if self.each:  # the same task runs once on every worker
+            from pytest_agentbench.pytest_compat import report_worker
+
+            worker = report_worker(report)
         key = (str(record.get("nodeid") or report.nodeid), worker)
-        records = self.state.records
+        records = self.state.results.records
         at = self.index.get(key)
         if at is None:
             self.index[key] = len(records)
@@ -132,19 +137,19 @@ class RecordCollector:
         from fnmatch import fnmatch
         from pathlib import PurePath
 
-        from pytest_agentbench.workers import crash_record, is_crash_report
+        from pytest_agentbench.pytest_compat import is_crash_report, report_worker
+        from pytest_agentbench.workers import crash_record
 
         name = PurePath(report.nodeid.partition("::")[0]).name
         if not is_crash_report(report) or not any(
             fnmatch(name, pattern) for pattern in self.state.settings.files
         ):
             return None
-        gateway = getattr(getattr(report, "node", None), "gateway", None)
         return crash_record(
             report.nodeid,
-            str(getattr(gateway, "id", "?")),
+            report_worker(report),
             model=self.state.settings.model.label,
-            marks_dir=self.state.marks_dir,
+            marks_dir=self.state.services.marks_dir,
             suites=self.suites,
             start_ms=self.started.pop(report.nodeid, None),
             now_ms=int(time.time() * 1000),

@@ -18,6 +18,8 @@ task or the endpoint, and what was expected. No message ever contains an API key
 
 from __future__ import annotations
 
+from typing import Any
+
 #: HTTP statuses that mean "slow down" (429, and Anthropic's 529 overloaded): a provider
 #: answering with one raises RateLimited, any other error status ProviderError.
 RATE_LIMIT_STATUSES = (429, 529)
@@ -40,11 +42,24 @@ class SuiteError(AgentbenchError):
 
 
 class ModelError(AgentbenchError):
-    """A model request failed; ``endpoint`` is the URL (never with credentials)."""
+    """A model request failed; ``endpoint`` is the URL (never with credentials), ``status``
+    the HTTP status when the provider answered with one, ``detail`` the provider's own
+    words from an HTTP error response ("" for any other error). Set by the clients as the error
+    travels up: ``partial`` (what arrived before it, a Generation, or None),
+    ``retry_after`` (seconds the server asked for, or None), ``retries`` (one entry per
+    retried attempt) and ``retry_note`` (why retrying stopped, as appended to the message,
+    or "")."""
 
-    def __init__(self, message: str, *, endpoint: str = "", status: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, endpoint: str = "", status: int | None = None, detail: str = ""
+    ) -> None:
         self.endpoint = endpoint
         self.status = status
+        self.detail = detail
+        self.partial: Any = None
+        self.retry_after: float | None = None
+        self.retries: list[dict[str, Any]] = []
+        self.retry_note = ""
         super().__init__(message)
 
 

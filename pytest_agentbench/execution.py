@@ -16,6 +16,7 @@ from pytest_agentbench.artifacts.rollout_files import (
     write_rollout,
 )
 from pytest_agentbench.core.records import Rollout
+from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import ModelError, unexpected_cause
 from pytest_agentbench.report.evidence import collapse, cut, failure_reason
 from pytest_agentbench.run import RunState
@@ -92,22 +93,24 @@ def run_task_item(
     any other: a task never goes missing from the reports, and never gets a score."""
     settings = state.settings
     task = with_overrides(task, settings)
-    directory = task_dir(state.ensure_run_dir(), task.suite, task.id, settings.model.label)
-    resumed = None if nodeid in state.ran_here else resumable_record(state, directory, nodeid)
-    state.ran_here.add(nodeid)  # a rerun in this session runs it again, never resumes it
+    directory = task_dir(state.folder.ensure(), task.suite, task.id, settings.model.label)
+    ran_here = state.results.ran_here
+    resumed = None if nodeid in ran_here else resumable_record(state, directory, nodeid)
+    ran_here.add(nodeid)  # a rerun in this session runs it again, never resumes it
     if resumed is not None:
         return resumed
-    verifier = state.verifiers()[task.verifier.kind]
+    services = state.services
+    verifier = services.verifiers()[task.verifier.kind]
     own_s = settings.timeout_s or task.timeout_s or DEFAULT_TIMEOUT_S
     timeout_s = min(own_s, limit_s) if limit_s else own_s
-    live = state.live
+    live = state.inflight.live
     if live is not None:
         live.begin(nodeid, f"{task.suite}::{task.id}")
     try:
-        state.prepare(file, suite_tasks or (task,))
+        services.prepare(file, suite_tasks or (task,))
         rollout = run_rollout(
             task,
-            state.client(),
+            services.client(),
             verifier,
             timeout_s=timeout_s,
             max_tokens=settings.max_tokens or task.max_tokens,
@@ -118,7 +121,7 @@ def run_task_item(
             ),
             on_event=None if live is None else lambda event: live.event(nodeid, event),
             on_phase=None if live is None else lambda phase: live.phase(nodeid, phase),
-            tools=state.tools(),
+            tools=services.tools(),
             isolation=settings.sandbox,
         )
     except ModelError as exc:
@@ -135,7 +138,8 @@ def run_task_item(
             live.end(nodeid)
     if limit_s and limit_s < own_s and rollout.outcome == "timeout" and rollout.error:
         rollout.error += " (the item's pytest-timeout limit)"
-    write_rollout(directory, rollout, state.secrets)
+    secrets = state.run.secrets
+    write_rollout(directory, rollout, secrets)
     record = task_record(
         rollout,
         nodeid=nodeid,
@@ -146,12 +150,10 @@ def run_task_item(
     )
     if rollout.outcome != "passed":
         reason = failure_reason(record)
-        record["message"] = reason
-        record["trace"] = failure_details(rollout, reason, str(directory))
-    redacted: dict[str, Any] = redact(record, state.secrets)  # same shape: a JSON object
-    write_result(
-        directory, rollout, redacted, fingerprint=settings.fingerprint(), secrets=state.secrets
-    )
+        trace = failure_details(rollout, reason, str(directory))
+        record = TaskRecord.from_json(record).with_fields(message=reason, trace=trace).to_json()
+    redacted: dict[str, Any] = redact(record, secrets)  # same shape: a JSON object
+    write_result(directory, rollout, redacted, fingerprint=settings.fingerprint(), secrets=secrets)
     return redacted
 
 
@@ -165,9 +167,12 @@ def resumable_record(state: RunState, directory: Path, nodeid: str) -> dict[str,
     result = read_result(directory)
     if result is None or result.get("fingerprint") != settings.fingerprint():
         return None
-    record = result.get("record")
-    if not isinstance(record, dict) or record.get("nodeid") != nodeid:
+    try:
+        record = TaskRecord.from_json(result.get("record"))
+    except ValueError:  # not a task record (damaged, or from a tool it never was): run again
         return None
-    if settings.retry_errors and record.get("outcome") == "harness_error":
+    if record.nodeid != nodeid:
         return None
-    return {**record, "resumed": True}
+    if settings.retry_errors and record.outcome == "harness_error":
+        return None
+    return record.with_fields(resumed=True).to_json()

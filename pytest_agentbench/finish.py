@@ -30,41 +30,41 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
     from pytest_agentbench.artifacts.reports import write_run_reports
     from pytest_agentbench.report.gate import evaluate_gate
 
-    settings = state.settings
+    settings, results, run = state.settings, state.results, state.run
     stopped = session.shouldstop or session.shouldfail
-    state.coverage = run_coverage(
-        tasks=len(state.records),
-        selected=state.selected,
-        deselected=state.deselected,
-        skipped=len(state.skipped),
+    results.coverage = run_coverage(
+        tasks=len(results.records),
+        selected=results.selected,
+        deselected=results.deselected,
+        skipped=len(results.skipped),
         interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
         stopped=str(stopped) if stopped else None,
     )
-    if not state.records and not state.started:
+    if not results.records and not state.folder.started:
         return
-    state.gate = evaluate_gate(
-        state.records,
+    results.gate = gate = evaluate_gate(
+        results.records,
         min_score=settings.min_score,
         errors_as_failures=settings.errors_as_failures,
         gate_on=settings.gate_on,
     )
-    if state.gate is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        other_failures = session.testsfailed - state.failed_reports
-        judged_ok = state.gate.ok and other_failures <= 0
+    if gate is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        other_failures = session.testsfailed - results.failed_reports
+        judged_ok = gate.ok and other_failures <= 0
         session.exitstatus = pytest.ExitCode.OK if judged_ok else pytest.ExitCode.TESTS_FAILED
-    state.ensure_run_dir()
+    run_dir = state.folder.ensure()
     summary = write_run_reports(
-        state.run_dir,
-        state.records,
-        run_id=state.run_id,
+        run_dir,
+        results.records,
+        run_id=run.run_id,
         settings=settings.public(),
         tool_version=__version__,
-        start_ms=state.start_ms,
+        start_ms=run.start_ms,
         stop_ms=int(time.time() * 1000),
-        partial=bool(state.coverage["partial"]),
-        coverage=state.coverage,
+        partial=bool(results.coverage["partial"]),
+        coverage=results.coverage,
         exit_status=int(session.exitstatus),
-        gate=state.gate.as_dict() if state.gate is not None else None,
+        gate=gate.as_dict() if gate is not None else None,
         errors_as_failures=settings.errors_as_failures,
     )
     _write_markdown(state, summary)
@@ -77,7 +77,8 @@ def _write_markdown(state: RunState, summary: dict[str, Any]) -> None:
         return
     from pytest_agentbench.report.markdown import markdown_summary
 
-    text = markdown_summary(summary, state.records, run_dir=str(state.run_dir))
+    records = state.results.records
+    text = markdown_summary(summary, records, run_dir=str(state.run.run_dir))
     for path in targets:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
@@ -91,36 +92,37 @@ def summary_section(terminalreporter: Any, config: pytest.Config, state: RunStat
     and nothing was written)."""
     from pytest_agentbench.report.terminal import summary_lines
 
-    if not state.records and not state.started:
+    records = state.results.records
+    if not records and not state.folder.started:
         if not config.getoption("collectonly", False):
             terminalreporter.section("agentbench")
             terminalreporter.write_line("no task ran; nothing written")
         return
-    wall_s = (time.time() * 1000 - state.start_ms) / 1000
+    wall_s = (time.time() * 1000 - state.run.start_ms) / 1000
     terminalreporter.section("agentbench")
     lines = summary_lines(
-        state.records,
-        run_dir=str(state.run_dir),
+        records,
+        run_dir=str(state.run.run_dir),
         wall_s=wall_s,
         relative_to=str(config.invocation_params.dir),
-        partial=partial_line(state.coverage),
+        partial=partial_line(state.results.coverage),
     )
     for line in lines:
         terminalreporter.write_line(line)
-    not_sent = [r for r in state.records if str(r.get("error") or "").startswith("not sent:")]
+    not_sent = [r for r in records if r.get("failure_kind") == "circuit_open"]
     if not_sent:
         terminalreporter.write_line(
             f"circuit breaker: {len(not_sent)} task(s) not sent — {not_sent[0]['error']}"
         )
-    resumed = sum(1 for record in state.records if record.get("resumed"))
+    resumed = sum(1 for record in records if record.get("resumed"))
     if resumed:
         terminalreporter.write_line(
             f"{resumed} task(s) resumed from the earlier run (not sent again)"
         )
-    if state.gate is not None:
+    if state.results.gate is not None:
         from pytest_agentbench.report.gate import gate_lines
 
-        for line in gate_lines(state.gate):
+        for line in gate_lines(state.results.gate):
             terminalreporter.write_line(line)
 
 
@@ -166,7 +168,7 @@ class SessionEndGuard:
             name = signal.Signals(held[0]).name
             reporter = session.config.pluginmanager.get_plugin("terminalreporter")
             if reporter is not None:
-                written = state is not None and (state.records or state.started)
+                written = state is not None and (state.results.records or state.folder.started)
                 what = "the reports above are complete" if written else "nothing was written"
                 reporter.write_line(f"agentbench: {name} while the run was ending; {what}")
             session.exitstatus = pytest.ExitCode.INTERRUPTED

@@ -19,30 +19,27 @@ from pytest_agentbench.suites.task import Task
 _TASK_FILES = pytest.StashKey[dict[tuple[str, str], str]]()
 
 
-# pytest marks Dir @final for type checkers only; subclassing keeps its collection of a
-# directory exactly as it is (ordering, ignores, init paths) and adds the special entries.
-class SuiteDir(pytest.Dir):  # type: ignore[misc]
-    """A plain directory that also collects its ``bench_*`` entries that are not regular
-    files (a FIFO, a device, a socket, a symlink to one or to nothing). pytest skips such
-    entries without a word; collected, each is a clear collection error naming its path
-    (the suite loader refuses it before opening it, so nothing blocks)."""
-
-    def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
-        yield from super().collect()
-        state = self.config.stash.get(STATE_KEY, None)
-        if state is None:
-            return
-        with os.scandir(self.path) as entries:
-            special = sorted(
-                Path(entry.path)
-                for entry in entries
-                if not entry.is_dir()
-                and not entry.is_file()
-                and any(fnmatch(entry.name, pattern) for pattern in state.settings.files)
-            )
-        for path in special:
-            if not self.ihook.pytest_ignore_collect(collection_path=path, config=self.config):
-                yield SuiteFile.from_parent(self, path=path)
+def special_suite_files(directory: pytest.Dir, patterns: Iterable[str]) -> list[SuiteFile]:
+    """The ``bench_*`` entries of a plain directory that are not regular files (a FIFO, a
+    device, a socket, a symlink to one or to nothing), as suite files of ``directory``.
+    pytest skips such entries without a word; collected, each is a clear collection
+    error naming its path (the suite loader refuses it before opening it, so nothing
+    blocks). An entry pytest is told to ignore stays ignored."""
+    patterns = tuple(patterns)
+    with os.scandir(directory.path) as entries:
+        special = sorted(
+            Path(entry.path)
+            for entry in entries
+            if not entry.is_dir()
+            and not entry.is_file()
+            and any(fnmatch(entry.name, pattern) for pattern in patterns)
+        )
+    ihook, config = directory.ihook, directory.config
+    return [
+        SuiteFile.from_parent(directory, path=path)
+        for path in special
+        if not ihook.pytest_ignore_collect(collection_path=path, config=config)
+    ]
 
 
 class SuiteFile(pytest.File):
@@ -60,9 +57,9 @@ class SuiteFile(pytest.File):
         try:
             suite = load_suite(
                 self.path,
-                state.verifiers(),
+                state.services.verifiers(),
                 reply_check=reply_check,
-                tools=state.tools(),
+                tools=state.services.tools(),
                 max_bytes=round(state.settings.max_file_mb * 1024 * 1024),
             )
         except SuiteError as exc:
@@ -141,7 +138,7 @@ class TaskItem(pytest.Item):
                 limit_s=pytest_timeout_s(item),
             )
 
-        self.record = record = state.record_for(self, job)
+        self.record = record = state.inflight.record_for(self, job)
         self.user_properties.extend(
             [
                 ("agentbench_outcome", record["outcome"]),

@@ -7,14 +7,14 @@ heavier than this module and the settings is imported.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentbench.collector import RecordCollector
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.run import STATE_KEY, RunState
-from pytest_agentbench.settings import HOSTED_NEED_KEY, PROVIDER_ENV, resolve_settings
+from pytest_agentbench.stash import STATE_KEY
+
+if TYPE_CHECKING:
+    from pytest_agentbench.run import RunState
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -32,6 +32,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("agentbench"):
         return
+    from pytest_agentbench.collector import RecordCollector
+    from pytest_agentbench.errors import AgentbenchError
+    from pytest_agentbench.run import RunState
+    from pytest_agentbench.settings import HOSTED_NEED_KEY, PROVIDER_ENV, resolve_settings
+
     try:
         settings = resolve_settings(config.getoption, config.getini, os.environ)
     except AgentbenchError as exc:
@@ -80,8 +85,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
             server = ScriptedServer()
             settings = _with_base_url(settings, server.start())
-        state = RunState.for_controller(config, settings)
-        state.server = server
+        state = RunState.for_controller(config, settings, server=server)
         state.restore_sigterm = _interrupt_on_sigterm()
         config.pluginmanager.register(RecordCollector(state), "agentbench-records")
         from pytest_agentbench.finish import SessionEndGuard
@@ -145,7 +149,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 
         where = public_url(settings.base_url) if settings.base_url else "the provider default URL"
         model = f"{settings.model.label} at {where}"
-    lines = [f"agentbench: model {model}", f"agentbench: results in {state.run_dir}"]
+    lines = [f"agentbench: model {model}", f"agentbench: results in {state.run.run_dir}"]
     if settings.concurrency_from_slots:
         lines.append(f"agentbench: {settings.concurrency} rollouts in flight (the server's /slots)")
     if settings.sandbox is not None or _has_code_tasks(config):
@@ -178,39 +182,39 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """Turn the live status line on where a person watches a terminal."""
     config = session.config
     state = config.stash.get(STATE_KEY, None)
-    if state is None or state.is_worker or config.getoption("dist", "no") != "no":
+    if state is None or state.run.is_worker or config.getoption("dist", "no") != "no":
         return
+    from pytest_agentbench.pytest_compat import terminal_stream, uncaptured
+
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    writer = getattr(reporter, "_tw", None)
-    stream = getattr(writer, "_file", None)
-    if (
-        reporter is None
-        or writer is None
-        or stream is None
-        or not reporter.isatty
-        or config.get_verbosity() < 0
-    ):
+    found = terminal_stream(config)
+    if reporter is None or found is None or not reporter.isatty or config.get_verbosity() < 0:
         return
     from pytest_agentbench.report.live import LiveStatus, StatusWriter
 
-    capture = config.pluginmanager.get_plugin("capturemanager")
-    uncaptured = getattr(capture, "global_and_fixture_disabled", None)
-    state.live = LiveStatus()
-    state.status = StatusWriter(
-        stream, writer.fullwidth, lambda: writer.width_of_current_line, uncaptured
+    writer, stream = found
+    state.inflight.live = LiveStatus()
+    state.inflight.status = StatusWriter(
+        stream, writer.fullwidth, lambda: writer.width_of_current_line, uncaptured(config)
     )
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_collect_directory(path: Any, parent: pytest.Collector) -> Any:
-    """A plain directory becomes a SuiteDir, which reports the bench files pytest would
-    skip for not being regular files (packages are left as they are)."""
-    collector = yield
-    if parent.config.stash.get(STATE_KEY, None) is None or type(collector) is not pytest.Dir:
-        return collector
-    from pytest_agentbench.items import SuiteDir
+def pytest_make_collect_report(collector: pytest.Collector) -> Any:
+    """A plain directory's collection also holds the bench files pytest skips for not
+    being regular files, each a collection error saying why (packages are left as they
+    are). Added to pytest's own report, so its directory collection stays as it is."""
+    report = yield
+    state = collector.config.stash.get(STATE_KEY, None)
+    if state is None or type(collector) is not pytest.Dir or not report.passed:
+        return report
+    import contextlib
 
-    return SuiteDir.from_parent(parent, path=path)
+    from pytest_agentbench.items import special_suite_files
+
+    with contextlib.suppress(OSError):  # gone since pytest listed it: nothing to add
+        report.result.extend(special_suite_files(collector, state.settings.files))
+    return report
 
 
 def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Collector | None:
@@ -253,8 +257,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     from pytest_agentbench.items import TaskItem
 
     queue = [item for item in session.items if isinstance(item, TaskItem)]
-    state.selected = max(state.selected, len(queue))
-    state.set_queue(queue)
+    state.results.selected = max(state.results.selected, len(queue))
+    state.inflight.set_queue(queue)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -322,10 +326,11 @@ class _XdistCrashes:
         self.state = state
 
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+        from pytest_agentbench.pytest_compat import report_worker
         from pytest_agentbench.workers import interrupted_only
 
-        gateway = getattr(getattr(report, "node", None), "gateway", None)
-        if not interrupted_only(crashitem, str(getattr(gateway, "id", "?")), self.state.marks_dir):
+        worker = report_worker(report)
+        if not interrupted_only(crashitem, worker, self.state.services.marks_dir):
             return
         try:
             sched.mark_test_pending(crashitem)
@@ -337,11 +342,11 @@ class _XdistCrashes:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         """``--dist load`` (xdist's default) with rollouts in flight: each worker keeps
-        enough items queued to fill its pool (see workers.deep_load_scheduler)."""
+        enough items queued to fill its pool (see pytest_compat.deep_load_scheduler)."""
         concurrency = self.state.settings.concurrency
         if config.getoption("dist", None) != "load" or concurrency <= 1:
             return None
-        from pytest_agentbench.workers import deep_load_scheduler
+        from pytest_agentbench.pytest_compat import deep_load_scheduler
 
         return deep_load_scheduler(config, log, depth=concurrency + 1)
 
@@ -357,14 +362,16 @@ class _XdistCrashes:
             for nodeid in ids
             if any(fnmatch(PurePath(nodeid.partition("::")[0]).name, p) for p in patterns)
         ]
-        self.state.selected = max(self.state.selected, len(tasks))
+        results = self.state.results
+        results.selected = max(results.selected, len(tasks))
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """A worker's count of tasks its selection left out (see pytest_deselected)."""
         output = getattr(node, "workeroutput", None) or {}
         deselected = output.get("agentbench_deselected")
         if isinstance(deselected, int):
-            self.state.deselected = max(self.state.deselected, deselected)
+            results = self.state.results
+            results.deselected = max(results.deselected, deselected)
 
     def pytest_report_teststatus(self, report: pytest.TestReport) -> Any:
         if getattr(report, "agentbench_rerun", False):
@@ -379,7 +386,7 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
         return
     state = items[0].config.stash.get(STATE_KEY, None)
     if state is not None:
-        state.deselected += sum(
+        state.results.deselected += sum(
             1
             for item in items
             if getattr(item, "task", None) is not None
@@ -391,10 +398,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(STATE_KEY, None)
     if state is None:
         return
-    if state.is_worker:
+    if state.run.is_worker:
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
-            workeroutput["agentbench_deselected"] = state.deselected
+            workeroutput["agentbench_deselected"] = state.results.deselected
         return
     from pytest_agentbench.finish import write_reports
 
@@ -403,7 +410,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
-    if state is None or state.is_worker:
+    if state is None or state.run.is_worker:
         return
     from pytest_agentbench.finish import summary_section
 

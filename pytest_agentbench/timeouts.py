@@ -56,7 +56,6 @@ class TimeoutTakeover:
     def pytest_timeout_set_timer(self, item: pytest.Item, settings: Any) -> Any:
         if getattr(item, "task", None) is None:
             return None
-        import pytest_timeout
+        from pytest_agentbench.pytest_compat import set_timeout_timer
 
-        later = settings._replace(timeout=backstop_s(float(settings.timeout)))
-        return pytest_timeout.pytest_timeout_set_timer(item=item, settings=later)
+        return set_timeout_timer(item, settings, backstop_s(float(settings.timeout)))

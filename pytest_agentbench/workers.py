@@ -1,8 +1,5 @@
-"""xdist workers: the queue a worker may run ahead in, and the task that took one down.
-
-Look-ahead: on a worker ``session.items`` is the whole collection, but the worker runs
-only the items the scheduler sends it; running ahead in ``session.items`` would start
-tasks another worker runs too. ``worker_queue`` reads what this worker was sent.
+"""xdist workers: the task that took one down. (What a worker may run ahead in, and the
+scheduler that keeps its queue deep, read xdist internals: see pytest_compat.py.)
 
 Crashes: a verifier that ends its process (``os._exit``, a segfault, the OOM killer)
 takes every rollout in flight on that worker with it, and xdist blames the item the
@@ -24,8 +21,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 try:
     import fcntl
 except ImportError:  # Windows
@@ -35,51 +30,6 @@ from pytest_agentbench.artifacts.record import record_without_rollout
 from pytest_agentbench.core.usage import sum_usage
 from pytest_agentbench.errors import VerifierError
 from pytest_agentbench.verifiers.base import Check, Verdict, Verifier
-
-
-def find_interactor(config: pytest.Config) -> Any:
-    """xdist's WorkerInteractor of this worker process, or None."""
-    for plugin in config.pluginmanager.get_plugins():
-        if type(plugin).__name__ == "WorkerInteractor" and hasattr(plugin, "torun"):
-            return plugin
-    return None
-
-
-def worker_queue(config: pytest.Config, interactor: Any, item: Any, size: int) -> list[Any]:
-    """``item``, then the items xdist sent this worker to run after it, ``size`` in all.
-
-    Under ``--dist worksteal`` only the very next item counts: the rest of the queue may
-    be taken back for another worker. An unreadable queue (another xdist version) gives
-    just ``item``: slower, never wrong."""
-    if interactor is None or size <= 1:
-        return [item]
-    indices: list[Any] = []
-    following = getattr(interactor, "nextitem_index", None)
-    if isinstance(following, int):
-        indices.append(following)
-    if config.getoption("dist", None) != "worksteal":
-        indices.extend(_pending(getattr(interactor, "torun", None)))
-    elif not indices:
-        indices.extend(_pending(getattr(interactor, "torun", None))[:1])
-    items = interactor.session.items
-    ahead = [item]
-    for index in indices:
-        if len(ahead) >= size:
-            break
-        if isinstance(index, int) and 0 <= index < len(items) and items[index] is not item:
-            ahead.append(items[index])
-    return ahead
-
-
-def _pending(queue: Any) -> list[Any]:
-    lock = getattr(queue, "lock", None)
-    if callable(lock):
-        with lock() as pending:
-            return list(pending)
-    try:
-        return list(queue or ())
-    except RuntimeError:  # changed while copied: look ahead less this once
-        return []
 
 
 class WorkerCrashed(VerifierError):
@@ -177,11 +127,6 @@ def _read_mark(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def is_crash_report(report: pytest.TestReport) -> bool:
-    """xdist's report for the item a worker was running when it died."""
-    return report.failed and "crashed while running" in str(report.longrepr)
-
-
 def crash_record(
     nodeid: str,
     worker: str,
@@ -253,43 +198,3 @@ def _marks(directory: Path | None) -> list[dict[str, Any]]:
         if mark is not None:
             found.append(mark)
     return found
-
-
-def deep_load_scheduler(config: pytest.Config, log: Any, depth: int) -> Any:
-    """xdist's ``load`` scheduler, keeping at least ``depth`` items queued on each worker
-    while items are left (None when this xdist has no such scheduler to extend).
-
-    xdist's own sizing keeps as few as two items queued per worker once fewer than eight
-    per worker are pending, and holds back a worker whose last item took 0.1 s or more.
-    That is right for tests that each take a core, but a worker here keeps
-    ``--agentbench-concurrency`` rollouts in flight out of its queue (``worker_queue``):
-    with two items queued it has two in flight. At the end of a run the workers may
-    differ by up to ``depth`` items: a round of rollouts, not a round of tests."""
-    try:
-        from xdist.scheduler import LoadScheduling
-    except ImportError:
-        return None
-    if not hasattr(LoadScheduling, "_send_tests"):
-        return None
-
-    # xdist ships no type information, so its class is Any here: subclassing Any is the
-    # one thing strict mypy refuses in this module.
-    class DeepLoadScheduling(LoadScheduling):  # type: ignore[misc]
-        def schedule(self) -> None:
-            super().schedule()
-            for node in list(self.node2pending):
-                self._top_up(node)
-
-        def check_schedule(self, node: Any, duration: float = 0) -> None:
-            super().check_schedule(node, duration)
-            self._top_up(node)
-
-        def _top_up(self, node: Any) -> None:
-            pending = self.node2pending.get(node)
-            if pending is None or node.shutting_down or not self.pending:
-                return
-            missing = min(depth - len(pending), len(self.pending))
-            if missing > 0:
-                self._send_tests(node, missing)
-
-    return DeepLoadScheduling(config, log)

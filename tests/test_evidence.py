@@ -391,22 +391,44 @@ def test_output_token_limit_line(tmp_path: Path) -> None:
     )
 
 
+def _failure(message: str, *, status: int | None = None, retries: int = 0, detail: str = ""):
+    return {
+        "kind": "rate_limited" if status in (429, 529) else "provider_error",
+        "stage": "model",
+        "message": message,
+        "evidence": None,
+        "status": status,
+        "retries": retries,
+        "detail": detail,
+    }
+
+
 def test_provider_overloaded_line_with_retries() -> None:
+    """The line comes from the record's structured failure (status, retries, detail), set
+    where the error happened; the message text is never parsed."""
     error = "scripted: HTTP 529 from http://127.0.0.1:8011/v1/messages: Overloaded"
     failed = record(outcome="harness_error", reward=None, verdict=None, error=error)
-    assert failure_reason({**failed, "retries": 4}) == (
+    retried = _failure(error, status=529, retries=4, detail="Overloaded")
+    assert failure_reason({**failed, "failure": retried}) == (
         "harness error: provider 529 overloaded after 4 retries: Overloaded"
     )
-    assert failure_reason({**failed, "error": error + " (gave up after 5 attempts)"}) == (
-        "harness error: provider 529 overloaded after 4 retries: Overloaded"
+    once = _failure(error, status=529, detail="Overloaded")
+    assert failure_reason({**failed, "failure": once}) == (
+        "harness error: provider 529 overloaded: Overloaded"
     )
-    assert failure_reason(failed) == "harness error: provider 529 overloaded: Overloaded"
-    plain = {**failed, "error": "scripted: HTTP 500 from http://127.0.0.1:1/x: outage"}
-    assert (
-        failure_reason(plain)
-        == "harness error: scripted: HTTP 500 from http://127.0.0.1:1/x: outage"
+    # an error met inside a stream has a status but no HTTP error response: its own text
+    in_stream = "scripted: overloaded_error in the stream from http://127.0.0.1:1/x: busy"
+    streamed = _failure(in_stream, status=529, retries=2)
+    assert failure_reason({**failed, "error": in_stream, "failure": streamed}) == (
+        f"harness error: {in_stream} (after 2 retries)"
     )
-    refused = {**failed, "error": "scripted: cannot connect: " + "refused " * 30, "retries": [{}]}
+    # a status in the text alone means nothing: only the structured status counts
+    assert failure_reason(failed) == f"harness error: {error}"
+    plain_text = "scripted: HTTP 500 from http://127.0.0.1:1/x: outage"
+    plain = {**failed, "error": plain_text, "failure": _failure(plain_text, status=500)}
+    assert failure_reason(plain) == f"harness error: {plain_text}"
+    refused_text = "scripted: cannot connect: " + "refused " * 30
+    refused = {**failed, "error": refused_text, "failure": _failure(refused_text, retries=1)}
     line = failure_reason(refused)
     assert line.endswith("… (after 1 retry)") and "refused" in line
 

@@ -35,6 +35,7 @@ LAYERS = (
     "verifiers",
     "artifacts",
     "report",
+    "schemas",
 )
 #: Modules at the package root that belong to the bottom too (stdlib only): the public
 #: error tree and URL credential stripping. Every other root module is glue (plugin.py,
@@ -56,6 +57,10 @@ NEVER: dict[str, frozenset[str]] = {
     "scripted": _ONLY_THE_BOTTOM - {"scripted"},
     "core": _ONLY_THE_BOTTOM,
 }
+#: schemas/ holds the published JSON Schemas of the files a run writes and their loader,
+#: for users and tests: it imports only the bottom, and no layer reads it while running.
+NEVER = {layer: rule | {"schemas"} for layer, rule in NEVER.items()}
+NEVER["schemas"] = _ONLY_THE_BOTTOM - {"schemas"}
 #: The agent loop asks sandbox/ for its workspace, never a verifier.
 AGENT_LOOP = ("runner/agent.py", "runner/tools.py")
 #: Where pytest may be imported: the glue at the root, and verifiers/ (python_tests runs

@@ -278,6 +278,10 @@ def test_probe():
                          "pytest_agentbench.suites.load") if m in sys.modules]
     assert heavy == []
     assert "pytest_agentbench.plugin" in sys.modules
+    ours = sorted(m for m in sys.modules if m.startswith("pytest_agentbench"))
+    light = ["pytest_agentbench", "pytest_agentbench.errors", "pytest_agentbench.hookspecs",
+             "pytest_agentbench.options", "pytest_agentbench.plugin", "pytest_agentbench.stash"]
+    assert ours == light
 """
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")

@@ -56,6 +56,7 @@ def ctrf_test(record: Mapping[str, Any]) -> dict[str, Any]:
         test.update(_retries(reruns, test))
     test["extra"] = {
         EXTRA_KEY: {
+            "schema_version": record.get("schema_version"),
             "reward": record.get("reward"),
             "first_attempt_reward": record.get("first_attempt_reward"),
             "outcome": outcome,
@@ -67,6 +68,7 @@ def ctrf_test(record: Mapping[str, Any]) -> dict[str, Any]:
             "usage": record.get("usage"),
             "loop": record.get("loop"),
             "rollout_dir": record.get("rollout_dir"),
+            "failure": record.get("failure"),
         }
     }
     return test

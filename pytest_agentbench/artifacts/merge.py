@@ -9,6 +9,7 @@ from typing import Any
 
 from pytest_agentbench.artifacts.coverage import run_coverage
 from pytest_agentbench.artifacts.reports import write_run_reports
+from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import AgentbenchError
 
 MERGE_SUMMARY_LIMIT = 256 * 1024 * 1024
@@ -54,10 +55,15 @@ def merge_runs(
             f"{listed}); their scores do not compare. Pass --force to merge anyway."
         )
     records: dict[str, dict[str, Any]] = {}
-    for _, summary in summaries:
-        for record in summary["tasks"]:
-            if isinstance(record, dict) and isinstance(record.get("nodeid"), str):
-                records[record["nodeid"]] = record
+    for run_dir, summary in summaries:
+        for index, data in enumerate(summary["tasks"]):
+            try:
+                record = TaskRecord.from_json(data)
+            except ValueError as exc:
+                raise AgentbenchError(
+                    f"{run_dir / 'summary.json'}: tasks[{index}] is not a task record: {exc}"
+                ) from None
+            records[record.nodeid] = record.to_json()
     first = summaries[0][1]
     starts = [int(s.get("start_ms") or 0) for _, s in summaries]
     stops = [int(s.get("stop_ms") or 0) for _, s in summaries]

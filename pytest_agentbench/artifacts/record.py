@@ -1,13 +1,26 @@
 """The small per-task record that travels from a worker to the controller and feeds
-ctrf.json, summary.json and the terminal summary. JSON-safe, a few hundred bytes."""
+ctrf.json, summary.json and the terminal summary: a :class:`TaskRecord` made by
+:func:`build_record` alone, travelling as its JSON form (a few hundred bytes)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.artifacts.score_stats import attempt_rounds
 from pytest_agentbench.core.records import Rollout
+from pytest_agentbench.core.task_record import Failure, FailureKind, TaskRecord
+
+
+def _evidence(failure: Failure | None, rollout_dir: Path) -> Failure | None:
+    """``failure`` pointing at the file that shows it, when it points nowhere yet: the
+    verifier dir for a verifier's failure, the trajectory for the model's and the loop
+    watch's, nothing for the harness's own."""
+    if failure is None or failure.evidence is not None or failure.stage == "harness":
+        return failure
+    where = rollout_dir / ("verifier" if failure.stage == "verifier" else "trajectory.json")
+    return replace(failure, evidence=str(where))
 
 
 def task_record(
@@ -26,40 +39,41 @@ def task_record(
         for a in rollout.attempts
         if a.verdict is not None and a.verdict.get("feedback")
     ]
-    return {
-        "nodeid": nodeid,
-        "file": file,
-        "suite": rollout.suite,
-        "task_id": rollout.task_id,
-        "model": rollout.model,
-        "outcome": rollout.outcome,
-        "reward": rollout.reward,
-        "first_attempt_reward": rollout.first_attempt_reward,
-        "pass_threshold": rollout.pass_threshold,
-        "attempts": len(rollout.attempts),
-        "rounds": attempt_rounds(rollout.attempts),
-        "repaired": rollout.repaired,
-        "incomplete": rollout.incomplete,
-        "failure_kind": rollout.failure_kind,
-        "repair": dict(rollout.repair),
-        "loop": rollout.loop,
-        "last_feedback": feedback[-1] if feedback else None,
-        "usage": rollout.usage,
-        "error": rollout.error,
-        "verdict": None
+    return build_record(
+        nodeid=nodeid,
+        file=file,
+        suite=rollout.suite,
+        task_id=rollout.task_id,
+        model=rollout.model,
+        outcome=rollout.outcome,
+        reward=rollout.reward,
+        first_attempt_reward=rollout.first_attempt_reward,
+        pass_threshold=rollout.pass_threshold,
+        attempts=len(rollout.attempts),
+        rounds=attempt_rounds(rollout.attempts),
+        repaired=rollout.repaired,
+        incomplete=rollout.incomplete,
+        failure_kind=rollout.failure_kind,
+        repair=dict(rollout.repair),
+        loop=rollout.loop,
+        last_feedback=feedback[-1] if feedback else None,
+        usage=rollout.usage,
+        error=rollout.error,
+        verdict=None
         if verdict is None
         else {
             "reward": verdict.get("reward"),
             "metrics": dict(verdict.get("metrics") or {}),
             "error": verdict.get("error"),
         },
-        "max_tokens": max_tokens,
-        "min_score": min_score,
-        "start_ms": int(rollout.started_at * 1000),
-        "duration_ms": max(0, int(rollout.elapsed_s * 1000)),
-        "rollout_dir": str(rollout_dir),
-        "verifier_dir": str(rollout_dir / "verifier"),
-    }
+        max_tokens=max_tokens,
+        min_score=min_score,
+        start_ms=int(rollout.started_at * 1000),
+        duration_ms=max(0, int(rollout.elapsed_s * 1000)),
+        rollout_dir=str(rollout_dir),
+        verifier_dir=str(rollout_dir / "verifier"),
+        failure=_evidence(rollout.failure, rollout_dir),
+    ).to_json()
 
 
 def record_without_rollout(
@@ -71,7 +85,7 @@ def record_without_rollout(
     model: str,
     outcome: str,
     cause: str,
-    failure_kind: str,
+    failure_kind: FailureKind,
     start_ms: int,
     duration_ms: int,
     rollout_dir: str | None = None,
@@ -81,33 +95,39 @@ def record_without_rollout(
     """The record of a task that ended without a rollout record (a plugin's exception,
     pytest-timeout, a crashed xdist worker): the same fields as :func:`task_record`, no
     attempts, and ``cause`` kept whole as its error, message and trace."""
-    return {
-        "nodeid": nodeid,
-        "file": file,
-        "suite": suite,
-        "task_id": task_id,
-        "model": model,
-        "outcome": outcome,
-        "reward": None,
-        "first_attempt_reward": None,
-        "pass_threshold": pass_threshold,
-        "attempts": 0,
-        "rounds": [],
-        "repaired": False,
-        "incomplete": False,
-        "failure_kind": failure_kind,
-        "repair": {},
-        "loop": None,
-        "last_feedback": None,
-        "usage": usage if usage is not None else {},
-        "error": cause,
-        "verdict": None,
-        "max_tokens": None,
-        "min_score": None,
-        "start_ms": start_ms,
-        "duration_ms": duration_ms,
-        "rollout_dir": rollout_dir,
-        "verifier_dir": str(Path(rollout_dir) / "verifier") if rollout_dir else None,
-        "message": cause,
-        "trace": cause,
-    }
+    return build_record(
+        nodeid=nodeid,
+        file=file,
+        suite=suite,
+        task_id=task_id,
+        model=model,
+        outcome=outcome,
+        reward=None,
+        first_attempt_reward=None,
+        pass_threshold=pass_threshold,
+        attempts=0,
+        rounds=[],
+        repaired=False,
+        incomplete=False,
+        failure_kind=failure_kind,
+        repair={},
+        loop=None,
+        last_feedback=None,
+        usage=usage if usage is not None else {},
+        error=cause,
+        verdict=None,
+        max_tokens=None,
+        min_score=None,
+        start_ms=start_ms,
+        duration_ms=duration_ms,
+        rollout_dir=rollout_dir,
+        verifier_dir=str(Path(rollout_dir) / "verifier") if rollout_dir else None,
+        failure=Failure.of(failure_kind, cause),
+        message=cause,
+        trace=cause,
+    ).to_json()
+
+
+def build_record(**fields: Any) -> TaskRecord:
+    """The one place a :class:`TaskRecord` is made."""
+    return TaskRecord(**fields)

@@ -10,8 +10,23 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pytest_agentbench import errors
+from pytest_agentbench.core.task_record import (
+    Failure,
+    FailureKind,
+    failure_kind,
+)
 from pytest_agentbench.core.usage import sum_usage
+
+__all__ = [
+    "OUTCOMES",
+    "SCHEMA_VERSION",
+    "Attempt",
+    "Failure",
+    "FailureKind",
+    "Outcome",
+    "Rollout",
+    "failure_kind",
+]
 
 SCHEMA_VERSION = 1
 
@@ -24,38 +39,6 @@ OUTCOMES: tuple[Outcome, ...] = (
     "length_exceeded",
     "harness_error",
 )
-
-#: Why a rollout ended in ``harness_error`` or ``timeout``, for reports that must not
-#: parse messages: the class of the failure, not its text.
-FailureKind = Literal[
-    "context_overflow",
-    "rate_limited",
-    "provider_error",
-    "transport_error",
-    "circuit_open",
-    "model_timeout",
-    "model_error",
-    "verifier_crash",
-    "verifier_timeout",
-    "harness",
-]
-
-
-def failure_kind(error: BaseException) -> FailureKind:
-    """The FailureKind of an error raised while talking to a model."""
-    kinds: tuple[tuple[type[BaseException], FailureKind], ...] = (
-        (errors.ContextOverflow, "context_overflow"),
-        (errors.RateLimited, "rate_limited"),
-        (errors.ProviderError, "provider_error"),
-        (errors.TransportError, "transport_error"),
-        (errors.CircuitOpen, "circuit_open"),
-        (errors.ModelTimeout, "model_timeout"),
-        (errors.ModelError, "model_error"),
-    )
-    for kind, name in kinds:
-        if isinstance(error, kind):
-            return name
-    return "harness"
 
 
 @dataclass
@@ -85,7 +68,8 @@ class Rollout:
     no verdict was reached, and for a harness error: the rounds the harness could not
     run have no score); ``first_attempt_reward`` is kept whatever a later round did.
     ``error`` is set for timeout and harness errors, ``failure_kind`` says which class
-    of failure it was."""
+    of failure it was and ``failure`` the whole of it (set where it happened; when a
+    caller gave only the kind, made from the kind, the outcome and ``error``)."""
 
     task_key: str
     suite: str
@@ -103,6 +87,15 @@ class Rollout:
     trajectory: list[dict[str, Any]] = field(default_factory=list)
     repair: dict[str, Any] = field(default_factory=dict)
     failure_kind: FailureKind | None = None
+    failure: Failure | None = None
+
+    def __post_init__(self) -> None:
+        if self.failure is not None:
+            return
+        if self.outcome == "loop_killed":
+            self.failure = Failure.of("loop_killed", self.error or "loop killed")
+        elif self.failure_kind is not None:
+            self.failure = Failure.of(self.failure_kind, self.error or self.outcome)
 
     @classmethod
     def harness_error(
@@ -113,8 +106,11 @@ class Rollout:
         model: str,
         error: str,
         pass_threshold: float = 1.0,
+        *,
+        failure: Failure | None = None,
     ) -> Rollout:
-        """A rollout that never reached the model (the harness failed first)."""
+        """A rollout that never reached the model (the harness failed first); ``failure``
+        says where (by default: the harness itself)."""
         return cls(
             task_key=task_key,
             suite=suite,
@@ -130,6 +126,7 @@ class Rollout:
             elapsed_s=0.0,
             error=error,
             failure_kind="harness",
+            failure=failure,
         )
 
     @property
@@ -176,6 +173,7 @@ class Rollout:
         data = dict(vars(self))
         data.pop("trajectory")
         data["attempts"] = [dict(vars(attempt)) for attempt in self.attempts]
+        data["failure"] = None if self.failure is None else self.failure.to_json()
         data["schema_version"] = SCHEMA_VERSION
         data["final_reward"] = self.reward
         data["repaired"] = self.repaired

@@ -76,10 +76,7 @@ class CircuitBreaker:
         with self._lock:
             reason, first = self._opened_reason, self._first
         if reason is not None:
-            error = CircuitOpen(reason, endpoint=first.endpoint if first else "")
-            error.partial = None  # type: ignore[attr-defined]
-            error.retry_after = None  # type: ignore[attr-defined]
-            raise error
+            raise CircuitOpen(reason, endpoint=first.endpoint if first else "")
 
     def record_success(self) -> None:
         with self._lock:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import ssl
 import threading
 import time
 from collections.abc import Mapping
@@ -113,12 +114,14 @@ class ErrorMapping:
                 self.spec.label, self.public_endpoint, status, counts, error_detail(text)
             )
         kind = RateLimited if status in RATE_LIMIT_STATUSES else ProviderError
+        detail = error_detail(text)
         error = kind(
-            f"{self.spec.label}: HTTP {status} from {self.public_endpoint}: {error_detail(text)}",
+            f"{self.spec.label}: HTTP {status} from {self.public_endpoint}: {detail}",
             endpoint=self.public_endpoint,
             status=status,
+            detail=detail,
         )
-        error.retry_after = retry_after_seconds(response.headers)  # type: ignore[attr-defined]
+        error.retry_after = retry_after_seconds(response.headers)
         return error
 
     def _timeout_error(self, request: Any) -> ModelTimeout:
@@ -185,9 +188,7 @@ def _reads_as_stream(response: httpx.Response, asked: bool) -> bool:
 def attach_partial(error: ModelError, partial: Any) -> ModelError:
     """Give ``error`` the contract every client keeps: ``partial`` (what arrived, or None)
     and ``retry_after`` (None unless the server said)."""
-    error.partial = partial  # type: ignore[attr-defined]
-    if not hasattr(error, "retry_after"):
-        error.retry_after = None  # type: ignore[attr-defined]
+    error.partial = partial
     return error
 
 
@@ -245,7 +246,11 @@ class ProtocolClient(ErrorMapping):
         client: httpx.Client | None = getattr(self._local, "client", None)
         if client is None:
             with self._clients_lock:
-                if self._tls is None:
+                if self._tls is None and self._url.scheme == "http":
+                    # never used (no redirects are followed): loading the CA bundle for
+                    # a plain-HTTP endpoint (a local server) was ~20 ms of CPU per run
+                    self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+                elif self._tls is None:
                     trust_env = self._client_options["trust_env"]
                     self._tls = httpx.create_ssl_context(verify=True, trust_env=trust_env)
                 client = httpx.Client(verify=self._tls, **self._client_options)

@@ -193,10 +193,11 @@ def _retry_after(error: ModelError) -> float | None:
 def _finish(error: ModelError, retries: list[dict[str, Any]], note: str) -> None:
     """Record the retries on the error (and its partial) and say in its message why the
     retrying stopped."""
-    error.retries = list(retries)  # type: ignore[attr-defined]
-    partial = getattr(error, "partial", None)
+    error.retries = list(retries)
+    partial = error.partial
     if isinstance(partial, Generation):
         exchange = {**partial.exchange, "retries": list(retries)}
-        error.partial = dataclasses.replace(partial, exchange=exchange)  # type: ignore[attr-defined]
+        error.partial = dataclasses.replace(partial, exchange=exchange)
     if note and error.args:
+        error.retry_note = note
         error.args = (f"{error.args[0]} ({note})", *error.args[1:])

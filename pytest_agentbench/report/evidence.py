@@ -41,8 +41,6 @@ _STATUS_WORDS = {
     504: "gateway timeout",
     529: "overloaded",
 }
-_HTTP_STATUS = re.compile(r"\bHTTP (\d{3})\b")
-_RETRY_NOTE = re.compile(r"\s*\((?:gave up )?after (\d+) (attempts?|retry|retries)\)")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _T = TypeVar("_T")
 
@@ -239,34 +237,28 @@ def _verdict_evidence(record: Mapping[str, Any]) -> Evidence | None:
     return _file_evidence(directory) if directory is not None else None
 
 
-def _retry_count(value: Any) -> int:
-    """``retries`` as an int, a ``{"count": n}`` mapping or a list of retried errors."""
-    if isinstance(value, Mapping):
-        value = value.get("count", value.get("retries"))
-    elif isinstance(value, list | tuple):
-        value = len(value)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _harness_line(record: Mapping[str, Any]) -> str:
-    """``provider 529 overloaded after 4 retries: <detail>`` for a provider status that was
-    retried or is a rate limit; else the error text, with any retry count as a suffix. The
-    count comes from the record's ``retries``, else from the retry note the retrying client
-    appends to the message (``(after 4 retries)``, ``(gave up after 5 attempts)``)."""
-    text = _clean(str(record.get("error") or "")) or "unknown error"
-    retries = _retry_count(record.get("retries"))
-    note = _RETRY_NOTE.search(text)
-    if note is not None:
-        count = int(note.group(1))
-        retries = retries or (count - 1 if note.group(2).startswith("attempt") else count)
-        text = (text[: note.start()] + text[note.end() :]).strip() or "unknown error"
+    """``provider 529 overloaded after 4 retries: <detail>`` for an HTTP error response
+    (a failure with a status and the provider's ``detail``) that was retried or is a rate
+    limit; else the error text, with any retry count as a suffix. Status, retry count,
+    detail and message come from the record's structured ``failure`` (set where the error
+    happened); a record without one shows its error."""
+    failure = record.get("failure")
+    failure = failure if isinstance(failure, Mapping) else {}
+    message = failure.get("message")
+    text = message if isinstance(message, str) and message.strip() else record.get("error")
+    text = _clean(str(text or "")) or "unknown error"
+    retries = max(0, _int(failure.get("retries")) or 0)
     after = f"after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
-    match = _HTTP_STATUS.search(text)
-    if match is not None and (retries or int(match.group(1)) in RATE_LIMIT_STATUSES):
-        status = int(match.group(1))
+    status = _int(failure.get("status"))
+    detail = _clean(str(failure.get("detail") or "")).strip(" :")
+    if status is not None and detail and (retries or status in RATE_LIMIT_STATUSES):
         line = f"provider {status} {_STATUS_WORDS.get(status, 'error')}"
         line += f" {after}" if after else ""
-        detail = re.sub(r"^ from \S+?:? ", "", text[match.end() :]).strip(" :")
         return "harness error: " + cut(f"{line}: {detail}" if detail else line)
     return "harness error: " + cut(text) + (f" ({after})" if after else "")
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_agentbench.core.records import Attempt, FailureKind, failure_kind
+from pytest_agentbench.core.records import Attempt, Failure, FailureKind, failure_kind
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.core.usage import sum_usage
 from pytest_agentbench.errors import AgentbenchError, CircuitOpen, ModelError, ModelTimeout
@@ -119,6 +119,7 @@ class AgentRun:
     stop: AgentStop = "answered"
     error: str | None = None
     failure: FailureKind | None = None
+    failure_detail: Failure | None = None
     text: str = ""
     thinking: str = ""
     finish_reason: str | None = None
@@ -327,6 +328,7 @@ class AgentSession:
             run.guards.append(guard.record())
             run.killed = exc.evidence
             run.stop, run.error = "loop_killed", str(exc)
+            run.failure_detail = Failure.of("loop_killed", run.error)
             run.trajectory.append({**where, "killed": exc.evidence, "answer_chars": len(run.text)})
             return False
         except ModelError as exc:
@@ -335,6 +337,7 @@ class AgentSession:
                 self._took(run, partial)
             run.stop = "timeout" if isinstance(exc, ModelTimeout) else "harness_error"
             run.error, run.failure = str(exc), failure_kind(exc)
+            run.failure_detail = Failure.from_error(exc)
             run.trajectory.append({**where, **_error_entry(exc)})
             return False
         elapsed = time.monotonic() - t0

@@ -1,5 +1,42 @@
 """Rollouts in flight: a bounded pool that lets rollouts run ahead of the items waiting
-for them, so wall time is spent waiting on the model N requests at a time, not one."""
+for them, so wall time is spent waiting on the model N requests at a time, not one.
+
+This is the one place that starts and stops rollout threads. The whole concurrency model
+of one process, in one page:
+
+Threads. pytest's main thread runs the items, one at a time, in order. The rollout
+threads (``agentbench-rollout-N``, at most ``--agentbench-concurrency``, daemons) are
+started here, on demand, and each runs planned jobs (one rollout plus its files,
+execution.py) until the pool closes. Three more kinds serve them, none of which runs a
+rollout: one deadline clock per process (``agentbench-deadlines``, models/deadline.py)
+that shuts the socket of a request past its deadline; the scripted server's threads
+(scripted/server.py, in the serial process or xdist controller only); and under xdist
+with a rate limit, the controller's limit service (``agentbench-limit``,
+models/ratelimit_remote.py) answering the workers over loopback TCP.
+
+Who waits on whom. The main thread waits in ``RolloutPool.result`` for the item it is on
+(inflight.py plans the next items first; the live line is redrawn while it waits). A
+rollout thread waits on the model (its own httpx client per thread, models/http.py), on
+the run's rate limit (models/ratelimit.py, or the controller's over TCP), on its
+verifier's subprocess, and briefly on the run's make-once locks (the client, a suite's
+``prepare``, the run folder: services.py, run.py). Nothing waits on a rollout thread but
+``result``; no rollout thread waits on the main thread.
+
+xdist. Each worker is a process with its own pool, planning only what the controller
+sent it (pytest_compat.worker_queue), and the controller's scheduler keeps each worker's
+queue deep enough to fill its pool (pytest_compat.deep_load_scheduler). A verifier that
+kills its worker is named by the marks it left on disk (workers.py).
+
+Stop paths. At the end of a session, however it ends (all items run, ``-x``, Ctrl-C,
+SIGTERM, which plugin.py turns into Ctrl-C), ``RunState.close`` (run.py) closes this
+pool first: jobs not started are dropped, idle threads return, running ones are not
+waited for. It then closes the model client (every thread's connections: a rollout
+still running fails promptly and its result is never collected), the scripted server
+and the limit service (waiters on the limit are released). A rollout past its deadline
+(the task's ``timeout_s``, or pytest-timeout's limit, timeouts.py) is ended by the
+deadline clock and recorded as a ``timeout``. A first Ctrl-C or SIGTERM while the
+reports are written is held until they are done; a second one interrupts (finish.py).
+"""
 
 from __future__ import annotations
 

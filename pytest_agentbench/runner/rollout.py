@@ -3,25 +3,31 @@
 from __future__ import annotations
 
 import dataclasses
+import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_agentbench.core.records import Attempt, FailureKind, Outcome, Rollout
+from pytest_agentbench.core.records import Attempt, Failure, FailureKind, Outcome, Rollout
 from pytest_agentbench.core.stream import EventSink
+from pytest_agentbench.core.task_record import FailureStage
 from pytest_agentbench.core.usage import sum_usage
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.errors import AgentbenchError, SandboxError
 from pytest_agentbench.models.base import ModelClient
 from pytest_agentbench.runner.agent import AgentSession
 from pytest_agentbench.runner.loopguard import KillPolicy
 from pytest_agentbench.runner.repair import repair_request, repairs_allowed
-from pytest_agentbench.runner.tools import BUILTIN_TOOLS, Tool
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.base import Check, Verdict, Verifier
 from pytest_agentbench.verifiers.sandboxed import discard_foreign_files
+from pytest_agentbench.verifiers.text import EXACT, INCLUDES
+
+if TYPE_CHECKING:  # the agent's tools (and their sandbox) are imported by agent tasks only
+    from pytest_agentbench.runner.tools import Tool
 
 
 def _verify(verifier: Verifier, check: Check) -> Verdict:
@@ -31,6 +37,10 @@ def _verify(verifier: Verifier, check: Check) -> Verdict:
         verdict = Verdict(reward, verdict.metrics, verdict.details, verdict.feedback, verdict.error)
     return verdict
 
+
+#: Built-in verifiers whose work is a few string operations on the answer: they run in
+#: the rollout's own thread (handing them to another thread cost more than they do).
+_INLINE = (EXACT, INCLUDES)
 
 #: How long a verifier whose own time limit was cut to the task's deadline may take past
 #: it to stop its command and clean up; its verdict is not used either way.
@@ -57,15 +67,49 @@ def _bounded_options(verifier: Verifier, options: Mapping[str, Any], deadline: f
     return {**options, "timeout_s": left}
 
 
+class _VerifierThread:
+    """The daemon thread that runs the verifications of one rollout thread, one at a time,
+    reused from task to task (a new thread per verification cost more than the built-in
+    verifiers themselves). A verifier that overruns its deadline keeps its thread: the
+    rollout thread is given a new one. The thread ends when its rollout thread does."""
+
+    local = threading.local()
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        threading.Thread(
+            target=self._serve, args=(self.jobs,), name="agentbench-verifier", daemon=True
+        ).start()
+        weakref.finalize(self, self.jobs.put, None)
+
+    @staticmethod
+    def _serve(jobs: queue.SimpleQueue[Callable[[], None] | None]) -> None:
+        while (job := jobs.get()) is not None:
+            job()
+            del job
+
+    @classmethod
+    def mine(cls) -> _VerifierThread:
+        helper: _VerifierThread | None = getattr(cls.local, "helper", None)
+        if helper is None:
+            helper = cls.local.helper = cls()
+        return helper
+
+
 def _verify_by(verifier: Verifier, check: Check, deadline: float) -> Verdict | None:
     """``_verify`` bounded by the task's deadline: None when the verifier has not answered
     by then (an in-process verifier is left to finish in a daemon thread; a sandboxed one
-    has its command's limit cut to the deadline). An exception of the verifier
+    has its command's limit cut to the deadline; the string checks of ``_INLINE`` run in
+    this thread). An exception of the verifier
     propagates."""
+    if any(verifier is quick for quick in _INLINE):
+        verdict = _verify(verifier, check)
+        return verdict if time.monotonic() <= deadline else None
     options = _bounded_options(verifier, check.options, deadline)
     if options is not None:
         check = dataclasses.replace(check, options=options)
     box: list[tuple[Verdict | BaseException, float]] = []
+    done = threading.Event()
 
     def run() -> None:
         result: Verdict | BaseException
@@ -74,12 +118,15 @@ def _verify_by(verifier: Verifier, check: Check, deadline: float) -> Verdict | N
         except BaseException as exc:  # handed to the caller's thread
             result = exc
         box.append((result, time.monotonic()))
+        done.set()
 
-    worker = threading.Thread(target=run, name="agentbench-verifier", daemon=True)
-    worker.start()
-    worker.join(max(deadline - time.monotonic(), 0.0))
-    if options is not None and worker.is_alive():
-        worker.join(CLEANUP_GRACE_S)  # its command was stopped at the deadline
+    helper = _VerifierThread.mine()
+    helper.jobs.put(run)
+    done.wait(max(deadline - time.monotonic(), 0.0))
+    if options is not None and not done.is_set():
+        done.wait(CLEANUP_GRACE_S)  # its command was stopped at the deadline
+    if not done.is_set():
+        _VerifierThread.local.helper = None  # it is stuck: the next verification gets a new one
     if not box or box[0][1] > deadline:
         return None
     result = box[0][0]
@@ -102,11 +149,18 @@ def _open_session(
         return AgentSession.plain(task, client, **options)
     if verifier_dir is None:
         raise AgentbenchError(f"task {task.id!r}: agent mode needs a rollout directory")
+    from pytest_agentbench.runner.tools import BUILTIN_TOOLS
+
     if tools is None:
         tools = {tool.name: tool for tool in BUILTIN_TOOLS}
     mode = isolation or str(task.verifier.options.get("isolation", "auto"))
     root = verifier_dir.parent / "workspace"
     return AgentSession.open(task, client, tools, root, isolation=mode, **options)
+
+
+def _where(verifier_dir: Path | None) -> str | None:
+    """The verifier folder, the evidence of a verifier's failure (None when there is none)."""
+    return None if verifier_dir is None else str(verifier_dir)
 
 
 def _workspace_entry(agent: AgentSession) -> dict[str, Any] | None:
@@ -164,6 +218,7 @@ def run_rollout(
     finish_reason: str | None = None
     turn_limit: str | None = None
     failure: FailureKind | None = None
+    failure_detail: Failure | None = None  # a model error's status, retries and detail
     try:
         session = _open_session(
             task,
@@ -176,14 +231,22 @@ def run_rollout(
             kill_policy=kill_policy or KillPolicy(),
         )
     except AgentbenchError as exc:
+        stage: FailureStage = "sandbox" if isinstance(exc, SandboxError) else "harness"
         return Rollout.harness_error(
-            task.key, task.suite, task.id, client.spec.label, str(exc), task.pass_threshold
+            task.key,
+            task.suite,
+            task.id,
+            client.spec.label,
+            str(exc),
+            task.pass_threshold,
+            failure=Failure(kind="harness", stage=stage, message=str(exc)),
         )
 
     for index in range(total_attempts):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             outcome, error = "timeout", f"timeout after {timeout_s:g}s"
+            failure_detail = Failure(kind="model_timeout", stage="deadline", message=error)
             break
         attempt = Attempt(index=index)
         attempts.append(attempt)
@@ -200,6 +263,7 @@ def run_rollout(
         trajectory.extend(run.trajectory)
         if run.stop in ("loop_killed", "timeout", "harness_error"):
             outcome, failure = run.stop, run.failure
+            failure_detail = run.failure_detail
             error = f"timeout after {timeout_s:g}s" if run.stop == "timeout" else run.error
             break
         answer, finish_reason, messages = run.text, run.finish_reason, run.messages
@@ -219,6 +283,7 @@ def run_rollout(
         except Exception as exc:  # a crashing verifier is the harness's fault, not the model's
             outcome, failure = "harness_error", "verifier_crash"
             error = f"verifier {task.verifier.kind!r} raised {type(exc).__name__}: {exc}"
+            failure_detail = Failure.of(failure, error, evidence=_where(verifier_dir))
             attempt.error = error
             break
         if verdict is None:
@@ -227,6 +292,7 @@ def run_rollout(
                 f"timeout after {timeout_s:g}s: verifier {task.verifier.kind!r} of attempt "
                 f"{index + 1} had not finished"
             )
+            failure_detail = Failure.of(failure, error, evidence=_where(verifier_dir))
             attempt.error = error
             break
         attempt.verdict = asdict(verdict)
@@ -278,4 +344,5 @@ def run_rollout(
             "feedback": task.feedback,
         },
         failure_kind=failure,
+        failure=failure_detail,
     )

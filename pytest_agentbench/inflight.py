@@ -1,0 +1,90 @@
+"""The task items this process runs, and the rollouts running ahead of them.
+
+pytest runs items one at a time from its main thread; with ``--agentbench-concurrency``
+above 1 (or the live status line on) the item asks ``record_for`` for its record, which
+also plans the rollouts of the next items on the pool (runner/pool.py, which explains
+the threads). Only pytest's main thread calls in here.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_agentbench.runner.pool import RolloutPool
+
+if TYPE_CHECKING:
+    from pytest_agentbench.report.live import LiveStatus, StatusWriter
+    from pytest_agentbench.settings import Settings
+
+
+class InFlight:
+    """Owns the queue of task items, the rollout pool and the live status line."""
+
+    def __init__(self, config: pytest.Config, settings: Settings, is_worker: bool) -> None:
+        self.config = config
+        self.settings = settings
+        self.is_worker = is_worker
+        self.queue: list[Any] = []
+        self.positions: dict[str, int] = {}
+        self.pool: RolloutPool | None = None
+        self.live: LiveStatus | None = None
+        self.status: StatusWriter | None = None
+        self._planned_to = 0
+        self._interactor: Any = None
+
+    def set_queue(self, items: list[Any]) -> None:
+        """The task items this process will run, in pytest's order (after selection)."""
+        self.queue = items
+        self.positions = {item.nodeid: i for i, item in enumerate(items)}
+        wants_pool = self.settings.concurrency > 1 and len(items) > 1
+        if (wants_pool or self.live is not None) and self.pool is None and items:
+            self.pool = RolloutPool(self.settings.concurrency)
+
+    def record_for(self, item: Any, job: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+        """The record of ``item``'s rollout. With a pool, the rollouts of the next items in
+        the queue are planned too: the pool keeps its size in flight and runs at most
+        ``pool.ahead`` uncollected; ``job(item)`` runs one."""
+        pool = self.pool
+        if pool is None or item.nodeid not in self.positions:
+            return job(item)
+        for ahead in self._following(item, pool.ahead):
+            pool.plan(ahead.nodeid, functools.partial(job, ahead))
+        status, live = self.status, self.live
+        if status is None or live is None:
+            record: dict[str, Any] = pool.result(item.nodeid, lambda: job(item))
+            return record
+
+        def show() -> None:
+            status.show(live.line(item.nodeid))
+
+        try:
+            record = pool.result(item.nodeid, lambda: job(item), on_wait=show)
+            return record
+        finally:
+            status.clear()
+
+    def _following(self, item: Any, size: int) -> list[Any]:
+        """``item`` and the items after it that may run ahead, ``size`` in all: in a
+        worker only what xdist sent this worker (never session.items, which another
+        worker runs too); else the next items of the queue not planned yet."""
+        if self.is_worker:
+            from pytest_agentbench.pytest_compat import find_interactor, worker_queue
+
+            if self._interactor is None:
+                self._interactor = find_interactor(self.config) or False
+            queue = worker_queue(self.config, self._interactor or None, item, size)
+            return [other for other in queue if other.nodeid in self.positions]
+        start = self.positions[item.nodeid]
+        end = start + size
+        following = self.queue[max(start, self._planned_to) : end]
+        self._planned_to = max(self._planned_to, end)
+        return following
+
+    def close(self) -> None:
+        """Drop the rollouts not started yet (see RolloutPool.close)."""
+        if self.pool is not None:
+            self.pool.close()

@@ -1,0 +1,72 @@
+"""The published JSON Schemas (draft 2020-12) of the files a run writes.
+
+    >>> from pytest_agentbench import schemas
+    >>> schemas.load("reward")["title"]
+    'pytest-agentbench verifier/reward.json'
+
+``NAMES`` lists them; ``schema_for`` says which one a file of a run folder is, by its
+place; ``validate`` checks a document (``$ref`` between the schemas resolve locally).
+The files ship with the package (``pytest_agentbench/schemas/<name>.schema.json``).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from pathlib import PurePath
+from typing import Any
+
+NAMES = (
+    "task_record",
+    "result",
+    "trajectory",
+    "reward",
+    "inner_ctrf",
+    "ctrf",
+    "ctrf_extra",
+    "summary",
+)
+BASE_URI = "https://pytest-agentbench.dev/schemas/"
+
+
+@cache
+def _text(name: str) -> str:
+    if name not in NAMES:
+        raise KeyError(f"no schema named {name!r}; the published ones are {', '.join(NAMES)}")
+    return resources.files(__name__).joinpath(f"{name}.schema.json").read_text("utf-8")
+
+
+def load(name: str) -> dict[str, Any]:
+    """The schema ``name`` (one of :data:`NAMES`) as a fresh dict."""
+    schema: dict[str, Any] = json.loads(_text(name))
+    return schema
+
+
+def schema_for(path: str | PurePath) -> str | None:
+    """The schema of the file at ``path`` inside a run folder (``summary.json``,
+    ``tasks/<suite>/<task>/result.json``, ``…/verifier/reward.json`` …); None for a file
+    no schema describes."""
+    parts = PurePath(path).parts
+    name = parts[-1] if parts else ""
+    if len(parts) == 1:
+        return {"summary.json": "summary", "ctrf.json": "ctrf"}.get(name)
+    if parts[0] != "tasks":
+        return None
+    if len(parts) >= 2 and parts[-2] == "verifier":
+        return {"reward.json": "reward", "ctrf.json": "inner_ctrf"}.get(name)
+    return {"result.json": "result", "trajectory.json": "trajectory"}.get(name)
+
+
+def validate(name: str, document: Any) -> None:
+    """Raise ``jsonschema.ValidationError`` unless ``document`` matches schema ``name``."""
+    import jsonschema
+    from referencing import Registry, Resource
+
+    registry: Registry[Any] = Registry().with_resources(
+        (BASE_URI + f"{other}.schema.json", Resource.from_contents(load(other))) for other in NAMES
+    )
+    validator = jsonschema.Draft202012Validator(load(name), registry=registry)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(document))
+    if error is not None:
+        raise error

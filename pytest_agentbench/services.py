@@ -1,0 +1,200 @@
+"""What one run talks to and must release: the model client (with its rate limit, retries
+and circuit breaker), the verifiers and tools, the scripted server, the shared rate limit
+served to xdist workers, and the folder of crash marks (see workers.py).
+
+Each is made once, on first use, by whichever thread asks first (rollouts run on the
+pool's threads, runner/pool.py); ``close()`` releases them at the end of the run.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_agentbench.models.base import ModelClient
+    from pytest_agentbench.models.breaker import CircuitBreaker
+    from pytest_agentbench.models.ratelimit import SharedLimit
+    from pytest_agentbench.models.ratelimit_remote import LimitService
+    from pytest_agentbench.runner.tools import Tool
+    from pytest_agentbench.scripted.server import ScriptedServer
+    from pytest_agentbench.settings import Settings
+    from pytest_agentbench.verifiers.base import Verifier
+
+
+class RunServices:
+    """One per process. In an xdist worker ``limit_address`` is the controller's rate
+    limit service and ``marks_dir`` the controller's crash-marks folder; in the
+    controller (or a serial run) both are made here when first asked for."""
+
+    def __init__(
+        self,
+        config: pytest.Config,
+        settings: Settings,
+        *,
+        is_worker: bool = False,
+        worker_id: str = "",
+        server: ScriptedServer | None = None,
+        limit_address: str | None = None,
+        marks_dir: Path | None = None,
+    ) -> None:
+        self.config = config
+        self.settings = settings
+        self.is_worker = is_worker
+        self.worker_id = worker_id
+        self.server = server
+        self.limit_address = limit_address
+        self.marks_dir = marks_dir
+        self.breaker: CircuitBreaker | None = None
+        self.limit: SharedLimit | None = None
+        self.limit_service: LimitService | None = None
+        self._client: ModelClient | None = None
+        self._verifiers: dict[str, Verifier] | None = None
+        self._tools: dict[str, Tool] | None = None
+        self._prepared: set[str] = set()
+        self._preparing: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def serve_limit(self) -> str | None:
+        """The address of the run's shared limit, served to workers from here (started
+        on the first call); None when no limit was asked for."""
+        limit = self.shared_limit()
+        if limit is None:
+            return None
+        if self.limit_service is None:
+            from pytest_agentbench.models.ratelimit_remote import LimitService
+
+            self.limit_service = LimitService(limit)
+        return self.limit_service.start()
+
+    def marks(self) -> Path:
+        """The folder where workers mark the verifications they are running (removed at
+        the end); see pytest_agentbench.workers."""
+        if self.marks_dir is None:
+            import tempfile
+
+            self.marks_dir = Path(tempfile.mkdtemp(prefix="agentbench-marks-"))
+        return self.marks_dir
+
+    def shared_limit(self) -> SharedLimit | None:
+        """This process's SharedLimit (the controller's, under xdist), made once; None
+        without --agentbench-max-connections or --agentbench-rpm."""
+        settings = self.settings
+        if self.limit is None and (settings.max_connections or settings.rpm):
+            from pytest_agentbench.models.ratelimit import SharedLimit
+
+            self.limit = SharedLimit(settings.max_connections, settings.rpm)
+        return self.limit
+
+    def client(self) -> ModelClient:
+        """The model client, made once through the ``pytest_agentbench_model_client`` hook."""
+        made = self._client
+        if made is not None:  # every task asks: no lock once it exists
+            return made
+        with self._lock:
+            if self._client is None:
+                hook = self.config.hook
+                client = hook.pytest_agentbench_model_client(
+                    spec=self.settings.model, settings=self.settings
+                )
+                if client is None:
+                    raise pytest.UsageError(
+                        f"no model client for provider {self.settings.model.provider!r} "
+                        f"(model {self.settings.model.label}); a plugin must implement "
+                        "pytest_agentbench_model_client for it"
+                    )
+                self._client = self._reliable(client)
+            return self._client
+
+    def _reliable(self, client: ModelClient) -> ModelClient:
+        """Retries inside, the circuit breaker outside: a retried failure counts once."""
+        from pytest_agentbench.models.breaker import BreakerClient
+        from pytest_agentbench.models.retry import RetryingClient, RetryPolicy
+
+        settings = self.settings
+        limit: Any = self.shared_limit() if not self.is_worker else None
+        if self.limit_address:
+            from pytest_agentbench.models.ratelimit_remote import RemoteLimit
+
+            limit = RemoteLimit(self.limit_address)
+        if limit is not None:
+            from pytest_agentbench.models.ratelimit import LimitedClient
+
+            named = []
+            if settings.max_connections:
+                named.append(f"--agentbench-max-connections {settings.max_connections}")
+            if settings.rpm:
+                named.append(f"--agentbench-rpm {settings.rpm:g}")
+            label = " and ".join(named) + " (shared by the whole run)"
+            client = LimitedClient(client, limit, label=label)
+        wrapped: ModelClient = RetryingClient(
+            client, RetryPolicy(max_attempts=settings.max_retries + 1)
+        )
+        if settings.breaker_threshold > 0:
+            from pytest_agentbench.models.breaker import CircuitBreaker
+
+            self.breaker = CircuitBreaker(settings.breaker_threshold)
+            wrapped = BreakerClient(wrapped, self.breaker)
+        return wrapped
+
+    def prepare(self, key: str, tasks: Any) -> None:
+        """Let the client see a suite's tasks once (the scripted client registers replies)
+        before any of them runs; concurrent callers for the same suite wait for the first.
+        A failure (ModelError) propagates and is tried again by the suite's next task."""
+        if key in self._prepared:  # every task asks: no lock once it is done
+            return
+        with self._lock:
+            if key in self._prepared:
+                return
+            gate = self._preparing.setdefault(key, threading.Lock())
+        with gate:
+            with self._lock:
+                if key in self._prepared:
+                    return
+            self.client().prepare(tasks)
+            with self._lock:
+                self._prepared.add(key)
+
+    def verifiers(self) -> dict[str, Verifier]:
+        """Every verifier by kind; a plugin's verifier replaces a built-in of the same kind.
+        In an xdist worker each one marks its verifications (workers.VerifyMarks)."""
+        if self._verifiers is None:
+            found: dict[str, Verifier] = {}
+            for batch in reversed(self.config.hook.pytest_agentbench_verifiers()):
+                for verifier in batch or ():
+                    found[verifier.kind] = verifier
+            if self.is_worker and self.marks_dir is not None:
+                from pytest_agentbench.workers import VerifyMarks
+
+                marks = VerifyMarks(self.marks_dir, self.worker_id)
+                found = {kind: marks.guard(verifier) for kind, verifier in found.items()}
+            self._verifiers = found
+        return self._verifiers
+
+    def tools(self) -> dict[str, Tool]:
+        """Every agent tool by name; a plugin's tool replaces a built-in of the same name."""
+        if self._tools is None:
+            found: dict[str, Tool] = {}
+            for batch in reversed(self.config.hook.pytest_agentbench_tools()):
+                for tool in batch or ():
+                    found[tool.name] = tool
+            self._tools = found
+        return self._tools
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+        if self.limit_service is not None:
+            self.limit_service.stop()
+            self.limit_service = None
+        if self.marks_dir is not None and not self.is_worker:
+            import shutil
+
+            shutil.rmtree(self.marks_dir, ignore_errors=True)
