@@ -1,4 +1,5 @@
-"""Hooks through which pytest-agentbench finds model clients, verifiers and agent tools.
+"""Hooks through which pytest-agentbench finds model clients, verifiers, agent tools and
+datasets.
 
 Implement them in a ``conftest.py`` or a plugin, with ``@pytest.hookimpl``. The built-in
 clients, verifiers and tools are registered through these same hooks (``builtins.py``).
@@ -12,6 +13,9 @@ import pluggy
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from pathlib import Path
+
+    import pytest
 
     from pytest_agentbench.models.base import ModelClient, ModelSpec
     from pytest_agentbench.runner.tools import Tool
@@ -43,4 +47,14 @@ def pytest_agentbench_tools() -> Iterable[Tool] | None:
     """Return tools agent tasks may be offered, each a ``Tool(spec, function)`` where
     ``function(workspace, arguments) -> str`` runs it. Called once per process before
     suites load; a plugin's tool with the same name as a built-in replaces it.
+    """
+
+
+@hookspec(firstresult=True)
+def pytest_agentbench_dataset(name: str, manifest: Path, config: pytest.Config) -> Path | None:
+    """Return the local path of a manifest's dataset ``name`` (its ``suite.dataset``, as
+    written), for instance after downloading it, or None to pass: the dataset is then the
+    file ``name`` next to ``manifest``. Called once per manifest at collection; the file
+    returned is read and checked as any dataset (its extension gives its format). An
+    exception is a collection error of the manifest naming it.
     """

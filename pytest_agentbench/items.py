@@ -61,6 +61,7 @@ class SuiteFile(pytest.File):
                 reply_check=reply_check,
                 tools=state.services.tools(),
                 max_bytes=round(state.settings.max_file_mb * 1024 * 1024),
+                find_dataset=self._find_dataset,
             )
         except SuiteError as exc:
             shown = SuiteError(self._display_path(), exc.problems)
@@ -73,6 +74,13 @@ class SuiteFile(pytest.File):
             for mark in task.marks:
                 item.add_marker(mark)
             yield item
+
+    def _find_dataset(self, name: str, manifest: Path) -> Path | None:
+        """A plugin's local path for a manifest's dataset (pytest_agentbench_dataset)."""
+        found = self.ihook.pytest_agentbench_dataset(
+            name=name, manifest=manifest, config=self.config
+        )
+        return None if found is None else Path(found)
 
     def _claim(self, tasks: tuple[Task, ...]) -> None:
         """Register this file's tasks run-wide; a task another file of the same suite

@@ -299,3 +299,43 @@ def test_a_bad_limit_is_a_usage_error(pytester: pytest.Pytester, value: str) -> 
     )
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*agentbench limit: expected N or START:STOP*"])
+
+
+# -- a plugin provides the file -------------------------------------------------------------
+
+
+FETCH_PLUGIN = """
+import json
+from pathlib import Path
+
+import pytest
+
+
+@pytest.hookimpl
+def pytest_agentbench_dataset(name, manifest, config):
+    if not name.startswith("cache://"):
+        return None
+    if name == "cache://broken":
+        raise ConnectionError("no route to the dataset host")
+    local = Path(config.rootpath) / "cache" / (name.removeprefix("cache://") + ".jsonl")
+    local.parent.mkdir(exist_ok=True)
+    rows = [{"question": "2 + 3?", "answer": "#### 5"}, {"question": "4 + 4?", "answer": "#### 8"}]
+    local.write_text("".join(json.dumps(r) + "\\n" for r in rows))
+    return str(local)
+"""
+
+
+def test_a_plugin_hook_can_provide_the_dataset(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(FETCH_PLUGIN)
+    manifest = (EXAMPLES / "bench_gsm8k.toml").read_text()
+    pytester.makefile(".toml", bench_remote=manifest.replace("data/gsm8k.jsonl", "cache://gsm"))
+    found = outcomes(pytester)
+    assert found == {"gsm8k-sample::1": "passed", "gsm8k-sample::2": "passed"}
+    pytester.makefile(".toml", bench_remote=manifest.replace("data/gsm8k.jsonl", "cache://broken"))
+    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider", "bench_remote.toml")
+    result.stdout.fnmatch_lines(
+        [
+            "*$.suite.dataset could not be fetched by a plugin: "
+            '"ConnectionError: no route to the dataset host"'
+        ]
+    )

@@ -32,6 +32,8 @@ from pytest_agentbench.suites.validate import (
 
 #: The task keys a dataset record can fill, each from the field ``fields`` maps it to.
 DATASET_KEYS = ("id", "input", "target", "choices", "scripted")
+#: Gives a manifest's dataset (its name, the manifest's path) a local path, or None.
+FindDataset = Callable[[str, Path], "Path | None"]
 #: Dataset formats by file extension.
 DATASET_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv"}
 
@@ -162,15 +164,25 @@ class MappedRow:
 
 
 def dataset_rows(
-    base: Path, table: Mapping[str, Any], max_bytes: int
+    manifest: Path, table: Mapping[str, Any], max_bytes: int, find: FindDataset | None = None
 ) -> tuple[list[tuple[str, str]], list[MappedRow], Callable[[Parts], str]]:
     """The manifest's problems (``(path, text)``), its rows mapped through
     ``table["fields"]``, and how to print a path inside a row's task table. No rows when
-    the field specs are broken or the file cannot be read."""
+    the field specs are broken or the file cannot be read. ``find`` (a plugin's hook) may
+    give the dataset a local path; else it is a file next to the manifest."""
     name, fields = table["dataset"], table.get("fields", {})
     problems = [(json_path(parts), text) for parts, text in spec_problems(fields)]
     try:
-        rows = read_rows(base / name, table.get("columns"), max_bytes)
+        local = find(name, manifest) if find is not None else None
+    except Exception as exc:
+        reason = show(f"{type(exc).__name__}: {exc}", 300)
+        return (
+            [*problems, ("$.suite.dataset", f"could not be fetched by a plugin: {reason}")],
+            [],
+            json_path,
+        )
+    try:
+        rows = read_rows(local or manifest.parent / name, table.get("columns"), max_bytes)
     except ValueError as exc:
         text = str(exc)
         if not text.startswith(("names no file", "has an unknown")):

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.errors import SuiteError
-from pytest_agentbench.suites.dataset import dataset_rows
+from pytest_agentbench.suites.dataset import FindDataset, dataset_rows
 from pytest_agentbench.suites.fit import fit_path, fit_problems
 from pytest_agentbench.suites.read import DEFAULT_MAX_FILE_BYTES, read_document, seed_dir_problem
 from pytest_agentbench.suites.task import DEFAULT_TOOLS, Task, VerifierConfig
@@ -84,6 +84,7 @@ def load_suite(
     reply_check: ReplyCheck | None = None,
     tools: Collection[str] = DEFAULT_TOOLS,
     max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    find_dataset: FindDataset | None = None,
 ) -> Suite:
     """Read and validate one suite file and build its tasks with every default applied.
 
@@ -94,6 +95,7 @@ def load_suite(
     ``tools`` are the tool names an agent task may ask for (the built-in ones unless a
     plugin adds more). ``max_bytes`` caps the suite file and its dataset; only regular
     files are read (a FIFO or a device is refused, never opened to block).
+    ``find_dataset`` may give a manifest's dataset a local path (a plugin's download).
 
     Raises SuiteError naming the file and listing every problem found, one per line.
     """
@@ -102,7 +104,9 @@ def load_suite(
         document, fmt = read_document(path, max_bytes)
     except ValueError as exc:
         raise SuiteError(str(path), [str(exc)]) from None
-    return _Loader(path, fmt, verifiers, reply_check, tools, max_bytes).load(document)
+    loader = _Loader(path, fmt, verifiers, reply_check, tools, max_bytes)
+    loader.find_dataset = find_dataset
+    return loader.load(document)
 
 
 def _clean(bad: frozenset[Parts] | set[Parts], parts: Parts) -> bool:
@@ -147,6 +151,7 @@ class _Loader:
         self.lines: dict[int, int] = {}
         self.first_with_id: dict[str, int] = {}
         self.validators: dict[str, Validator | str] = {}
+        self.find_dataset: FindDataset | None = None
 
     def add(self, index: int | None, path: str, text: str) -> None:
         """Record a problem of task ``index`` (None: of the suite as a whole)."""
@@ -274,7 +279,7 @@ class _Loader:
         self.dataset = table["dataset"]
         if not _clean(bad, ("suite", "fields")) or not _clean(bad, ("suite", "columns")):
             return []
-        found, rows, locate = dataset_rows(self.path.parent, table, self.max_bytes)
+        found, rows, locate = dataset_rows(self.path, table, self.max_bytes, self.find_dataset)
         for path, text in found:
             self.add(None, path, text)
         for index, row in enumerate(rows):
