@@ -24,12 +24,15 @@ from pytest_agentbench.suites.task import DEFAULT_TOOLS, Task, VerifierConfig
 from pytest_agentbench.suites.validate import (
     RESERVED_FIELDS,
     Parts,
+    clean,
     document_validator,
     id_problem,
     json_path,
     mark_problem,
     options_validator,
     render_prompt,
+    reply_problem,
+    reserved_name,
     schema_problems,
     show,
     some,
@@ -109,11 +112,6 @@ def load_suite(
     return loader.load(document)
 
 
-def _clean(bad: frozenset[Parts] | set[Parts], parts: Parts) -> bool:
-    """True when no problem was found at or below ``parts``."""
-    return not any(found[: len(parts)] == parts for found in bad)
-
-
 @dataclass(frozen=True)
 class _RawTask:
     """A task's table before defaults: the paths already found broken in it, and how to
@@ -179,7 +177,7 @@ class _Loader:
         table = document.get("suite")
         table = table if isinstance(table, dict) else {}
         defaults = self._defaults(table, bad)
-        if isinstance(table.get("dataset"), str) and _clean(bad, ("suite", "dataset")):
+        if isinstance(table.get("dataset"), str) and clean(bad, ("suite", "dataset")):
             if "task" in document:
                 reason = "cannot be used in a manifest: its tasks come from $.suite.dataset"
                 self.add(None, self.doc_path(("task",)), reason)
@@ -212,7 +210,7 @@ class _Loader:
         problem is already recorded), and what depends on it is not checked further."""
 
         def pick(key: str, default: Any = None) -> Any:
-            return table[key] if key in table and _clean(bad, ("suite", key)) else default
+            return table[key] if key in table and clean(bad, ("suite", key)) else default
 
         defaults = {key: pick(key) for key in _SETTINGS if pick(key) is not None}
         name = pick("name")
@@ -230,7 +228,7 @@ class _Loader:
         suite_vars = pick("vars", {})
         for key in suite_vars:
             if key in RESERVED_FIELDS:
-                self.add(None, json_path(("suite", "vars", key)), _reserved(key))
+                self.add(None, json_path(("suite", "vars", key)), reserved_name(key))
         marks = pick("marks", [])
         for i, mark in enumerate(marks):
             if (problem := mark_problem(mark)) is not None:
@@ -255,7 +253,7 @@ class _Loader:
             "template": template,
             "template_path": "$.suite.template" if "template" in table else "",
             "template_problems": known,
-            "renderable": _clean(bad, ("suite", "vars")),
+            "renderable": clean(bad, ("suite", "vars")),
             "vars": suite_vars,
             "marks": marks,
             "verifier": verifier,
@@ -277,7 +275,7 @@ class _Loader:
     def _dataset_tasks(self, table: Mapping[str, Any], bad: set[Parts]) -> list[_RawTask]:
         """One raw task per dataset row (``suites/dataset.py`` reads and maps them)."""
         self.dataset = table["dataset"]
-        if not _clean(bad, ("suite", "fields")) or not _clean(bad, ("suite", "columns")):
+        if not clean(bad, ("suite", "fields")) or not clean(bad, ("suite", "columns")):
             return []
         found, rows, locate = dataset_rows(self.path, table, self.max_bytes, self.find_dataset)
         for path, text in found:
@@ -296,14 +294,14 @@ class _Loader:
         data, i = raw.data, raw.index
 
         def pick(key: str, default: Any = None) -> Any:
-            return data[key] if key in data and _clean(raw.bad, (key,)) else default
+            return data[key] if key in data and clean(raw.bad, (key,)) else default
 
         task_id = self._task_id(raw)
         text, choices = pick("input"), pick("choices", [])
         task_vars, marks = pick("vars", {}), pick("marks", [])
         for key in task_vars:
             if key in RESERVED_FIELDS:
-                self.add(i, raw.locate(("vars", key)), _reserved(key))
+                self.add(i, raw.locate(("vars", key)), reserved_name(key))
         for j, mark in enumerate(marks):
             if (problem := mark_problem(mark)) is not None:
                 self.add(i, raw.locate(("marks", j)), problem)
@@ -315,7 +313,7 @@ class _Loader:
             known = defaults["template_problems"]
         merged_vars = {**defaults["vars"], **task_vars}
         prompt = None
-        renderable = all(_clean(raw.bad, (key,)) for key in ("input", "choices", "vars"))
+        renderable = all(clean(raw.bad, (key,)) for key in ("input", "choices", "vars"))
         if template is not None and text is not None and renderable and defaults["renderable"]:
             prompt, problems = render_prompt(template, text, choices, merged_vars)
             for problem in problems:
@@ -323,7 +321,7 @@ class _Loader:
                     self.add(i, template_path, problem)
         replies: list[Any] = data["scripted"] if isinstance(data.get("scripted"), list) else []
         for j, reply in enumerate(replies):
-            if _clean(raw.bad, ("scripted", j)):
+            if clean(raw.bad, ("scripted", j)):
                 self._check_reply(i, raw.locate(("scripted", j)), reply)
         verifier = self._task_verifier(raw, defaults)
         files, files_dir = self._files(
@@ -405,7 +403,7 @@ class _Loader:
         """The task's id (its 1-based position when it has none), checked and unique."""
         if "id" not in raw.data:
             task_id = str(raw.index + 1)
-        elif not _clean(raw.bad, ("id",)):
+        elif not clean(raw.bad, ("id",)):
             return None
         else:
             value = raw.data["id"]
@@ -431,7 +429,7 @@ class _Loader:
     def _task_verifier(self, raw: _RawTask, defaults: Mapping[str, Any]) -> VerifierConfig | None:
         """The task's own verifier table (over the suite's, when it names no kind), else
         the suite's, else the default kind; None when broken (the reason recorded)."""
-        if not _clean(raw.bad, ("verifier",)):
+        if not clean(raw.bad, ("verifier",)):
             return None
         own = raw.data.get("verifier") or {}
         inherits = "kind" not in own
@@ -468,19 +466,8 @@ class _Loader:
         return schema_problems(validator, dict(options), self.object_word)
 
     def _check_reply(self, index: int, path: str, reply: Any) -> None:
-        if self.reply_check is None:
-            if not isinstance(reply, str | dict):
-                expected = f"must be a string or {self.object_word}"
-                self.add(index, path, f"{expected}; got {type_name(reply)} {show(reply)}")
-            return
-        try:
-            self.reply_check(reply, path)
-        except ValueError as exc:
-            message = str(exc).removeprefix(path).lstrip(" :") or "no reason given"
-            self.add(index, path, f"is not a valid scripted reply: {message}")
-        except Exception as exc:
-            reason = f"{type(exc).__name__}: {exc}"
-            self.add(index, path, f"could not be checked as a scripted reply ({reason})")
+        if (problem := reply_problem(self.reply_check, reply, path, self.object_word)) is not None:
+            self.add(index, path, problem)
 
     def _label(self, index: int) -> str:
         label = f"task {index + 1}"
@@ -510,7 +497,3 @@ class _Loader:
         if len(lines) > MAX_PROBLEMS:
             lines[MAX_PROBLEMS:] = [f"… and {len(lines) - MAX_PROBLEMS} more problems"]
         return lines
-
-
-def _reserved(key: str) -> str:
-    return f"is a reserved name (the task's own {key}); rename the var"

@@ -15,7 +15,7 @@ import math
 import re
 import string
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from typing import Any
 
@@ -92,6 +92,35 @@ def options_validator(kind: str, schema: Mapping[str, Any]) -> Validator:
             f" ({show(exc.message, 120)}); this is a bug in the plugin that provides it"
         ) from None
     return cls(schema)
+
+
+def clean(bad: frozenset[Parts] | set[Parts], parts: Parts) -> bool:
+    """True when no problem was found at or below ``parts``."""
+    return not any(found[: len(parts)] == parts for found in bad)
+
+
+def reserved_name(key: str) -> str:
+    """The problem of a var named like a task key."""
+    return f"is a reserved name (the task's own {key}); rename the var"
+
+
+def reply_problem(
+    check: Callable[[Any, str], None] | None, reply: Any, path: str, object_word: str
+) -> str | None:
+    """Why a scripted reply at ``path`` is refused, or None: ``check`` raises ValueError
+    to refuse it; without one, a reply must be a string or a table."""
+    if check is None:
+        if isinstance(reply, str | dict):
+            return None
+        return f"must be a string or {object_word}; got {type_name(reply)} {show(reply)}"
+    try:
+        check(reply, path)
+    except ValueError as exc:
+        message = str(exc).removeprefix(path).lstrip(" :") or "no reason given"
+        return f"is not a valid scripted reply: {message}"
+    except Exception as exc:
+        return f"could not be checked as a scripted reply ({type(exc).__name__}: {exc})"
+    return None
 
 
 def type_name(value: object) -> str:
