@@ -339,3 +339,49 @@ def test_a_plugin_hook_can_provide_the_dataset(pytester: pytest.Pytester) -> Non
             '"ConnectionError: no route to the dataset host"'
         ]
     )
+
+
+def test_verifier_options_and_vars_per_row(tmp_path: Path) -> None:
+    """fields.verifier gives each row its own options (merged over the suite's), as
+    HumanEval's entry_point would be; a bad one is named at the row's field."""
+    write_rows(
+        tmp_path / "d.jsonl",
+        [
+            {"q": "Say hi.", "pat": "^hi$", "lang": "en"},
+            {"q": "Say ok.", "pat": "(ok", "lang": "en"},
+        ],
+    )
+    path = tmp_path / "bench_r.toml"
+    path.write_text(
+        '[suite]\ndataset = "d.jsonl"\ntemplate = "{input} ({language})"\n'
+        'verifier = { kind = "regex", flags = "i" }\n'
+        '[suite.fields]\ninput = "q"\nverifier = { pattern = "pat" }\n'
+        'vars = { language = { template = "lang={lang}" } }\n'
+    )
+    assert problems(path) == [
+        "task 2 at d.jsonl line 2: $.pat cannot be used: regex verifier: invalid pattern '(ok' "
+        "in options.pattern: missing ) at position 3"
+    ]
+    write_rows(tmp_path / "d.jsonl", [{"q": "Say hi.", "pat": "^hi$", "lang": "en"}])
+    (task,) = real_loader()(path).tasks
+    assert task.verifier.options == {"flags": "i", "pattern": "^hi$"}
+    assert task.prompt == "Say hi. (lang=en)"
+
+
+def test_mmlu_as_jsonl_with_a_choices_list_and_an_index(tmp_path: Path) -> None:
+    write_rows(
+        tmp_path / "mmlu.jsonl",
+        [{"question": "2 + 2?", "subject": "math", "choices": ["3", "4", "5", "22"], "answer": 1}],
+    )
+    path = tmp_path / "bench_mmlu.toml"
+    path.write_text(
+        '[suite]\ndataset = "mmlu.jsonl"\nverifier = { kind = "choice" }\n'
+        '[suite.fields]\ninput = "question"\ntarget = "answer"\n'
+    )
+    (task,) = real_loader()(path).tasks
+    assert (task.choices, task.target) == (("3", "4", "5", "22"), 1)
+    write_rows(tmp_path / "mmlu.jsonl", [{"question": "2 + 2?", "choices": ["3"], "answer": 4}])
+    assert problems(path) == [
+        "task 1 at mmlu.jsonl line 1: $.answer cannot be used: choice verifier: target index 4 "
+        "is out of range for 1 choices (indexes start at 0)"
+    ]
