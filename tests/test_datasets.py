@@ -385,3 +385,13 @@ def test_mmlu_as_jsonl_with_a_choices_list_and_an_index(tmp_path: Path) -> None:
         "task 1 at mmlu.jsonl line 1: $.answer cannot be used: choice verifier: target index 4 "
         "is out of range for 1 choices (indexes start at 0)"
     ]
+
+
+def test_xdist_workers_draw_the_same_sample(pytester: pytest.Pytester) -> None:
+    """Each worker collects on its own: an unseeded draw would differ between them and
+    xdist would refuse the run ("Different tests were collected")."""
+    ten_rows(pytester)
+    found = outcomes(pytester, "-n", "2", "--agentbench-sample", "5", "--agentbench-seed", "9")
+    expected = collected(pytester, "--agentbench-sample", "5", "--agentbench-seed", "9")
+    assert sorted(found) == sorted(f"gsm::{i}" for i in expected)
+    assert set(found.values()) == {"passed"}
