@@ -133,7 +133,7 @@ def test_gsm8k_bad_rows_name_their_lines(tmp_path: Path) -> None:
         "task 3 at data/gsm8k.jsonl line 4: the line is not valid JSON: Expecting value "
         "(column 29)",
         'task 4 at data/gsm8k.jsonl line 5: the record has no field "question" (fields.input)',
-        "task 5 at data/gsm8k.jsonl line 6: $.suite.fields.target cannot be used: number "
+        "task 5 at data/gsm8k.jsonl line 6: $.answer cannot be used: number "
         "verifier: target 'many' is not a number; write it as a number or a numeric string "
         'such as "42" or "-3.5"',
     ]

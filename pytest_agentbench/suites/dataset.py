@@ -325,10 +325,10 @@ _ABSENT: Any = _Absent()
 
 
 def _source(spec: Any) -> str | None:
-    """The record field a spec reads as is (None for a template or a transform)."""
+    """The record field a spec reads (None for a template: it reads several)."""
     if isinstance(spec, str):
         return spec
-    if isinstance(spec, dict) and isinstance(spec.get("field"), str) and len(spec) == 1:
+    if isinstance(spec, dict) and isinstance(spec.get("field"), str):
         return str(spec["field"])
     return None
 
