@@ -16,6 +16,7 @@ from pytest_agentbench.artifacts.rollout_files import (
     write_rollout,
 )
 from pytest_agentbench.core.records import Rollout
+from pytest_agentbench.core.sampling import Sampling
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import ModelError, unexpected_cause
 from pytest_agentbench.report.evidence import collapse, cut, failure_reason
@@ -56,12 +57,12 @@ def failure_details(rollout: Rollout, reason: str, rollout_dir: str) -> str:
 
 
 #: Verifiers that run code in the sandbox and take an ``isolation`` option.
-SANDBOXED_KINDS = ("python_tests", "command")
+SANDBOXED_KINDS = ("python_tests", "python_checks", "command")
 
 
 def with_overrides(task: Task, settings: Settings) -> Task:
-    """The task with the run's repair and sandbox settings applied where the user set
-    them."""
+    """The task with the run's repair, sandbox and sampling settings applied where the
+    user set them."""
     changes: dict[str, Any] = {}
     if settings.sandbox is not None and task.verifier.kind in SANDBOXED_KINDS:
         options = {**task.verifier.options, "isolation": settings.sandbox}
@@ -72,6 +73,8 @@ def with_overrides(task: Task, settings: Settings) -> Task:
         changes["repair_mode"] = settings.repair_mode
     if settings.feedback is not None:
         changes["feedback"] = settings.feedback
+    if settings.sampling != Sampling():  # the task's and suite's own settings win
+        changes["sampling"] = task.sampling.over(settings.sampling)
     return replace(task, **changes) if changes else task
 
 
@@ -96,6 +99,8 @@ def run_task_item(
     directory = task_dir(state.folder.ensure(), task.suite, task.id, settings.model.label)
     ran_here = state.results.ran_here
     resumed = None if nodeid in ran_here else resumable_record(state, directory, nodeid)
+    if resumed is not None and resumed.get("sampling", {}) != task.sampling.public():
+        resumed = None  # the suite's sampling changed since: not comparable, run it again
     ran_here.add(nodeid)  # a rerun in this session runs it again, never resumes it
     if resumed is not None:
         return resumed
@@ -147,6 +152,7 @@ def run_task_item(
         rollout_dir=directory,
         max_tokens=settings.max_tokens or task.max_tokens,
         min_score=task.min_score,
+        sampling=task.sampling.public(),
     )
     if rollout.outcome != "passed":
         reason = failure_reason(record)

@@ -46,10 +46,12 @@ class SuiteFile(pytest.File):
     """A ``bench_*`` suite file; collecting it loads and validates the whole suite."""
 
     def collect(self) -> Iterator[TaskItem]:
+        from pytest_agentbench.models.sampling_wire import protocol_of, sampling_refusals
         from pytest_agentbench.scripted.script import Reply
         from pytest_agentbench.suites.load import load_suite
 
         state = self.config.stash[STATE_KEY]
+        protocol = protocol_of(state.settings.model)
 
         def reply_check(obj: Any, where: str) -> None:
             Reply.parse(obj, where)
@@ -62,6 +64,7 @@ class SuiteFile(pytest.File):
                 tools=state.services.tools(),
                 max_bytes=round(state.settings.max_file_mb * 1024 * 1024),
                 find_dataset=self._find_dataset,
+                sampling_check=lambda table: sampling_refusals(protocol, table),
             )
         except SuiteError as exc:
             shown = SuiteError(self._display_path(), exc.problems)
@@ -116,7 +119,8 @@ def _selected(tasks: tuple[Task, ...], state: RunState) -> tuple[Task, ...]:
     settings = state.settings
     if settings.limit is None and settings.sample is None:
         return tasks
-    kept = pick_indexes(len(tasks), settings.limit, settings.sample, settings.seed or 0)
+    seed = settings.seed_of_sample()
+    kept = pick_indexes(len(tasks), settings.limit, settings.sample, seed)
     return tuple(tasks[i] for i in kept)
 
 

@@ -193,10 +193,10 @@ def add_options(parser: pytest.Parser) -> None:
         "--agentbench-limit), kept in file order; the same seed gives the same tasks",
     )
     group.addoption(
-        "--agentbench-seed",
+        "--agentbench-sample-seed",
         metavar="S",
         type=int,
-        help="seed of the run's random choices, such as --agentbench-sample (default 0)",
+        help="seed of --agentbench-sample (default: --agentbench-seed when given, else 0)",
     )
     group.addoption(
         "--agentbench-markdown",
@@ -208,6 +208,7 @@ def add_options(parser: pytest.Parser) -> None:
         action="store_true",
         help="send non-streaming requests (streaming is the default)",
     )
+    _add_sampling(group, parser)
     parser.addini("agentbench_model", "model spec used when --agentbench-model is not given")
     parser.addini(
         "agentbench_files",
@@ -241,5 +242,59 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("agentbench_breaker", "identical permanent errors before no more is sent")
     parser.addini("agentbench_limit", "N or START:STOP: the tasks of each suite file to run")
     parser.addini("agentbench_sample", "a seeded sample of N tasks of each suite file")
-    parser.addini("agentbench_seed", "seed of the run's random choices (default 0)")
+    parser.addini("agentbench_sample_seed", "seed of the sample (default: agentbench_seed, else 0)")
     parser.addini("agentbench_markdown", "path of a Markdown summary to write")
+
+
+def _add_sampling(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
+    """The sampling settings (docs/sampling.md): a suite's or task's own ``sampling``
+    table wins over these, and the command line over the ini file."""
+    group.addoption(
+        "--agentbench-temperature",
+        metavar="T",
+        type=float,
+        help="sampling temperature, 0-2 (Anthropic: 0-1); a suite's or task's sampling wins",
+    )
+    group.addoption("--agentbench-top-p", metavar="P", type=float, help="nucleus sampling, 0-1")
+    group.addoption(
+        "--agentbench-top-k",
+        metavar="K",
+        type=int,
+        help="top-k sampling (Anthropic only; for a local server use --agentbench-extra-body)",
+    )
+    group.addoption(
+        "--agentbench-seed",
+        metavar="N",
+        type=int,
+        help="sampling seed (Chat Completions only)",
+    )
+    group.addoption(
+        "--agentbench-stop",
+        metavar="TEXT",
+        action="append",
+        help="a stop sequence (repeat for more; not on the Responses API)",
+    )
+    group.addoption(
+        "--agentbench-reasoning-effort",
+        choices=("none", "minimal", "low", "medium", "high", "xhigh"),
+        help="reasoning effort (Chat Completions and Responses)",
+    )
+    group.addoption(
+        "--agentbench-thinking-budget",
+        metavar="TOKENS",
+        type=int,
+        help="extended thinking budget in tokens (Anthropic only, at least 1024)",
+    )
+    group.addoption(
+        "--agentbench-extra-body",
+        metavar="JSON",
+        help="a JSON object of provider-specific fields merged last into every request body",
+    )
+    parser.addini("agentbench_temperature", "sampling temperature")
+    parser.addini("agentbench_top_p", "nucleus sampling, 0-1")
+    parser.addini("agentbench_top_k", "top-k sampling (Anthropic)")
+    parser.addini("agentbench_seed", "sampling seed (Chat Completions)")
+    parser.addini("agentbench_stop", "stop sequences, one a line", type="linelist")
+    parser.addini("agentbench_reasoning_effort", "none, minimal, low, medium, high or xhigh")
+    parser.addini("agentbench_thinking_budget", "thinking budget in tokens (Anthropic)")
+    parser.addini("agentbench_extra_body", "JSON object merged last into every request body")

@@ -172,7 +172,7 @@ def _has_code_tasks(config: pytest.Config) -> bool:
         files = [path] if path.is_file() else list(path.glob("**/bench_*"))[:200]
         for file in files:
             text = read_head(file, 200_000) or ""  # a FIFO or a device is skipped unread
-            if any(word in text for word in ("python_tests", "command", "agent")):
+            if any(word in text for word in ("python_tests", "python_checks", "command", "agent")):
                 return True
     return False
 

@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.core.sampling import Sampling, sampling_problems
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.base import ModelSpec
+from pytest_agentbench.models.sampling_wire import PROTOCOL_NAMES, protocol_of, sampling_refusals
 from pytest_agentbench.urls import public_url
 
 REPAIR_MODES = ("conversation", "stateless")
@@ -68,7 +70,7 @@ class Settings:
     shard: tuple[int, int] | None = None
     limit: tuple[int | None, int | None] | None = None
     sample: int | None = None
-    seed: int | None = None
+    sample_seed: int | None = None
     resume: str | None = None
     retry_errors: bool = False
     max_retries: int = 3
@@ -79,6 +81,13 @@ class Settings:
     loop_kill_tokens: int = 1024
     sandbox: str | None = None
     markdown: Path | None = None
+    sampling: Sampling = field(default_factory=Sampling)
+
+    def seed_of_sample(self) -> int:
+        """The seed of ``--agentbench-sample``: its own, else the sampling seed, else 0."""
+        if self.sample_seed is not None:
+            return self.sample_seed
+        return self.sampling.seed if self.sampling.seed is not None else 0
 
     def fingerprint(self) -> str:
         """A short hash of the settings that change results (never the key)."""
@@ -113,7 +122,8 @@ class Settings:
             "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
             "limit": _limit_text(self.limit),
             "sample": self.sample,
-            "seed": self.seed,
+            "sample_seed": self.seed_of_sample() if self.sample is not None else None,
+            "sampling": self.sampling.public(),
             "fingerprint": self.fingerprint(),
         }
 
@@ -326,7 +336,7 @@ def resolve_settings(
         shard=_shard(_first(option("agentbench_shard"), ini("agentbench_shard"))),
         limit=_limit(_first(option("agentbench_limit"), ini("agentbench_limit"))),
         sample=_optional_int(option, ini, "agentbench_sample", 1),
-        seed=_optional_int(option, ini, "agentbench_seed", 0),
+        sample_seed=_optional_int(option, ini, "agentbench_sample_seed", 0),
         concurrency_given=concurrency is not None,
         concurrency=_number("agentbench concurrency", concurrency, int, 1, 1024)
         if concurrency is not None
@@ -336,13 +346,81 @@ def resolve_settings(
         else None,
         rpm=float(_number("agentbench rpm", rpm, float, 0.001)) if rpm is not None else None,
         markdown=Path(markdown) if markdown else None,
+        sampling=resolve_sampling(option, ini, model),
     )
+
+
+#: How each sampling setting is read from the ini file (the command line types its own).
+_SAMPLING_INI: dict[str, Callable[[Any], Any]] = {
+    "temperature": float,
+    "top_p": float,
+    "top_k": int,
+    "seed": int,
+    "stop": list,
+    "reasoning_effort": str,
+    "thinking_budget": int,
+    "extra_body": json.loads,
+}
+
+
+def resolve_sampling(
+    option: Callable[[str], Any], ini: Callable[[str], Any], model: ModelSpec
+) -> Sampling:
+    """The run's sampling settings, each from the command line, else the ini file.
+    Raises AgentbenchError naming the option and key for a bad value, or for a setting the
+    model's protocol has no field for."""
+    values: dict[str, Any] = {}
+    for key, read in _SAMPLING_INI.items():
+        value = option(f"agentbench_{key}")
+        if value is None or value == []:
+            value = ini(f"agentbench_{key}")
+            if value in (None, "", []):
+                continue
+            try:
+                value = read(value)
+            except ValueError:
+                raise AgentbenchError(
+                    f"{_sampling_source(key)}: expected {_KIND[key]}, got {value!r}"
+                ) from None
+        elif key == "extra_body":
+            try:
+                value = json.loads(value)
+            except ValueError as exc:
+                raise AgentbenchError(
+                    f"{_sampling_source(key)}: expected a JSON object, got {value!r} ({exc})"
+                ) from None
+        values[key] = value
+    for key, reason in sampling_problems(values):
+        raise AgentbenchError(f"{_sampling_source(key)}: {reason}")
+    protocol = protocol_of(model)
+    for key, reason in sampling_refusals(protocol, values):
+        raise AgentbenchError(
+            f"{_sampling_source(key)}: {reason} (the model {model.label} speaks "
+            f"{PROTOCOL_NAMES[protocol]})"
+        )
+    return Sampling.parse(values)
+
+
+_KIND = {
+    "temperature": "a number",
+    "top_p": "a number",
+    "top_k": "an integer",
+    "seed": "an integer",
+    "stop": "lines of text",
+    "reasoning_effort": "a word",
+    "thinking_budget": "an integer",
+    "extra_body": "a JSON object",
+}
+
+
+def _sampling_source(key: str) -> str:
+    return f"--agentbench-{key.replace('_', '-')} / agentbench_{key}"
 
 
 @functools.lru_cache(maxsize=16)
 def _fingerprint(settings: Settings) -> str:
     """Settings.fingerprint, computed once per Settings (every task writes it)."""
-    material = {
+    material: dict[str, Any] = {
         "model": settings.model.label,
         "base_url": settings.base_url if settings.model.provider != "scripted" else None,
         "timeout_s": settings.timeout_s,
@@ -353,5 +431,7 @@ def _fingerprint(settings: Settings) -> str:
         "feedback": settings.feedback,
         "loop_kill": [settings.loop_kill, settings.loop_kill_seconds, settings.loop_kill_tokens],
     }
+    if sampled := settings.sampling.public():  # absent when unset: older fingerprints hold
+        material["sampling"] = sampled
     blob = json.dumps(material, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]

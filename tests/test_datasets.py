@@ -59,8 +59,8 @@ def test_each_shape_maps_its_published_fields(tmp_path: Path) -> None:
     first = rows(EXAMPLES / "data" / "humaneval.jsonl")[0]
     assert [t.id for t in humaneval] == ["Toy/0", "Toy/1", "Toy/2"]
     assert humaneval[0].prompt == first["prompt"]
-    assert humaneval[0].target.startswith("from solution import *\n\n" + first["test"])
-    assert humaneval[0].target.endswith(f"check({first['entry_point']})\n")
+    assert humaneval[0].target == first["test"]
+    assert humaneval[0].verifier.options == {"entry_point": first["entry_point"]}
     assert humaneval[0].scripted == (
         f"```python\n{first['prompt']}{first['canonical_solution']}```",
     )
@@ -69,6 +69,7 @@ def test_each_shape_maps_its_published_fields(tmp_path: Path) -> None:
     record = rows(EXAMPLES / "data" / "mbpp.jsonl")[1]
     assert mbpp[1].id == str(record["task_id"])
     assert mbpp[1].target == record["test_list"]
+    assert mbpp[1].verifier.options == {"setup": ""}
     assert mbpp[1].prompt == (
         record["text"] + "\nYour code should pass these tests:\n\n" + "\n".join(record["test_list"])
     )
@@ -111,6 +112,31 @@ def test_the_example_datasets_run_and_wrong_answers_fail(pytester: pytest.Pytest
         "mmlu-sample::2",
         "mmlu-sample::3",
     ]
+
+
+def test_humaneval_under_python_tests_calls_check_from_a_generated_test(
+    pytester: pytest.Pytester,
+) -> None:
+    """The python_tests form docs/datasets.md gives: a template makes each row's test file."""
+    shutil.copytree(EXAMPLES / "data", pytester.path / "data")
+    manifest = (EXAMPLES / "bench_humaneval.toml").read_text()
+    manifest = manifest.replace('kind = "python_checks"', 'kind = "python_tests", scoring = "all"')
+    manifest = manifest.replace('verifier = { entry_point = "entry_point" }\n', "").replace(
+        'target = "test"',
+        'target = { template = "from solution import *\\n\\n{test}\\n\\n'
+        'def test_check():\\n    check({entry_point})\\n" }',
+    )
+    (pytester.path / "bench_humaneval.toml").write_text(manifest)
+    he = rows(pytester.path / "data" / "humaneval.jsonl")
+    he[2]["canonical_solution"] = "    return b in a + a\n"  # "abc", "abca" is no rotation
+    he[2]["test"] += '    assert candidate("abc", "abca") is False\n'
+    write_rows(pytester.path / "data" / "humaneval.jsonl", he)
+    found = outcomes(pytester)
+    assert found == {
+        "humaneval-sample::Toy/0": "passed",
+        "humaneval-sample::Toy/1": "passed",
+        "humaneval-sample::Toy/2": "failed",
+    }
 
 
 # -- bad rows, one shape each -----------------------------------------------------------------
@@ -158,7 +184,7 @@ def test_humaneval_as_a_json_array_names_the_line_of_each_bad_item(tmp_path: Pat
         f"task 2 at data/humaneval.json line {second}: the record must be a JSON object; "
         "got string",
         f'task 3 ("Toy/1") at data/humaneval.json line {third}: the record has no field '
-        '"entry_point" (fields.target template)',
+        '"entry_point" (fields.verifier.entry_point)',
         f'task 4 ("Toy/2") at data/humaneval.json line {fourth}: $.prompt must be a string; '
         'got array ["a list"]',
     ]
@@ -206,12 +232,12 @@ def test_mbpp_bad_rows(tmp_path: Path) -> None:
     del records[2]["code"]
     write_rows(tmp_path / "data" / "mbpp.jsonl", records)
     assert problems(path) == [
-        'task 1 ("901") at data/mbpp.jsonl line 1: $.test_list cannot be used: python_tests '
-        "verifier: set options.tests (pytest code, or a list of assert statements) or make the "
-        "target the test code (target is list)",
-        'task 2 ("902") at data/mbpp.jsonl line 2: $.test_list cannot be used: python_tests '
-        "verifier: the task's tests define no test: write test_* functions (or Test* classes), "
-        "or give options.tests as a list of assert statements",
+        'task 1 ("901") at data/mbpp.jsonl line 1: $.test_list cannot be used: python_checks '
+        "verifier: set options.test (code defining check(candidate), with options.entry_point) "
+        "or options.asserts (a list of assert lines), or make the target one of them",
+        'task 2 ("902") at data/mbpp.jsonl line 2: $.test_list cannot be used: python_checks '
+        "verifier: options.entry_point must name the solution's function that check(candidate) "
+        "is given",
         'task 3 ("903") at data/mbpp.jsonl line 3: the record has no field "code" '
         "(fields.scripted template)",
     ]
@@ -269,11 +295,17 @@ def test_limit_range_and_seeded_sample_pick_tasks(pytester: pytest.Pytester) -> 
     assert collected(pytester, "--agentbench-limit", "3") == ["1", "2", "3"]
     assert collected(pytester, "--agentbench-limit", "4:7") == ["5", "6", "7"]
     assert collected(pytester, "--agentbench-limit", "8:") == ["9", "10"]
-    sample = collected(pytester, "--agentbench-sample", "4", "--agentbench-seed", "11")
+    sample = collected(pytester, "--agentbench-sample", "4", "--agentbench-sample-seed", "11")
     assert len(sample) == 4 and sample == sorted(sample, key=int)
+    assert (
+        collected(pytester, "--agentbench-sample", "4", "--agentbench-sample-seed", "11") == sample
+    )
+    # without a seed of its own, the sample takes the run's sampling seed
     assert collected(pytester, "--agentbench-sample", "4", "--agentbench-seed", "11") == sample
     others = {
-        tuple(collected(pytester, "--agentbench-sample", "4", "--agentbench-seed", str(seed)))
+        tuple(
+            collected(pytester, "--agentbench-sample", "4", "--agentbench-sample-seed", str(seed))
+        )
         for seed in range(12, 16)
     }
     assert others - {tuple(sample)}, "every seed gave the same sample"
@@ -284,11 +316,11 @@ def test_limit_range_and_seeded_sample_pick_tasks(pytester: pytest.Pytester) -> 
 
 def test_a_sample_runs_and_is_recorded(pytester: pytest.Pytester) -> None:
     ten_rows(pytester)
-    found = outcomes(pytester, "--agentbench-sample", "2", "--agentbench-seed", "5")
+    found = outcomes(pytester, "--agentbench-sample", "2", "--agentbench-sample-seed", "5")
     assert len(found) == 2 and set(found.values()) == {"passed"}
     summary = pytester.path / "agentbench-results" / "latest" / "summary.json"
     settings = json.loads(summary.read_text())["settings"]
-    assert (settings["sample"], settings["seed"], settings["limit"]) == (2, 5, None)
+    assert (settings["sample"], settings["sample_seed"], settings["limit"]) == (2, 5, None)
 
 
 @pytest.mark.parametrize("value", ["x", "5:2", "-1", "1:2:3", ":"])
@@ -391,7 +423,9 @@ def test_xdist_workers_draw_the_same_sample(pytester: pytest.Pytester) -> None:
     """Each worker collects on its own: an unseeded draw would differ between them and
     xdist would refuse the run ("Different tests were collected")."""
     ten_rows(pytester)
-    found = outcomes(pytester, "-n", "2", "--agentbench-sample", "5", "--agentbench-seed", "9")
-    expected = collected(pytester, "--agentbench-sample", "5", "--agentbench-seed", "9")
+    found = outcomes(
+        pytester, "-n", "2", "--agentbench-sample", "5", "--agentbench-sample-seed", "9"
+    )
+    expected = collected(pytester, "--agentbench-sample", "5", "--agentbench-sample-seed", "9")
     assert sorted(found) == sorted(f"gsm::{i}" for i in expected)
     assert set(found.values()) == {"passed"}

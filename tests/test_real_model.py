@@ -123,3 +123,21 @@ def test_reported_usage_from_a_real_model_is_kept(pytester: pytest.Pytester) -> 
         # Chat Completions arithmetic: prompt_tokens is the whole input, cached a subset
         assert usage["input"] + (usage["cache_read"] or 0) == native["prompt_tokens"] > 0, attempt
         assert usage["total"] == native["total_tokens"], attempt
+
+
+def test_temperature_zero_and_a_seed_give_the_same_answers_on_a_rerun(
+    pytester: pytest.Pytester,
+) -> None:
+    """The sampling settings reach a real server, and it honours them: two runs at
+    temperature 0 with one seed answer every attempt alike, and both records say what was
+    sent."""
+    shutil.copy(EXAMPLES / QUICK_SUITE, pytester.path / QUICK_SUITE)
+    fixed = ("--agentbench-temperature", "0", "--agentbench-seed", "1234", "--agentbench-no-stream")
+    answers = []
+    for out in ("first", "again"):
+        run, _ = run_suites(pytester, out, *fixed)
+        tasks = completed(run, streamed=False)
+        for task in tasks:
+            assert task["sampling"] == {"temperature": 0.0, "seed": 1234}, task["nodeid"]
+        answers.append({t["nodeid"]: [a["answer"] for a in attempts(t)] for t in tasks})
+    assert answers[0] == answers[1]

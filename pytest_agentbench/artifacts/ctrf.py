@@ -64,6 +64,8 @@ def ctrf_test(record: Mapping[str, Any]) -> dict[str, Any]:
             "attempts": record.get("attempts"),
             "repaired": record.get("repaired"),
             "repair": record.get("repair"),
+            "sampling": record.get("sampling"),
+            "max_tokens": record.get("max_tokens"),
             "reruns": record.get("reruns"),
             "usage": record.get("usage"),
             "loop": record.get("loop"),

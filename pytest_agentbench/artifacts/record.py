@@ -4,6 +4,7 @@ ctrf.json, summary.json and the terminal summary: a :class:`TaskRecord` made by
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -31,8 +32,10 @@ def task_record(
     rollout_dir: Path,
     max_tokens: int | None,
     min_score: float | None = None,
+    sampling: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Summarise ``rollout`` for the run-level reports (the details stay in result.json)."""
+    """Summarise ``rollout`` for the run-level reports (the details stay in result.json).
+    ``sampling`` is the sampling settings sent with its requests (``Sampling.public()``)."""
     verdict = rollout.verdict
     feedback = [
         str(a.verdict.get("feedback"))
@@ -67,6 +70,7 @@ def task_record(
             "error": verdict.get("error"),
         },
         max_tokens=max_tokens,
+        sampling=dict(sampling or {}),
         min_score=min_score,
         start_ms=int(rollout.started_at * 1000),
         duration_ms=max(0, int(rollout.elapsed_s * 1000)),

@@ -48,11 +48,14 @@ def _scored(record: Mapping[str, Any], field: str) -> bool:
     return record.get("outcome") != "harness_error" or reached
 
 
-def _repair_settings(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The distinct repair settings in a group, so runs that differ never mix silently."""
+def _repair_settings(
+    records: Sequence[Mapping[str, Any]], key: str = "repair"
+) -> list[dict[str, Any]]:
+    """The distinct repair (or sampling) settings in a group, so runs that differ never
+    mix silently."""
     seen: list[dict[str, Any]] = []
     for record in records:
-        repair = record.get("repair") or {}
+        repair = record.get(key) or {}
         if repair not in seen:
             seen.append(dict(repair))
     return seen
@@ -78,6 +81,7 @@ def _group_scores(
                     members, "first_attempt_reward", errors_as_failures=errors_as_failures
                 ),
                 "repair": _repair_settings(members),
+                "sampling": _repair_settings(members, "sampling"),
                 "stats": score_stats(members, errors_as_failures=errors_as_failures),
                 "repair_curve": repair_curve(members, errors_as_failures=errors_as_failures),
             }

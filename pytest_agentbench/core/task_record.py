@@ -220,7 +220,7 @@ _REQUIRED: tuple[tuple[str, type | tuple[type, ...], bool], ...] = (
     ("verifier_dir", str, True),
 )
 #: Fields set later by the glue, written only when set.
-_OPTIONAL = ("rounds", "message", "trace", "resumed", "reruns", "crashed_worker")
+_OPTIONAL = ("rounds", "sampling", "message", "trace", "resumed", "reruns", "crashed_worker")
 
 
 @dataclass(frozen=True)
@@ -257,6 +257,8 @@ class TaskRecord:
     failure: Failure | None = None
     #: reward and tokens of each attempt (round 0 the first try): the repair curve's input
     rounds: list[Any] | None = None
+    #: the sampling settings sent with its requests (Sampling.public(); {} when none)
+    sampling: Mapping[str, Any] | None = None
     message: str | None = None
     trace: str | None = None
     resumed: bool = False
@@ -297,6 +299,7 @@ class TaskRecord:
             **values,
             failure=None if failure is None else Failure.from_json(failure),
             rounds=_maybe(obj, "rounds", list, where),
+            sampling=_maybe(obj, "sampling", dict, where),
             message=_maybe(obj, "message", str, where),
             trace=_maybe(obj, "trace", str, where),
             resumed=bool(_maybe(obj, "resumed", bool, where)),

@@ -36,6 +36,7 @@ from pytest_agentbench.models.http import (
     error_detail,
     ignore_events,
 )
+from pytest_agentbench.models.sampling_wire import apply_sampling
 from pytest_agentbench.models.sse import StringSlot
 from pytest_agentbench.models.usage import normalise_anthropic_usage, recovered_usage
 
@@ -186,11 +187,13 @@ class AnthropicClient(ProtocolClient):
         self._connect(spec, f"{self.base_url.removesuffix('/v1')}/v1/messages", headers, trust_env)
 
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
-        """The Messages request body for ``request`` (tools without a description omit it)."""
-        body: dict[str, Any] = {
-            "model": self.spec.model,
-            "max_tokens": DEFAULT_MAX_TOKENS if request.max_tokens is None else request.max_tokens,
-        }
+        """The Messages request body for ``request`` (tools without a description omit it).
+        With a thinking budget and no max_tokens, the default limit leaves room for it (the
+        API wants max_tokens above the budget)."""
+        limit = request.max_tokens
+        if limit is None:
+            limit = DEFAULT_MAX_TOKENS + (request.sampling.thinking_budget or 0)
+        body: dict[str, Any] = {"model": self.spec.model, "max_tokens": limit}
         if request.system:
             body["system"] = request.system
         body["messages"] = anthropic_messages(request.messages)
@@ -204,7 +207,7 @@ class AnthropicClient(ProtocolClient):
                 for tool in request.tools
             ]
         body["stream"] = request.stream
-        return body
+        return apply_sampling("anthropic", body, request.sampling)
 
     def _new_received(self) -> _Received:
         return _Received()

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from pytest_agentbench.core.sampling import Sampling
 from pytest_agentbench.core.stream import EventSink, StreamEvent
 from pytest_agentbench.core.usage import Usage
 from pytest_agentbench.errors import AgentbenchError
@@ -26,6 +27,7 @@ __all__ = [
     "ModelClient",
     "ModelRequest",
     "ModelSpec",
+    "Sampling",
     "StreamEvent",
     "ToolCall",
     "ToolSpec",
@@ -125,12 +127,15 @@ class ModelRequest:
     runner knows it (``REQUEST_TASK``: the task's key, ``REQUEST_CALL``: the number of the
     model call in its rollout, from 0); no client sends it to a real provider, a client
     that needs it (the scripted one) reads it.
+    ``sampling`` (temperature, seed, ...) goes in each protocol's own fields
+    (models/sampling_wire.py); unset ones are not sent.
     """
 
     messages: tuple[Mapping[str, Any], ...]
     system: str | None = None
     tools: tuple[ToolSpec, ...] = ()
     max_tokens: int | None = None
+    sampling: Sampling = field(default_factory=Sampling)
     timeout_s: float | None = None
     stream: bool = True
     metadata: Mapping[str, str] = field(default_factory=dict)

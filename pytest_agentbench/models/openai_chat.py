@@ -35,6 +35,7 @@ from pytest_agentbench.models.http import (
     timeout_for,
 )
 from pytest_agentbench.models.overflow import context_overflow, overflow_error
+from pytest_agentbench.models.sampling_wire import apply_sampling
 from pytest_agentbench.models.think import ThinkSplitter
 from pytest_agentbench.models.usage import count, normalise_chat_usage, recovered_usage
 
@@ -83,7 +84,7 @@ class OpenAIChatClient(ProtocolClient):
         body["stream"] = request.stream
         if request.stream:
             body["stream_options"] = {"include_usage": True}
-        return body
+        return apply_sampling("chat", body, request.sampling)
 
     def _new_received(self) -> ChatReceived:
         return ChatReceived(ThinkSplitter() if self.split_think else None)

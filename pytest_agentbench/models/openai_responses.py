@@ -36,6 +36,7 @@ from pytest_agentbench.models.http import (
     ignore_events,
 )
 from pytest_agentbench.models.overflow import context_overflow, overflow_error
+from pytest_agentbench.models.sampling_wire import apply_sampling
 from pytest_agentbench.models.sse import StringSlot
 from pytest_agentbench.models.usage import normalise_responses_usage, recovered_usage
 
@@ -236,7 +237,7 @@ class OpenAIResponsesClient(ProtocolClient):
             body["max_output_tokens"] = request.max_tokens
         body["stream"] = request.stream
         body["store"] = False
-        return body
+        return apply_sampling("responses", body, request.sampling)
 
     def _new_received(self) -> _Received:
         return _Received()

@@ -309,6 +309,7 @@ class AgentSession:
         request = ModelRequest(
             messages=tuple(run.messages),
             system=self.task.system,
+            sampling=self.task.sampling,
             tools=specs,
             max_tokens=self.max_tokens,
             timeout_s=deadline - time.monotonic(),

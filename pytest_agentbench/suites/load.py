@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentbench.core.sampling import Sampling
 from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.suites.dataset import FindDataset, dataset_rows
 from pytest_agentbench.suites.fit import fit_path, fit_problems
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
 
 #: Judges one scripted reply, given the reply and its JSON path; raises ValueError.
 ReplyCheck = Callable[[Any, str], None]
+#: Judges a ``sampling`` table against the run's wire protocol: ``(key, reason)`` pairs.
+SamplingCheck = Callable[[dict[str, Any]], list[tuple[str, str]]]
 
 DEFAULT_TEMPLATE = "{input}"
 DEFAULT_VERIFIER = "exact"
@@ -88,6 +91,7 @@ def load_suite(
     tools: Collection[str] = DEFAULT_TOOLS,
     max_bytes: int = DEFAULT_MAX_FILE_BYTES,
     find_dataset: FindDataset | None = None,
+    sampling_check: SamplingCheck | None = None,
 ) -> Suite:
     """Read and validate one suite file and build its tasks with every default applied.
 
@@ -109,6 +113,7 @@ def load_suite(
         raise SuiteError(str(path), [str(exc)]) from None
     loader = _Loader(path, fmt, verifiers, reply_check, tools, max_bytes)
     loader.find_dataset = find_dataset
+    loader.sampling_check = sampling_check
     return loader.load(document)
 
 
@@ -150,6 +155,7 @@ class _Loader:
         self.first_with_id: dict[str, int] = {}
         self.validators: dict[str, Validator | str] = {}
         self.find_dataset: FindDataset | None = None
+        self.sampling_check: SamplingCheck | None = None
 
     def add(self, index: int | None, path: str, text: str) -> None:
         """Record a problem of task ``index`` (None: of the suite as a whole)."""
@@ -244,7 +250,11 @@ class _Loader:
             pick("files"), None, lambda parts: json_path(("suite", "files", *parts))
         )
         self._check_tools(None, pick("tools", []), lambda j: json_path(("suite", "tools", j)))
+        sampling = self._sampling(
+            pick("sampling", {}), None, lambda key: json_path(("suite", "sampling", key))
+        )
         return defaults | {
+            "sampling": sampling,
             "files": suite_files[0],
             "files_dir": suite_files[1],
             "name": name,
@@ -328,6 +338,7 @@ class _Loader:
             pick("files"), i, lambda parts: raw.locate(("files", *parts))
         )
         self._check_tools(i, pick("tools", []), lambda j: raw.locate(("tools", j)))
+        own = self._sampling(pick("sampling", {}), i, lambda key: raw.locate(("sampling", key)))
         if task_id is None or prompt is None or verifier is None:
             return None
         settings = {key: pick(key, defaults.get(key, value)) for key, value in _SETTINGS.items()}
@@ -359,6 +370,7 @@ class _Loader:
             max_turns=int(settings["max_turns"]),
             tools=DEFAULT_TOOLS if settings["tools"] is None else tuple(settings["tools"]),
             max_tool_output=int(settings["max_tool_output"]),
+            sampling=own.over(defaults["sampling"]),
         )
         if any(index in (i, None) for index, _, _ in self.problems):
             return None  # asked only of a task with no other problem: no noise on noise
@@ -372,6 +384,20 @@ class _Loader:
         for at, text in found:
             self.add(raw.index, fit_path(at, own, suite, raw.locate), text)
         return not found
+
+    def _sampling(
+        self, table: dict[str, Any], index: int | None, where: Callable[[str], str]
+    ) -> Sampling:
+        """A well-formed ``sampling`` table (the schema checked it) as Sampling, each
+        setting the run's protocol cannot send recorded as a problem where it is written."""
+        for key, reason in self.sampling_check(table) if self.sampling_check else ():
+            self.add(index, where(key), f"cannot be sent: {reason}")
+        try:
+            return Sampling.parse(table)
+        except ValueError as exc:  # what the schema lets through (NaN)
+            key, _, reason = str(exc).partition(": ")
+            self.add(index, where(key), f"has a bad value: {reason}")
+            return Sampling()
 
     def _check_tools(self, index: int | None, names: Any, where: Callable[[int], str]) -> None:
         """Every tool name a suite or task asks for must be a tool this run has."""

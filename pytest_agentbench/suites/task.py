@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.core.sampling import Sampling
+
 #: The tools an agent task gets unless it names its own (the built-in ones).
 DEFAULT_TOOLS = ("bash", "read_file", "write_file", "list_files")
 
@@ -36,6 +38,8 @@ class Task:
     ``mode`` is ``answer`` (one generation per attempt) or ``agent`` (each attempt is a
     tool-calling loop of at most ``max_turns`` model calls, offered ``tools`` by name, each
     tool result capped at ``max_tool_output`` characters).
+    ``sampling`` holds the task's sampling settings over the suite's (the run's settings
+    fill the rest before it runs).
     """
 
     suite: str
@@ -64,6 +68,7 @@ class Task:
     max_turns: int = 20
     tools: tuple[str, ...] = DEFAULT_TOOLS
     max_tool_output: int = 10_000
+    sampling: Sampling = field(default_factory=Sampling)
 
     @property
     def key(self) -> str:

@@ -4,6 +4,7 @@ third-party plugin uses."""
 from __future__ import annotations
 
 from pytest_agentbench.verifiers.base import Verifier
+from pytest_agentbench.verifiers.checks import PYTHON_CHECKS
 from pytest_agentbench.verifiers.choice import CHOICE
 from pytest_agentbench.verifiers.code import PYTHON_TESTS
 from pytest_agentbench.verifiers.command import COMMAND
@@ -20,5 +21,6 @@ BUILTIN_VERIFIERS: tuple[Verifier, ...] = (
     NUMBER,
     JSON_SCHEMA,
     PYTHON_TESTS,
+    PYTHON_CHECKS,
     COMMAND,
 )

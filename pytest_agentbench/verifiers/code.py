@@ -13,6 +13,7 @@ nothing more than the tests it really passed (docs/sandbox.md has the threat mod
 from __future__ import annotations
 
 import hmac
+import io
 import json
 import re
 import secrets
@@ -28,19 +29,23 @@ from pytest_agentbench.verifiers import inner_ctrf
 from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
 from pytest_agentbench.verifiers.expected import ExpectedTests, base_name, expected_tests
 from pytest_agentbench.verifiers.sandboxed import (
+    REPORT_LIMIT,
     SANDBOX_OPTIONS,
     check_workspace,
     clear_artifacts,
     discard_foreign_files,
+    forkable_files,
     limits_from,
+    run_forked,
+    run_sandboxed,
     write_artifact,
 )
 from pytest_agentbench.verifiers.text import cannot_judge, excerpt, unusable
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _PYTHON_TAGS = ("python", "py", "python3")
-REPORT_LIMIT = 32 * 1024 * 1024
 _PLUGIN_MODULE = "agentbench_inner_ctrf"
+_RUNNER_MODULE = "agentbench_inner_pytest"
 # Runs as ``python -I -B -c``: reads its orders from the first line of stdin (then stdin is
 # /dev/null), loads our plugin by path, arms it and hands it to pytest before any test code
 # is imported.
@@ -91,8 +96,10 @@ def tests_source(check: Check, module: str) -> str:
     )
 
 
-def _read_report(channel: Any, nonce: str) -> tuple[dict[str, Any] | None, str]:
-    """The inner run's report when it carries ``nonce``; else None and why."""
+def read_report(
+    channel: Any, nonce: str, key: str = inner_ctrf.EXTRA_KEY
+) -> tuple[dict[str, Any] | None, str]:
+    """The inner run's report when its ``extra[key]`` carries ``nonce``; else None and why."""
     channel.seek(0)
     raw = channel.read(REPORT_LIMIT + 1)
     if not raw:
@@ -101,7 +108,7 @@ def _read_report(channel: Any, nonce: str) -> tuple[dict[str, Any] | None, str]:
         return None, "the test report is too large to trust"
     try:
         report = json.loads(raw)
-        stamp = report["results"]["extra"][inner_ctrf.EXTRA_KEY]
+        stamp = report["results"]["extra"][key]
         tests = report["results"]["tests"]
         signed = isinstance(stamp["nonce"], str) and hmac.compare_digest(stamp["nonce"], nonce)
     except (ValueError, KeyError, TypeError):
@@ -111,35 +118,46 @@ def _read_report(channel: Any, nonce: str) -> tuple[dict[str, Any] | None, str]:
     return report, ""
 
 
+_PYTEST_ARGS = ["-q", "-p", "no:cacheprovider", "--noconftest", "-c", "/dev/null"]
+
+
 def run_tests(workspace: Workspace, test_file: str, check: Check) -> tuple[CommandResult, Any, str]:
-    """Run pytest on ``test_file``; the result, the trusted report (or None) and why not."""
+    """Run pytest on ``test_file``; the result, the trusted report (or None) and why not.
+    Where the fork server may take the run (``sandboxed.forkable_files``), a child of a
+    server that has pytest imported already runs it (``inner_pytest.py``); else a fresh
+    sandboxed ``python -I -B``."""
     nonce = secrets.token_hex(16)
+    plugin = str(Path(inner_ctrf.__file__).resolve())
+    files = forkable_files(workspace, check)
+    if files is not None:
+        forked: dict[str, Any] = {
+            "plugin": plugin,
+            "plugin_module": _PLUGIN_MODULE,
+            "args": _PYTEST_ARGS,
+            "test_file": test_file,
+            "solution": test_file,
+        }
+        runner = Path(__file__).with_name("inner_pytest.py").resolve()
+        result, raw = run_forked(workspace, files, runner, _RUNNER_MODULE, forked, nonce, check)
+        report, problem = read_report(io.BytesIO(raw), nonce)
+        return result, report, problem
     with tempfile.TemporaryFile() as channel:
         orders = {
             "module": _PLUGIN_MODULE,
-            "plugin": str(Path(inner_ctrf.__file__).resolve()),
+            "plugin": plugin,
             "nonce": nonce,
             "fd": channel.fileno(),
-            "args": [
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "--noconftest",
-                "-c",
-                "/dev/null",
-                "--rootdir",
-                str(workspace.path),
-                test_file,
-            ],
+            "args": [*_PYTEST_ARGS, "--rootdir", str(workspace.path), test_file],
         }
-        result = workspace.run(
+        result = run_sandboxed(
+            workspace,
             [sys.executable, "-I", "-B", "-c", _BOOTSTRAP],
             limits=limits_from(check.options),
             stdin=json.dumps(orders) + "\n",
             env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
             pass_fds=(channel.fileno(),),
         )
-        report, problem = _read_report(channel, nonce)
+        report, problem = read_report(channel, nonce)
     return result, report, problem
 
 
@@ -223,7 +241,7 @@ def killed_verifier(result: CommandResult) -> str | None:
     return killed_by.removeprefix("parent ") if killed_by.startswith("parent signal") else None
 
 
-def _outcome_words(result: CommandResult) -> str:
+def outcome_words(result: CommandResult) -> str:
     if result.killed_by == "timeout":
         return f"timed out after {result.elapsed_s:.1f}s"
     if result.killed_by:
@@ -267,11 +285,11 @@ def verify_python_tests(check: Check) -> Verdict:
     if errors:
         why = f"the tests could not be collected: {errors[0].get('message', '')}"
     elif result.killed_by == "timeout":
-        why = f"the test run {_outcome_words(result)}"
+        why = f"the test run {outcome_words(result)}"
     elif problem:
-        why = f"{problem} ({_outcome_words(result)})"
+        why = f"{problem} ({outcome_words(result)})"
     else:
-        why = f"the test run ended early ({_outcome_words(result)})"
+        why = f"the test run ended early ({outcome_words(result)})"
     reported = [] if report is None else report["results"]["tests"]
     passed, total, tests = score(expected, reported, test_file, why)
     tampered = [str(t) for t in stamp.get("tampered", [])]

@@ -27,6 +27,7 @@ from pytest_agentbench.verifiers.sandboxed import (
     clear_artifacts,
     discard_foreign_files,
     limits_from,
+    run_sandboxed,
     write_artifact,
 )
 from pytest_agentbench.verifiers.text import cannot_judge, excerpt, unusable
@@ -172,7 +173,7 @@ def verify_command(check: Check) -> Verdict:
                 stale = workspace.resolve(name)
                 if stale.is_symlink() or stale.is_file():
                     stale.unlink()
-            result = workspace.run(run, limits=limits_from(check.options))
+            result = run_sandboxed(workspace, run, limits=limits_from(check.options))
             discard_foreign_files(check)
             write_artifact(check, "test-stdout.txt", result.stdout)
             if result.stderr:

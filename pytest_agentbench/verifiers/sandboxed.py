@@ -14,15 +14,27 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.artifacts.jsonio import write_json_atomic, write_text_atomic
-from pytest_agentbench.sandbox import ISOLATION_MODES, KEEP_BYTES, Limits, Workspace
+from pytest_agentbench.errors import SandboxError
+from pytest_agentbench.sandbox import (
+    ISOLATION_MODES,
+    KEEP_BYTES,
+    CommandResult,
+    Limits,
+    Workspace,
+    forkserver,
+)
+from pytest_agentbench.sandbox.cpuslots import cpu_slot
+from pytest_agentbench.sandbox.process import sandbox_env
 from pytest_agentbench.verifiers.base import Check
 
 DEFAULT_TIMEOUT_S = 30.0
+#: The largest report an inner run may send (bigger is not trusted).
+REPORT_LIMIT = 32 * 1024 * 1024
 
 #: Options every code-running verifier takes (merged into its options schema).
 SANDBOX_OPTIONS: dict[str, Any] = {
@@ -56,6 +68,107 @@ def limits_from(options: Mapping[str, Any]) -> Limits:
         cpu_s=float(options.get("timeout_s", DEFAULT_TIMEOUT_S)),
         memory_mb=int(options.get("memory_mb", 1024)),
     )
+
+
+def run_sandboxed(
+    workspace: Workspace,
+    argv: str | Sequence[str],
+    *,
+    limits: Limits,
+    stdin: str | None = None,
+    env: Mapping[str, str] | None = None,
+    pass_fds: Sequence[int] = (),
+) -> CommandResult:
+    """``workspace.run`` inside a CPU slot (``sandbox/cpuslots.py``): however many
+    rollouts are in flight, no more verifications run at once than the machine has cores."""
+    with cpu_slot():
+        return workspace.run(argv, limits=limits, stdin=stdin, env=env, pass_fds=pass_fds)
+
+
+def site_paths() -> list[str]:
+    """This interpreter's site-packages directories (what ``site`` would add), for runs
+    started with ``python -S``."""
+    import site
+
+    return [path for path in site.getsitepackages() if Path(path).is_dir()]
+
+
+def forkable_files(workspace: Workspace, check: Check) -> dict[str, str] | None:
+    """The workspace's files when this run may take the fork server (an answer-mode task
+    under bubblewrap with a pids cgroup, a few small text files); else None."""
+    if check.workspace is not None or not forkserver.usable(workspace.isolation):
+        return None
+    files: dict[str, str] = {}
+    for relative in workspace.list_files():
+        path = workspace.path / relative
+        if path.is_symlink() or not path.is_file():
+            return None
+        if len(files) >= forkserver.MAX_FILES or path.stat().st_size > forkserver.MAX_FILE_BYTES:
+            return None
+        try:
+            files[relative] = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+    return files
+
+
+def run_forked(
+    workspace: Workspace,
+    files: Mapping[str, str],
+    runner: Path,
+    runner_module: str,
+    orders: Mapping[str, Any],
+    nonce: str,
+    check: Check,
+    env: Mapping[str, str] | None = None,
+) -> tuple[CommandResult, bytes]:
+    """``runner``'s ``main(orders, nonce, fd)`` in a child of this CPU slot's fork server
+    (``sandbox/forkserver.py``), with ``files`` as its workspace; the result and what it
+    wrote to its report channel."""
+    with cpu_slot() as slot:
+        server = forkserver.server_for(slot, workspace.isolation)
+        result = server.run(
+            files,
+            str(runner),
+            runner_module,
+            orders,
+            nonce,
+            limits_from(check.options),
+            sandbox_env(workspace.path, env),
+            REPORT_LIMIT,
+            site_paths(),
+        )
+        kept = server.kept
+    _copy_back(workspace, files, kept)
+    return result
+
+
+def _copy_back(
+    workspace: Workspace, before: Mapping[str, str], kept: Mapping[str, bytes | None]
+) -> None:
+    """Write what the run left in its directory into the host workspace (kept for a person
+    to inspect), through the workspace's path checks; files too big to copy are named in
+    ``.agentbench-left-out.txt``."""
+    left_out = []
+    for relative, data in sorted(kept.items()):
+        if relative.split("/", 1)[0] in (".home", ".tmp"):
+            continue
+        if data is None:
+            left_out.append(relative)
+            continue
+        if before.get(relative, "").encode("utf-8") == data:
+            continue
+        with contextlib.suppress(SandboxError, OSError):
+            target = workspace.resolve(relative)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            workspace.resolve(relative)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+            fd = os.open(target, flags, 0o644)
+            with os.fdopen(fd, "wb") as file:
+                file.write(data)
+    if left_out:
+        with contextlib.suppress(SandboxError):
+            workspace.write_file(".agentbench-left-out.txt", "\n".join(left_out) + "\n")
 
 
 def _remove_tree(path: Path) -> None:

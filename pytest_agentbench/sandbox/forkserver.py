@@ -1,0 +1,485 @@
+"""A pre-started sandboxed Python that forks once per task: the fast path for short checks.
+
+Starting bubblewrap and a Python interpreter costs more than a HumanEval check itself, so
+under ``strong`` isolation with a pids cgroup, ``python_checks`` hands its runs to a fork
+server: one bubblewrap sandbox per CPU slot (``cpuslots.py``) running one Python that has
+already loaded the runner. Per task it writes the task's files into a fresh directory of
+its private ``/tmp``, forks a child (new session, the task's rlimits, fds 0–2 on
+``/dev/null`` and two unlinked files, the report channel on fd 3, every other descriptor
+closed, an environment built from nothing), waits for it up to the wall-clock limit, kills
+every other process of the sandbox, reads the report, output and status, and wipes
+``/tmp`` before the next task. The server is non-dumpable, so a task (same user, every
+capability dropped) can neither trace it nor open its descriptors or memory through
+``/proc``. A task that kills the server fails as ``parent signal N``; the next task gets a
+new server. docs/sandbox.md says what a task sees that differs from a fresh process.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import queue
+import resource
+import selectors
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pytest_agentbench.errors import SandboxError
+from pytest_agentbench.sandbox.environ_guard import guard_harness
+from pytest_agentbench.sandbox.isolation import _TOOL_PATH, bwrap_args, plan_for
+from pytest_agentbench.sandbox.pidcap import PidsCgroup
+from pytest_agentbench.sandbox.process import (
+    _WRAPPER_PROCESSES,
+    CommandResult,
+    Limits,
+    _killed_by,
+    _preexec,
+    _rlimits,
+    sandbox_env,
+)
+
+T = TypeVar("T")
+#: Files a fork-server task may bring (more, or bigger, runs as a fresh process).
+MAX_FILES, MAX_FILE_BYTES = 64, 4 * 1024 * 1024
+#: What a task leaves in its directory is copied back to the host workspace for a person
+#: to inspect, up to this many bytes (a file over half of it is left out).
+KEEP_BACK_BYTES = 2 * 1024 * 1024
+_GRACE_S = 5.0
+
+# The server, run as ``python -I -S -B -c`` inside bubblewrap. Requests and replies are
+# JSON lines on fds 0 and 1, which no child keeps.
+_SERVER = r"""
+import ctypes, importlib.util, json, os, resource, select, shutil, signal, sys, time
+ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
+import ast, json.decoder  # what the runner needs, loaded once
+control = os.fdopen(0, "rb", buffering=0)
+reply_fd = 1
+me, runners, number = os.getpid(), {}, 0
+signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+
+def load(path, name):
+    if path not in runners:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        runners[path] = module
+    return runners[path]
+
+def tmpfile():
+    return os.open("/tmp", os.O_TMPFILE | os.O_RDWR, 0o600)
+
+def head_tail(fd, cap):
+    size = os.fstat(fd).st_size
+    os.lseek(fd, 0, 0)
+    if size <= cap:
+        return os.read(fd, cap), 0
+    head = os.read(fd, cap * 4 // 5)
+    os.lseek(fd, size - cap // 5, 0)
+    return head + b"\0CUT\0" + os.read(fd, cap // 5), size - cap
+
+def read_all(fd, limit):
+    os.lseek(fd, 0, 0)
+    chunks, total = [], 0
+    while total <= limit:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)[: limit + 1]
+
+def kept_files(task, budget, each):
+    found = {}
+    for base, dirs, names in os.walk(task):
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(base, d))]
+        for name in names:
+            path = os.path.join(base, name)
+            relative = os.path.relpath(path, task)
+            try:
+                if os.path.islink(path) or not os.path.isfile(path):
+                    continue
+                size = os.path.getsize(path)
+                if size > each or size > budget:
+                    found[relative] = None
+                    continue
+                with open(path, "rb") as file:
+                    found[relative] = file.read(each).hex()
+                budget -= size
+            except OSError:
+                continue
+    return found
+
+def sweep():
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != me:
+            try:
+                os.kill(int(name), signal.SIGKILL)
+            except OSError:
+                pass
+    while True:  # the server is the namespace's init: it reaps every orphan
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+    for root in ("/tmp", "/dev/shm"):
+        try:
+            names = os.listdir(root)
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(root, name)
+            try:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    for base, dirs, _ in os.walk(path):
+                        for d in dirs:
+                            os.chmod(os.path.join(base, d), 0o700)
+                    os.chmod(path, 0o700)
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.unlink(path)
+            except OSError:
+                pass
+
+def child(request, task, channel, out, err):
+    try:
+        os.setsid()
+        os.chdir(task)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out, 1)
+        os.dup2(err, 2)
+        os.dup2(channel, 3)
+        os.closerange(4, 1 << 16)
+        os.environ.clear()
+        os.environ.update(request["env"], HOME=task + "/.home", TMPDIR=task + "/.tmp")
+        for which, value in request["rlimits"]:
+            resource.setrlimit(which, tuple(value))
+        runner = runners[request["runner"]]
+        orders = dict(request["orders"], workspace=task)
+        orders["solution"] = os.path.join(task, orders["solution"])
+        runner.main(orders, request["nonce"], 3)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+    os._exit(code)
+
+for line in control:
+    request = json.loads(line)
+    number += 1
+    task = "/tmp/task-%d" % number
+    for sub in ("", "/.home", "/.tmp"):
+        os.mkdir(task + sub, 0o755)
+    for relative, text in request["files"].items():
+        path = os.path.join(task, relative)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(text)
+    sys.path.extend(p for p in request["paths"] if p not in sys.path)
+    load(request["runner"], request["runner_module"])
+    channel, out, err = tmpfile(), tmpfile(), tmpfile()
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        child(request, task, channel, out, err)
+    pidfd = os.pidfd_open(pid)
+    ready, _, _ = select.select([pidfd], [], [], request["timeout_s"])
+    timed_out = not ready
+    if timed_out:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        os.kill(pid, signal.SIGKILL)
+    status = os.waitpid(pid, 0)[1]
+    elapsed = time.monotonic() - start
+    os.close(pidfd)
+    for name in os.listdir("/proc"):  # stop what the task left running before reading
+        if name.isdigit() and int(name) != me:
+            try:
+                os.kill(int(name), signal.SIGKILL)
+            except OSError:
+                pass
+    kept = kept_files(task, request["keep_bytes"], request["keep_bytes"] // 2)
+    sweep()
+    cap = request["output_bytes"]
+    stdout, cut_out = head_tail(out, cap)
+    stderr, cut_err = head_tail(err, cap)
+    report = read_all(channel, request["report_limit"])
+    for fd in (channel, out, err):
+        os.close(fd)
+    reply = {
+        "timed_out": timed_out,
+        "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+        "elapsed_s": elapsed,
+        "stdout": stdout.decode("utf-8", "replace"),
+        "stderr": stderr.decode("utf-8", "replace"),
+        "cut": [cut_out, cut_err],
+        "report": report.decode("utf-8", "replace"),
+        "files": kept,
+    }
+    data = (json.dumps(reply) + "\n").encode()
+    while data:
+        data = data[os.write(reply_fd, data):]
+"""
+
+
+def usable(isolation: str) -> bool:
+    """Whether tasks under ``isolation`` may take the fork-server path: only where the
+    sandbox is bubblewrap (own pid namespace, private /tmp) and processes are bounded by a
+    pids cgroup (the server's whole tree is one cgroup)."""
+    try:
+        plan = plan_for(isolation)
+    except SandboxError:
+        return False
+    return plan.tool == "bwrap" and plan.processes == "cgroup"
+
+
+def _text(capture_cut: int, text: str) -> tuple[str, bool]:
+    if not capture_cut:
+        return text, False
+    head, _, tail = text.partition("\0CUT\0")
+    marker = f"\n[… {capture_cut} bytes of output cut …]\n"
+    return head + marker + tail, True
+
+
+class ForkServer:
+    """One sandboxed server process (see the module docstring). Not thread-safe: the CPU
+    slot that owns it uses it from one thread at a time."""
+
+    def __init__(self, isolation: str) -> None:
+        self.isolation = isolation
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.cgroup: PidsCgroup | None = None
+        self.scratch: tempfile.TemporaryDirectory[str] | None = None
+        #: The files the last task left in its directory (None: too big to copy back).
+        self.kept: dict[str, bytes | None] = {}
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        guard_harness()
+        plan = plan_for(self.isolation)
+        self.scratch = tempfile.TemporaryDirectory(prefix="agentbench-forkserver-")
+        scratch = Path(self.scratch.name)
+        limits = Limits()
+        self.cgroup = cgroup = PidsCgroup.create(int(limits.processes) + _WRAPPER_PROCESSES + 1)
+        if cgroup is None:
+            raise SandboxError("fork server: no pids cgroup could be made")
+        bwrap = shutil.which("bwrap", path=_TOOL_PATH)
+        if plan.tool != "bwrap" or bwrap is None:
+            raise SandboxError("fork server: bubblewrap is not available")
+        # --as-pid-1: the server is the namespace's init, so a task's kill(getppid())
+        # is ignored by the kernel, as it is under a fresh bubblewrap sandbox
+        server = [sys.executable, "-I", "-S", "-B", "-c", _SERVER]
+        argv = [*bwrap_args(bwrap, scratch), "--as-pid-1", "--", *server]
+        per_task = (resource.RLIMIT_AS, resource.RLIMIT_CPU)  # the children's, not the server's
+        server_limits = [item for item in _rlimits(limits, None) if item[0] not in per_task]
+        try:
+            self.proc = _from_launcher(
+                lambda: subprocess.Popen(
+                    argv,
+                    cwd=scratch,
+                    env=sandbox_env(scratch),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                    preexec_fn=_preexec(server_limits, cgroup.procs_file),
+                )
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            self.close()
+            raise SandboxError(f"could not start the fork server: {exc}") from None
+        return self.proc
+
+    def close(self) -> None:
+        """Stop the server (its sandbox, its cgroup, its scratch directory)."""
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, 9)
+            with contextlib.suppress(OSError):
+                proc.kill()
+            proc.wait()
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
+        if self.scratch is not None:
+            with contextlib.suppress(OSError):
+                self.scratch.cleanup()
+            self.scratch = None
+
+    def run(
+        self,
+        files: Mapping[str, str],
+        runner: str,
+        runner_module: str,
+        orders: Mapping[str, Any],
+        nonce: str,
+        limits: Limits,
+        env: Mapping[str, str],
+        report_limit: int,
+        paths: list[str] | None = None,
+    ) -> tuple[CommandResult, bytes]:
+        """Run ``runner``'s ``main(orders, nonce, 3)`` in a forked child with ``files`` in
+        its directory; the result and what the child wrote to its report channel. ``paths``
+        join the server's ``sys.path`` (it runs with ``-S``) before the runner is first
+        loaded, which happens once per server, before any task's code."""
+        proc = self.proc if self.proc is not None and self.proc.poll() is None else None
+        if proc is None:
+            self.close()
+            proc = self._start()
+        assert proc.stdin is not None and proc.stdout is not None
+        refused_before = self.cgroup.refused() if self.cgroup is not None else False
+        request = {
+            "files": dict(files),
+            "runner": runner,
+            "runner_module": runner_module,
+            "orders": dict(orders),
+            "nonce": nonce,
+            "env": dict(env),
+            # RLIMIT_NOFILE stays the server's (the child keeps fds 0-3 only)
+            "rlimits": [
+                list(item) for item in _rlimits(limits, None) if item[0] != resource.RLIMIT_NOFILE
+            ],
+            "timeout_s": limits.timeout_s,
+            "output_bytes": int(limits.output_bytes),
+            "report_limit": report_limit,
+            "paths": list(paths or []),
+            "keep_bytes": KEEP_BACK_BYTES,
+        }
+        start = time.monotonic()
+        line = b""
+        try:
+            proc.stdin.write((json.dumps(request) + "\n").encode())
+            proc.stdin.flush()
+            line = _read_line(proc, start + limits.timeout_s + _GRACE_S)
+        except OSError:
+            line = b""
+        elapsed = time.monotonic() - start
+        self.kept = {}
+        if not line:
+            self.close()  # the server died (a task killed it) or hung: a new one next time
+            code = proc.returncode if proc.returncode is not None else -9
+            sig = -code if code < 0 else (code - 128 if code > 128 else 9)
+            result = CommandResult(None, "", "", False, f"parent signal {sig}", False, elapsed)
+            return result, b""
+        reply = json.loads(line)
+        stdout, cut_out = _text(reply["cut"][0], reply["stdout"])
+        stderr, cut_err = _text(reply["cut"][1], reply["stderr"])
+        refused = self.cgroup is not None and self.cgroup.refused() and not refused_before
+        if refused:
+            self.close()  # the refused-fork count never goes down: start afresh
+        signum, exit_code = reply["signal"], reply["exit_code"]
+        if reply["timed_out"]:
+            killed: str | None = "timeout"
+        elif refused:
+            killed = "processes"
+        else:
+            killed = _killed_by(signum, exit_code, stderr[-4000:])
+        result = CommandResult(
+            exit_code=None if killed == "timeout" or signum is not None else exit_code,
+            stdout=stdout,
+            stderr=stderr,
+            timed_out=bool(reply["timed_out"]),
+            killed_by=killed,
+            truncated=cut_out or cut_err,
+            elapsed_s=float(reply["elapsed_s"]),
+        )
+        self.kept = {k: None if v is None else bytes.fromhex(v) for k, v in reply["files"].items()}
+        return result, reply["report"].encode("utf-8")
+
+
+def _read_line(proc: subprocess.Popen[bytes], deadline: float) -> bytes:
+    """One reply line from the server, or b"" when it dies or misses ``deadline``."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    chunks: list[bytes] = []
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not selector.select(timeout=left):
+                return b""
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b""
+            chunks.append(chunk)
+            if chunk.endswith(b"\n"):
+                return b"".join(chunks)
+
+
+_launches: queue.Queue[tuple[Callable[[], Any], list[Any], threading.Event]] = queue.Queue()
+_launcher: list[threading.Thread] = []
+
+
+def _launch_loop() -> None:
+    while True:
+        start, box, done = _launches.get()
+        try:
+            box.append(start())
+        except BaseException as exc:  # handed back to the caller
+            box.append(exc)
+        done.set()
+
+
+def _from_launcher(start: Callable[[], T]) -> T:
+    """``start()`` called in one thread that lives as long as the process. bubblewrap's
+    ``--die-with-parent`` is the kernel's parent-death signal, sent when the *thread* that
+    started it ends; a server started from a rollout's thread would die with that thread."""
+    with _lock:
+        if not _launcher:
+            thread = threading.Thread(
+                target=_launch_loop, name="agentbench-forkserver", daemon=True
+            )
+            thread.start()
+            _launcher.append(thread)
+    box: list[Any] = []
+    done = threading.Event()
+    _launches.put((start, box, done))
+    done.wait()
+    if isinstance(box[0], BaseException):
+        raise box[0]
+    result: T = box[0]
+    return result
+
+
+_servers: dict[tuple[int, str], ForkServer] = {}
+_lock = threading.Lock()
+
+
+def server_for(slot: int, isolation: str) -> ForkServer:
+    """The fork server of CPU slot ``slot`` in this process (made on first use)."""
+    with _lock:
+        key = (slot, isolation)
+        if key not in _servers:
+            _servers[key] = ForkServer(isolation)
+        return _servers[key]
+
+
+@atexit.register
+def _close_all() -> None:
+    with _lock:
+        for server in _servers.values():
+            server.close()
+        _servers.clear()

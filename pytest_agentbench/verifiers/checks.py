@@ -1,0 +1,382 @@
+"""The ``python_checks`` verifier: HumanEval's ``check(candidate)`` or MBPP's assert lines,
+run by a small runner of our own in the sandbox instead of pytest.
+
+The answer's code is saved as ``solution.py`` (as for ``python_tests``). The runner
+(``inner_checks.py``, loaded by path, standard library only) compiles the checks before any
+solution code runs, runs them, and reports each assertion's outcome through a file
+descriptor of an unlinked file, stamped with a nonce that arrives on stdin: the same trust
+model as ``python_tests`` (docs/sandbox.md), at a fraction of pytest's start-up cost.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import secrets
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.errors import SandboxError, VerifierError
+from pytest_agentbench.sandbox import CommandResult, Workspace
+from pytest_agentbench.suites.task import Task
+from pytest_agentbench.verifiers import inner_checks
+from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
+from pytest_agentbench.verifiers.code import (
+    extract_code,
+    killed_verifier,
+    outcome_words,
+    read_report,
+)
+from pytest_agentbench.verifiers.sandboxed import (
+    SANDBOX_OPTIONS,
+    check_workspace,
+    clear_artifacts,
+    discard_foreign_files,
+    forkable_files,
+    limits_from,
+    run_forked,
+    run_sandboxed,
+    site_paths,
+    write_artifact,
+)
+from pytest_agentbench.verifiers.text import cannot_judge, excerpt, unusable
+
+_RUNNER_MODULE = "agentbench_inner_checks"
+# Runs as ``python -I -S -B -c``: reads its orders from the first line of stdin (then stdin
+# is /dev/null), loads the runner by path and hands it the orders; the nonce and the
+# descriptor go straight into the runner, never into a global of ``__main__``. ``-S`` skips
+# ``site`` (a third of a bare start-up, more with editable installs); the runner puts this
+# interpreter's site-packages directories on ``sys.path`` itself, without running ``.pth``
+# files.
+_BOOTSTRAP = """\
+import importlib.util, json, os, sys
+orders = json.loads(sys.stdin.readline())
+null = os.open(os.devnull, os.O_RDONLY)
+os.dup2(null, 0)
+os.close(null)
+spec = importlib.util.spec_from_file_location(orders["runner_module"], orders.pop("runner"))
+runner = importlib.util.module_from_spec(spec)
+sys.modules[orders["runner_module"]] = runner
+spec.loader.exec_module(runner)
+del spec, null
+runner.main(orders, orders.pop("nonce"), orders.pop("fd"))
+"""
+
+
+def _plan(check: Check) -> dict[str, Any]:
+    """What to run: ``{"test": code, "entry_point": name}`` (check mode) or
+    ``{"asserts": [...]}``, plus ``setup``. Raises VerifierError saying what to write."""
+    options = check.options
+    test = options.get("test")
+    asserts = options.get("asserts")
+    if test is None and asserts is None:
+        target = check.task.target
+        if isinstance(target, str):
+            test = target
+        elif isinstance(target, list):
+            asserts = target
+    if test is not None and asserts is not None:
+        raise VerifierError(
+            "python_checks verifier: give options.test or options.asserts, not both"
+        )
+    setup = options.get("setup", "")
+    plan: dict[str, Any] = {"setup": setup if isinstance(setup, str) else ""}
+    if isinstance(test, str) and test.strip():
+        entry = options.get("entry_point")
+        if not isinstance(entry, str) or not entry.isidentifier():
+            raise VerifierError(
+                "python_checks verifier: options.entry_point must name the solution's "
+                "function that check(candidate) is given"
+            )
+        tree = _parse(test, "options.test")
+        if inner_checks.check_function(tree, inner_checks.CHECK_CASE) is None:
+            raise VerifierError(
+                "python_checks verifier: the test code defines no function check(candidate)"
+            )
+        return {**plan, "test": test, "entry_point": entry, "check": inner_checks.CHECK_CASE}
+    if isinstance(asserts, list) and asserts and all(isinstance(a, str) for a in asserts):
+        for number, line in enumerate(asserts, start=1):
+            _parse(line.strip(), f"assert {number}")
+        return {**plan, "asserts": [line.strip() for line in asserts]}
+    raise VerifierError(
+        "python_checks verifier: set options.test (code defining check(candidate), with "
+        "options.entry_point) or options.asserts (a list of assert lines), or make the "
+        "target one of them"
+    )
+
+
+def _parse(source: str, where: str) -> ast.Module:
+    try:
+        return ast.parse(source, where)
+    except SyntaxError as exc:
+        raise VerifierError(
+            f"python_checks verifier: {where} is not valid Python (line {exc.lineno}: {exc.msg})"
+        ) from None
+
+
+def expected_cases(plan: dict[str, Any]) -> list[str]:
+    """The cases the task defines, from its code alone (never from the run)."""
+    if "test" in plan:
+        return inner_checks.assertion_names(ast.parse(plan["test"]), plan["check"])
+    return [f"assert_{n}" for n in range(1, len(plan["asserts"]) + 1)]
+
+
+def run_checks(
+    workspace: Workspace, plan: dict[str, Any], module: str, check: Check
+) -> tuple[CommandResult, Any, str]:
+    """Run the checks; the result, the trusted report (or None) and why not."""
+    nonce = secrets.token_hex(16)
+    with tempfile.TemporaryFile() as channel:
+        orders = {
+            **plan,
+            "runner": str(Path(inner_checks.__file__).resolve()),
+            "runner_module": _RUNNER_MODULE,
+            "nonce": nonce,
+            "fd": channel.fileno(),
+            "module": module,
+            "solution": str(workspace.path / f"{module}.py"),
+            "workspace": str(workspace.path),
+            "paths": site_paths(),
+        }
+        files = forkable_files(workspace, check)
+        if files is not None:
+            return _run_forked(workspace, files, orders, nonce, check)
+        result = run_sandboxed(
+            workspace,
+            [sys.executable, "-I", "-S", "-B", "-c", _BOOTSTRAP],
+            limits=limits_from(check.options),
+            stdin=json.dumps(orders) + "\n",
+            pass_fds=(channel.fileno(),),
+        )
+        report, problem = read_report(channel, nonce, inner_checks.EXTRA_KEY)
+    return result, report, problem
+
+
+def _run_forked(
+    workspace: Workspace, files: dict[str, str], orders: dict[str, Any], nonce: str, check: Check
+) -> tuple[CommandResult, Any, str]:
+    """The run through this CPU slot's fork server (``sandbox/forkserver.py``)."""
+    orders = {k: v for k, v in orders.items() if k not in ("nonce", "fd", "runner", "workspace")}
+    orders["solution"] = f"{orders['module']}.py"
+    result, raw = run_forked(
+        workspace,
+        files,
+        Path(inner_checks.__file__).resolve(),
+        _RUNNER_MODULE,
+        orders,
+        nonce,
+        check,
+    )
+    report, problem = read_report(io.BytesIO(raw), nonce, inner_checks.EXTRA_KEY)
+    return result, report, problem
+
+
+def _case(test: dict[str, Any], why_missing: str) -> dict[str, Any]:
+    """A reported case with only the CTRF fields we write; one the run never got to fails
+    with ``why_missing``."""
+    status = test.get("status")
+    duration = test.get("duration")
+    if status not in ("passed", "failed", "skipped"):
+        return {
+            "name": str(test["name"]),
+            "status": "failed",
+            "duration": 0,
+            "rawStatus": "not_run",
+            "message": f"did not run: {why_missing}",
+        }
+    clean: dict[str, Any] = {
+        "name": str(test["name"]),
+        "status": status,
+        "duration": duration if isinstance(duration, int) and duration >= 0 else 0,
+    }
+    for key in ("rawStatus", "message"):
+        if isinstance(test.get(key), str):
+            clean[key] = test[key]
+    return clean
+
+
+def score(
+    expected: list[str], report: dict[str, Any] | None, why_missing: str
+) -> tuple[int, int, list[dict[str, Any]]]:
+    """(passed, total, the CTRF tests): every expected case counts once; a case the run did
+    not report fails; ``skipped`` (an assertion a passing check never reached) is left out
+    of the total."""
+    reported = report["results"]["tests"] if report is not None else []
+    by_name = {
+        str(t["name"]): t
+        for t in reported
+        if isinstance(t, dict) and isinstance(t.get("name"), str)
+    }
+    tests: list[dict[str, Any]] = []
+    for name in expected:
+        tests.append(_case(by_name.get(name) or {"name": name}, why_missing))
+    passed = sum(1 for t in tests if t["status"] == "passed")
+    total = sum(1 for t in tests if t["status"] != "skipped")
+    return passed, total, tests
+
+
+def _ctrf(report: dict[str, Any] | None, tests: list[dict[str, Any]]) -> dict[str, Any]:
+    counts = dict.fromkeys(("passed", "failed", "skipped", "pending", "other"), 0)
+    for test in tests:
+        counts[test["status"]] += 1
+    summary = (report or {}).get("results", {}).get("summary", {})
+    start = summary.get("start") if isinstance(summary.get("start"), int) else 0
+    stop = summary.get("stop") if isinstance(summary.get("stop"), int) else start
+    return {
+        "reportFormat": "CTRF",
+        "specVersion": "0.0.0",
+        "generatedBy": "pytest-agentbench python_checks",
+        "results": {
+            "tool": {"name": "agentbench-checks"},
+            "summary": {"tests": len(tests), **counts, "start": start, "stop": max(start, stop)},
+            "tests": tests,
+        },
+    }
+
+
+def check_python_checks(task: Task) -> list[ConfigProblem]:
+    """The checks (options.test with entry_point, options.asserts, else the target) must
+    parse; check mode needs a ``check`` function."""
+    options = task.verifier.options
+    try:
+        _plan(Check("", task, options))
+    except VerifierError as exc:
+        places = [key for key in ("test", "asserts", "entry_point") if key in options]
+        return [unusable(("options", places[0]) if places else ("target",), exc)]
+    return []
+
+
+def verify_python_checks(check: Check) -> Verdict:
+    """Reward (``scoring = "all"``, the default): 1 when every case passed, else 0;
+    ``fraction``: cases passed / cases that count."""
+    module = str(check.options.get("module", "solution"))
+    code, extraction = extract_code(check.answer)
+    got = excerpt(check.answer)
+    try:
+        plan = _plan(check)
+    except VerifierError as exc:
+        return cannot_judge(exc, got=got, extraction=extraction)
+    expected = expected_cases(plan)
+    clear_artifacts(check, "ctrf.json", "test-stdout.txt")
+    answer_file = None if check.workspace is not None else (f"{module}.py", code)
+    try:
+        with check_workspace(check, answer_file) as workspace:
+            result, report, problem = run_checks(workspace, plan, module, check)
+            containment = workspace.containment()
+    except SandboxError as exc:
+        return cannot_judge(VerifierError(f"python_checks verifier: {exc}"), got=got)
+    stamp = report["results"]["extra"][inner_checks.EXTRA_KEY] if report else {}
+    if result.killed_by == "timeout":
+        why = f"the run {outcome_words(result)}"
+    elif problem:
+        why = f"{problem} ({outcome_words(result)})"
+    else:
+        why = f"the run ended early ({outcome_words(result)})"
+    passed, total, tests = score(expected, report, why)
+    tampered = [str(t) for t in stamp.get("tampered", [])]
+    killed = killed_verifier(result) or (
+        "its parent process died" if stamp.get("orphaned") else None
+    )
+    if tampered or killed:
+        passed = 0
+        raw = "tampered" if tampered else "verifier_killed"
+        message = (
+            f"not trusted: the run changed {', '.join(tampered[:5])}"
+            if tampered
+            else f"not judged: the verifier was killed ({killed})"
+        )
+        tests = [{**t, "status": "failed", "rawStatus": raw, "message": message} for t in tests]
+        total = len(tests)
+    discard_foreign_files(check)
+    write_artifact(check, "ctrf.json", _ctrf(report, tests))
+    write_artifact(check, "test-stdout.txt", result.stdout + result.stderr)
+    if check.options.get("scoring", "all") == "all":
+        reward = 1.0 if total and passed == total else 0.0
+    else:
+        reward = passed / total if total else 0.0
+    failing = [t for t in tests if t["status"] == "failed"]
+    details: dict[str, Any] = {
+        "got": got,
+        "extraction": extraction,
+        "module": module,
+        "mode": "check" if "test" in plan else "asserts",
+        "failed_tests": [t["name"] for t in failing],
+        "failures": {t["name"]: t.get("message", "") for t in failing},
+        "report": "complete" if stamp.get("complete") else (problem or why),
+        "setup_error": stamp.get("setup_error") or None,
+        "tampered": tampered,
+        "verifier_killed": killed,
+        "exit_code": result.exit_code,
+        "killed_by": result.killed_by,
+        "elapsed_s": round(result.elapsed_s, 3),
+        "containment": containment,
+    }
+    if tampered:
+        feedback = "The run was tampered with (builtins or the runner changed); no check counts."
+    elif killed:
+        feedback = f"The run was killed ({killed}); no check counts."
+    elif report is None:
+        feedback = f"No check result was recorded: {why}."
+    elif failing:
+        first = failing[0]
+        message = str(first.get("message", "")).rstrip(".")
+        feedback = f"{len(failing)} of {total} checks failed; first: {first['name']}: {message}."
+    else:
+        feedback = ""
+    return Verdict(
+        reward=reward,
+        metrics={"checks_passed": passed, "checks_total": total},
+        details=details,
+        feedback=feedback,
+    )
+
+
+PYTHON_CHECKS = FunctionVerifier(
+    kind="python_checks",
+    function=verify_python_checks,
+    task_check=check_python_checks,
+    options_schema={
+        "type": "object",
+        "properties": {
+            "test": {
+                "type": "string",
+                "minLength": 1,
+                "description": "HumanEval style: code defining check(candidate); the "
+                "solution's entry_point is passed as candidate.",
+            },
+            "entry_point": {
+                "type": "string",
+                "pattern": "^[A-Za-z_][A-Za-z0-9_]*$",
+                "description": "The solution's function given to check (with test).",
+            },
+            "asserts": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1},
+                "minItems": 1,
+                "description": "MBPP style: assert lines, each one case, run in the "
+                "solution's namespace.",
+            },
+            "setup": {
+                "type": "string",
+                "description": "Code run in the solution's namespace before the checks "
+                "(MBPP's test_setup_code, imports).",
+            },
+            "module": {
+                "type": "string",
+                "pattern": "^[A-Za-z_][A-Za-z0-9_]*$",
+                "default": "solution",
+                "description": "The module name the answer's code is saved as.",
+            },
+            "scoring": {
+                "enum": ["all", "fraction"],
+                "default": "all",
+                "description": "all: 1 only when every case passes; fraction: passed / total.",
+            },
+            **SANDBOX_OPTIONS,
+        },
+        "additionalProperties": False,
+    },
+)

@@ -1,0 +1,345 @@
+"""The runner inside a ``python_checks`` run: HumanEval's ``check(candidate)`` or a list of
+MBPP-style assert lines, without pytest.
+
+The harness loads this file by its path (standard library only; never imported as part of
+the package inside the sandbox) and calls :func:`main` with its orders, the run's nonce and
+a file descriptor of an unlinked file. Everything the checks need is compiled before any
+solution code runs; the builtins, the runner's own functions and the probes planted in the
+checks' namespace are snapshotted then, and every report (rewritten after each check and at
+the end) names what changed since (``tampered``), and says whether the run's parent (the
+sandbox's shim) is gone (``orphaned``). The harness imports this module only for
+:func:`assertion_names` and the constants; it trusts nothing but the stamped report.
+
+In ``check`` mode every ``assert`` statement inside ``check`` is one reported case, named
+``check line N`` (N: its line in the test code), plus the call itself, ``check``. Each
+assert is wrapped in two probe calls (entered, passed), so a failure lands on the
+assertion that was running; an exception outside any assertion lands on ``check``.
+In ``asserts`` mode each line is its own case (``assert_1``, ``assert_2``, …) and a
+failure does not stop the next one.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import os
+import sys
+import time
+from json import dumps
+from typing import Any
+
+EXTRA_KEY = "pytest-agentbench.checks"
+MESSAGE_LIMIT = 1000
+CHECK_CASE = "check"
+ENTER, PASS = "__agentbench_enter__", "__agentbench_pass__"
+
+_write, _lseek, _ftruncate, _clock, _getppid = (
+    os.write,
+    os.lseek,
+    os.ftruncate,
+    time.time,
+    os.getppid,
+)
+_armed: dict[str, Any] = {}
+_WATCHED_EVENTS = ("sys.settrace", "sys.setprofile")
+
+
+def _asserts_of(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Assert]:
+    found = [node for node in ast.walk(function) if isinstance(node, ast.Assert)]
+    return sorted(found, key=lambda node: (node.lineno, node.col_offset))
+
+
+def check_function(tree: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The last top-level definition of ``name`` in ``tree`` (the one Python keeps)."""
+    found = None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
+            found = node
+    return found
+
+
+def assertion_names(tree: ast.Module, name: str = CHECK_CASE) -> list[str]:
+    """The cases ``check`` mode reports for test code ``tree``: one per assert statement in
+    function ``name`` (``check line N``, ``check line N.2`` for a second on one line), in
+    source order, then the call itself (``check``)."""
+    function = check_function(tree, name)
+    names: list[str] = []
+    seen: dict[int, int] = {}
+    for node in _asserts_of(function) if function is not None else []:
+        seen[node.lineno] = seen.get(node.lineno, 0) + 1
+        count = seen[node.lineno]
+        names.append(f"{name} line {node.lineno}" + (f".{count}" if count > 1 else ""))
+    return [*names, name]
+
+
+class _Probes(ast.NodeTransformer):
+    """Wraps each assert of the check function in ``ENTER(k)`` … ``PASS(k)``."""
+
+    def __init__(self, order: dict[int, int]) -> None:
+        self.order = order
+
+    def visit_Assert(self, node: ast.Assert) -> list[ast.stmt]:
+        index = self.order[id(node)]
+        calls = [
+            ast.Expr(ast.Call(ast.Name(probe, ast.Load()), [ast.Constant(index)], []))
+            for probe in (ENTER, PASS)
+        ]
+        return [calls[0], node, calls[1]]
+
+
+def _instrument(tree: ast.Module, name: str) -> None:
+    function = check_function(tree, name)
+    if function is None:
+        return
+    order = {id(node): index for index, node in enumerate(_asserts_of(function))}
+    _Probes(order).visit(function)
+    ast.fix_missing_locations(tree)
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"
+
+
+def _describe(exc: BaseException, source: str | None = None) -> str:
+    kind = type(exc).__name__
+    try:
+        text = str(exc)
+    except Exception:  # a hostile __str__
+        text = ""
+    if not text and isinstance(exc, AssertionError) and source:
+        text = source
+    return _cut(f"{kind}: {text}" if text else kind)
+
+
+def _snapshot() -> dict[str, object]:
+    found: dict[str, object] = {f"builtins.{k}": v for k, v in vars(builtins).items()}
+    found.update({f"runner.{k}": v for k, v in _armed["own"].items()})
+    namespace = _armed.get("namespace")
+    if namespace is not None:
+        for key in (ENTER, PASS):
+            found[f"probe {key}"] = namespace.get(key)
+    found["sys.settrace"] = sys.gettrace()
+    found["sys.setprofile"] = sys.getprofile()
+    return found
+
+
+def _check_tampering() -> None:
+    before = _armed.get("snapshot")
+    if before is None:
+        return
+    after = _snapshot()
+    for key in sorted(set(before) | set(after)):
+        if before.get(key) is not after.get(key) and key not in _armed["tampered"]:
+            _armed["tampered"].append(key)
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    """A trace or profile function can jump over an assert; none may be set once the
+    solution runs (the runner sets none itself)."""
+    if event in _WATCHED_EVENTS and event not in _armed["tampered"]:
+        _armed["tampered"].append(event)
+
+
+def _report(complete: bool) -> dict[str, Any]:
+    tests = [_armed["tests"][name] for name in _armed["order"]]
+    return {
+        "reportFormat": "CTRF",
+        "specVersion": "0.0.0",
+        "results": {
+            "tool": {"name": "agentbench-checks"},
+            "summary": {
+                "tests": len(tests),
+                "start": _armed["start"],
+                "stop": int(_clock() * 1000),
+            },
+            "tests": tests,
+            "extra": {
+                EXTRA_KEY: {
+                    "nonce": _armed["nonce"],
+                    "complete": complete,
+                    "tampered": list(_armed["tampered"]),
+                    "orphaned": _getppid() != _armed["ppid"],
+                    "setup_error": _armed["setup_error"],
+                }
+            },
+        },
+    }
+
+
+def _flush(complete: bool = False) -> None:
+    _check_tampering()
+    data = dumps(_report(complete), ensure_ascii=False, default=str).encode("utf-8")
+    fd = _armed["fd"]
+    _lseek(fd, 0, os.SEEK_SET)
+    _ftruncate(fd, 0)
+    view = memoryview(data)
+    while view:
+        view = view[_write(fd, view) :]
+
+
+def _record(name: str, status: str, message: str = "", started: float | None = None) -> None:
+    """Set a case's outcome; a failure sticks, so a later pass never hides it."""
+    test = _armed["tests"].get(name)
+    if test is None:
+        test = {"name": name, "status": "other", "rawStatus": "not_run", "duration": 0}
+        _armed["tests"][name] = test
+        _armed["order"].append(name)
+    if test["status"] == "failed" or status == "other":
+        return
+    test["status"] = test["rawStatus"] = status
+    if message:
+        test["message"] = message
+    if started is not None:
+        test["duration"] = max(0, int((_clock() - started) * 1000))
+
+
+def _unreached(status: str, raw: str, message: str) -> None:
+    """Give every case that never ran ``status``, ``raw`` and ``message``."""
+    for test in _armed["tests"].values():
+        if test["status"] == "other":
+            test["status"], test["rawStatus"], test["message"] = status, raw, message
+
+
+def _load_solution(path: str, module: str) -> tuple[dict[str, Any] | None, str]:
+    """The solution's globals after running it as module ``module``; None and why not."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(module, path)
+    if spec is None or spec.loader is None:
+        return None, f"cannot load {path}"
+    loaded = importlib.util.module_from_spec(spec)
+    sys.modules[module] = loaded
+    try:
+        spec.loader.exec_module(loaded)
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt: all a failed import
+        return None, f"importing the solution raised {_describe(exc)}"
+    return dict(vars(loaded)), ""
+
+
+def _run_check(
+    orders: dict[str, Any],
+    compiled: Any,
+    names: list[str],
+    sources: list[str],
+    namespace: dict[str, Any],
+) -> None:
+    name = orders["check"]
+    state: dict[str, Any] = {"current": None, "started": None}
+
+    def enter(index: int) -> None:
+        current = state["current"]
+        if current is not None:  # entered before and never finished: caught, or jumped
+            _record(names[current], "failed", "the assertion never finished", state["started"])
+        state["current"], state["started"] = index, _clock()
+
+    def passed(index: int) -> None:
+        _record(names[index], "passed", started=state["started"])
+        state["current"] = None
+
+    namespace[ENTER], namespace[PASS] = enter, passed
+    _armed["snapshot"].update({f"probe {ENTER}": enter, f"probe {PASS}": passed})
+    _armed["namespace"] = namespace
+    started = _clock()
+    try:
+        exec(compiled, namespace)
+        function = namespace.get(name)
+        candidate = namespace.get(orders["entry_point"])
+        if not callable(function):
+            raise LookupError(f"the test code defines no function {name!r}")
+        if candidate is None:
+            raise LookupError(f"the solution defines no {orders['entry_point']!r}")
+        function(candidate)
+    except BaseException as exc:
+        current = state["current"]
+        if current is not None:
+            _record(names[current], "failed", _describe(exc, sources[current]), state["started"])
+        message = _describe(exc)
+        if current is not None:
+            message = f"{names[current]} failed: {message}"
+        _record(name, "failed", message, started)
+        _unreached("failed", "not_run", "did not run: the check stopped before it")
+        return
+    current = state["current"]
+    if current is not None:  # entered, never passed nor failed: a jump over its end
+        _record(names[current], "failed", "the assertion never finished", state["started"])
+        _record(name, "failed", f"{names[current]} never finished", started)
+    else:
+        _record(name, "passed", started=started)
+    _unreached("skipped", "not_reached", "not reached: the check returned without running it")
+
+
+def _run_asserts(compiled: list[Any], names: list[str], namespace: dict[str, Any]) -> None:
+    for code, name, source in zip(compiled, names, _armed["sources"], strict=True):
+        started = _clock()
+        try:
+            exec(code, dict(namespace))
+        except BaseException as exc:
+            _record(name, "failed", _describe(exc, source), started)
+        else:
+            _record(name, "passed", started=started)
+        _flush()
+
+
+def main(orders: dict[str, Any], nonce: str, fd: int) -> None:
+    """Run the checks ``orders`` describe and report through ``fd``, stamped ``nonce``."""
+    _armed.update(
+        nonce=nonce,
+        fd=fd,
+        start=int(_clock() * 1000),
+        tests={},
+        order=[],
+        tampered=[],
+        setup_error="",
+        ppid=_getppid(),
+        own={"_flush": _flush, "_record": _record, "_report": _report, "dumps": dumps},
+    )
+    check_mode = "test" in orders
+    if check_mode:
+        tree = ast.parse(orders["test"], "checks.py")
+        names = assertion_names(tree, orders["check"])
+        function = check_function(tree, orders["check"])
+        nodes = _asserts_of(function) if function is not None else []
+        sources = [f"assert {ast.unparse(node.test)}" for node in nodes]
+        _instrument(tree, orders["check"])
+        compiled_check = compile(tree, "checks.py", "exec")
+    else:
+        names = [f"assert_{n}" for n in range(1, len(orders["asserts"]) + 1)]
+        sources = [text.strip() for text in orders["asserts"]]
+        compiled_list = [
+            compile(text, f"assert_{n}", "exec") for n, text in enumerate(sources, start=1)
+        ]
+    _armed["sources"] = sources
+    setup = compile(orders.get("setup", ""), "setup", "exec")
+    for name in names:
+        _record(name, "other")
+    _armed["snapshot"] = _snapshot()
+    _flush()
+    sys.addaudithook(_audit)  # cannot be removed: sees every trace or profile function set
+    sys.path.extend([*orders.get("paths", []), orders["workspace"]])
+    namespace, problem = _load_solution(orders["solution"], orders["module"])
+    if namespace is not None:
+        namespace["__name__"] = "__agentbench_checks__"
+        try:
+            exec(setup, namespace)
+        except BaseException as exc:
+            namespace, problem = None, f"the setup code raised {_describe(exc)}"
+    if namespace is None:
+        _armed["setup_error"] = problem
+        _unreached("failed", "not_run", f"did not run: {problem}")
+    elif check_mode:
+        _run_check(orders, compiled_check, names, sources, namespace)
+    else:
+        _run_asserts(compiled_list, names, namespace)
+    _flush(complete=True)
+    lines = []
+    for test in (_armed["tests"][name] for name in _armed["order"]):
+        failed = test["status"] == "failed"
+        lines.append(
+            f"{test['rawStatus'].upper()} {test['name']}"
+            + (": " + test.get("message", "") if failed else "")
+        )
+    passed = sum(test["status"] == "passed" for test in _armed["tests"].values())
+    lines.append(f"{passed} of {len(lines)} checks passed")
+    with contextlib.suppress(OSError):  # the solution closed stdout
+        _write(1, ("\n".join(lines) + "\n").encode("utf-8", "replace"))
