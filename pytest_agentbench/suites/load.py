@@ -31,12 +31,12 @@ from pytest_agentbench.suites.validate import (
     json_path,
     mark_problem,
     options_validator,
+    problem_lines,
     render_prompt,
     reply_problem,
     reserved_name,
     schema_problems,
     show,
-    some,
     structure_problems,
     template_fields,
     type_name,
@@ -504,22 +504,4 @@ class _Loader:
         return label
 
     def _lines(self) -> list[str]:
-        """One line per distinct problem, suite problems first, then task by task; the
-        same problem in several tasks (a suite template, a dataset field) is one line."""
-        groups: dict[tuple[str, str], list[int]] = {}
-        for index, path, text in self.problems:
-            groups.setdefault((path, text), []).append(-1 if index is None else index)
-        lines = []
-        for (path, text), indexes in sorted(groups.items(), key=lambda group: group[1][0]):
-            tasks = [i for i in dict.fromkeys(indexes) if i >= 0]
-            if len(tasks) == 1:
-                who = self._label(tasks[0])
-            elif tasks and all(i in self.lines for i in tasks):
-                who = f"{self.dataset} lines {some([self.lines[i] for i in tasks])}"
-            else:
-                who = f"tasks {some([i + 1 for i in tasks])}" if tasks else ""
-            subject = f"{path} {text}" if path else text
-            lines.append(f"{who}: {subject}" if who else subject)
-        if len(lines) > MAX_PROBLEMS:
-            lines[MAX_PROBLEMS:] = [f"… and {len(lines) - MAX_PROBLEMS} more problems"]
-        return lines
+        return problem_lines(self.problems, self._label, self.lines, self.dataset, MAX_PROBLEMS)

@@ -123,6 +123,36 @@ def reply_problem(
     return None
 
 
+def problem_lines(
+    problems: Sequence[tuple[int | None, str, str]],
+    label: Callable[[int], str],
+    lines: Mapping[int, int],
+    dataset: str,
+    limit: int,
+) -> list[str]:
+    """One line per distinct ``(task index or None, path, text)`` problem, suite problems
+    first, then task by task (``label`` names a task); the same problem in several tasks
+    (a suite template, a dataset field) is one line, naming the dataset ``lines`` when
+    every task came from one. At most ``limit`` lines, then a count of the rest."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for index, path, text in problems:
+        groups.setdefault((path, text), []).append(-1 if index is None else index)
+    shown = []
+    for (path, text), indexes in sorted(groups.items(), key=lambda group: group[1][0]):
+        tasks = [i for i in dict.fromkeys(indexes) if i >= 0]
+        if len(tasks) == 1:
+            who = label(tasks[0])
+        elif tasks and all(i in lines for i in tasks):
+            who = f"{dataset} lines {some([lines[i] for i in tasks])}"
+        else:
+            who = f"tasks {some([i + 1 for i in tasks])}" if tasks else ""
+        subject = f"{path} {text}" if path else text
+        shown.append(f"{who}: {subject}" if who else subject)
+    if len(shown) > limit:
+        shown[limit:] = [f"… and {len(shown) - limit} more problems"]
+    return shown
+
+
 def type_name(value: object) -> str:
     """The JSON name of a value's type (``string``, ``object``…), else the Python one."""
     return _JSON_TYPE.get(type(value), type(value).__name__)
