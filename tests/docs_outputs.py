@@ -35,7 +35,8 @@ def normalised(text: str) -> list[str]:
 def check_readme_summary(block: dx.Block, request: pytest.FixtureRequest) -> None:
     out, _ = request.getfixturevalue("example_run")
     section = out.split(block.first, 1)[1].split("\n=====", 1)[0]
-    assert normalised(block.first + section) == normalised(block.text)
+    got, want = normalised(block.first + section), normalised(block.text)
+    assert got == want, "\n".join(["got:", *got, "want:", *want])
 
 
 def check_run_layout(block: dx.Block, request: pytest.FixtureRequest) -> None:

@@ -196,6 +196,7 @@ def docs_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     return out, folder / "agentbench-results" / "latest"
 
 
+@pytest.mark.slow
 def test_suite_examples_with_replies_and_plugin_snippets_run(docs_run: tuple[str, Path]) -> None:
     """Every task of every example passes, the plugin suites end as designed; read from
     summary.json by node id (two examples may share a suite name and a task id)."""
@@ -365,6 +366,7 @@ def example_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     return out, folder / "agentbench-results"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", of_kind("output"))
 def test_expected_output_matches_a_real_run(
     block: dx.Block, request: pytest.FixtureRequest

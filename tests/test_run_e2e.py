@@ -269,6 +269,7 @@ def test_plugin_is_inert_without_the_flag(pytester: pytest.Pytester) -> None:
     assert not (pytester.path / "agentbench-results").exists()
 
 
+@pytest.mark.slow
 def test_plugin_imports_nothing_heavy_when_inert(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_probe="""
