@@ -1,5 +1,5 @@
 """Hooks through which pytest-agentbench finds model clients, verifiers, agent tools and
-suite formats, and tells plugins what happens in a run.
+suite formats and datasets, and tells plugins what happens in a run.
 
 Implement them in a ``conftest.py``, or in an installed package registered under the
 ``pytest_agentbench`` entry-point group (or pytest's own ``pytest11``), with
@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from pathlib import Path
     from typing import Any
+
+    import pytest
 
     from pytest_agentbench.core.stream import RolloutEvent
     from pytest_agentbench.core.task_record import RunSummary, TaskRecord
@@ -96,3 +98,13 @@ def pytest_agentbench_failure_reason(record: TaskRecord) -> str | None:
 def pytest_agentbench_run_finished(summary: RunSummary, run_dir: Path) -> None:
     """Observe the run's summary once its reports are written in ``run_dir`` (write
     another report format there)."""
+
+
+@hookspec(firstresult=True)
+def pytest_agentbench_dataset(name: str, manifest: Path, config: pytest.Config) -> Path | None:
+    """Return the local path of a manifest's dataset ``name`` (its ``suite.dataset``, as
+    written), for instance after downloading it, or None to pass: the dataset is then the
+    file ``name`` next to ``manifest``. Called once per manifest at collection; the file
+    returned is read and checked as any dataset (its extension gives its format). An
+    exception is a collection error of the manifest naming it.
+    """

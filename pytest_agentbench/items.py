@@ -72,7 +72,11 @@ class SuiteFile(pytest.File):
                 return
             if document is None:
                 suite = load_suite(
-                    self.path, state.services.verifiers(), sampling_check=sampling_check, **options
+                    self.path,
+                    state.services.verifiers(),
+                    sampling_check=sampling_check,
+                    find_dataset=self._find_dataset,
+                    **options,
                 )
             else:
                 suite = load_document(
@@ -85,7 +89,7 @@ class SuiteFile(pytest.File):
         except SuiteError as exc:
             shown = SuiteError(self._display_path(), exc.problems)
             raise self.CollectError(str(shown)) from None
-        tasks = suite.tasks
+        tasks = _selected(suite.tasks, state)
         if state.settings.perturb:
             tasks = self._with_perturbed(tasks, state.settings.perturb, state.settings.seed)
         self._claim(tasks)
@@ -144,6 +148,13 @@ class SuiteFile(pytest.File):
                 ],
             ) from None
 
+    def _find_dataset(self, name: str, manifest: Path) -> Path | None:
+        """A plugin's local path for a manifest's dataset (pytest_agentbench_dataset)."""
+        found = self.ihook.pytest_agentbench_dataset(
+            name=name, manifest=manifest, config=self.config
+        )
+        return None if found is None else Path(found)
+
     def _claim(self, tasks: tuple[Task, ...]) -> None:
         """Register this file's tasks run-wide; a task another file of the same suite
         already holds would share its artifact folder and its results, so it is a
@@ -168,6 +179,19 @@ class SuiteFile(pytest.File):
             return str(self.path.relative_to(self.config.invocation_params.dir))
         except ValueError:
             return str(self.path)
+
+
+def _selected(tasks: tuple[Task, ...], state: RunState) -> tuple[Task, ...]:
+    """The tasks ``--agentbench-limit`` and ``--agentbench-sample`` keep, in file order
+    (the same on every xdist worker: the sample is seeded)."""
+    from pytest_agentbench.suites.dataset import pick_indexes
+
+    settings = state.settings
+    if settings.limit is None and settings.sample is None:
+        return tasks
+    seed = settings.seed_of_sample()
+    kept = pick_indexes(len(tasks), settings.limit, settings.sample, seed)
+    return tuple(tasks[i] for i in kept)
 
 
 class TaskItem(pytest.Item):

@@ -68,6 +68,9 @@ class Settings:
     max_connections: int | None = None
     rpm: float | None = None
     shard: tuple[int, int] | None = None
+    limit: tuple[int | None, int | None] | None = None
+    sample: int | None = None
+    sample_seed: int | None = None
     resume: str | None = None
     retry_errors: bool = False
     max_retries: int = 3
@@ -84,6 +87,10 @@ class Settings:
     perturb: tuple[str, ...] = ()
     seed: int = 0
     html: Path | None = None
+
+    def seed_of_sample(self) -> int:
+        """The seed of ``--agentbench-sample``: its own, else the run's ``--agentbench-seed``."""
+        return self.sample_seed if self.sample_seed is not None else self.seed
 
     def fingerprint(self) -> str:
         """A short hash of the settings that change results (never the key)."""
@@ -116,6 +123,9 @@ class Settings:
             "sandbox": self.sandbox,
             "breaker_threshold": self.breaker_threshold,
             "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
+            "limit": _limit_text(self.limit),
+            "sample": self.sample,
+            "sample_seed": self.seed_of_sample() if self.sample is not None else None,
             "sampling": self.sampling.public(),
             "baseline": str(self.baseline) if self.baseline else None,
             "perturb": list(self.perturb),
@@ -179,6 +189,15 @@ def _int_option(
     return number
 
 
+def _optional_int(
+    option: Callable[[str], Any], ini: Callable[[str], Any], name: str, low: int
+) -> int | None:
+    value = _first(option(name), ini(name))
+    if value is None:
+        return None
+    return int(_number(name.replace("_", " "), value, int, low, 2**63 - 1))
+
+
 def _shard(value: Any) -> tuple[int, int] | None:
     """``K/N`` (1 <= K <= N) as a pair, None when not given."""
     if value is None:
@@ -189,6 +208,30 @@ def _shard(value: Any) -> tuple[int, int] | None:
         if 1 <= shard <= total:
             return shard, total
     raise AgentbenchError(f"agentbench shard: expected K/N with 1 <= K <= N, got {value!r}")
+
+
+def _limit(value: Any) -> tuple[int | None, int | None] | None:
+    """``N`` (the first N tasks) or ``START:STOP`` (0-based, STOP excluded, either may be
+    left out) as a pair, None when not given."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    start, _, stop = text.rpartition(":") if ":" in text else ("", "", text)
+    parts = [part.strip() for part in (start, stop)]
+    if all(not part or part.isdigit() for part in parts) and any(parts):
+        low, high = (int(part) if part else None for part in parts)
+        if low is None or high is None or low <= high:
+            return low, high
+    raise AgentbenchError(
+        f"agentbench limit: expected N or START:STOP (0-based, STOP excluded), got {value!r}"
+    )
+
+
+def _limit_text(limit: tuple[int | None, int | None] | None) -> str | None:
+    if limit is None:
+        return None
+    start, stop = ("" if end is None else str(end) for end in limit)
+    return f"{start}:{stop}"
 
 
 def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str | None:
@@ -305,6 +348,9 @@ def resolve_settings(
             else 10.0
         ),
         shard=_shard(_first(option("agentbench_shard"), ini("agentbench_shard"))),
+        limit=_limit(_first(option("agentbench_limit"), ini("agentbench_limit"))),
+        sample=_optional_int(option, ini, "agentbench_sample", 1),
+        sample_seed=_optional_int(option, ini, "agentbench_sample_seed", 0),
         concurrency_given=concurrency is not None,
         concurrency=_number("agentbench concurrency", concurrency, int, 1, 1024)
         if concurrency is not None
