@@ -18,6 +18,7 @@ from pytest_agentbench.artifacts.rollout_files import (
 )
 from pytest_agentbench.core.records import Rollout
 from pytest_agentbench.core.sampling import Sampling
+from pytest_agentbench.core.stream import EventSink, RolloutEvent, StreamEvent
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import ModelError, unexpected_cause
 from pytest_agentbench.report.controls import control_message
@@ -132,7 +133,7 @@ def run_task_item(
             kill_policy=KillPolicy(
                 settings.loop_kill / 100, settings.loop_kill_seconds, settings.loop_kill_tokens
             ),
-            on_event=None if live is None else lambda event: live.event(nodeid, event),
+            on_event=_event_sink(state, task, nodeid),
             on_phase=None if live is None else lambda phase: live.phase(nodeid, phase),
             tools=services.tools(),
             isolation=settings.sandbox,
@@ -183,12 +184,46 @@ def run_task_item(
         trace = failure_details(rollout, reason, str(directory))
         record = TaskRecord.from_json(record).with_fields(message=reason, trace=trace).to_json()
     elif rollout.outcome != "passed":
-        reason = failure_reason(record)
+        reason = plugin_reason(state, record) or failure_reason(record)
         trace = failure_details(rollout, reason, str(directory))
         record = TaskRecord.from_json(record).with_fields(message=reason, trace=trace).to_json()
     redacted: dict[str, Any] = redact(record, secrets)  # same shape: a JSON object
     write_result(directory, rollout, redacted, fingerprint=settings.fingerprint(), secrets=secrets)
     return redacted
+
+
+FAILURE_REASON_HOOK = "pytest_agentbench_failure_reason"
+ROLLOUT_EVENT_HOOK = "pytest_agentbench_rollout_event"
+
+
+def plugin_reason(state: RunState, record: dict[str, Any]) -> str | None:
+    """A plugin's one-line reason for ``record`` (``pytest_agentbench_failure_reason``),
+    made one line; None when no plugin answers (or the one that would raised)."""
+    if not state.hooks.has(FAILURE_REASON_HOOK):
+        return None
+    answer = state.hooks.first(FAILURE_REASON_HOOK, record=TaskRecord.from_json(record))
+    if not isinstance(answer, str) or not answer.strip():
+        return None
+    return collapse(answer)
+
+
+def _event_sink(state: RunState, task: Task, nodeid: str) -> EventSink | None:
+    """What hears the rollout's stream events: the live status line and the plugins that
+    observe ``pytest_agentbench_rollout_event`` (None when nobody listens)."""
+    live = state.inflight.live
+    hooks = state.hooks
+    observed = hooks.has(ROLLOUT_EVENT_HOOK)
+    if live is None and not observed:
+        return None
+
+    def sink(event: StreamEvent) -> None:
+        if live is not None:
+            live.event(nodeid, event)
+        if observed:
+            seen = RolloutEvent(nodeid, task.suite, task.id, event.kind, event.text, event.data)
+            hooks.notify(ROLLOUT_EVENT_HOOK, event=seen)
+
+    return sink
 
 
 def resumable_record(state: RunState, directory: Path, nodeid: str) -> dict[str, Any] | None:

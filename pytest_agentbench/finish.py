@@ -1,6 +1,6 @@
 """The end of a run in the process that reports it (serial, or the xdist controller):
-the run reports, the Markdown summary, the terminal section, and the guard that keeps a
-late Ctrl-C or SIGTERM from cutting them short.
+the run reports, the Markdown summary, the HTML report, the terminal section, and the
+guard that keeps a late Ctrl-C or SIGTERM from cutting them short.
 
 Nothing is written for a session in which no task ran (``--collect-only``, a collection
 that failed, a selection that left nothing): no run folder, no ``latest``, no step
@@ -14,7 +14,9 @@ import os
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -78,6 +80,26 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
         sections=sections,
     )
     _write_markdown(state, summary)
+    _write_html(state, run_dir)
+    if state.hooks.has("pytest_agentbench_run_finished"):
+        from pytest_agentbench.core.task_record import RunSummary
+
+        typed = RunSummary.from_json(summary)
+        state.hooks.notify("pytest_agentbench_run_finished", summary=typed, run_dir=run_dir)
+
+
+def _write_html(state: RunState, run_dir: Path) -> None:
+    """report.html (or ``--agentbench-html``), rebuilt from the files just written. A
+    failure here costs the page only: it is a warning, the run's other reports stand."""
+    from pytest_agentbench.report.html_report import write_html_report
+
+    try:
+        write_html_report(run_dir, state.settings.html, secrets=state.run.secrets)
+    except Exception as exc:  # the page must never cost the run its result
+        warnings.warn(
+            pytest.PytestWarning(f"agentbench: the HTML report was not written: {exc}"),
+            stacklevel=1,
+        )
 
 
 def _compare(state: RunState) -> dict[str, Any]:
@@ -171,6 +193,8 @@ def summary_section(terminalreporter: Any, config: pytest.Config, state: RunStat
 
         for name, comparison in state.results.robustness:
             terminalreporter.write_line(robustness_line(name, comparison))
+    for line in state.hooks.lines():
+        terminalreporter.write_line(line, yellow=True)
     if state.results.gate is not None:
         from pytest_agentbench.report.gate import gate_lines
 

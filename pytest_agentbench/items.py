@@ -103,10 +103,14 @@ def missing_control_record(plan: Planned, nodeid: str, file: str) -> dict[str, A
 class SuiteFile(pytest.File):
     """A ``bench_*`` suite file; collecting it loads and validates the whole suite."""
 
+    #: True for a ``bench_*`` file no ``agentbench_files`` pattern names, collected only
+    #: because a plugin implements ``pytest_agentbench_load_suite``: unclaimed, it is no suite.
+    claim_only = False
+
     def collect(self) -> Iterator[TaskItem]:
         from pytest_agentbench.models.sampling_wire import protocol_of, sampling_refusals
         from pytest_agentbench.scripted.script import Reply
-        from pytest_agentbench.suites.load import load_suite
+        from pytest_agentbench.suites.load import load_document, load_suite
 
         state = self.config.stash[STATE_KEY]
         protocol = protocol_of(state.settings.model)
@@ -114,19 +118,36 @@ class SuiteFile(pytest.File):
         def reply_check(obj: Any, where: str) -> None:
             Reply.parse(obj, where)
 
+        options: dict[str, Any] = {
+            "reply_check": reply_check,
+            "tools": state.services.tools(),
+            "max_bytes": round(state.settings.max_file_mb * 1024 * 1024),
+        }
+        sampling_check = lambda table: sampling_refusals(protocol, table)  # noqa: E731
         try:
-            suite = load_suite(
-                self.path,
-                state.services.verifiers(),
-                reply_check=reply_check,
-                tools=state.services.tools(),
-                max_bytes=round(state.settings.max_file_mb * 1024 * 1024),
-                sampling_check=lambda table: sampling_refusals(protocol, table),
-            )
+            document = self._plugin_document()
+            if document is None and self.claim_only:
+                return
+            if document is None:
+                suite = load_suite(
+                    self.path,
+                    state.services.verifiers(),
+                    sampling_check=sampling_check,
+                    find_dataset=self._find_dataset,
+                    **options,
+                )
+            else:
+                suite = load_document(
+                    self.path,
+                    document,
+                    state.services.verifiers(),
+                    sampling_check=sampling_check,
+                    **options,
+                )
         except SuiteError as exc:
             shown = SuiteError(self._display_path(), exc.problems)
             raise self.CollectError(str(shown)) from None
-        tasks = suite.tasks
+        tasks = _selected(suite.tasks, state)
         if state.settings.perturb:
             tasks = self._with_perturbed(tasks, state.settings.perturb, state.settings.seed)
         self._claim(tasks)
@@ -176,6 +197,34 @@ class SuiteFile(pytest.File):
                     out.append(copy)
         return tuple(out)
 
+    def _plugin_document(self) -> Any:
+        """What ``pytest_agentbench_load_suite`` made of this file (None: no plugin read
+        it); a plugin that raises is a collection error naming it."""
+        try:
+            return self.ihook.pytest_agentbench_load_suite(path=self.path)
+        except SuiteError:
+            raise
+        except Exception as exc:
+            from pytest_agentbench.plugin_hooks import plugin_names
+
+            names = ", ".join(
+                plugin_names(self.config.pluginmanager, "pytest_agentbench_load_suite")
+            )
+            raise SuiteError(
+                str(self.path),
+                [
+                    f"a pytest_agentbench_load_suite plugin ({names}) raised "
+                    f"{type(exc).__name__}: {exc}"
+                ],
+            ) from None
+
+    def _find_dataset(self, name: str, manifest: Path) -> Path | None:
+        """A plugin's local path for a manifest's dataset (pytest_agentbench_dataset)."""
+        found = self.ihook.pytest_agentbench_dataset(
+            name=name, manifest=manifest, config=self.config
+        )
+        return None if found is None else Path(found)
+
     def _claim(self, tasks: tuple[Task, ...]) -> None:
         """Register this file's tasks run-wide; a task another file of the same suite
         already holds would share its artifact folder and its results, so it is a
@@ -200,6 +249,19 @@ class SuiteFile(pytest.File):
             return str(self.path.relative_to(self.config.invocation_params.dir))
         except ValueError:
             return str(self.path)
+
+
+def _selected(tasks: tuple[Task, ...], state: RunState) -> tuple[Task, ...]:
+    """The tasks ``--agentbench-limit`` and ``--agentbench-sample`` keep, in file order
+    (the same on every xdist worker: the sample is seeded)."""
+    from pytest_agentbench.suites.dataset import pick_indexes
+
+    settings = state.settings
+    if settings.limit is None and settings.sample is None:
+        return tasks
+    seed = settings.seed_of_sample()
+    kept = pick_indexes(len(tasks), settings.limit, settings.sample, seed)
+    return tuple(tasks[i] for i in kept)
 
 
 class TaskItem(pytest.Item):

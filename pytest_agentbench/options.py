@@ -180,6 +180,25 @@ def add_options(parser: pytest.Parser) -> None:
         "instead of excluding them",
     )
     group.addoption(
+        "--agentbench-limit",
+        metavar="N|START:STOP",
+        help="run only some tasks of each suite file, in file order: the first N, or the "
+        "range START:STOP (0-based, STOP excluded: 10:50 is the 11th to the 50th)",
+    )
+    group.addoption(
+        "--agentbench-sample",
+        metavar="N",
+        type=int,
+        help="run a seeded random sample of N tasks of each suite file (after "
+        "--agentbench-limit), kept in file order; the same seed gives the same tasks",
+    )
+    group.addoption(
+        "--agentbench-sample-seed",
+        metavar="S",
+        type=int,
+        help="seed of --agentbench-sample alone (default: the run's --agentbench-seed)",
+    )
+    group.addoption(
         "--agentbench-markdown",
         metavar="PATH",
         help="write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY when set)",
@@ -209,6 +228,12 @@ def add_options(parser: pytest.Parser) -> None:
         help="seed of the run's random choices, e.g. the perturbations (default 0)",
     )
     group.addoption(
+        "--agentbench-html",
+        metavar="PATH",
+        help="where to write the HTML report (default: report.html in the run folder; "
+        "written whenever a task ran)",
+    )
+    group.addoption(
         "--agentbench-no-stream",
         action="store_true",
         help="send non-streaming requests (streaming is the default)",
@@ -231,7 +256,7 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini(
         "agentbench_files",
         "glob patterns of suite file names (default: bench_*.toml bench_*.yaml bench_*.yml "
-        "bench_*.json)",
+        "bench_*.json bench_*.py)",
         type="args",
     )
     parser.addini(
@@ -258,10 +283,14 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("agentbench_loop_kill_seconds", "seconds a loop holds before the kill")
     parser.addini("agentbench_loop_kill_tokens", "tokens a loop may stream before the kill")
     parser.addini("agentbench_breaker", "identical permanent errors before no more is sent")
+    parser.addini("agentbench_limit", "N or START:STOP: the tasks of each suite file to run")
+    parser.addini("agentbench_sample", "a seeded sample of N tasks of each suite file")
+    parser.addini("agentbench_sample_seed", "seed of the sample alone (default: agentbench_seed)")
     parser.addini("agentbench_markdown", "path of a Markdown summary to write")
     parser.addini("agentbench_baseline", "earlier run folder to compare this run with")
     parser.addini("agentbench_perturb", "perturbations to run, comma-separated")
     parser.addini("agentbench_seed", "seed of the run's random choices (default 0)")
+    parser.addini("agentbench_html", "path of the HTML report (default: the run folder's)")
 
 
 def _add_sampling(group: pytest.OptionGroup, parser: pytest.Parser) -> None:

@@ -27,6 +27,7 @@ import pytest
 
 from pytest_agentbench.artifacts.paths import new_run_id, point_latest
 from pytest_agentbench.inflight import InFlight
+from pytest_agentbench.plugin_hooks import PluginHooks
 from pytest_agentbench.services import RunServices
 from pytest_agentbench.stash import STATE_KEY as STATE_KEY  # re-exported: the glue's key
 from pytest_agentbench.urls import url_secrets
@@ -135,6 +136,7 @@ class RunState:
         self.services = services or RunServices(run.config, run.settings)
         self.inflight = inflight or InFlight(run.config, run.settings, run.is_worker)
         self.results = ResultSink()
+        self.hooks = PluginHooks(run.config.pluginmanager)
         self.restore_sigterm: Any = None
 
     @property

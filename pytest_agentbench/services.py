@@ -9,6 +9,7 @@ pool's threads, runner/pool.py); ``close()`` releases them at the end of the run
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,11 +104,7 @@ class RunServices:
                     spec=self.settings.model, settings=self.settings
                 )
                 if client is None:
-                    raise pytest.UsageError(
-                        f"no model client for provider {self.settings.model.provider!r} "
-                        f"(model {self.settings.model.label}); a plugin must implement "
-                        "pytest_agentbench_model_client for it"
-                    )
+                    raise pytest.UsageError(self._unclaimed())
                 self._client = self._reliable(client)
             return self._client
 
@@ -130,6 +127,20 @@ class RunServices:
                 spec = ModelSpec("scripted", "scripted")
                 self._control_client = scripted_client(spec, server.start())
             return self._control_client
+
+    def _unclaimed(self) -> str:
+        """Why no client serves the model: the built-in providers and the plugins asked."""
+        from pytest_agentbench.models.base import KNOWN_PROVIDERS
+        from pytest_agentbench.plugin_hooks import plugin_names
+
+        spec = self.settings.model
+        asked = plugin_names(self.config.pluginmanager, "pytest_agentbench_model_client")
+        return (
+            f"no model client for provider {spec.provider!r} (model {spec.label}): the "
+            f"built-in providers are {', '.join(KNOWN_PROVIDERS)}; installed plugins "
+            f"implementing pytest_agentbench_model_client: {', '.join(asked) or 'none'} "
+            "(none claimed it; install the plugin that adds this provider)"
+        )
 
     def _reliable(self, client: ModelClient) -> ModelClient:
         """Retries inside, the circuit breaker outside: a retried failure counts once."""
@@ -191,12 +202,13 @@ class RunServices:
             for batch in reversed(self.config.hook.pytest_agentbench_verifiers()):
                 for verifier in batch or ():
                     found[verifier.kind] = verifier
+            wrap: Callable[[Verifier], Verifier] | None = None
             if self.is_worker and self.marks_dir is not None:
                 from pytest_agentbench.workers import VerifyMarks
 
-                marks = VerifyMarks(self.marks_dir, self.worker_id)
-                found = {kind: marks.guard(verifier) for kind, verifier in found.items()}
-            self._verifiers = found
+                wrap = VerifyMarks(self.marks_dir, self.worker_id).guard
+                found = {kind: wrap(verifier) for kind, verifier in found.items()}
+            self._verifiers = VerifierTable(found, wrap=wrap)
         return self._verifiers
 
     def tools(self) -> dict[str, Tool]:
@@ -229,3 +241,61 @@ class RunServices:
             import shutil
 
             shutil.rmtree(self.marks_dir, ignore_errors=True)
+
+
+class VerifierTable(dict[str, "Verifier"]):
+    """The verifiers by kind, where a kind written ``module:function`` (``mychecks:
+    palindrome``) is also found: the function, imported on first use, is the verifier
+    (``(Check) -> Verdict``), its ``options_schema`` attribute (if any) checks the options.
+    ``why_missing(kind)`` says why such a kind could not be imported."""
+
+    def __init__(
+        self, found: dict[str, Verifier], wrap: Callable[[Verifier], Verifier] | None = None
+    ) -> None:
+        super().__init__(found)
+        self._wrap = wrap
+        self._lock = threading.Lock()
+        self._missing: dict[str, str] = {}
+
+    def __contains__(self, kind: object) -> bool:
+        if dict.__contains__(self, kind):
+            return True
+        return isinstance(kind, str) and self._imported(kind) is not None
+
+    def __missing__(self, kind: str) -> Verifier:
+        verifier = self._imported(kind)
+        if verifier is None:
+            raise KeyError(kind)
+        return verifier
+
+    def why_missing(self, kind: str) -> str | None:
+        return self._missing.get(kind)
+
+    def _imported(self, kind: str) -> Verifier | None:
+        module_name, sep, name = kind.partition(":")
+        if not sep or not module_name or not name:
+            return None
+        with self._lock:
+            if dict.__contains__(self, kind):
+                found: Verifier = dict.__getitem__(self, kind)
+                return found
+            if kind in self._missing:
+                return None
+            import pkgutil
+
+            from pytest_agentbench.verifiers.base import FunctionVerifier
+
+            try:  # the user's module, by the name the suite gives (never one of ours)
+                function = pkgutil.resolve_name(kind)
+            except Exception as exc:  # an ImportError, or the module failing as it loads
+                self._missing[kind] = f"cannot import {kind!r}: {type(exc).__name__}: {exc}"
+                return None
+            if not callable(function):
+                self._missing[kind] = f"{kind!r} is not a function (got {type(function).__name__})"
+                return None
+            schema = getattr(function, "options_schema", None) or {"type": "object"}
+            verifier: Verifier = FunctionVerifier(kind, function, schema)
+            if self._wrap is not None:
+                verifier = self._wrap(verifier)
+            self[kind] = verifier
+            return verifier

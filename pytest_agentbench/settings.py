@@ -18,7 +18,7 @@ from pytest_agentbench.urls import public_url
 
 REPAIR_MODES = ("conversation", "stateless")
 FEEDBACK_LEVELS = ("none", "counts", "names", "raw")
-DEFAULT_FILES = ("bench_*.toml", "bench_*.yaml", "bench_*.yml", "bench_*.json")
+DEFAULT_FILES = ("bench_*.toml", "bench_*.yaml", "bench_*.yml", "bench_*.json", "bench_*.py")
 DEFAULT_OUT = "agentbench-results"
 DEFAULT_CONCURRENCY = 8
 DEFAULT_TIMEOUT_S = 120.0
@@ -68,6 +68,9 @@ class Settings:
     max_connections: int | None = None
     rpm: float | None = None
     shard: tuple[int, int] | None = None
+    limit: tuple[int | None, int | None] | None = None
+    sample: int | None = None
+    sample_seed: int | None = None
     resume: str | None = None
     retry_errors: bool = False
     max_retries: int = 3
@@ -85,6 +88,11 @@ class Settings:
     fail_on_regression: bool = False
     perturb: tuple[str, ...] = ()
     seed: int = 0
+    html: Path | None = None
+
+    def seed_of_sample(self) -> int:
+        """The seed of ``--agentbench-sample``: its own, else the run's ``--agentbench-seed``."""
+        return self.sample_seed if self.sample_seed is not None else self.seed
 
     def fingerprint(self) -> str:
         """A short hash of the settings that change results (never the key)."""
@@ -119,6 +127,9 @@ class Settings:
             "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
             "controls": self.controls,
             "canary": self.canary,
+            "limit": _limit_text(self.limit),
+            "sample": self.sample,
+            "sample_seed": self.seed_of_sample() if self.sample is not None else None,
             "sampling": self.sampling.public(),
             "baseline": str(self.baseline) if self.baseline else None,
             "perturb": list(self.perturb),
@@ -182,6 +193,15 @@ def _int_option(
     return number
 
 
+def _optional_int(
+    option: Callable[[str], Any], ini: Callable[[str], Any], name: str, low: int
+) -> int | None:
+    value = _first(option(name), ini(name))
+    if value is None:
+        return None
+    return int(_number(name.replace("_", " "), value, int, low, 2**63 - 1))
+
+
 def _shard(value: Any) -> tuple[int, int] | None:
     """``K/N`` (1 <= K <= N) as a pair, None when not given."""
     if value is None:
@@ -192,6 +212,30 @@ def _shard(value: Any) -> tuple[int, int] | None:
         if 1 <= shard <= total:
             return shard, total
     raise AgentbenchError(f"agentbench shard: expected K/N with 1 <= K <= N, got {value!r}")
+
+
+def _limit(value: Any) -> tuple[int | None, int | None] | None:
+    """``N`` (the first N tasks) or ``START:STOP`` (0-based, STOP excluded, either may be
+    left out) as a pair, None when not given."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    start, _, stop = text.rpartition(":") if ":" in text else ("", "", text)
+    parts = [part.strip() for part in (start, stop)]
+    if all(not part or part.isdigit() for part in parts) and any(parts):
+        low, high = (int(part) if part else None for part in parts)
+        if low is None or high is None or low <= high:
+            return low, high
+    raise AgentbenchError(
+        f"agentbench limit: expected N or START:STOP (0-based, STOP excluded), got {value!r}"
+    )
+
+
+def _limit_text(limit: tuple[int | None, int | None] | None) -> str | None:
+    if limit is None:
+        return None
+    start, stop = ("" if end is None else str(end) for end in limit)
+    return f"{start}:{stop}"
 
 
 def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str | None:
@@ -216,7 +260,7 @@ def resolve_settings(
         option("agentbench_model"), ini("agentbench_model"), env.get("AGENTBENCH_MODEL")
     )
     model = ModelSpec.parse(model_text) if model_text else ModelSpec("scripted", "scripted")
-    key_var, url_var = PROVIDER_ENV[model.provider]
+    key_var, url_var = PROVIDER_ENV.get(model.provider, (None, None))  # a plugin's: none
     base_url = _first(
         option("agentbench_base_url"),
         ini("agentbench_base_url"),
@@ -251,6 +295,7 @@ def resolve_settings(
             "--agentbench-fail-on-regression compares with a baseline: "
             "give --agentbench-baseline RUN_DIR (or the agentbench_baseline ini key)"
         )
+    html = _first(option("agentbench_html"), ini("agentbench_html"))
     repair_mode = _choice(
         "agentbench repair mode",
         _first(option("agentbench_repair_mode"), ini("agentbench_repair_mode")),
@@ -307,6 +352,9 @@ def resolve_settings(
             else 10.0
         ),
         shard=_shard(_first(option("agentbench_shard"), ini("agentbench_shard"))),
+        limit=_limit(_first(option("agentbench_limit"), ini("agentbench_limit"))),
+        sample=_optional_int(option, ini, "agentbench_sample", 1),
+        sample_seed=_optional_int(option, ini, "agentbench_sample_seed", 0),
         concurrency_given=concurrency is not None,
         concurrency=_number("agentbench concurrency", concurrency, int, 1, 1024)
         if concurrency is not None
@@ -323,6 +371,7 @@ def resolve_settings(
         fail_on_regression=bool(option("agentbench_fail_on_regression")),
         perturb=_perturbations(perturb),
         seed=_int_option(option, ini, "agentbench_seed", 0, 0, MAX_OPTION_NUMBER),
+        html=Path(html) if html else None,
     )
 
 

@@ -191,13 +191,17 @@ def check_circuit_open(block: dx.Block, request: pytest.FixtureRequest) -> None:
     assert len(seen) == int(count) + 1
 
 
-def _check_suite_error(name: str, text: str) -> Callable[[dx.Block, pytest.FixtureRequest], None]:
+def _check_suite_error(
+    name: str, text: str, extra: dict[str, str] | None = None
+) -> Callable[[dx.Block, pytest.FixtureRequest], None]:
     """A documented collection error, checked against a real load of the suite it
-    describes (``name`` with ``text``)."""
+    describes (``name`` with ``text``, and ``extra`` files beside it: path → text)."""
 
     def check(block: dx.Block, request: pytest.FixtureRequest) -> None:
         folder = request.getfixturevalue("tmp_path")
-        (folder / name).write_text(text, encoding="utf-8")
+        for path, content in {name: text, **(extra or {})}.items():
+            (folder / path).parent.mkdir(parents=True, exist_ok=True)
+            (folder / path).write_text(content, encoding="utf-8")
         request.getfixturevalue("monkeypatch").chdir(folder)
         with pytest.raises(SuiteError) as info:
             real_loader()(Path(name))
@@ -222,6 +226,17 @@ check_verifier_setup_error = _check_suite_error(
     '[[task]]\nid = "capital"\ninput = "The capital of France?"\n'
     'choices = ["Paris", "Lyon"]\ntarget = "D"\nverifier = { kind = "choice" }\n'
     '[[task]]\nid = "mail"\ninput = "Write an email address."\n',
+)
+
+check_dataset_rows_error = _check_suite_error(
+    "bench_gsm8k.toml",
+    (ROOT / "example_datasets" / "bench_gsm8k.toml").read_text(encoding="utf-8"),
+    {
+        "data/gsm8k.jsonl": '{"question": "1 + 1?", "answer": "1 + 1 = 2\\n#### 2"}\n'
+        '{"question": "2 + 2?", "answer": "no marker here: 4"}\n'
+        '{"question": "q", "answer": \n'
+        '{"answer": "#### 3"}\n'
+    },
 )
 
 
@@ -359,4 +374,5 @@ OUTPUT_CHECKS: dict[tuple[str, str], Callable[[dx.Block, pytest.FixtureRequest],
     ("docs/trust-your-suite.md", "controls: "): check_controls_output,
     ("docs/comparing-models.md", "against the baseline"): check_baseline_comparison,
     ("docs/robustness.md", "robustness "): check_robustness_lines,
+    ("docs/datasets.md", "bench_gsm8k.toml: invalid suite"): check_dataset_rows_error,
 }

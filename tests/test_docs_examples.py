@@ -120,7 +120,11 @@ def suite_file(block: dx.Block, folder: Path) -> Path:
     table = value.get("suite", {})
     if isinstance(table.get("files"), str):
         (folder / table["files"]).mkdir(parents=True, exist_ok=True)
-    if "dataset" in table:
+    sample = ROOT / "example_datasets" / str(table.get("dataset"))
+    if "dataset" in table and sample.is_file():  # a manifest of docs/datasets.md
+        (folder / table["dataset"]).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(sample, folder / table["dataset"])
+    elif "dataset" in table:
         fields = table.get("fields", {})
         record = {fields.get(key, key): f"{key} value" for key in ("id", "input", "target")}
         record.update({var: "f" for var in fields.get("vars", [])})
@@ -171,6 +175,10 @@ PLUGIN_SUITES = {
     "pytest_agentbench_paraphrase": (  # loaded only: no --agentbench-perturb in that run
         '[[task]]\nid = "p"\ninput = "say ok"\ntarget = "ok"\nscripted = ["ok"]\n',
         {"p": "passed"},
+    ),
+    "pytest_agentbench_failure_reason": (
+        '[[task]]\nid = "no"\ninput = "Say yes."\ntarget = "yes"\nscripted = ["no"]\n',
+        {"no": "failed"},
     ),
 }
 
