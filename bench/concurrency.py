@@ -72,7 +72,7 @@ def run_threads(url: str, count: int, flight: int, design: str) -> None:
 
     def floor(_: int) -> None:
         with http().stream("POST", url + "/chat/completions", json=BODY) as response:
-            for _ in response.iter_lines():
+            for _line in response.iter_lines():
                 pass
 
     def parsed(_: int) -> None:

@@ -21,7 +21,7 @@ class VerifierConfig:
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Task:
     """One benchmark case with every suite default applied.
 

@@ -1,0 +1,93 @@
+"""Memory per task (docs/scale.md): what a task adds nothing to is shared with its suite,
+and the values of its record that repeat from task to task are kept once per run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_agentbench.suites import load_suite
+from pytest_agentbench.verifiers.text import EXACT
+
+SUITE = """
+[suite]
+name = "m"
+verifier = { kind = "exact" }
+vars = { who = "you" }
+files = { "a.txt" = "x" }
+sampling = { temperature = 0.5 }
+
+[[task]]
+id = "one"
+input = "q1"
+target = "a"
+
+[[task]]
+id = "two"
+input = "q2"
+target = "a"
+
+[[task]]
+id = "own"
+input = "q3"
+target = "a"
+vars = { who = "me" }
+files = { "b.txt" = "y" }
+sampling = { seed = 3 }
+verifier = { case_sensitive = false }
+"""
+
+
+def test_tasks_share_what_they_inherit_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "bench_m.toml"
+    path.write_text(SUITE)
+    one, two, own = load_suite(path, {EXACT.kind: EXACT}).tasks
+    for name in ("vars", "files", "sampling", "verifier"):
+        assert getattr(one, name) is getattr(two, name), name
+        assert getattr(own, name) is not getattr(one, name), name
+    assert dict(own.vars) == {"who": "me"}
+    assert dict(own.files) == {"a.txt": "x", "b.txt": "y"}
+    assert (own.sampling.temperature, own.sampling.seed) == (0.5, 3)
+    assert (one.sampling.temperature, one.sampling.seed) == (0.5, None)
+    assert own.verifier.kind == "exact"
+    assert dict(own.verifier.options) == {"case_sensitive": False}
+    assert not hasattr(one, "__dict__")  # slots: no per-task attribute dict
+
+
+SHARED_CONFTEST = """
+import json, os
+from pytest_agentbench.stash import STATE_KEY
+
+def pytest_sessionfinish(session):
+    records = session.config.stash[STATE_KEY].results.records
+    out = {
+        name: [a.get(name) is b.get(name) for a, b in zip(records, records[1:])]
+        for name in ("repair", "verdict", "usage")
+    }
+    out["equal"] = [a["repair"] == b["repair"] for a, b in zip(records, records[1:])]
+    with open(os.environ["SHARED_OUT"], "w") as f:
+        json.dump(out, f)
+"""
+
+
+def test_records_keep_one_copy_of_repeating_values(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tasks = "".join(
+        f'[[task]]\nid = "t{i}"\ninput = "q"\ntarget = "a"\nscripted = ["a"]\n' for i in range(3)
+    )
+    pytester.makefile(
+        ".toml", bench_r='[suite]\nname = "r"\nverifier = { kind = "exact" }\n' + tasks
+    )
+    pytester.makeconftest(SHARED_CONFTEST)
+    out = pytester.path / "shared.json"
+    monkeypatch.setenv("SHARED_OUT", str(out))
+    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)
+    shared = json.loads(out.read_text())
+    assert shared["equal"] == [True, True]
+    assert shared["repair"] == [True, True]
+    assert shared["verdict"] == [True, True]
+    assert shared["usage"] == [False, False]  # per task: not among the shared fields
