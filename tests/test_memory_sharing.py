@@ -91,3 +91,35 @@ def test_records_keep_one_copy_of_repeating_values(
     assert shared["repair"] == [True, True]
     assert shared["verdict"] == [True, True]
     assert shared["usage"] == [False, False]  # per task: not among the shared fields
+
+
+FREEZE_CONFTEST = """
+import gc, os
+
+def pytest_sessionfinish(session):
+    with open(os.environ["FROZEN_OUT"], "w") as f:
+        f.write(str(gc.get_freeze_count()))
+"""
+
+
+def test_collected_objects_are_frozen_out_of_the_gc(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What collection made lives to the end of the run: ``gc.freeze()`` after
+    collection keeps the cyclic collector from scanning it again (start-up, per task).
+    Without ``--agentbench`` the plugin leaves the collector alone."""
+    pytester.makefile(
+        ".toml",
+        bench_f='[suite]\nname = "f"\n\n[[task]]\nid = "t"\ninput = "q"\ntarget = "a"\n'
+        'scripted = ["a"]\n',
+    )
+    pytester.makepyfile(test_plain="def test_one():\n    pass\n")
+    pytester.makeconftest(FREEZE_CONFTEST)
+    out = pytester.path / "frozen.txt"
+    monkeypatch.setenv("FROZEN_OUT", str(out))
+    result = pytester.runpytest_subprocess("--agentbench", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    assert int(out.read_text()) > 1000
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_plain.py")
+    result.assert_outcomes(passed=1)
+    assert int(out.read_text()) == 0
