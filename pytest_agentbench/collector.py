@@ -100,7 +100,9 @@ class RecordCollector:
         self.state = state
         self.started: dict[str, int] = {}
         self.suites: dict[str, str] = {}
-        self.index: dict[tuple[str, str], int] = {}
+        #: where each task's record is: by node id, and by (node id, worker) under
+        #: ``--dist each`` (the same task on every worker)
+        self.index: dict[str | tuple[str, str], int] = {}
         self.each = state.run.config.getoption("dist", "no") == "each"
         self.shared: dict[str, Any] = {}
 
@@ -146,7 +148,8 @@ class RecordCollector:
             from pytest_agentbench.pytest_compat import report_worker
 
             worker = report_worker(report)
-        key = (str(record.get("nodeid") or report.nodeid), worker)
+        nodeid = str(record.get("nodeid") or report.nodeid)
+        key: str | tuple[str, str] = (nodeid, worker) if self.each else nodeid
         records = self.state.results.records
         at = self.index.get(key)
         if at is None:

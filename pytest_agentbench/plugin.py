@@ -254,8 +254,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state = session.config.stash.get(STATE_KEY, None)
     if state is None:
         return
-    from pytest_agentbench.items import TaskItem
+    from pytest_agentbench.items import SuiteFile, TaskItem
 
+    SuiteFile.forget_owners(session.config)
     queue = [item for item in session.items if isinstance(item, TaskItem)]
     state.results.selected = max(state.results.selected, len(queue))
     state.inflight.set_queue(queue)

@@ -58,6 +58,7 @@ def test_tasks_share_what_they_inherit_unchanged(tmp_path: Path) -> None:
 
 SHARED_CONFTEST = """
 import json, os
+from pytest_agentbench.items import _TASK_FILES
 from pytest_agentbench.stash import STATE_KEY
 
 def pytest_sessionfinish(session):
@@ -66,6 +67,7 @@ def pytest_sessionfinish(session):
         name: [a.get(name) is b.get(name) for a, b in zip(records, records[1:])]
         for name in ("repair", "verdict", "usage")
     }
+    out["owners kept"] = _TASK_FILES in session.config.stash
     out["equal"] = [a["repair"] == b["repair"] for a, b in zip(records, records[1:])]
     with open(os.environ["SHARED_OUT"], "w") as f:
         json.dump(out, f)
@@ -91,6 +93,7 @@ def test_records_keep_one_copy_of_repeating_values(
     assert shared["repair"] == [True, True]
     assert shared["verdict"] == [True, True]
     assert shared["usage"] == [False, False]  # per task: not among the shared fields
+    assert shared["owners kept"] is False  # the clash check's map is dropped after collection
 
 
 FREEZE_CONFTEST = """
