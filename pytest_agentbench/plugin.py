@@ -32,6 +32,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("agentbench"):
         return
+    import atexit
+    import gc
+
+    # pytest_collection_finish freezes what collection made out of the garbage
+    # collector. Undone when the session ends, so a process that runs pytest again
+    # in-process (pytester, pytest.main in a loop) gets its collector back; frozen
+    # again at interpreter exit, whose final collection need not scan a heap that is
+    # about to go anyway (docs/scale.md, start-up).
+    config.add_cleanup(gc.unfreeze)
+    atexit.unregister(gc.freeze)  # once, however many sessions this process runs
+    atexit.register(gc.freeze)
     from pytest_agentbench.collector import RecordCollector
     from pytest_agentbench.errors import AgentbenchError
     from pytest_agentbench.run import RunState
@@ -264,7 +275,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
     # What exists now (modules, items, tasks) lives to the end of the run: the cyclic
     # garbage collector need not scan it again in each full collection, nor in the
-    # gc.collect() calls pytest makes at exit (docs/scale.md, start-up).
+    # gc.collect() calls pytest makes at exit (docs/scale.md, start-up). Undone when
+    # the session ends (pytest_configure).
     gc.freeze()
 
 

@@ -126,3 +126,22 @@ def test_collected_objects_are_frozen_out_of_the_gc(
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_plain.py")
     result.assert_outcomes(passed=1)
     assert int(out.read_text()) == 0
+
+
+def test_the_freeze_is_undone_when_the_session_ends(pytester: pytest.Pytester) -> None:
+    """An in-process run (pytester, ``pytest.main`` in a loop) leaves the collector as
+    it found it: nothing stays frozen after the session."""
+    import gc
+
+    pytester.makefile(
+        ".toml",
+        bench_u='[suite]\nname = "u"\n\n[[task]]\nid = "t"\ninput = "q"\ntarget = "a"\n'
+        'scripted = ["a"]\n',
+    )
+    before = gc.get_freeze_count()
+    try:
+        result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+        result.assert_outcomes(passed=1)
+        assert gc.get_freeze_count() == before == 0
+    finally:
+        gc.unfreeze()
