@@ -37,6 +37,14 @@ RERUN_FIELDS = (
     "usage",
 )
 
+#: Fields whose values repeat from task to task (the repair settings, the sampling sent,
+#: a verdict without metrics): a record keeps the one copy the run has seen (equal
+#: values, shared), so a long run holds each distinct value once. Bounded: short values
+#: only, and at most SHARED_LIMIT of them.
+SHARED_FIELDS = ("repair", "sampling", "verdict")
+SHARED_LIMIT = 256
+SHARED_REPR_MAX = 200
+
 
 def stand_in_record(
     item: Any, call: pytest.CallInfo[None], *, model: str, start_ms: int | None
@@ -104,8 +112,11 @@ class RecordCollector:
         self.state = state
         self.started: dict[str, int] = {}
         self.suites: dict[str, str] = {}
-        self.index: dict[tuple[str, str], int] = {}
+        #: where each task's record is: by node id, and by (node id, worker) under
+        #: ``--dist each`` (the same task on every worker)
+        self.index: dict[str | tuple[str, str], int] = {}
         self.each = state.run.config.getoption("dist", "no") == "each"
+        self.shared: dict[str, Any] = {}
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         self.started[nodeid] = int(time.time() * 1000)
@@ -121,9 +132,26 @@ class RecordCollector:
         if record is None:
             return
         self.suites.setdefault(str(record.get("file")), str(record.get("suite")))
+        self._share(record)
         self._keep(report, record)
         if report.failed:
             self.state.results.failed_reports += 1
+
+    def _share(self, record: dict[str, Any]) -> None:
+        """Replace ``record``'s repeating values by the equal ones kept already (memory
+        per task: the record lives to the end of the run, on its report too)."""
+        for name in SHARED_FIELDS:
+            value = record.get(name)
+            if not value:
+                continue
+            key = f"{name}={value!r}"
+            if len(key) > SHARED_REPR_MAX:
+                continue
+            shared = self.shared.get(key)
+            if shared is None and len(self.shared) < SHARED_LIMIT:
+                self.shared[key] = value
+            elif shared is not None:
+                record[name] = shared
 
     def _keep(self, report: pytest.TestReport, record: dict[str, Any]) -> None:
         """Add ``record``, or replace the same task's earlier record and list it."""
@@ -132,7 +160,8 @@ class RecordCollector:
             from pytest_agentbench.pytest_compat import report_worker
 
             worker = report_worker(report)
-        key = (str(record.get("nodeid") or report.nodeid), worker)
+        nodeid = str(record.get("nodeid") or report.nodeid)
+        key: str | tuple[str, str] = (nodeid, worker) if self.each else nodeid
         records = self.state.results.records
         at = self.index.get(key)
         if at is None:

@@ -243,6 +243,13 @@ class SuiteFile(pytest.File):
         for task in tasks:
             owners[task.suite, task.id] = here
 
+    @staticmethod
+    def forget_owners(config: pytest.Config) -> None:
+        """After collection: the clash check is done, and the map of every task to its
+        file would only hold memory to the end of the run (docs/scale.md, memory)."""
+        if _TASK_FILES in config.stash:
+            del config.stash[_TASK_FILES]
+
     def _display_path(self) -> str:
         """The suite's path as the user typed it: relative to where pytest was started."""
         try:

@@ -37,6 +37,17 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not config.getoption("agentbench"):
         return
+    import atexit
+    import gc
+
+    # pytest_collection_finish freezes what collection made out of the garbage
+    # collector. Undone when the session ends, so a process that runs pytest again
+    # in-process (pytester, pytest.main in a loop) gets its collector back; frozen
+    # again at interpreter exit, whose final collection need not scan a heap that is
+    # about to go anyway (docs/scale.md, start-up).
+    config.add_cleanup(gc.unfreeze)
+    atexit.unregister(gc.freeze)  # once, however many sessions this process runs
+    atexit.register(gc.freeze)
     from pytest_agentbench.collector import RecordCollector
     from pytest_agentbench.errors import AgentbenchError
     from pytest_agentbench.plugin_hooks import load_entry_points
@@ -293,12 +304,20 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state = session.config.stash.get(STATE_KEY, None)
     if state is None:
         return
-    from pytest_agentbench.items import TaskItem
+    from pytest_agentbench.items import SuiteFile, TaskItem
 
+    SuiteFile.forget_owners(session.config)
     queue = [item for item in session.items if isinstance(item, TaskItem)]
     tests = sum(1 for item in session.items if "agentbench_model" in _fixtures(item))
     state.results.selected = max(state.results.selected, len(queue) + tests)
     state.inflight.set_queue(queue)
+    import gc
+
+    # What exists now (modules, items, tasks) lives to the end of the run: the cyclic
+    # garbage collector need not scan it again in each full collection, nor in the
+    # gc.collect() calls pytest makes at exit (docs/scale.md, start-up). Undone when
+    # the session ends (pytest_configure).
+    gc.freeze()
 
 
 @pytest.fixture

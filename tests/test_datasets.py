@@ -240,8 +240,7 @@ def test_mbpp_bad_rows(tmp_path: Path) -> None:
         "is given",
         'task 3 ("903") at data/mbpp.jsonl line 3: the record has no field "code" '
         "(fields.scripted template)",
-        'task 3 ("903") at data/mbpp.jsonl line 3: the record has no field "code" '
-        "(fields.oracle)",
+        'task 3 ("903") at data/mbpp.jsonl line 3: the record has no field "code" (fields.oracle)',
     ]
 
 

@@ -60,7 +60,10 @@ class Sampling:
     extra_body: str | None = None
 
     def over(self, under: Sampling) -> Sampling:
-        """These settings with ``under``'s filling the fields not set here."""
+        """These settings with ``under``'s filling the fields not set here (``under``
+        itself when none is set here: tasks share their suite's)."""
+        if self == _UNSET:
+            return under
         changes = {
             f.name: getattr(under, f.name) for f in fields(self) if getattr(self, f.name) is None
         }
@@ -169,3 +172,6 @@ def sampling_problems(values: Mapping[str, Any]) -> list[tuple[str, str]]:
             except (TypeError, ValueError) as exc:
                 problems.append(("extra_body", f"must hold JSON values only: {exc}"))
     return problems
+
+
+_UNSET = Sampling()

@@ -14,6 +14,13 @@ that shuts the socket of a request past its deadline; the scripted server's thre
 with a rate limit, the controller's limit service (``agentbench-limit``,
 models/ratelimit_remote.py) answering the workers over loopback TCP.
 
+Why threads and not one asyncio loop: measured (bench/concurrency.py, docs/scale.md).
+Against the same server at 64 and 128 in flight, threads with one httpx client each
+reach plain threads' wall time; one event loop with an ``httpx.AsyncClient`` per task
+lane took 1.4-1.9 times as long and ~40 % more CPU per request, and one pooled
+``AsyncClient`` 6-12 times as long. Blocking code in threads is also what the verifiers,
+the sandbox and the file writes are anyway.
+
 Who waits on whom. The main thread waits in ``RolloutPool.result`` for the item it is on
 (inflight.py plans the next items first; the live line is redrawn while it waits). A
 rollout thread waits on the model (its own httpx client per thread, models/http.py), on

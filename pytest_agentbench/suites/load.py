@@ -174,6 +174,7 @@ class _Loader:
         self.validators: dict[str, Validator | str] = {}
         self.find_dataset: FindDataset | None = None
         self.sampling_check: SamplingCheck | None = None
+        self.inherited: VerifierConfig | None = None
 
     def add(self, index: int | None, path: str, text: str) -> None:
         """Record a problem of task ``index`` (None: of the suite as a whole)."""
@@ -339,7 +340,8 @@ class _Loader:
         else:
             template, template_path = defaults["template"], defaults["template_path"]
             known = defaults["template_problems"]
-        merged_vars = {**defaults["vars"], **task_vars}
+        # a task that adds nothing shares the suite's (frozen Task; memory per task)
+        merged_vars = {**defaults["vars"], **task_vars} if task_vars else defaults["vars"]
         prompt = None
         renderable = all(clean(raw.bad, (key,)) for key in ("input", "choices", "vars"))
         if template is not None and text is not None and renderable and defaults["renderable"]:
@@ -383,7 +385,7 @@ class _Loader:
             scripted=tuple(replies),
             vars=merged_vars,
             marks=tuple(dict.fromkeys([*defaults["marks"], *marks])),
-            files={**defaults["files"], **files},
+            files={**defaults["files"], **files} if files else defaults["files"],
             files_dir=files_dir or defaults["files_dir"],
             mode=settings["mode"],
             max_turns=int(settings["max_turns"]),
@@ -498,7 +500,11 @@ class _Loader:
         if not inherits:
             table = {k: v for k, v in own.items() if k != "kind"}
         elif not own and defaults["verifier"] is not None:
-            return VerifierConfig(kind, table)
+            # one record for every task that inherits the suite's table as it is
+            config = VerifierConfig(kind, table)
+            if self.inherited != config:
+                self.inherited = config
+            return self.inherited
         problems = self._verifier_problems(kind, table)
         for parts, text in problems:
             if parts == ("kind",) and inherits:

@@ -34,7 +34,7 @@ class Control:
     canary: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Task:
     """One benchmark case with every suite default applied.
 

@@ -1,0 +1,147 @@
+"""Memory per task (docs/scale.md): what a task adds nothing to is shared with its suite,
+and the values of its record that repeat from task to task are kept once per run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_agentbench.suites import load_suite
+from pytest_agentbench.verifiers.text import EXACT
+
+SUITE = """
+[suite]
+name = "m"
+verifier = { kind = "exact" }
+vars = { who = "you" }
+files = { "a.txt" = "x" }
+sampling = { temperature = 0.5 }
+
+[[task]]
+id = "one"
+input = "q1"
+target = "a"
+
+[[task]]
+id = "two"
+input = "q2"
+target = "a"
+
+[[task]]
+id = "own"
+input = "q3"
+target = "a"
+vars = { who = "me" }
+files = { "b.txt" = "y" }
+sampling = { seed = 3 }
+verifier = { case_sensitive = false }
+"""
+
+
+def test_tasks_share_what_they_inherit_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "bench_m.toml"
+    path.write_text(SUITE)
+    one, two, own = load_suite(path, {EXACT.kind: EXACT}).tasks
+    for name in ("vars", "files", "sampling", "verifier"):
+        assert getattr(one, name) is getattr(two, name), name
+        assert getattr(own, name) is not getattr(one, name), name
+    assert dict(own.vars) == {"who": "me"}
+    assert dict(own.files) == {"a.txt": "x", "b.txt": "y"}
+    assert (own.sampling.temperature, own.sampling.seed) == (0.5, 3)
+    assert (one.sampling.temperature, one.sampling.seed) == (0.5, None)
+    assert own.verifier.kind == "exact"
+    assert dict(own.verifier.options) == {"case_sensitive": False}
+    assert not hasattr(one, "__dict__")  # slots: no per-task attribute dict
+
+
+SHARED_CONFTEST = """
+import json, os
+from pytest_agentbench.items import _TASK_FILES
+from pytest_agentbench.stash import STATE_KEY
+
+def pytest_sessionfinish(session):
+    records = session.config.stash[STATE_KEY].results.records
+    out = {
+        name: [a.get(name) is b.get(name) for a, b in zip(records, records[1:])]
+        for name in ("repair", "verdict", "usage")
+    }
+    out["owners kept"] = _TASK_FILES in session.config.stash
+    out["equal"] = [a["repair"] == b["repair"] for a, b in zip(records, records[1:])]
+    with open(os.environ["SHARED_OUT"], "w") as f:
+        json.dump(out, f)
+"""
+
+
+def test_records_keep_one_copy_of_repeating_values(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tasks = "".join(
+        f'[[task]]\nid = "t{i}"\ninput = "q"\ntarget = "a"\nscripted = ["a"]\n' for i in range(3)
+    )
+    pytester.makefile(
+        ".toml", bench_r='[suite]\nname = "r"\nverifier = { kind = "exact" }\n' + tasks
+    )
+    pytester.makeconftest(SHARED_CONFTEST)
+    out = pytester.path / "shared.json"
+    monkeypatch.setenv("SHARED_OUT", str(out))
+    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)
+    shared = json.loads(out.read_text())
+    assert shared["equal"] == [True, True]
+    assert shared["repair"] == [True, True]
+    assert shared["verdict"] == [True, True]
+    assert shared["usage"] == [False, False]  # per task: not among the shared fields
+    assert shared["owners kept"] is False  # the clash check's map is dropped after collection
+
+
+FREEZE_CONFTEST = """
+import gc, os
+
+def pytest_sessionfinish(session):
+    with open(os.environ["FROZEN_OUT"], "w") as f:
+        f.write(str(gc.get_freeze_count()))
+"""
+
+
+def test_collected_objects_are_frozen_out_of_the_gc(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What collection made lives to the end of the run: ``gc.freeze()`` after
+    collection keeps the cyclic collector from scanning it again (start-up, per task).
+    Without ``--agentbench`` the plugin leaves the collector alone."""
+    pytester.makefile(
+        ".toml",
+        bench_f='[suite]\nname = "f"\n\n[[task]]\nid = "t"\ninput = "q"\ntarget = "a"\n'
+        'scripted = ["a"]\n',
+    )
+    pytester.makepyfile(test_plain="def test_one():\n    pass\n")
+    pytester.makeconftest(FREEZE_CONFTEST)
+    out = pytester.path / "frozen.txt"
+    monkeypatch.setenv("FROZEN_OUT", str(out))
+    result = pytester.runpytest_subprocess("--agentbench", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    assert int(out.read_text()) > 1000
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_plain.py")
+    result.assert_outcomes(passed=1)
+    assert int(out.read_text()) == 0
+
+
+def test_the_freeze_is_undone_when_the_session_ends(pytester: pytest.Pytester) -> None:
+    """An in-process run (pytester, ``pytest.main`` in a loop) leaves the collector as
+    it found it: nothing stays frozen after the session."""
+    import gc
+
+    pytester.makefile(
+        ".toml",
+        bench_u='[suite]\nname = "u"\n\n[[task]]\nid = "t"\ninput = "q"\ntarget = "a"\n'
+        'scripted = ["a"]\n',
+    )
+    before = gc.get_freeze_count()
+    try:
+        result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+        result.assert_outcomes(passed=1)
+        assert gc.get_freeze_count() == before == 0
+    finally:
+        gc.unfreeze()
