@@ -79,8 +79,19 @@ def test_this_worker_was_born_without_the_key():
 """
 
 
+CRASH_FIRST = """
+import os
+
+def test_0_crash_the_first_worker():
+    if not os.path.exists(MARK):
+        open(MARK, "w").close()
+        os._exit(1)
+"""
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["workers", "restarted-worker"])
 def test_xdist_workers_get_the_keys_without_holding_them_in_their_start_up_block(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, restart: bool
 ) -> None:
     """A worker's start-up block is readable through /proc/<pid>/environ until its own
     guard runs (seconds under load; a crashed worker's replacement starts while tasks
@@ -88,11 +99,14 @@ def test_xdist_workers_get_the_keys_without_holding_them_in_their_start_up_block
     key = f"sk-test-PLANTED-{secrets.token_hex(12)}"
     monkeypatch.setenv("AGENTBENCH_TEST_TOKEN", key)
     monkeypatch.setenv("PLAIN_SETTING", "visible")
-    pytester.makepyfile(test_worker_env=f"KEY = {key!r}\n" + WORKER_TEST)
+    head = f"KEY = {key!r}\nMARK = {str(pytester.path / 'crashed-once')!r}\n"
+    pytester.makepyfile(test_worker_env=head + (CRASH_FIRST if restart else "") + WORKER_TEST)
     result = pytester.runpytest_subprocess(
-        "--agentbench", "-p", "no:cacheprovider", "-n", "2", timeout=300
+        "--agentbench", "-p", "no:cacheprovider", "-n", "1" if restart else "2", timeout=300
     )
-    result.assert_outcomes(passed=1)
+    if restart:  # the key check runs on the worker that replaced the crashed one
+        result.stdout.fnmatch_lines(["*replacing crashed worker*"])
+    result.assert_outcomes(passed=1, failed=1 if restart else 0)
 
 
 def test_the_tool_probes_start_without_the_keys(monkeypatch: pytest.MonkeyPatch) -> None:
