@@ -154,6 +154,7 @@ def _replace(settings: Any, **changes: Any) -> Any:
     return replace(settings, **changes)
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """xdist: hand each worker the run id, folder and scripted server URL."""
     state = node.config.stash.get(STATE_KEY, None)
@@ -161,6 +162,7 @@ def pytest_configure_node(node: Any) -> None:
         node.workerinput.update(state.worker_input())
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_setupnodes(config: pytest.Config, specs: list[Any]) -> None:
     """xdist, before it starts the workers: they get the keys over the execnet channel,
     never in their start-up environment, so no worker (nor a restarted one) has a window
