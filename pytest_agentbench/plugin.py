@@ -165,11 +165,30 @@ def _replace(settings: Any, **changes: Any) -> Any:
     return replace(settings, **changes)
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """xdist: hand each worker the run id, folder and scripted server URL."""
     state = node.config.stash.get(STATE_KEY, None)
     if state is not None:
         node.workerinput.update(state.worker_input())
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config: pytest.Config, specs: list[Any]) -> None:
+    """xdist, before it starts the workers: they get the keys over the execnet channel,
+    never in their start-up environment, so no worker (nor a restarted one) has a window
+    before its own guard in which another process could read them from
+    ``/proc/<pid>/environ`` (docs/sandbox.md, "The harness's secrets")."""
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    from pytest_agentbench.pytest_compat import give_workers_env
+    from pytest_agentbench.sandbox.environ_guard import secret_items, withhold_from_children
+
+    held = secret_items(os.environ)
+    give_workers_env(specs, held)
+    withhold_from_children(held)
+    state.withheld_env = tuple(held)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
@@ -517,6 +536,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is not None:
         state.close()
+        if state.withheld_env:
+            from pytest_agentbench.sandbox.environ_guard import give_back_to_children
+
+            give_back_to_children(state.withheld_env)
         if state.restore_sigterm is not None:
             import signal
 

@@ -119,6 +119,23 @@ def report_worker(report: pytest.TestReport) -> str:
     return str(getattr(gateway, "id", "?"))
 
 
+def give_workers_env(specs: list[Any], env: dict[str, str]) -> None:
+    """Have every xdist worker of ``specs`` (execnet ``XSpec``s, as handed to
+    ``pytest_xdist_setupnodes``) set ``env`` in its ``os.environ`` over the execnet
+    channel, right after it starts and before it imports pytest, so the values never
+    reach the worker's command line or start-up environment block.
+
+    ``XSpec.env`` (the ``env:NAME=value`` key) is execnet's public way; the internal is
+    xdist's ``NodeManager.setup_node``, which makes a new spec from the string form of one
+    whose ``execmodel`` is not ``main_thread_only`` (losing an ``env`` set on the object),
+    so this sets that ``execmodel`` itself, as xdist would. A restarted worker reuses its
+    predecessor's spec, ``env`` included."""
+    for spec in specs:
+        if getattr(spec, "execmodel", None) != "main_thread_only":
+            spec.execmodel = "main_thread_only"
+        spec.env.update(env)
+
+
 def deep_load_scheduler(config: pytest.Config, log: Any, depth: int) -> Any:
     """xdist's ``load`` scheduler, keeping at least ``depth`` items queued on each worker
     while items are left (None when this xdist has no such scheduler to extend).

@@ -138,6 +138,9 @@ class RunState:
         self.results = ResultSink()
         self.hooks = PluginHooks(run.config.pluginmanager)
         self.restore_sigterm: Any = None
+        #: Keys dropped from the C environment while xdist workers may be started
+        #: (plugin.pytest_xdist_setupnodes), given back at the end of the run.
+        self.withheld_env: tuple[str, ...] = ()
 
     @property
     def settings(self) -> Settings:

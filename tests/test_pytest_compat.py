@@ -136,9 +136,28 @@ def test_xdist_hooks_we_implement() -> None:
         "pytest_xdist_node_collection_finished": ["node", "ids"],
         "pytest_xdist_make_scheduler": ["config", "log"],
         "pytest_handlecrashitem": ["crashitem", "report", "sched"],
+        "pytest_xdist_setupnodes": ["config", "specs"],
     }
     for name, params in expected.items():
         _params(getattr(newhooks, name, None), f"xdist hook {name}", params)
+
+
+def test_xdist_keeps_a_spec_with_its_env() -> None:
+    """give_workers_env: execnet's XSpec.env, and xdist's NodeManager.setup_node making a
+    new spec from the string form of one whose execmodel is not main_thread_only."""
+    import execnet
+    from xdist.workermanage import NodeManager
+
+    spec = execnet.XSpec("popen")
+    pytest_compat.give_workers_env([spec], {"AGENTBENCH_X": "1"})
+    assert spec.env == {"AGENTBENCH_X": "1"} and str(spec) == "popen"
+    source = inspect.getsource(NodeManager.setup_node)
+    assert '!= "main_thread_only"' in source and "XSpec(" in source, (
+        "xdist's NodeManager.setup_node no longer remakes a spec only when its execmodel "
+        "is not main_thread_only: pytest_compat.give_workers_env (keys for workers) needs "
+        "a look"
+    )
+    _params(NodeManager.setup_node, "xdist NodeManager.setup_node", ["self", "spec", "putevent"])
 
 
 def test_pytest_timeout_internals() -> None:

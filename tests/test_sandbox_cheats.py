@@ -51,8 +51,14 @@ def record(pytester: pytest.Pytester) -> dict:
     return json.loads(path.read_text())
 
 
+# The hunt looks for this test's key only (by a tag the key carries; the key itself must
+# not be in the solution, which the run folder keeps). Another test running at the same
+# time (under `pytest -n`) starts its own `pytest` with its own planted key, which that
+# process holds in its start-up block from its start until its plugin's guard runs: the
+# launcher's environment, which no harness can hide (docs/sandbox.md), not this run's.
 HUNT = """\
 import os
+TAG = b'sk-test-PLANTED-%s-'
 found = set()
 for pid in os.listdir('/proc'):
     if not pid.isdigit():
@@ -63,7 +69,7 @@ for pid in os.listdir('/proc'):
     except OSError:
         continue
     for item in env.split(b'\\0'):
-        if b'sk-test-PLANTED' in item:
+        if TAG in item:
             found.add(item.decode(errors='replace'))
 print('HUNTED', sorted(found), flush=True)
 with open('loot.txt', 'w') as f:
@@ -89,10 +95,11 @@ def test_the_api_key_cannot_be_read_from_proc(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str, workers: str | None
 ) -> None:
     """Under xdist the controller, the workers' parent, holds the key too."""
-    key = f"sk-test-PLANTED-{secrets.token_hex(12)}"
+    tag = secrets.token_hex(4)
+    key = f"sk-test-PLANTED-{tag}-{secrets.token_hex(12)}"
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AGENTBENCH_TEST_TOKEN"):
         monkeypatch.setenv(name, key)
-    result = run(pytester, HUNT, mode, *(("-n", workers) if workers else ()))
+    result = run(pytester, HUNT % tag, mode, *(("-n", workers) if workers else ()))
     output = result.stdout.str() + result.stderr.str()
     loot = pytester.path / "agentbench-results/latest/tasks/code/add[scripted]/workspace/loot.txt"
     assert loot.is_file(), "the hunt did not run"

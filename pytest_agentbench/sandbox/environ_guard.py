@@ -23,6 +23,7 @@ import ctypes.util
 import functools
 import os
 import re
+from collections.abc import Iterable, Mapping
 
 #: ``env_start`` and ``env_end`` are fields 50 and 51 of ``/proc/<pid>/stat`` (1-based);
 #: counted here from field 3, the first after the parenthesised command name.
@@ -104,6 +105,33 @@ def _set_non_dumpable() -> bool:
         return int(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
+
+
+def secret_items(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables of ``environ`` that :func:`hide_secrets` would star out: credential-like
+    names, and any variable holding a URL with credentials."""
+    return {
+        name: value
+        for name, value in environ.items()
+        if _secret_span(name, value.encode("utf-8", "surrogateescape")) is not None
+    }
+
+
+def withhold_from_children(names: Iterable[str]) -> None:
+    """Drop ``names`` from the C environment only: ``os.environ`` (what this process's
+    Python code reads) keeps them, but a child started without an explicit environment
+    (``subprocess`` with ``env=None``, which execs with the C environment) is born without
+    them, so they are never in its ``/proc/<pid>/environ``."""
+    for name in names:
+        os.unsetenv(name)
+
+
+def give_back_to_children(names: Iterable[str]) -> None:
+    """Undo :func:`withhold_from_children` for the names ``os.environ`` still holds."""
+    for name in names:
+        value = os.environ.get(name)
+        if value is not None:
+            os.putenv(name, value)
 
 
 @functools.cache

@@ -172,6 +172,13 @@ def timeout_shim(timeout_s: float) -> list[str]:
     return [sys.executable, "-I", "-S", "-c", _PYTHON_SHIM, deadline]
 
 
+def probe_env() -> dict[str, str]:
+    """A probe's whole environment: the tool path and the locale, nothing that could
+    carry a key (a probe is a process of ours that another could read while it runs)."""
+    env = {name: os.environ[name] for name in ("LANG", "LC_ALL") if name in os.environ}
+    return env | {"PATH": _TOOL_PATH}
+
+
 def _probe(argv: list[str]) -> str | None:
     """None when ``argv`` runs and exits 0; else why not, in a few words."""
     try:
@@ -182,6 +189,7 @@ def _probe(argv: list[str]) -> str | None:
             timeout=_PROBE_TIMEOUT_S,
             check=False,
             stdin=subprocess.DEVNULL,
+            env=probe_env(),
         )
     except (OSError, subprocess.SubprocessError) as exc:
         return f"{type(exc).__name__}: {exc}"
