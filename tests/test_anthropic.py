@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import httpx
 import pytest
 from anthropic_support import CACHED, KEY, TOOL_REPLY
 
@@ -25,7 +24,6 @@ from pytest_agentbench.models.base import (
     ToolSpec,
     Usage,
 )
-from pytest_agentbench.models.sse import SSEParser
 from pytest_agentbench.scripted import ScriptedServer
 
 
@@ -58,16 +56,6 @@ def generate(
         return client.generate(request or ask(**kwargs), events.append), events
     finally:
         client.close()
-
-
-def raw_post(server: ScriptedServer, key: str, *, stream: bool) -> httpx.Response:
-    body = {"model": key, "max_tokens": 64, "stream": stream}
-    body["messages"] = [{"role": "user", "content": "hi"}]
-    return httpx.post(f"{server.url}/messages", json=body, trust_env=False, timeout=10)
-
-
-def sse_payloads(raw: bytes) -> list[tuple[str, dict[str, Any]]]:
-    return [(e.event, json.loads(e.data)) for e in SSEParser().feed(raw)]
 
 
 # --- the client: successful generations ----------------------------------------------

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from verifiers_support import verifier_task
 
 from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.suites import load_suite
-from pytest_agentbench.suites.task import Task, VerifierConfig
+from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.base import Check, Verdict
 from pytest_agentbench.verifiers.builtin import BUILTIN_VERIFIERS
 from pytest_agentbench.verifiers.code import PYTHON_TESTS, extract_code
@@ -43,17 +44,7 @@ RIGHT = "```python\ndef add(a, b):\n    return a + b\n```"
 
 
 def task(target: Any = TESTS, kind: str = "python_tests", **fields: Any) -> Task:
-    return Task(
-        suite="s",
-        id="t",
-        index=0,
-        path=Path("bench_s.toml"),
-        input="",
-        prompt="",
-        target=target,
-        verifier=VerifierConfig(kind),
-        **fields,
-    )
+    return verifier_task(kind, None, target, **fields)
 
 
 def python_tests(answer: str, tmp_path: Path, **options: Any) -> Verdict:

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from verifiers_support import verifier_task
 
 from pytest_agentbench.sandbox import forkserver
 from pytest_agentbench.sandbox.cpuslots import SLOTS_VARIABLE, cpu_slot, slots_dir
-from pytest_agentbench.suites.task import Task, VerifierConfig
+from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.base import Check, Verdict
 from pytest_agentbench.verifiers.checks import PYTHON_CHECKS
 
@@ -41,16 +42,7 @@ RIGHT = "```python\ndef add(a, b):\n    return a + b\n```"
 
 
 def task(**options: Any) -> Task:
-    return Task(
-        suite="s",
-        id="t",
-        index=0,
-        path=Path("bench_s.toml"),
-        input="",
-        prompt="",
-        target=None,
-        verifier=VerifierConfig("python_checks", options),
-    )
+    return verifier_task("python_checks", options)
 
 
 def verify(answer: str, tmp_path: Path, mode: str = "fork", **options: Any) -> Verdict:

@@ -18,6 +18,22 @@ VERIFIERS = {v.kind: v for v in BUILTIN_VERIFIERS}
 CAPITALS = ("Paris", "Rome", "Madrid", "New York")
 
 
+def verifier_task(
+    kind: str, options: dict[str, Any] | None = None, target: Any = None, **fields: Any
+) -> Task:
+    """A task judged by verifier ``kind`` with ``options``; ``fields`` override the rest."""
+    defaults: dict[str, Any] = {
+        "suite": "s",
+        "id": "t",
+        "index": 0,
+        "path": Path("bench_s.toml"),
+        "input": "",
+        "prompt": "",
+    }
+    config = VerifierConfig(kind, options if options is not None else {})
+    return Task(**{**defaults, **fields}, target=target, verifier=config)
+
+
 def judge(
     kind: str,
     answer: str,
@@ -29,16 +45,16 @@ def judge(
     """Run one built-in verifier the way the runner does: options checked by its schema."""
     verifier = VERIFIERS[kind]
     jsonschema.validate(options, verifier.options_schema)
-    task = Task(
+    task = verifier_task(
+        kind,
+        options,
+        target,
         suite="unit",
         id="t1",
-        index=0,
         path=Path("bench_unit.toml"),
         input="question",
         prompt="question",
-        target=target,
         choices=choices,
-        verifier=VerifierConfig(kind, options),
     )
     verdict = verifier.verify(Check(answer=answer, task=task, options=options))
     assert_well_formed(verdict)

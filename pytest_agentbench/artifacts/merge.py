@@ -2,34 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.artifacts.coverage import run_coverage
 from pytest_agentbench.artifacts.reports import write_run_reports
+from pytest_agentbench.artifacts.summary import load_summary
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import AgentbenchError
 
 MERGE_SUMMARY_LIMIT = 256 * 1024 * 1024
-
-
-def _load_summary(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / "summary.json"
-    try:
-        if path.stat().st_size > MERGE_SUMMARY_LIMIT:
-            raise AgentbenchError(f"{path}: larger than {MERGE_SUMMARY_LIMIT} bytes")
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise AgentbenchError(
-            f"{run_dir}: no summary.json (is this an agentbench run folder?)"
-        ) from None
-    except (OSError, ValueError) as exc:
-        raise AgentbenchError(f"{path}: cannot read it: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
-        raise AgentbenchError(f"{path}: not a pytest-agentbench summary (no tasks list)")
-    return data
 
 
 def merge_runs(
@@ -43,7 +26,7 @@ def merge_runs(
     """
     if not run_dirs:
         raise AgentbenchError("merge: name at least one run folder")
-    summaries = [(run_dir, _load_summary(run_dir)) for run_dir in run_dirs]
+    summaries = [(run_dir, load_summary(run_dir, MERGE_SUMMARY_LIMIT)) for run_dir in run_dirs]
     fingerprints = {str(summary.get("settings", {}).get("fingerprint")) for _, summary in summaries}
     if len(fingerprints) > 1 and not force:
         listed = ", ".join(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.artifacts.controls import controls_summary, invalid_reason, task_records
@@ -11,8 +13,28 @@ from pytest_agentbench.artifacts.jsonio import Streamed
 from pytest_agentbench.artifacts.score_stats import repair_curve, score_stats
 from pytest_agentbench.artifacts.usage_totals import run_usage
 from pytest_agentbench.core.records import OUTCOMES
+from pytest_agentbench.errors import AgentbenchError
 
 SUMMARY_SCHEMA_VERSION = 1
+
+
+def load_summary(run_dir: Path, limit: int) -> dict[str, Any]:
+    """summary.json of ``run_dir`` (at most ``limit`` bytes), read back by the merge and
+    the HTML report; AgentbenchError naming the file when it is not one."""
+    path = run_dir / "summary.json"
+    try:
+        if path.stat().st_size > limit:
+            raise AgentbenchError(f"{path}: larger than {limit} bytes")
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise AgentbenchError(
+            f"{run_dir}: no summary.json (is this an agentbench run folder?)"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise AgentbenchError(f"{path}: cannot read it: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
+        raise AgentbenchError(f"{path}: not a pytest-agentbench summary (no tasks list)")
+    return data
 
 
 def classify(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:

@@ -16,8 +16,8 @@ from typing import Any
 
 from pytest_agentbench.artifacts.score_stats import score_stats
 from pytest_agentbench.artifacts.summary import classify
+from pytest_agentbench.artifacts.summary import load_summary as read_summary
 from pytest_agentbench.core.stats import compare_paired
-from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.report.evidence import failure_reason
 
 SUMMARY_LIMIT = 512 * 1024 * 1024
@@ -38,20 +38,7 @@ _SEVERITY = {"harness_error": 0, "loop_killed": 1, "timeout": 2, "length_exceede
 
 def load_summary(run_dir: Path) -> dict[str, Any]:
     """summary.json of ``run_dir``; AgentbenchError naming the file when it is not one."""
-    path = run_dir / "summary.json"
-    try:
-        if path.stat().st_size > SUMMARY_LIMIT:
-            raise AgentbenchError(f"{path}: larger than {SUMMARY_LIMIT} bytes")
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise AgentbenchError(
-            f"{run_dir}: no summary.json (is this an agentbench run folder?)"
-        ) from None
-    except (OSError, ValueError) as exc:
-        raise AgentbenchError(f"{path}: cannot read it: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
-        raise AgentbenchError(f"{path}: not a pytest-agentbench summary (no tasks list)")
-    return data
+    return read_summary(run_dir, SUMMARY_LIMIT)
 
 
 def cut_text(value: Any, limit: int = TEXT_LIMIT) -> str:

@@ -11,11 +11,6 @@ model as ``python_tests`` (docs/sandbox.md), at a fraction of pytest's start-up 
 from __future__ import annotations
 
 import ast
-import io
-import json
-import secrets
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,46 +19,26 @@ from pytest_agentbench.sandbox import CommandResult, Workspace
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers import inner_checks
 from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
-from pytest_agentbench.verifiers.code import (
-    extract_code,
-    killed_verifier,
-    outcome_words,
-    read_report,
-)
+from pytest_agentbench.verifiers.code import extract_code
 from pytest_agentbench.verifiers.sandboxed import (
     SANDBOX_OPTIONS,
     check_workspace,
     clear_artifacts,
     discard_foreign_files,
-    forkable_files,
-    limits_from,
-    run_forked,
-    run_sandboxed,
     site_paths,
     write_artifact,
+)
+from pytest_agentbench.verifiers.stamped import (
+    MODULE_OPTION,
+    ctrf_document,
+    run_details,
+    run_inner,
+    untrusted,
+    why_unreported,
 )
 from pytest_agentbench.verifiers.text import cannot_judge, excerpt, unusable
 
 _RUNNER_MODULE = "agentbench_inner_checks"
-# Runs as ``python -I -S -B -c``: reads its orders from the first line of stdin (then stdin
-# is /dev/null), loads the runner by path and hands it the orders; the nonce and the
-# descriptor go straight into the runner, never into a global of ``__main__``. ``-S`` skips
-# ``site`` (a third of a bare start-up, more with editable installs); the runner puts this
-# interpreter's site-packages directories on ``sys.path`` itself, without running ``.pth``
-# files.
-_BOOTSTRAP = """\
-import importlib.util, json, os, sys
-orders = json.loads(sys.stdin.readline())
-null = os.open(os.devnull, os.O_RDONLY)
-os.dup2(null, 0)
-os.close(null)
-spec = importlib.util.spec_from_file_location(orders["runner_module"], orders.pop("runner"))
-runner = importlib.util.module_from_spec(spec)
-sys.modules[orders["runner_module"]] = runner
-spec.loader.exec_module(runner)
-del spec, null
-runner.main(orders, orders.pop("nonce"), orders.pop("fd"))
-"""
 
 
 def _plan(check: Check) -> dict[str, Any]:
@@ -127,51 +102,20 @@ def expected_cases(plan: dict[str, Any]) -> list[str]:
 def run_checks(
     workspace: Workspace, plan: dict[str, Any], module: str, check: Check
 ) -> tuple[CommandResult, Any, str]:
-    """Run the checks; the result, the trusted report (or None) and why not."""
-    nonce = secrets.token_hex(16)
-    with tempfile.TemporaryFile() as channel:
-        orders = {
-            **plan,
-            "runner": str(Path(inner_checks.__file__).resolve()),
-            "runner_module": _RUNNER_MODULE,
-            "nonce": nonce,
-            "fd": channel.fileno(),
-            "module": module,
-            "solution": str(workspace.path / f"{module}.py"),
-            "workspace": str(workspace.path),
-            "paths": site_paths(),
-        }
-        files = forkable_files(workspace, check)
-        if files is not None:
-            return _run_forked(workspace, files, orders, nonce, check)
-        result = run_sandboxed(
-            workspace,
-            [sys.executable, "-I", "-S", "-B", "-c", _BOOTSTRAP],
-            limits=limits_from(check.options),
-            stdin=json.dumps(orders) + "\n",
-            pass_fds=(channel.fileno(),),
-        )
-        report, problem = read_report(channel, nonce, inner_checks.EXTRA_KEY)
-    return result, report, problem
-
-
-def _run_forked(
-    workspace: Workspace, files: dict[str, str], orders: dict[str, Any], nonce: str, check: Check
-) -> tuple[CommandResult, Any, str]:
-    """The run through this CPU slot's fork server (``sandbox/forkserver.py``)."""
-    orders = {k: v for k, v in orders.items() if k not in ("nonce", "fd", "runner", "workspace")}
-    orders["solution"] = f"{orders['module']}.py"
-    result, raw = run_forked(
-        workspace,
-        files,
-        Path(inner_checks.__file__).resolve(),
-        _RUNNER_MODULE,
-        orders,
-        nonce,
-        check,
-    )
-    report, problem = read_report(io.BytesIO(raw), nonce, inner_checks.EXTRA_KEY)
-    return result, report, problem
+    """Run the checks in ``python -I -S -B`` (``stamped.run_inner``; ``-S`` skips ``site``, a
+    third of a bare start-up, more with editable installs: the runner puts this
+    interpreter's site-packages directories on ``sys.path`` itself, without running
+    ``.pth`` files); the result, the trusted report (or None) and why not."""
+    orders = {
+        **plan,
+        "runner_module": _RUNNER_MODULE,
+        "module": module,
+        "solution": f"{module}.py",
+        "paths": site_paths(),
+    }
+    runner = Path(inner_checks.__file__).resolve()
+    flags = ("-I", "-S", "-B")
+    return run_inner(workspace, check, runner, orders, key=inner_checks.EXTRA_KEY, flags=flags)
 
 
 def _case(test: dict[str, Any], why_missing: str) -> dict[str, Any]:
@@ -219,22 +163,8 @@ def score(
 
 
 def _ctrf(report: dict[str, Any] | None, tests: list[dict[str, Any]]) -> dict[str, Any]:
-    counts = dict.fromkeys(("passed", "failed", "skipped", "pending", "other"), 0)
-    for test in tests:
-        counts[test["status"]] += 1
-    summary = (report or {}).get("results", {}).get("summary", {})
-    start = summary.get("start") if isinstance(summary.get("start"), int) else 0
-    stop = summary.get("stop") if isinstance(summary.get("stop"), int) else start
-    return {
-        "reportFormat": "CTRF",
-        "specVersion": "0.0.0",
-        "generatedBy": "pytest-agentbench python_checks",
-        "results": {
-            "tool": {"name": "agentbench-checks"},
-            "summary": {"tests": len(tests), **counts, "start": start, "stop": max(start, stop)},
-            "tests": tests,
-        },
-    }
+    tool = {"name": "agentbench-checks"}
+    return ctrf_document(report, tests, tool, "pytest-agentbench python_checks")
 
 
 def check_python_checks(task: Task) -> list[ConfigProblem]:
@@ -269,27 +199,11 @@ def verify_python_checks(check: Check) -> Verdict:
     except SandboxError as exc:
         return cannot_judge(VerifierError(f"python_checks verifier: {exc}"), got=got)
     stamp = report["results"]["extra"][inner_checks.EXTRA_KEY] if report else {}
-    if result.killed_by == "timeout":
-        why = f"the run {outcome_words(result)}"
-    elif problem:
-        why = f"{problem} ({outcome_words(result)})"
-    else:
-        why = f"the run ended early ({outcome_words(result)})"
+    why = why_unreported(result, problem, "the run")
     passed, total, tests = score(expected, report, why)
-    tampered = [str(t) for t in stamp.get("tampered", [])]
-    killed = killed_verifier(result) or (
-        "its parent process died" if stamp.get("orphaned") else None
-    )
+    tampered, killed, tests = untrusted(result, stamp, tests, shown=5)
     if tampered or killed:
-        passed = 0
-        raw = "tampered" if tampered else "verifier_killed"
-        message = (
-            f"not trusted: the run changed {', '.join(tampered[:5])}"
-            if tampered
-            else f"not judged: the verifier was killed ({killed})"
-        )
-        tests = [{**t, "status": "failed", "rawStatus": raw, "message": message} for t in tests]
-        total = len(tests)
+        passed, total = 0, len(tests)
     discard_foreign_files(check)
     write_artifact(check, "ctrf.json", _ctrf(report, tests))
     write_artifact(check, "test-stdout.txt", result.stdout + result.stderr)
@@ -307,12 +221,7 @@ def verify_python_checks(check: Check) -> Verdict:
         "failures": {t["name"]: t.get("message", "") for t in failing},
         "report": "complete" if stamp.get("complete") else (problem or why),
         "setup_error": stamp.get("setup_error") or None,
-        "tampered": tampered,
-        "verifier_killed": killed,
-        "exit_code": result.exit_code,
-        "killed_by": result.killed_by,
-        "elapsed_s": round(result.elapsed_s, 3),
-        "containment": containment,
+        **run_details(result, tampered, killed, containment),
     }
     if tampered:
         feedback = "The run was tampered with (builtins or the runner changed); no check counts."
@@ -364,12 +273,7 @@ PYTHON_CHECKS = FunctionVerifier(
                 "description": "Code run in the solution's namespace before the checks "
                 "(MBPP's test_setup_code, imports).",
             },
-            "module": {
-                "type": "string",
-                "pattern": "^[A-Za-z_][A-Za-z0-9_]*$",
-                "default": "solution",
-                "description": "The module name the answer's code is saved as.",
-            },
+            "module": MODULE_OPTION,
             "scoring": {
                 "enum": ["all", "fraction"],
                 "default": "all",

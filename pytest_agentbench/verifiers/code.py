@@ -12,13 +12,7 @@ nothing more than the tests it really passed (docs/sandbox.md has the threat mod
 
 from __future__ import annotations
 
-import hmac
-import io
-import json
 import re
-import secrets
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -29,16 +23,20 @@ from pytest_agentbench.verifiers import inner_ctrf
 from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
 from pytest_agentbench.verifiers.expected import ExpectedTests, base_name, expected_tests
 from pytest_agentbench.verifiers.sandboxed import (
-    REPORT_LIMIT,
     SANDBOX_OPTIONS,
     check_workspace,
     clear_artifacts,
     discard_foreign_files,
-    forkable_files,
-    limits_from,
-    run_forked,
-    run_sandboxed,
     write_artifact,
+)
+from pytest_agentbench.verifiers.stamped import (
+    MODULE_OPTION,
+    STATUSES,
+    ctrf_document,
+    run_details,
+    run_inner,
+    untrusted,
+    why_unreported,
 )
 from pytest_agentbench.verifiers.text import cannot_judge, excerpt, unusable
 
@@ -46,25 +44,6 @@ _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _PYTHON_TAGS = ("python", "py", "python3")
 _PLUGIN_MODULE = "agentbench_inner_ctrf"
 _RUNNER_MODULE = "agentbench_inner_pytest"
-# Runs as ``python -I -B -c``: reads its orders from the first line of stdin (then stdin is
-# /dev/null), loads our plugin by path, arms it and hands it to pytest before any test code
-# is imported.
-_BOOTSTRAP = """\
-import importlib.util, json, os, sys
-orders = json.loads(sys.stdin.readline())
-null = os.open(os.devnull, os.O_RDONLY)
-os.dup2(null, 0)
-os.close(null)
-spec = importlib.util.spec_from_file_location(orders["module"], orders["plugin"])
-plugin = importlib.util.module_from_spec(spec)
-sys.modules[orders["module"]] = plugin
-spec.loader.exec_module(plugin)
-plugin.arm(orders.pop("nonce"), orders["fd"])
-import pytest
-args = orders["args"]
-del orders, spec, null
-raise SystemExit(pytest.main(args, plugins=[plugin]))
-"""
 
 
 def extract_code(answer: str) -> tuple[str, str]:
@@ -96,72 +75,23 @@ def tests_source(check: Check, module: str) -> str:
     )
 
 
-def read_report(
-    channel: Any, nonce: str, key: str = inner_ctrf.EXTRA_KEY
-) -> tuple[dict[str, Any] | None, str]:
-    """The inner run's report when its ``extra[key]`` carries ``nonce``; else None and why."""
-    channel.seek(0)
-    raw = channel.read(REPORT_LIMIT + 1)
-    if not raw:
-        return None, "the test run ended before reporting any result"
-    if len(raw) > REPORT_LIMIT:
-        return None, "the test report is too large to trust"
-    try:
-        report = json.loads(raw)
-        stamp = report["results"]["extra"][key]
-        tests = report["results"]["tests"]
-        signed = isinstance(stamp["nonce"], str) and hmac.compare_digest(stamp["nonce"], nonce)
-    except (ValueError, KeyError, TypeError):
-        return None, "the test report is not readable"
-    if not signed or not isinstance(tests, list):
-        return None, "the test report does not come from our test run"
-    return report, ""
-
-
 _PYTEST_ARGS = ["-q", "-p", "no:cacheprovider", "--noconftest", "-c", "/dev/null"]
 
 
 def run_tests(workspace: Workspace, test_file: str, check: Check) -> tuple[CommandResult, Any, str]:
-    """Run pytest on ``test_file``; the result, the trusted report (or None) and why not.
-    Where the fork server may take the run (``sandboxed.forkable_files``), a child of a
-    server that has pytest imported already runs it (``inner_pytest.py``); else a fresh
-    sandboxed ``python -I -B``."""
-    nonce = secrets.token_hex(16)
-    plugin = str(Path(inner_ctrf.__file__).resolve())
-    files = forkable_files(workspace, check)
-    if files is not None:
-        forked: dict[str, Any] = {
-            "plugin": plugin,
-            "plugin_module": _PLUGIN_MODULE,
-            "args": _PYTEST_ARGS,
-            "test_file": test_file,
-            "solution": test_file,
-        }
-        runner = Path(__file__).with_name("inner_pytest.py").resolve()
-        result, raw = run_forked(workspace, files, runner, _RUNNER_MODULE, forked, nonce, check)
-        report, problem = read_report(io.BytesIO(raw), nonce)
-        return result, report, problem
-    with tempfile.TemporaryFile() as channel:
-        orders = {
-            "module": _PLUGIN_MODULE,
-            "plugin": plugin,
-            "nonce": nonce,
-            "fd": channel.fileno(),
-            "args": [*_PYTEST_ARGS, "--rootdir", str(workspace.path), test_file],
-        }
-        result = run_sandboxed(
-            workspace,
-            [sys.executable, "-I", "-B", "-c", _BOOTSTRAP],
-            limits=limits_from(check.options),
-            stdin=json.dumps(orders) + "\n",
-            env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
-            pass_fds=(channel.fileno(),),
-        )
-        report, problem = read_report(channel, nonce)
-    return result, report, problem
-
-
-_STATUSES = ("passed", "failed", "skipped", "pending", "other")
+    """Run pytest on ``test_file`` through ``inner_pytest.py`` (``stamped.run_inner``);
+    the result, the trusted report (or None) and why not."""
+    orders = {
+        "runner_module": _RUNNER_MODULE,
+        "plugin": str(Path(inner_ctrf.__file__).resolve()),
+        "plugin_module": _PLUGIN_MODULE,
+        "args": _PYTEST_ARGS,
+        "test_file": test_file,
+        "solution": test_file,
+    }
+    runner = Path(__file__).with_name("inner_pytest.py").resolve()
+    env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    return run_inner(workspace, check, runner, orders, key=inner_ctrf.EXTRA_KEY, env=env)
 
 
 def _ctrf_test(test: dict[str, Any]) -> dict[str, Any]:
@@ -170,7 +100,7 @@ def _ctrf_test(test: dict[str, Any]) -> dict[str, Any]:
     duration = test.get("duration")
     clean: dict[str, Any] = {
         "name": str(test["name"]),
-        "status": status if status in _STATUSES else "other",
+        "status": status if status in STATUSES else "other",
         "duration": duration if isinstance(duration, int) and duration >= 0 else 0,
     }
     for key in ("rawStatus", "message", "trace", "filePath"):
@@ -213,40 +143,9 @@ def score(
 
 
 def _ctrf(report: dict[str, Any] | None, tests: list[dict[str, Any]]) -> dict[str, Any]:
-    counts = dict.fromkeys(_STATUSES, 0)
-    for test in tests:
-        counts[test["status"]] += 1
-    summary = (report or {}).get("results", {}).get("summary", {})
-    start = summary.get("start") if isinstance(summary.get("start"), int) else 0
-    stop = summary.get("stop") if isinstance(summary.get("stop"), int) else start
     version = ((report or {}).get("results", {}).get("tool") or {}).get("version")
     tool = {"name": "pytest", **({"version": version} if isinstance(version, str) else {})}
-    return {
-        "reportFormat": "CTRF",
-        "specVersion": "0.0.0",
-        "generatedBy": "pytest-agentbench python_tests",
-        "results": {
-            "tool": tool,
-            "summary": {"tests": len(tests), **counts, "start": start, "stop": max(start, stop)},
-            "tests": tests,
-        },
-    }
-
-
-def killed_verifier(result: CommandResult) -> str | None:
-    """``signal 9`` when the verifier's own process (the sandbox shim that is the test
-    run's parent) was killed from inside the sandbox; None otherwise. Such a run proves
-    nothing: whatever it reported before the kill does not count."""
-    killed_by = result.killed_by or ""
-    return killed_by.removeprefix("parent ") if killed_by.startswith("parent signal") else None
-
-
-def outcome_words(result: CommandResult) -> str:
-    if result.killed_by == "timeout":
-        return f"timed out after {result.elapsed_s:.1f}s"
-    if result.killed_by:
-        return f"stopped by {result.killed_by} after {result.elapsed_s:.1f}s"
-    return f"exit status {result.exit_code}"
+    return ctrf_document(report, tests, tool, "pytest-agentbench python_tests")
 
 
 def check_python_tests(task: Task) -> list[ConfigProblem]:
@@ -284,27 +183,13 @@ def verify_python_tests(check: Check) -> Verdict:
     errors = [e for e in stamp.get("collection_errors", []) if isinstance(e, dict)]
     if errors:
         why = f"the tests could not be collected: {errors[0].get('message', '')}"
-    elif result.killed_by == "timeout":
-        why = f"the test run {outcome_words(result)}"
-    elif problem:
-        why = f"{problem} ({outcome_words(result)})"
     else:
-        why = f"the test run ended early ({outcome_words(result)})"
+        why = why_unreported(result, problem, "the test run")
     reported = [] if report is None else report["results"]["tests"]
     passed, total, tests = score(expected, reported, test_file, why)
-    tampered = [str(t) for t in stamp.get("tampered", [])]
-    killed = killed_verifier(result) or (
-        "its parent process died" if stamp.get("orphaned") else None
-    )
+    tampered, killed, tests = untrusted(result, stamp, tests)
     if tampered or killed:
         passed = 0
-        raw = "tampered" if tampered else "verifier_killed"
-        message = (
-            f"not trusted: the run changed {', '.join(tampered)}"
-            if tampered
-            else f"not judged: the verifier was killed ({killed})"
-        )
-        tests = [{**t, "status": "failed", "rawStatus": raw, "message": message} for t in tests]
     discard_foreign_files(check)
     write_artifact(check, "ctrf.json", _ctrf(report, tests))
     write_artifact(check, "test-stdout.txt", result.stdout + result.stderr)
@@ -321,12 +206,7 @@ def verify_python_tests(check: Check) -> Verdict:
         "failed_tests": names,
         "failures": {base_name(str(t["name"])): t.get("message", "") for t in failing},
         "report": "complete" if stamp.get("complete") else (problem or why),
-        "tampered": tampered,
-        "verifier_killed": killed,
-        "exit_code": result.exit_code,
-        "killed_by": result.killed_by,
-        "elapsed_s": round(result.elapsed_s, 3),
-        "containment": containment,
+        **run_details(result, tampered, killed, containment),
     }
     if tampered:
         feedback = "The test run was tampered with (pytest internals changed); no test counts."
@@ -361,12 +241,7 @@ PYTHON_TESTS = FunctionVerifier(
                     {"type": "array", "items": {"type": "string"}, "minItems": 1},
                 ],
             },
-            "module": {
-                "type": "string",
-                "pattern": "^[A-Za-z_][A-Za-z0-9_]*$",
-                "default": "solution",
-                "description": "The module name the answer's code is saved as.",
-            },
+            "module": MODULE_OPTION,
             "scoring": {
                 "enum": ["fraction", "all"],
                 "default": "fraction",

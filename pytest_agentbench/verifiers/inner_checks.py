@@ -9,6 +9,8 @@ checks' namespace are snapshotted then, and every report (rewritten after each c
 the end) names what changed since (``tampered``), and says whether the run's parent (the
 sandbox's shim) is gone (``orphaned``). The harness imports this module only for
 :func:`assertion_names` and the constants; it trusts nothing but the stamped report.
+Loaded alone, it can import nothing of ours: the report writing it shares with
+``inner_ctrf.py`` (the report's shape, ``_flush``) is repeated there on purpose.
 
 In ``check`` mode every ``assert`` statement inside ``check`` is one reported case, named
 ``check line N`` (N: its line in the test code), plus the call itself, ``check``. Each

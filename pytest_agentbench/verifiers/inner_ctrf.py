@@ -9,7 +9,9 @@ once the session finished, ``tampered`` naming every pytest internal or hook lis
 that changed since collection began, and ``orphaned`` once the run's parent (the
 sandbox's shim) is gone: something killed it, so the run is no longer supervised. The
 harness trusts nothing else: not the exit status, not the output, not any file the code
-under test could write.
+under test could write. Loaded alone, it can import nothing of ours: the report writing it
+shares with ``inner_checks.py`` (the report's shape, ``_flush``) is repeated there on
+purpose.
 """
 
 from __future__ import annotations

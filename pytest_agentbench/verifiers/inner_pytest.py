@@ -1,10 +1,12 @@
-"""The ``python_tests`` run inside a fork server's child: pytest, already imported.
+"""The ``python_tests`` run: pytest, in a fork server's child or a fresh sandboxed Python.
 
 The fork server loads this file by its path once, before any task, so ``import pytest``
-(most of a fresh run's start-up) is paid once per server; each task's child then loads
-our CTRF plugin (``inner_ctrf.py``) by path, arms it with the run's nonce and the report
-descriptor, and calls ``pytest.main`` with the harness's arguments, its own workspace as
-``--rootdir``. Standard library and pytest only; never imported as part of the package.
+(most of a fresh run's start-up) is paid once per server; a fresh run loads it through
+``stamped.BOOTSTRAP``. Either way :func:`main` then loads our CTRF plugin
+(``inner_ctrf.py``) by path, arms it with the run's nonce and the report descriptor, and
+calls ``pytest.main`` with the harness's arguments, its own workspace as ``--rootdir``,
+before any test or solution code is imported. Standard library and pytest only; never
+imported as part of the package.
 """
 
 from __future__ import annotations

@@ -1,0 +1,208 @@
+"""What ``python_tests`` and ``python_checks`` share: a runner of ours in the sandbox that
+reports through a file descriptor of an unlinked file, stamped with a nonce that arrives
+on stdin (docs/sandbox.md has the threat model).
+
+Here: starting the runner (``inner_pytest.py`` or ``inner_checks.py``, each loaded alone by
+its path) in a fork server's child or a fresh sandboxed Python, reading its report and
+trusting it only when stamped, the words for how the run ended, marking the cases of a run
+that proves nothing, and the CTRF report written as ``verifier/ctrf.json``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import io
+import json
+import secrets
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.sandbox import CommandResult, Workspace
+from pytest_agentbench.verifiers.base import Check
+from pytest_agentbench.verifiers.sandboxed import (
+    REPORT_LIMIT,
+    forkable_files,
+    limits_from,
+    run_forked,
+    run_sandboxed,
+)
+
+STATUSES = ("passed", "failed", "skipped", "pending", "other")
+#: The ``module`` option of both verifiers (merged into their options schemas).
+MODULE_OPTION: dict[str, Any] = {
+    "type": "string",
+    "pattern": "^[A-Za-z_][A-Za-z0-9_]*$",
+    "default": "solution",
+    "description": "The module name the answer's code is saved as.",
+}
+# A fresh run is ``python -I [-S] -B -c BOOTSTRAP``: it reads its orders from the first line
+# of stdin (then stdin is /dev/null), loads the runner by path and calls its
+# ``main(orders, nonce, fd)`` as a fork server's child does; the nonce and the descriptor go
+# straight into the runner, never into a global of ``__main__``.
+BOOTSTRAP = """\
+import importlib.util, json, os, sys
+orders = json.loads(sys.stdin.readline())
+null = os.open(os.devnull, os.O_RDONLY)
+os.dup2(null, 0)
+os.close(null)
+spec = importlib.util.spec_from_file_location(orders["runner_module"], orders.pop("runner"))
+runner = importlib.util.module_from_spec(spec)
+sys.modules[orders["runner_module"]] = runner
+spec.loader.exec_module(runner)
+del spec, null
+runner.main(orders, orders.pop("nonce"), orders.pop("fd"))
+"""
+
+
+def read_report(channel: Any, nonce: str, key: str) -> tuple[dict[str, Any] | None, str]:
+    """The inner run's report when its ``extra[key]`` carries ``nonce``; else None and why."""
+    channel.seek(0)
+    raw = channel.read(REPORT_LIMIT + 1)
+    if not raw:
+        return None, "the test run ended before reporting any result"
+    if len(raw) > REPORT_LIMIT:
+        return None, "the test report is too large to trust"
+    try:
+        report = json.loads(raw)
+        stamp = report["results"]["extra"][key]
+        tests = report["results"]["tests"]
+        signed = isinstance(stamp["nonce"], str) and hmac.compare_digest(stamp["nonce"], nonce)
+    except (ValueError, KeyError, TypeError):
+        return None, "the test report is not readable"
+    if not signed or not isinstance(tests, list):
+        return None, "the test report does not come from our test run"
+    return report, ""
+
+
+def run_inner(
+    workspace: Workspace,
+    check: Check,
+    runner: Path,
+    orders: Mapping[str, Any],
+    *,
+    key: str,
+    flags: Sequence[str] = ("-I", "-B"),
+    env: Mapping[str, str] | None = None,
+) -> tuple[CommandResult, dict[str, Any] | None, str]:
+    """Run ``runner``'s ``main(orders, nonce, fd)``; the result, the trusted report (or None)
+    and why not. ``orders["solution"]`` is relative to the workspace; the runner gets it
+    joined to ``orders["workspace"]``, its workspace's path. Where the fork server may take
+    the run (``sandboxed.forkable_files``), a child of the server does; else a fresh
+    sandboxed ``python`` with ``flags``."""
+    nonce = secrets.token_hex(16)
+    runner_module = str(orders["runner_module"])
+    files = forkable_files(workspace, check)
+    if files is not None:
+        result, raw = run_forked(workspace, files, runner, runner_module, orders, nonce, check)
+        report, problem = read_report(io.BytesIO(raw), nonce, key)
+        return result, report, problem
+    with tempfile.TemporaryFile() as channel:
+        fresh = {
+            **orders,
+            "runner": str(runner),
+            "nonce": nonce,
+            "fd": channel.fileno(),
+            "workspace": str(workspace.path),
+            "solution": str(workspace.path / orders["solution"]),
+        }
+        result = run_sandboxed(
+            workspace,
+            [sys.executable, *flags, "-c", BOOTSTRAP],
+            limits=limits_from(check.options),
+            stdin=json.dumps(fresh) + "\n",
+            env=env,
+            pass_fds=(channel.fileno(),),
+        )
+        report, problem = read_report(channel, nonce, key)
+    return result, report, problem
+
+
+def killed_verifier(result: CommandResult) -> str | None:
+    """``signal 9`` when the verifier's own process (the sandbox shim that is the test
+    run's parent) was killed from inside the sandbox; None otherwise. Such a run proves
+    nothing: whatever it reported before the kill does not count."""
+    killed_by = result.killed_by or ""
+    return killed_by.removeprefix("parent ") if killed_by.startswith("parent signal") else None
+
+
+def outcome_words(result: CommandResult) -> str:
+    if result.killed_by == "timeout":
+        return f"timed out after {result.elapsed_s:.1f}s"
+    if result.killed_by:
+        return f"stopped by {result.killed_by} after {result.elapsed_s:.1f}s"
+    return f"exit status {result.exit_code}"
+
+
+def why_unreported(result: CommandResult, problem: str, run: str) -> str:
+    """Why a case ``run`` (``the run``, ``the test run``) did not report has no result."""
+    if result.killed_by == "timeout":
+        return f"{run} {outcome_words(result)}"
+    if problem:
+        return f"{problem} ({outcome_words(result)})"
+    return f"{run} ended early ({outcome_words(result)})"
+
+
+def untrusted(
+    result: CommandResult,
+    stamp: Mapping[str, Any],
+    tests: list[dict[str, Any]],
+    shown: int | None = None,
+) -> tuple[list[str], str | None, list[dict[str, Any]]]:
+    """(what the run tampered with, why the verifier was killed, the tests): when either is
+    set the run proves nothing and every test fails, its message naming the tampered places
+    (the first ``shown`` of them)."""
+    tampered = [str(t) for t in stamp.get("tampered", [])]
+    killed = killed_verifier(result) or (
+        "its parent process died" if stamp.get("orphaned") else None
+    )
+    if tampered or killed:
+        raw = "tampered" if tampered else "verifier_killed"
+        message = (
+            f"not trusted: the run changed {', '.join(tampered[:shown])}"
+            if tampered
+            else f"not judged: the verifier was killed ({killed})"
+        )
+        tests = [{**t, "status": "failed", "rawStatus": raw, "message": message} for t in tests]
+    return tampered, killed, tests
+
+
+def run_details(
+    result: CommandResult, tampered: list[str], killed: str | None, containment: Any
+) -> dict[str, Any]:
+    """The verdict details every stamped run ends with."""
+    return {
+        "tampered": tampered,
+        "verifier_killed": killed,
+        "exit_code": result.exit_code,
+        "killed_by": result.killed_by,
+        "elapsed_s": round(result.elapsed_s, 3),
+        "containment": containment,
+    }
+
+
+def ctrf_document(
+    report: dict[str, Any] | None,
+    tests: list[dict[str, Any]],
+    tool: dict[str, Any],
+    generated_by: str,
+) -> dict[str, Any]:
+    """The CTRF report of ``tests``, timed as the inner ``report`` was (0 without one)."""
+    counts = dict.fromkeys(STATUSES, 0)
+    for test in tests:
+        counts[test["status"]] += 1
+    summary = (report or {}).get("results", {}).get("summary", {})
+    start = summary.get("start") if isinstance(summary.get("start"), int) else 0
+    stop = summary.get("stop") if isinstance(summary.get("stop"), int) else start
+    return {
+        "reportFormat": "CTRF",
+        "specVersion": "0.0.0",
+        "generatedBy": generated_by,
+        "results": {
+            "tool": tool,
+            "summary": {"tests": len(tests), **counts, "start": start, "stop": max(start, stop)},
+            "tests": tests,
+        },
+    }
