@@ -69,12 +69,22 @@ class SuiteFile(pytest.File):
             shown = SuiteError(self._display_path(), exc.problems)
             raise self.CollectError(str(shown)) from None
         self._claim(suite.tasks)
+        settings = state.settings
+        lineup = settings.lineup()
+        names = [one.model_name for one in lineup] if len(lineup) > 1 else [""]
         self.tasks = suite.tasks
+        #: The copies this file's items run, by model name (handed to that model's client).
+        self.model_tasks: dict[str, list[Task]] = {name: [] for name in names}
         for task in suite.tasks:
-            item = TaskItem.from_parent(self, name=task.id, task=task)
-            for mark in task.marks:
-                item.add_marker(mark)
-            yield item
+            epochs = settings.epochs or task.epochs
+            for name in names:
+                for epoch in range(1, epochs + 1) if epochs > 1 else (0,):
+                    copy = task.for_item(name, epoch)
+                    self.model_tasks[name].append(copy)
+                    item = TaskItem.from_parent(self, name=item_name(copy), task=copy)
+                    for mark in task.marks:
+                        item.add_marker(mark)
+                    yield item
 
     def _claim(self, tasks: tuple[Task, ...]) -> None:
         """Register this file's tasks run-wide; a task another file of the same suite
@@ -102,6 +112,15 @@ class SuiteFile(pytest.File):
             return str(self.path)
 
 
+def item_name(task: Task) -> str:
+    """``id``, ``id[model]``, ``id[epoch2]`` or ``id[model:epoch2]``: what ``-k`` selects
+    on (``-k model-a``, ``-k epoch2``)."""
+    parts = [task.model] if task.model else []
+    if task.epoch:
+        parts.append(f"epoch{task.epoch}")
+    return f"{task.id}[{':'.join(parts)}]" if parts else task.id
+
+
 class TaskItem(pytest.Item):
     """One task. ``record`` is set after it runs; the plugin puts it on the report."""
 
@@ -124,7 +143,7 @@ class TaskItem(pytest.Item):
                 item.task,
                 nodeid=item.nodeid,
                 file=parent.nodeid,
-                suite_tasks=parent.tasks,
+                suite_tasks=parent.model_tasks.get(item.task.model, ()),
                 limit_s=pytest_timeout_s(item),
             )
 
@@ -151,4 +170,4 @@ class TaskItem(pytest.Item):
     def reportinfo(self) -> tuple[Any, int | None, str]:
         """Where the task is: its suite file (line 0; pytest's skip report needs a line
         number, and a None here made a task marked ``skip`` an INTERNALERROR)."""
-        return self.path, 0, f"{self.task.suite}::{self.task.id}"
+        return self.path, 0, f"{self.task.suite}::{self.name}"

@@ -42,13 +42,14 @@ def pytest_configure(config: pytest.Config) -> None:
     except AgentbenchError as exc:
         raise pytest.UsageError(str(exc)) from None
     provider = settings.model.provider
-    if provider in HOSTED_NEED_KEY and not settings.api_key:
-        key_var = PROVIDER_ENV[provider][0]
-        raise pytest.UsageError(
-            f"model {settings.model.label} needs an API key: set {key_var} "
-            "(or use --agentbench-model openai-compat/<model> with --agentbench-base-url "
-            "for a local server)"
-        )
+    for one in settings.lineup():
+        if one.model.provider in HOSTED_NEED_KEY and not one.api_key:
+            key_var = PROVIDER_ENV[one.model.provider][0]
+            raise pytest.UsageError(
+                f"model {one.model_name} needs an API key: set {key_var} "
+                "(or use --agentbench-model openai-compat/<model> with --agentbench-base-url "
+                "for a local server)"
+            )
     # Every process of the run hides its keys from /proc/<pid>/environ before any task
     # runs: in the `basic` sandbox, code under test can read other processes' environ,
     # the xdist controller's included (docs/sandbox.md, "Secrets").
@@ -75,12 +76,11 @@ def pytest_configure(config: pytest.Config) -> None:
             )
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
-        if provider == "scripted" and not settings.base_url:
-            settings = _with_base_url(settings, workerinput["agentbench_base_url"])
+        settings = _with_base_url(settings, workerinput.get("agentbench_scripted_url"))
         state = RunState.for_worker(config, settings, workerinput)
     else:
         server = None
-        if provider == "scripted" and not settings.base_url:
+        if any(one.model.provider == "scripted" and not one.base_url for one in settings.lineup()):
             from pytest_agentbench.scripted.server import ScriptedServer
 
             server = ScriptedServer()
@@ -118,8 +118,18 @@ def _interrupt_on_sigterm() -> Any:
     return signal.signal(signal.SIGTERM, interrupt)
 
 
-def _with_base_url(settings: Any, url: str) -> Any:
-    return _replace(settings, base_url=url)
+def _with_base_url(settings: Any, url: str | None) -> Any:
+    """``settings`` with the scripted server's ``url`` for each scripted model that has no
+    base URL of its own."""
+    if url is None:
+        return settings
+
+    def served(one: Any) -> Any:
+        needs = one.model.provider == "scripted" and not one.base_url
+        return _replace(one, base_url=url) if needs else one
+
+    models = tuple(served(one) for one in settings.models)
+    return _replace(served(settings), models=models)
 
 
 def _replace(settings: Any, **changes: Any) -> Any:
@@ -288,7 +298,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if record is None and call.excinfo is not None:
         from pytest_agentbench.collector import stand_in_record
 
-        record = stand_in_record(item, call, model=state.settings.model.label, start_ms=None)
+        model = task.model or state.settings.model_name
+        record = stand_in_record(item, call, model=model, start_ms=None)
         item.record = record  # type: ignore[attr-defined]
     if call.when == "call" and record is not None:
         report.agentbench = record

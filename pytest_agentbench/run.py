@@ -178,6 +178,9 @@ class RunState:
             "agentbench_run_dir": str(self.run.run_dir),
             "agentbench_start_ms": self.run.start_ms,
             "agentbench_base_url": self.settings.base_url,
+            "agentbench_scripted_url": self.services.server.url
+            if self.services.server is not None
+            else None,
             "agentbench_limit": self.services.serve_limit(),
             "agentbench_marks_dir": str(self.services.marks()),
         }

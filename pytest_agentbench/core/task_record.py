@@ -220,7 +220,17 @@ _REQUIRED: tuple[tuple[str, type | tuple[type, ...], bool], ...] = (
     ("verifier_dir", str, True),
 )
 #: Fields set later by the glue, written only when set.
-_OPTIONAL = ("rounds", "sampling", "message", "trace", "resumed", "reruns", "crashed_worker")
+_OPTIONAL = (
+    "rounds",
+    "sampling",
+    "message",
+    "trace",
+    "resumed",
+    "reruns",
+    "crashed_worker",
+    "epoch",
+    "reducer",
+)
 
 
 @dataclass(frozen=True)
@@ -264,6 +274,10 @@ class TaskRecord:
     resumed: bool = False
     reruns: list[Any] | None = None
     crashed_worker: str | None = None
+    #: which run of the task this is (1..K) and how the K runs become its score, set
+    #: when the task runs more than once (epochs)
+    epoch: int | None = None
+    reducer: str | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)
     schema_version: int = TASK_RECORD_VERSION
 
@@ -305,6 +319,8 @@ class TaskRecord:
             resumed=bool(_maybe(obj, "resumed", bool, where)),
             reruns=_maybe(obj, "reruns", list, where),
             crashed_worker=_maybe(obj, "crashed_worker", str, where),
+            epoch=_maybe(obj, "epoch", int, where),
+            reducer=_maybe(obj, "reducer", str, where),
             extras={k: v for k, v in obj.items() if k not in known},
             schema_version=version,
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +69,27 @@ class Task:
     tools: tuple[str, ...] = DEFAULT_TOOLS
     max_tool_output: int = 10_000
     sampling: Sampling = field(default_factory=Sampling)
+    #: The scripted model's replies by model name (a model not named gets ``scripted``).
+    scripted_by_model: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    #: Runs of the task (``epochs``) and how their rewards become its score (``reducer``).
+    epochs: int = 1
+    reducer: str = "mean"
+    #: Set on the copy one item runs: the model's name ("" in a one-model run) and the
+    #: epoch (0 when the task runs once).
+    model: str = ""
+    epoch: int = 0
 
     @property
     def key(self) -> str:
-        """A run-wide unique key: the suite file and the task id."""
-        return f"{self.path.as_posix()}::{self.id}"
+        """A run-wide unique key: the suite file and the task id (and the item's model and
+        epoch, when it runs against several or more than once)."""
+        base = f"{self.path.as_posix()}::{self.id}"
+        if self.model:
+            base += f"[{self.model}]"
+        return base + (f"#{self.epoch}" if self.epoch else "")
+
+    def for_item(self, model: str, epoch: int) -> Task:
+        """The copy one item runs: ``model`` ("" for the run's only model) and ``epoch``
+        (0 when the task runs once); the scripted replies are that model's."""
+        scripted = self.scripted_by_model.get(model, self.scripted) if model else self.scripted
+        return replace(self, model=model, epoch=epoch, scripted=tuple(scripted))
