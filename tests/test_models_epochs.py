@@ -1,0 +1,202 @@
+"""Several models and epochs in one run: every task against each model (the scripted
+provider answering per model), K epochs with their own seeds and folders, reduced
+scores, the suites × models table and the paired comparison of the models; under
+xdist, resume, shards and merge, with every file matching its schema and the CTRF
+report accepted by the independent checker."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_ctrf_report import check_ctrf
+from test_record_schemas import validate_run
+
+from pytest_agentbench.artifacts.lineup import reduce_task
+
+SUITE = """
+[suite]
+name = "sums"
+verifier = { kind = "exact" }
+epochs = 2
+reducer = "pass@2"
+
+[[task]]
+id = "apples"
+input = "3 + 4?"
+target = "7"
+scripted = ["7"]
+scripted_by_model = { weak = ["8"] }
+
+[[task]]
+id = "pears"
+input = "2 + 2?"
+target = "4"
+scripted = ["4"]
+scripted_by_model = { weak = ["5"] }
+
+[[task]]
+id = "plums"
+input = "1 + 1?"
+target = "2"
+scripted = ["2"]
+"""
+
+MODELS = ["--agentbench-model", "strong=scripted", "--agentbench-model", "weak=scripted"]
+
+
+def run(pytester: pytest.Pytester, *args: str, out: str = "out") -> tuple[Any, Path]:
+    result = pytester.runpytest(
+        "--agentbench", "-p", "no:cacheprovider", "--agentbench-out", out, *args
+    )
+    return result, (pytester.path / out / "latest").resolve()
+
+
+def records(run_dir: Path) -> list[dict[str, Any]]:
+    return list(json.loads((run_dir / "summary.json").read_text())["tasks"])
+
+
+def test_each_model_answers_its_own_way_in_folders_of_its_own(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", bench_sums=SUITE)
+    result, run_dir = run(pytester, *MODELS, "--agentbench-seed", "40", "-v")
+    assert result.parseoutcomes() == {"passed": 8, "failed": 4}
+    result.stdout.fnmatch_lines(
+        [
+            "*bench_sums.toml::apples?strong:epoch1? PASSED*",
+            "*bench_sums.toml::apples?weak:epoch2? FAILED*",
+        ]
+    )
+    found = records(run_dir)
+    assert {(r["model"], r["task_id"], r["epoch"]) for r in found} == {
+        (m, t, e) for m in ("strong", "weak") for t in ("apples", "pears", "plums") for e in (1, 2)
+    }
+    # each epoch has its own seed (the run's seed + epoch - 1) and its own folder
+    assert {r["epoch"]: r["sampling"]["seed"] for r in found} == {1: 40, 2: 41}
+    folders = {r["rollout_dir"] for r in found}
+    assert len(folders) == 12
+    assert (run_dir / "tasks" / "sums" / "apples[weak]-epoch2" / "result.json").is_file()
+    weak = json.loads((run_dir / "tasks/sums/apples[weak]-epoch1/trajectory.json").read_text())
+    assert "8" in json.dumps(weak)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    reduced = {row["model"]: row["reduced"] for row in summary["scores"]}
+    assert reduced["strong"]["reducer"] == "pass@2" and reduced["strong"]["epochs"] == 2
+    assert reduced["strong"]["score"]["value"] == 1.0
+    assert reduced["weak"]["score"]["value"] == pytest.approx(1 / 3)
+    assert reduced["weak"]["score"]["n"] == 3
+    (pair,) = summary["comparisons"]
+    assert (pair["first"], pair["second"], pair["paired"]) == ("strong", "weak", 3)
+    assert pair["test"] == "McNemar exact" and pair["difference"]["value"] == pytest.approx(2 / 3)
+    result.stdout.fnmatch_lines(
+        [
+            "scores by suite × model (n = tasks):",
+            "*suite*strong*weak",
+            "*sums*pass@2 1.000 (n=3, CI *)*pass@2 0.333 (n=3, CI *)",
+            "compared: strong − weak = +0.667 (n=3, *McNemar exact p=0.5): within noise at 0.05",
+        ]
+    )
+    validate_run(run_dir)
+    checked = check_ctrf(run_dir / "ctrf.json")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_k_selects_by_model_and_the_ini_names_models_with_settings(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(".toml", bench_sums=SUITE)
+    pytester.makeini(
+        """
+        [pytest]
+        agentbench_models =
+            strong = scripted temperature=0.5
+            weak = scripted seed=7
+        agentbench_epochs = 1
+        """
+    )
+    result, run_dir = run(pytester, "-k", "weak")
+    assert result.parseoutcomes() == {"failed": 2, "passed": 1, "deselected": 3}
+    found = records(run_dir)
+    assert {r["model"] for r in found} == {"weak"}
+    assert all(r["sampling"] == {"seed": 7} and "epoch" not in r for r in found)
+    assert {r["nodeid"].rpartition("::")[2] for r in found} == {
+        "apples[weak]",
+        "pears[weak]",
+        "plums[weak]",
+    }
+    result, run_dir = run(pytester, "-k", "strong and apples", out="again")
+    (only,) = records(run_dir)
+    assert only["model"] == "strong" and only["sampling"] == {"temperature": 0.5}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--agentbench-model", "a=scripted", "--agentbench-model", "a=scripted"], "given twice"),
+        (["--agentbench-reducer", "pass@0"], "pass@K or pass^K (K >= 1)"),
+        (["--agentbench-epochs", "0"], "agentbench epochs: expected a whole number from 1"),
+        (["--agentbench-model", "bad name=scripted"], "model name 'bad name'"),
+    ],
+)
+def test_bad_model_and_epoch_options_are_clear_errors(
+    pytester: pytest.Pytester, args: list[str], message: str
+) -> None:
+    pytester.makefile(".toml", bench_sums=SUITE)
+    result, _ = run(pytester, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str()
+
+
+def test_xdist_resume_shards_and_merge_keep_models_and_epochs(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", bench_sums=SUITE)
+    result, first = run(pytester, *MODELS, "-n", "2")
+    assert result.parseoutcomes() == {"passed": 8, "failed": 4}
+    result, again = run(pytester, *MODELS, "--agentbench-resume", str(first))
+    assert again == first
+    assert all(r.get("resumed") for r in records(first)) and len(records(first)) == 12
+    result.stdout.fnmatch_lines(["12 task(s) resumed from the earlier run*"])
+    shards = [
+        run(pytester, *MODELS, "--agentbench-shard", f"{k}/2", out=f"s{k}")[1] for k in (1, 2)
+    ]
+    merged_dir = pytester.path / "merged"
+    command = [sys.executable, "-m", "pytest_agentbench", "merge", *map(str, shards)]
+    merged = subprocess.run(
+        [*command, "--out", str(merged_dir)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert merged.returncode == 0, merged.stderr
+    summary = json.loads((merged_dir / "summary.json").read_text())
+    assert len(summary["tasks"]) == 12
+    (pair,) = summary["comparisons"]
+    assert pair["paired"] == 3 and pair["difference"]["value"] == pytest.approx(2 / 3)
+    for folder in (first, merged_dir):
+        validate_run(folder)
+    checked = check_ctrf(first / "ctrf.json", merged_dir / "ctrf.json")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def sample(reward: float, outcome: str | None = None) -> dict[str, Any]:
+    passed = "passed" if reward >= 1 else "failed"
+    return {"reward": reward, "outcome": outcome or passed, "pass_threshold": 1.0}
+
+
+def test_reducers_follow_their_definitions_and_drop_harness_errors() -> None:
+    runs = [sample(1), sample(0), sample(1), sample(0), sample(0)]
+    n, c = 5, 2
+    assert reduce_task(runs, "pass@2") == pytest.approx(1 - math.comb(n - c, 2) / math.comb(n, 2))
+    assert reduce_task(runs, "pass^2") == pytest.approx(math.comb(c, 2) / math.comb(n, 2))
+    assert reduce_task(runs, "pass@6") is None  # more draws than samples: not estimable
+    assert reduce_task(runs, "mean") == pytest.approx(0.4)
+    assert reduce_task(runs, "majority") == 0.0 and reduce_task(runs, "max") == 1.0
+    graded = [sample(0.2), sample(0.9), sample(0.5)]
+    assert reduce_task(graded, "median") == 0.5
+    error = {"reward": None, "outcome": "harness_error", "pass_threshold": 1.0}
+    assert reduce_task([error, sample(1)], "mean") == 1.0
+    assert reduce_task([error, sample(1)], "mean", errors_as_failures=True) == 0.5
+    assert reduce_task([error], "pass@1") is None
