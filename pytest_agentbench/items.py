@@ -121,6 +121,23 @@ def item_name(task: Task) -> str:
     return f"{task.id}[{':'.join(parts)}]" if parts else task.id
 
 
+def item_parts(name: str, models: Iterable[str]) -> tuple[str, str, int] | None:
+    """The (task id, model name, epoch) an item name of ``item_name`` holds, given the
+    run's model names (none in a one-model run); None for a plain task id."""
+    if not name.endswith("]") or "[" not in name:
+        return None
+    task_id, _, inner = name[:-1].rpartition("[")
+    head, colon, tail = inner.rpartition(":")
+    known = set(models)
+    if colon and head in known and tail.startswith("epoch") and tail[5:].isdigit():
+        return task_id, head, int(tail[5:])
+    if inner in known:
+        return task_id, inner, 0
+    if not known and inner.startswith("epoch") and inner[5:].isdigit():
+        return task_id, "", int(inner[5:])
+    return None
+
+
 class TaskItem(pytest.Item):
     """One task. ``record`` is set after it runs; the plugin puts it on the report."""
 

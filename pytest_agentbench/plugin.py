@@ -160,6 +160,9 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         where = public_url(settings.base_url) if settings.base_url else "the provider default URL"
         model = f"{settings.model.label} at {where}"
     lines = [f"agentbench: model {model}", f"agentbench: results in {state.run.run_dir}"]
+    if settings.models:
+        names = ", ".join(one.model_name for one in settings.lineup())
+        lines[0] = f"agentbench: {len(settings.models)} models: {names}"
     if settings.concurrency_from_slots:
         lines.append(f"agentbench: {settings.concurrency} rollouts in flight (the server's /slots)")
     if settings.sandbox is not None or _has_code_tasks(config):

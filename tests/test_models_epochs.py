@@ -63,8 +63,11 @@ def records(run_dir: Path) -> list[dict[str, Any]]:
 
 def test_each_model_answers_its_own_way_in_folders_of_its_own(pytester: pytest.Pytester) -> None:
     pytester.makefile(".toml", bench_sums=SUITE)
-    result, run_dir = run(pytester, *MODELS, "--agentbench-seed", "40", "-v")
+    result, run_dir = run(
+        pytester, *MODELS, "--agentbench-seed", "40", "-v", "--agentbench-markdown", "sum.md"
+    )
     assert result.parseoutcomes() == {"passed": 8, "failed": 4}
+    result.stdout.fnmatch_lines(["agentbench: 2 models: strong, weak"])
     result.stdout.fnmatch_lines(
         [
             "*bench_sums.toml::apples?strong:epoch1? PASSED*",
@@ -99,6 +102,10 @@ def test_each_model_answers_its_own_way_in_folders_of_its_own(pytester: pytest.P
             "compared: strong − weak = +0.667 (n=3, *McNemar exact p=0.5): within noise at 0.05",
         ]
     )
+    markdown = (pytester.path / "sum.md").read_text()
+    assert "- `sums` × `weak`: pass@2 over 2 epochs 0.333 (n=3 tasks)" in markdown
+    assert "- strong − weak = +0.667 (n=3" in markdown
+    assert "`sums::apples[weak:epoch1]`" in markdown
     validate_run(run_dir)
     checked = check_ctrf(run_dir / "ctrf.json")
     assert checked.returncode == 0, checked.stdout + checked.stderr
@@ -200,3 +207,34 @@ def test_reducers_follow_their_definitions_and_drop_harness_errors() -> None:
     assert reduce_task([error, sample(1)], "mean") == 1.0
     assert reduce_task([error, sample(1)], "mean", errors_as_failures=True) == 0.5
     assert reduce_task([error], "pass@1") is None
+
+
+def test_a_worker_killed_under_one_model_leaves_a_record_of_that_sample(
+    pytester: pytest.Pytester,
+) -> None:
+    from test_xdist_crash import CONFTEST
+
+    tasks = "".join(
+        f'[[task]]\nid = "t{i}"\ninput = "q"\ntarget = "ok"\n'
+        f'scripted = [{{ text = "ok", delay_s = 0.3 }}]\n'
+        + ('scripted_by_model = { strong = ["die"] }\n' if i == 0 else "")
+        for i in range(4)
+    )
+    pytester.makeconftest(CONFTEST)
+    pytester.makefile(".toml", bench_fragile='[suite]\nverifier = { kind = "fragile" }\n' + tasks)
+    result = pytester.runpytest_subprocess(
+        "--agentbench", "-n", "2", "-p", "no:cacheprovider", *MODELS, "--agentbench-epochs", "2",
+        "--agentbench-concurrency", "1",  # no rollout runs ahead: a killer is the current item
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    found = records((pytester.path / "agentbench-results" / "latest").resolve())
+    assert len(found) == 16
+    samples = {(r["task_id"], r["model"], r["epoch"]): r["outcome"] for r in found}
+    broken = {key for key, outcome in samples.items() if outcome != "passed"}
+    assert broken == {("t0", "strong", 1), ("t0", "strong", 2)}
+    assert {samples[key] for key in broken} == {"harness_error"}
+    # each killer is its worker's current item: xdist blames it, and the worker's mark
+    # names this very sample, so it is not sent to run again elsewhere
+    for record in (r for r in found if r["outcome"] != "passed"):
+        assert "crashed while verifying this task" in record["message"], record["message"]
+        assert record["crashed_worker"].startswith("gw")
