@@ -114,7 +114,7 @@ def run_task_item(
     timeout_s = min(own_s, limit_s) if limit_s else own_s
     live = state.inflight.live
     if live is not None:
-        live.begin(nodeid, f"{task.suite}::{task.id}")
+        live.begin(nodeid, f"{task.suite}::{nodeid.rpartition('::')[2]}")
     try:
         services.prepare(f"{file}[{task.model}]", suite_tasks or (task,), task.model)
         rollout = run_rollout(
@@ -145,6 +145,7 @@ def run_task_item(
     finally:
         if live is not None:
             live.end(nodeid)
+    rollout.model = model  # the model's name (its spec's label unless the user named it)
     if limit_s and limit_s < own_s and rollout.outcome == "timeout" and rollout.error:
         rollout.error += " (the item's pytest-timeout limit)"
     secrets = state.run.secrets

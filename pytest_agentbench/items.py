@@ -51,7 +51,7 @@ class SuiteFile(pytest.File):
         from pytest_agentbench.suites.load import load_suite
 
         state = self.config.stash[STATE_KEY]
-        protocol = protocol_of(state.settings.model)
+        protocols = {protocol_of(one.model) for one in state.settings.lineup()}
 
         def reply_check(obj: Any, where: str) -> None:
             Reply.parse(obj, where)
@@ -63,7 +63,11 @@ class SuiteFile(pytest.File):
                 reply_check=reply_check,
                 tools=state.services.tools(),
                 max_bytes=round(state.settings.max_file_mb * 1024 * 1024),
-                sampling_check=lambda table: sampling_refusals(protocol, table),
+                sampling_check=lambda table: [
+                    refusal
+                    for protocol in sorted(protocols)
+                    for refusal in sampling_refusals(protocol, table)
+                ],
             )
         except SuiteError as exc:
             shown = SuiteError(self._display_path(), exc.problems)
