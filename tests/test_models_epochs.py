@@ -238,3 +238,28 @@ def test_a_worker_killed_under_one_model_leaves_a_record_of_that_sample(
     for record in (r for r in found if r["outcome"] != "passed"):
         assert "crashed while verifying this task" in record["message"], record["message"]
         assert record["crashed_worker"].startswith("gw")
+
+
+def test_each_model_has_its_own_server_and_key(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_agentbench.scripted.server import ScriptedServer
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("RIGHT_KEY", "sk-right-only")
+    suite = '[[task]]\nid = "sum"\ninput = "3 + 4?"\ntarget = "7"\n'
+    pytester.makefile(".toml", bench_local=suite)
+    with ScriptedServer({"qwen": ["7"]}) as left, ScriptedServer({"qwen": ["8"]}) as right:
+        pytester.makeini(
+            "[pytest]\nagentbench_models =\n"
+            f"    left = openai-compat/qwen base_url={left.url}\n"
+            f"    right = openai-compat/qwen base_url={right.url} key_env=RIGHT_KEY\n"
+        )
+        result, run_dir = run(pytester, "--agentbench-concurrency", "2")
+        assert result.parseoutcomes() == {"passed": 1, "failed": 1}
+        outcomes = {r["model"]: r["outcome"] for r in records(run_dir)}
+        assert outcomes == {"left": "passed", "right": "failed"}
+        assert [("authorization" in r["headers"]) for r in left.requests] == [False]
+        assert [("authorization" in r["headers"]) for r in right.requests] == [True]
+    assert "sk-right-only" not in (run_dir / "summary.json").read_text()
