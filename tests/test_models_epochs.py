@@ -263,3 +263,28 @@ def test_each_model_has_its_own_server_and_key(
         assert [("authorization" in r["headers"]) for r in left.requests] == [False]
         assert [("authorization" in r["headers"]) for r in right.requests] == [True]
     assert "sk-right-only" not in (run_dir / "summary.json").read_text()
+
+
+def test_models_are_compared_over_the_run_and_within_each_suite() -> None:
+    from pytest_agentbench.artifacts.lineup import model_comparisons
+
+    def done(suite: str, task: str, model: str, reward: float | None) -> dict[str, Any]:
+        outcome = "harness_error" if reward is None else "passed" if reward == 1 else "failed"
+        return {"suite": suite, "task_id": task, "model": model, "reward": reward,
+                "outcome": outcome, "pass_threshold": 1.0}  # fmt: skip
+
+    found = [
+        *(done("x", f"t{i}", "a", 1.0) for i in range(6)),
+        *(done("x", f"t{i}", "b", 0.0) for i in range(6)),
+        done("y", "u", "a", 1.0),
+        done("y", "u", "b", None),  # a harness error: the pair is left out, and counted
+        done("y", "v", "a", 0.0),
+        done("y", "v", "b", 0.0),
+    ]
+    rows = {row["suite"]: row for row in model_comparisons(found) or []}
+    assert set(rows) == {None, "x", "y"}
+    assert (rows[None]["paired"], rows[None]["excluded"]) == (7, 1)
+    assert rows["x"]["paired"] == 6 and rows["x"]["p_value"] == pytest.approx(2 / 2**6)
+    assert rows["x"]["significant"] and "significant at 0.05" in rows["x"]["words"]
+    assert (rows["y"]["paired"], rows["y"]["excluded"]) == (1, 1)
+    assert "1 task(s) excluded (harness error)" in rows["y"]["words"]

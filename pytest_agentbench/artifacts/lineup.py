@@ -158,13 +158,21 @@ def model_comparisons(
     records: Sequence[Mapping[str, Any]], *, errors_as_failures: bool = False
 ) -> list[dict[str, Any]] | None:
     """Each pair of the run's models (in the order first seen), compared over every task
-    both ran; None with fewer than two models."""
+    both ran (``suite`` None), then within each suite when there are several; None with
+    fewer than two models."""
     models = list(dict.fromkeys(str(r.get("model")) for r in records))
     if len(models) < 2:
         return None
     scores = {m: task_scores(records, m, errors_as_failures=errors_as_failures) for m in models}
+    suites = list(dict.fromkeys(str(r.get("suite")) for r in records))
+    scopes: list[str | None] = [None, *suites] if len(suites) > 1 else [None]
     rows = []
-    for first, second in itertools.combinations(models, 2):
-        row = compare_models(scores[first], scores[second], (first, second))  # type: ignore[arg-type]
-        rows.append({"first": first, "second": second, **row})
+    for suite in scopes:
+        for first, second in itertools.combinations(models, 2):
+            a, b = (
+                {k: v for k, v in scores[m].items() if suite is None or k[0] == suite}
+                for m in (first, second)
+            )
+            row = compare_models(a, b, (first, second))  # type: ignore[arg-type]
+            rows.append({"first": first, "second": second, "suite": suite, **row})
     return rows

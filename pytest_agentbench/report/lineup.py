@@ -52,5 +52,6 @@ def lineup_lines(
             + "  ".join(text.ljust(width) for text, width in zip(row, widths, strict=True)).rstrip()
         )
     for pair in model_comparisons(records, errors_as_failures=errors_as_failures) or []:
-        lines.append(f"compared: {pair['words']}")
+        if pair.get("suite") is None:  # the run as a whole; summary.json has each suite
+            lines.append(f"compared: {pair['words']}")
     return lines

@@ -169,5 +169,6 @@ def _lineup_lines(summary: Mapping[str, Any]) -> list[str]:
                 f"(n={score.get('n')} tasks{excluded})"
             )
     for pair in summary.get("comparisons") or []:
-        lines.append(f"- {_cell(pair['words'])}")
+        scope = f"`{pair['suite']}`: " if pair.get("suite") is not None else ""
+        lines.append(f"- {scope}{_cell(pair['words'])}")
     return ["", *lines] if lines else []
