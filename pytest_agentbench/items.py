@@ -83,7 +83,7 @@ class SuiteFile(pytest.File):
             epochs = settings.epochs or task.epochs
             for name in names:
                 for epoch in range(1, epochs + 1) if epochs > 1 else (0,):
-                    copy = task.for_item(name, epoch)
+                    copy = task.for_item(name, epoch, name or settings.model_name)
                     self.model_tasks[name].append(copy)
                     item = TaskItem.from_parent(self, name=item_name(copy), task=copy)
                     for mark in task.marks:

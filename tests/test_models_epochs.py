@@ -137,6 +137,10 @@ def test_k_selects_by_model_and_the_ini_names_models_with_settings(
     result, run_dir = run(pytester, "-k", "strong and apples", out="again")
     (only,) = records(run_dir)
     assert only["model"] == "strong" and only["sampling"] == {"temperature": 0.5}
+    # one named model alone: plain ids, its own replies
+    result, run_dir = run(pytester, "--agentbench-model", "weak=scripted", "-v", out="alone")
+    result.stdout.fnmatch_lines(["*bench_sums.toml::apples FAILED*"])
+    assert {r["model"] for r in records(run_dir)} == {"weak"}
 
 
 @pytest.mark.parametrize(

@@ -88,8 +88,9 @@ class Task:
             base += f"[{self.model}]"
         return base + (f"#{self.epoch}" if self.epoch else "")
 
-    def for_item(self, model: str, epoch: int) -> Task:
+    def for_item(self, model: str, epoch: int, name: str = "") -> Task:
         """The copy one item runs: ``model`` ("" for the run's only model) and ``epoch``
-        (0 when the task runs once); the scripted replies are that model's."""
-        scripted = self.scripted_by_model.get(model, self.scripted) if model else self.scripted
+        (0 when the task runs once); the scripted replies are those of the model called
+        ``name`` (default ``model``; the only model has a name too)."""
+        scripted = self.scripted_by_model.get(name or model, self.scripted)
         return replace(self, model=model, epoch=epoch, scripted=tuple(scripted))
