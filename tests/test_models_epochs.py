@@ -68,6 +68,7 @@ def test_each_model_answers_its_own_way_in_folders_of_its_own(pytester: pytest.P
     )
     assert result.parseoutcomes() == {"passed": 8, "failed": 4}
     result.stdout.fnmatch_lines(["agentbench: 2 models: strong, weak"])
+    result.stdout.fnmatch_lines(["12 samples: 8 passed, 4 failed"])
     result.stdout.fnmatch_lines(
         [
             "*bench_sums.toml::apples?strong:epoch1? PASSED*",

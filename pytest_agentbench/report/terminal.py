@@ -108,6 +108,8 @@ def summary_lines(
     counts = classify(records)
     shown = [f"{counts[k]} {label}" for k, label in _LABELS.items() if counts[k]]
     noun = "task" if len(records) == 1 else "tasks"
+    if any(record.get("epoch") for record in records):  # one record per task × epoch
+        noun = "sample" if len(records) == 1 else "samples"
     lines = [f"{len(records)} {noun}: " + (", ".join(shown) if shown else "none ran")]
     if partial:
         lines.append(f"{partial} — the score covers these only")
