@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -293,3 +294,45 @@ def test_models_are_compared_over_the_run_and_within_each_suite() -> None:
     assert rows["x"]["significant"] and "significant at 0.05" in rows["x"]["words"]
     assert (rows["y"]["paired"], rows["y"]["excluded"]) == (1, 1)
     assert "1 task(s) excluded (harness error)" in rows["y"]["words"]
+
+
+def resolve(cli: dict[str, Any], ini: dict[str, Any], env: dict[str, str]) -> Any:
+    from pytest_agentbench.settings import resolve_settings
+
+    return resolve_settings(lambda n: cli.get(n), lambda n: ini.get(n, ""), env)
+
+
+def test_model_lines_resolve_each_model_and_name_what_is_wrong() -> None:
+    from pytest_agentbench.errors import AgentbenchError
+
+    lines = [
+        "local = openai-compat/qwen base_url=http://127.0.0.1:9/v1/ temperature=0.3",
+        "# a comment",
+        "openai/gpt-4.1-mini key_env=TEAM_KEY",
+    ]
+    env = {"OPENAI_API_KEY": "sk-default", "TEAM_KEY": "sk-team"}
+    settings = resolve({"agentbench_seed": 5}, {"agentbench_models": lines}, env)
+    local, hosted = settings.lineup()
+    assert (local.model_name, local.base_url, local.api_key) == (
+        "local",
+        "http://127.0.0.1:9/v1",
+        "sk-default",
+    )
+    assert local.sampling.public() == {"temperature": 0.3, "seed": 5}
+    assert (hosted.model_name, hosted.api_key, hosted.base_url) == (
+        "openai/gpt-4.1-mini",
+        "sk-team",
+        None,
+    )
+    assert local.fingerprint() != hosted.fingerprint()
+    # the command line's models replace the ini's
+    only = resolve({"agentbench_model": ["scripted"]}, {"agentbench_models": lines}, env)
+    assert [one.model_name for one in only.lineup()] == ["scripted"]
+    for line, message in [
+        ("a = scripted colour=red", "agentbench_models line 1: unknown key 'colour'"),
+        ("a = scripted seed=x", "agentbench_models line 1: seed: expected a number"),
+        ("a = gemini/pro", "agentbench_models line 1: unknown model spec 'gemini/pro'"),
+        ("a = anthropic/c top_k=-1", "model a: top_k"),
+    ]:
+        with pytest.raises(AgentbenchError, match=re.escape(message)):
+            resolve({}, {"agentbench_models": [line]}, {"ANTHROPIC_API_KEY": "k"})
