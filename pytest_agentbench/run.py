@@ -68,8 +68,10 @@ class RunConfig:
     @property
     def secrets(self) -> tuple[str, ...]:
         values = [os.environ.get(name, "") for name in SECRET_ENV]
-        values.append(self.settings.api_key or "")
-        for url in (self.settings.base_url, *(os.environ.get(n) for n in SECRET_URL_ENV)):
+        lineup = self.settings.lineup()  # every model's key and URL credentials
+        values.extend(one.api_key or "" for one in lineup)
+        urls = [one.base_url for one in lineup]
+        for url in (*urls, *(os.environ.get(n) for n in SECRET_URL_ENV)):
             values.extend(url_secrets(url))
         return tuple(v for v in values if v)
 

@@ -139,7 +139,16 @@ class Settings:
             "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
             "sampling": self.sampling.public(),
             "fingerprint": self.fingerprint(),
-            "models": [one.model_name for one in self.lineup()],
+            "models": [
+                {
+                    "name": one.model_name,
+                    "model": one.model.label,
+                    "base_url": public_url(one.base_url) if one.base_url else None,
+                    "sampling": one.sampling.public(),
+                    "fingerprint": one.fingerprint(),
+                }
+                for one in self.lineup()
+            ],
             "epochs": self.epochs,
             "reducer": self.reducer,
         }

@@ -256,7 +256,10 @@ def test_each_model_has_its_own_server_and_key(
     monkeypatch.setenv("RIGHT_KEY", "sk-right-only")
     suite = '[[task]]\nid = "sum"\ninput = "3 + 4?"\ntarget = "7"\n'
     pytester.makefile(".toml", bench_local=suite)
-    with ScriptedServer({"qwen": ["7"]}) as left, ScriptedServer({"qwen": ["8"]}) as right:
+    with (
+        ScriptedServer({"qwen": ["7"]}) as left,
+        ScriptedServer({"qwen": ["8 sk-right-only"]}) as right,
+    ):
         pytester.makeini(
             "[pytest]\nagentbench_models =\n"
             f"    left = openai-compat/qwen base_url={left.url}\n"
@@ -265,10 +268,18 @@ def test_each_model_has_its_own_server_and_key(
         result, run_dir = run(pytester, "--agentbench-concurrency", "2")
         assert result.parseoutcomes() == {"passed": 1, "failed": 1}
         outcomes = {r["model"]: r["outcome"] for r in records(run_dir)}
+        shown = json.loads((run_dir / "summary.json").read_text())["settings"]["models"]
+        assert [(m["name"], m["base_url"]) for m in shown] == [
+            ("left", left.url),
+            ("right", right.url),
+        ]
         assert outcomes == {"left": "passed", "right": "failed"}
         assert [("authorization" in r["headers"]) for r in left.requests] == [False]
         assert [("authorization" in r["headers"]) for r in right.requests] == [True]
-    assert "sk-right-only" not in (run_dir / "summary.json").read_text()
+    # the right model's key is a secret like the default one: redacted wherever it shows
+    written = [p.read_text() for p in run_dir.rglob("*.json")]
+    assert len(written) > 4 and not any("sk-right-only" in text for text in written)
+    assert any("8 [redacted]" in text for text in written)
 
 
 def test_models_are_compared_over_the_run_and_within_each_suite() -> None:
