@@ -13,6 +13,7 @@ from typing import Any
 
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.base import ModelSpec
+from pytest_agentbench.sandbox.environ_guard import secret_like
 
 #: A model name: what item ids, rollout folders and the summary call the model.
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+/-]{0,79}$")
@@ -97,7 +98,14 @@ def parse_model_line(line: str, number: int) -> ModelEntry:
         else:
             known = ", ".join(["base_url", "key_env", *_SAMPLING_KEYS])
             raise AgentbenchError(f"{where}: unknown key {key!r} (known: {known})")
-    return ModelEntry(spec, name, entry["base_url"], entry["key_env"], sampling)
+    key_env = entry["key_env"]
+    if key_env is not None and not secret_like(key_env):
+        raise AgentbenchError(
+            f"{where}: key_env={key_env}: a key variable's name must say it holds a secret "
+            "(contain KEY, TOKEN or SECRET), so the run hides its value from the code it "
+            "runs (docs/sandbox.md, The harness's secrets)"
+        )
+    return ModelEntry(spec, name, entry["base_url"], key_env, sampling)
 
 
 def model_entries(cli: Any, ini_lines: Any, single: Any) -> list[ModelEntry]:

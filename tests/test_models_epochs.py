@@ -344,6 +344,7 @@ def test_model_lines_resolve_each_model_and_name_what_is_wrong() -> None:
         ("a = scripted seed=x", "agentbench_models line 1: seed: expected a number"),
         ("a = gemini/pro", "agentbench_models line 1: unknown model spec 'gemini/pro'"),
         ("a = anthropic/c top_k=-1", "model a: top_k"),
+        ("a = openai/m key_env=TEAM_LLM", "key_env=TEAM_LLM: a key variable's name must say"),
     ]:
         with pytest.raises(AgentbenchError, match=re.escape(message)):
             resolve({}, {"agentbench_models": [line]}, {"ANTHROPIC_API_KEY": "k"})
