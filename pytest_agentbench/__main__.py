@@ -1,8 +1,10 @@
-"""``python -m pytest_agentbench merge RUN_DIR... --out DIR``: one report from many runs."""
+"""``python -m pytest_agentbench merge RUN_DIR... --out DIR``: one report from many runs;
+``python -m pytest_agentbench report RUN_DIR [--html PATH]``: (re)build a run's HTML report."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -21,7 +23,22 @@ def main(argv: list[str] | None = None) -> int:
     merge.add_argument(
         "--force", action="store_true", help="merge runs whose settings fingerprints differ"
     )
+    report = commands.add_parser(
+        "report", help="build the HTML report of a run folder (a merged one too)"
+    )
+    report.add_argument("run", type=Path, help="run folder (agentbench-results/<id>)")
+    report.add_argument(
+        "--html", type=Path, default=None, help="where to write it (default RUN/report.html)"
+    )
+    report.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="another run folder to set side by side with this one (regressions first)",
+    )
     args = parser.parse_args(argv)
+    if args.command == "report":
+        return _report(args.run, args.html, args.baseline)
     from pytest_agentbench.artifacts.merge import merge_runs
 
     try:
@@ -35,6 +52,25 @@ def main(argv: list[str] | None = None) -> int:
         f"{totals['score'] if totals['score'] is None else round(totals['score'], 3)} "
         f"-> {args.out / 'ctrf.json'}, {args.out / 'summary.json'}"
     )
+    return 0
+
+
+def _report(run_dir: Path, html: Path | None, baseline: Path | None) -> int:
+    from pytest_agentbench.report.html_report import write_html_report
+    from pytest_agentbench.run import SECRET_ENV, SECRET_URL_ENV
+    from pytest_agentbench.urls import url_secrets
+
+    secrets = [os.environ.get(name, "") for name in SECRET_ENV]
+    for name in SECRET_URL_ENV:
+        secrets.extend(url_secrets(os.environ.get(name)))
+    try:
+        path = write_html_report(
+            run_dir, html, secrets=[s for s in secrets if s], baseline=baseline
+        )
+    except (AgentbenchError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {path}")
     return 0
 
 

@@ -3,8 +3,9 @@ exactly as a third-party plugin would register its own (and marked trylast so pl
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -55,3 +56,14 @@ def pytest_agentbench_tools() -> Iterable[Tool]:
     from pytest_agentbench.runner.tools import BUILTIN_TOOLS
 
     return BUILTIN_TOOLS
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_agentbench_load_suite(path: Path) -> Mapping[str, Any] | None:
+    """Python bench files (``bench_*.py``, see python_tasks.py); TOML, JSON and YAML
+    suites are read by the suite loader itself."""
+    if path.suffix != ".py":
+        return None
+    from pytest_agentbench.python_tasks import suite_document
+
+    return suite_document(path)

@@ -78,6 +78,18 @@ def stand_in_record(
         usage=sum_usage([]),
     )
     typed = TaskRecord.from_json(record)
+    control = getattr(task, "control", None)
+    if control is not None:  # a control stays a control (never scored), verdict unknown
+        from pytest_agentbench.artifacts.controls import control_fields
+
+        fields = control_fields(
+            name=control.name,
+            expect=control.expect,
+            source=control.source,
+            canary=control.canary,
+            outcome="harness_error",
+        )
+        typed = typed.with_fields(control=fields)
     if excinfo is not None:
         typed = typed.with_fields(trace=f"{cause}\ncause: {unexpected_cause(excinfo.value)}")
     # the readable line; ``error`` is whole
@@ -126,11 +138,21 @@ class RecordCollector:
         if at is None:
             self.index[key] = len(records)
             records.append(record)
-            return
-        earlier = records[at]
-        runs = list(earlier.get("reruns") or [])
-        runs.append({name: earlier.get(name) for name in RERUN_FIELDS})
-        records[at] = {**record, "reruns": runs}
+        else:
+            earlier = records[at]
+            runs = list(earlier.get("reruns") or [])
+            runs.append({name: earlier.get(name) for name in RERUN_FIELDS})
+            records[at] = record = {**record, "reruns": runs}
+        self._finished(record)
+
+    def _finished(self, record: dict[str, Any]) -> None:
+        """Tell the plugins observing ``pytest_agentbench_task_finished`` (a typed copy:
+        nothing they do reaches the record the reports are made of)."""
+        hooks = self.state.hooks
+        if hooks.has("pytest_agentbench_task_finished"):
+            from pytest_agentbench.core.task_record import TaskRecord
+
+            hooks.notify("pytest_agentbench_task_finished", record=TaskRecord.from_json(record))
 
     def _crash_record(self, report: pytest.TestReport) -> dict[str, Any] | None:
         """A harness-error record for a task whose xdist worker died under it."""

@@ -7,7 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.artifacts.paths import task_dir
+from pytest_agentbench.artifacts.controls import control_fields
+from pytest_agentbench.artifacts.paths import control_dir, task_dir
 from pytest_agentbench.artifacts.record import task_record
 from pytest_agentbench.artifacts.rollout_files import (
     read_result,
@@ -17,8 +18,10 @@ from pytest_agentbench.artifacts.rollout_files import (
 )
 from pytest_agentbench.core.records import Rollout
 from pytest_agentbench.core.sampling import Sampling
+from pytest_agentbench.core.stream import EventSink, RolloutEvent, StreamEvent
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import ModelError, unexpected_cause
+from pytest_agentbench.report.controls import control_message
 from pytest_agentbench.report.evidence import collapse, cut, failure_reason
 from pytest_agentbench.run import RunState
 from pytest_agentbench.runner.loopguard import KillPolicy
@@ -73,6 +76,8 @@ def with_overrides(task: Task, settings: Settings) -> Task:
         changes["repair_mode"] = settings.repair_mode
     if settings.feedback is not None:
         changes["feedback"] = settings.feedback
+    if task.control is not None:  # a control is its one answer: no repair round
+        changes["repairs"] = 0
     if settings.sampling != Sampling():  # the task's and suite's own settings win
         changes["sampling"] = task.sampling.over(settings.sampling)
     sampling = changes.get("sampling", task.sampling)
@@ -100,7 +105,11 @@ def run_task_item(
     settings = state.settings.for_model(task.model)
     task = with_overrides(task, settings)
     model = settings.model_name
-    directory = task_dir(state.folder.ensure(), task.suite, task.id, model, task.epoch)
+    control = task.control
+    if control is None:
+        directory = task_dir(state.folder.ensure(), task.suite, task.id, model, task.epoch)
+    else:
+        directory = control_dir(state.folder.ensure(), task.suite, task.id, control.name)
     ran_here = state.results.ran_here
     resumed = None if nodeid in ran_here else resumable_record(settings, directory, nodeid)
     if resumed is not None and resumed.get("sampling", {}) != task.sampling.public():
@@ -116,10 +125,13 @@ def run_task_item(
     if live is not None:
         live.begin(nodeid, f"{task.suite}::{nodeid.rpartition('::')[2]}")
     try:
-        services.prepare(f"{file}[{task.model}]", suite_tasks or (task,), task.model)
+        if control is None:
+            services.prepare(f"{file}[{task.model}]", suite_tasks or (task,), task.model)
+        else:  # controls run once, whatever the models: on the scripted control client
+            services.prepare(file, suite_tasks or (task,), controls=True)
         rollout = run_rollout(
             task,
-            services.client(task.model),
+            services.client(task.model) if control is None else services.control_client(),
             verifier,
             timeout_s=timeout_s,
             max_tokens=settings.max_tokens or task.max_tokens,
@@ -128,7 +140,7 @@ def run_task_item(
             kill_policy=KillPolicy(
                 settings.loop_kill / 100, settings.loop_kill_seconds, settings.loop_kill_tokens
             ),
-            on_event=None if live is None else lambda event: live.event(nodeid, event),
+            on_event=_event_sink(state, task, nodeid),
             on_phase=None if live is None else lambda phase: live.phase(nodeid, phase),
             tools=services.tools(),
             isolation=settings.sandbox,
@@ -160,8 +172,28 @@ def run_task_item(
         sampling=task.sampling.public(),
     )
     record = with_sample(record, model, task, settings.reducer or task.reducer)
-    if rollout.outcome != "passed":
-        reason = failure_reason(record)
+    if task.perturbation is not None:
+        record["perturbation"] = {
+            "name": task.perturbation,
+            "of": task.original_id,
+            "seed": task.perturbation_seed,
+        }
+    if control is not None:
+        fields = control_fields(
+            name=control.name,
+            expect=control.expect,
+            source=control.source,
+            canary=control.canary,
+            outcome=rollout.outcome,
+        )
+        typed = TaskRecord.from_json(record).with_fields(model="scripted", control=fields)
+        record = typed.to_json()
+    if control is not None and record["control"]["behaved"] is False:
+        reason = control_message(record)
+        trace = failure_details(rollout, reason, str(directory))
+        record = TaskRecord.from_json(record).with_fields(message=reason, trace=trace).to_json()
+    elif rollout.outcome != "passed":
+        reason = plugin_reason(state, record) or failure_reason(record)
         trace = failure_details(rollout, reason, str(directory))
         record = TaskRecord.from_json(record).with_fields(message=reason, trace=trace).to_json()
     redacted: dict[str, Any] = redact(record, secrets)  # same shape: a JSON object
@@ -176,6 +208,40 @@ def with_sample(record: dict[str, Any], model: str, task: Task, reducer: str) ->
     if task.epoch:
         fields.update(epoch=task.epoch, reducer=reducer)
     return TaskRecord.from_json(record).with_fields(**fields).to_json()
+
+
+FAILURE_REASON_HOOK = "pytest_agentbench_failure_reason"
+ROLLOUT_EVENT_HOOK = "pytest_agentbench_rollout_event"
+
+
+def plugin_reason(state: RunState, record: dict[str, Any]) -> str | None:
+    """A plugin's one-line reason for ``record`` (``pytest_agentbench_failure_reason``),
+    made one line; None when no plugin answers (or the one that would raised)."""
+    if not state.hooks.has(FAILURE_REASON_HOOK):
+        return None
+    answer = state.hooks.first(FAILURE_REASON_HOOK, record=TaskRecord.from_json(record))
+    if not isinstance(answer, str) or not answer.strip():
+        return None
+    return collapse(answer)
+
+
+def _event_sink(state: RunState, task: Task, nodeid: str) -> EventSink | None:
+    """What hears the rollout's stream events: the live status line and the plugins that
+    observe ``pytest_agentbench_rollout_event`` (None when nobody listens)."""
+    live = state.inflight.live
+    hooks = state.hooks
+    observed = hooks.has(ROLLOUT_EVENT_HOOK)
+    if live is None and not observed:
+        return None
+
+    def sink(event: StreamEvent) -> None:
+        if live is not None:
+            live.event(nodeid, event)
+        if observed:
+            seen = RolloutEvent(nodeid, task.suite, task.id, event.kind, event.text, event.data)
+            hooks.notify(ROLLOUT_EVENT_HOOK, event=seen)
+
+    return sink
 
 
 def resumable_record(settings: Settings, directory: Path, nodeid: str) -> dict[str, Any] | None:

@@ -1,6 +1,6 @@
 """The end of a run in the process that reports it (serial, or the xdist controller):
-the run reports, the Markdown summary, the terminal section, and the guard that keeps a
-late Ctrl-C or SIGTERM from cutting them short.
+the run reports, the Markdown summary, the HTML report, the terminal section, and the
+guard that keeps a late Ctrl-C or SIGTERM from cutting them short.
 
 Nothing is written for a session in which no task ran (``--collect-only``, a collection
 that failed, a selection that left nothing): no run folder, no ``latest``, no step
@@ -14,12 +14,15 @@ import os
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_agentbench import __version__
+from pytest_agentbench.artifacts.controls import misbehaved, task_records
 from pytest_agentbench.artifacts.coverage import partial_line, run_coverage
 from pytest_agentbench.run import STATE_KEY, RunState
 
@@ -50,8 +53,16 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
     )
     if gate is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         other_failures = session.testsfailed - results.failed_reports
-        judged_ok = gate.ok and other_failures <= 0
+        judged_ok = gate.ok and other_failures <= 0 and not misbehaved(results.records)
         session.exitstatus = pytest.ExitCode.OK if judged_ok else pytest.ExitCode.TESTS_FAILED
+    sections = _compare(state)
+    worse = [c for c in results.compared if c.verdict == "worse"]
+    if (
+        settings.fail_on_regression
+        and worse
+        and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+    ):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
     run_dir = state.folder.ensure()
     summary = write_run_reports(
         run_dir,
@@ -66,8 +77,54 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
         exit_status=int(session.exitstatus),
         gate=gate.as_dict() if gate is not None else None,
         errors_as_failures=settings.errors_as_failures,
+        sections=sections,
     )
     _write_markdown(state, summary)
+    _write_html(state, run_dir)
+    if state.hooks.has("pytest_agentbench_run_finished"):
+        from pytest_agentbench.core.task_record import RunSummary
+
+        typed = RunSummary.from_json(summary)
+        state.hooks.notify("pytest_agentbench_run_finished", summary=typed, run_dir=run_dir)
+
+
+def _write_html(state: RunState, run_dir: Path) -> None:
+    """report.html (or ``--agentbench-html``), rebuilt from the files just written. A
+    failure here costs the page only: it is a warning, the run's other reports stand."""
+    from pytest_agentbench.report.html_report import write_html_report
+
+    try:
+        write_html_report(run_dir, state.settings.html, secrets=state.run.secrets)
+    except Exception as exc:  # the page must never cost the run its result
+        warnings.warn(
+            pytest.PytestWarning(f"agentbench: the HTML report was not written: {exc}"),
+            stacklevel=1,
+        )
+
+
+def _compare(state: RunState) -> dict[str, Any]:
+    """This run against its baseline, and each perturbation against the originals
+    (report/compare.py): kept on the results for the terminal, returned as the sections
+    of summary.json."""
+    from pytest_agentbench.report.compare import baseline_comparisons, robustness_comparisons
+
+    results = state.results
+    sections: dict[str, Any] = {}
+    if results.baseline is not None:
+        scored, earlier = task_records(results.records), task_records(results.baseline.records)
+        results.compared = baseline_comparisons(earlier, scored)  # controls: never compared
+        sections["baseline"] = {
+            "path": str(results.baseline.path),
+            "run_id": results.baseline.run_id,
+            "comparisons": [c.as_dict() for c in results.compared],
+        }
+    if state.settings.perturb:
+        scored = task_records(results.records)
+        results.robustness = robustness_comparisons(scored, order=state.settings.perturb)
+        sections["robustness"] = [
+            c.as_dict() | {"perturbation": name} for name, c in results.robustness
+        ]
+    return sections
 
 
 def _write_markdown(state: RunState, summary: dict[str, Any]) -> None:
@@ -90,7 +147,7 @@ def _write_markdown(state: RunState, summary: dict[str, Any]) -> None:
 def summary_section(terminalreporter: Any, config: pytest.Config, state: RunState) -> None:
     """The ``agentbench`` section of pytest's terminal summary (nothing when no task ran
     and nothing was written)."""
-    from pytest_agentbench.report.terminal import summary_lines
+    from pytest_agentbench.report.terminal import shown_path, summary_lines
 
     records = state.results.records
     if not records and not state.folder.started:
@@ -124,6 +181,25 @@ def summary_section(terminalreporter: Any, config: pytest.Config, state: RunStat
         terminalreporter.write_line(
             f"{resumed} task(s) resumed from the earlier run (not sent again)"
         )
+    if state.results.baseline is not None:
+        from pytest_agentbench.report.compare import comparison_lines
+
+        terminalreporter.write_line(
+            f"against the baseline {state.results.baseline.run_id} "
+            f"({shown_path(str(state.results.baseline.path), str(config.invocation_params.dir))}):"
+        )
+        for comparison in state.results.compared or []:
+            for line in comparison_lines(comparison):
+                terminalreporter.write_line(line)
+        if not state.results.compared:
+            terminalreporter.write_line("no model of this run ran in the baseline")
+    if state.results.robustness:
+        from pytest_agentbench.report.compare import robustness_line
+
+        for name, comparison in state.results.robustness:
+            terminalreporter.write_line(robustness_line(name, comparison))
+    for line in state.hooks.lines():
+        terminalreporter.write_line(line, yellow=True)
     if state.results.gate is not None:
         from pytest_agentbench.report.gate import gate_lines
 

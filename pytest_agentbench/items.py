@@ -12,6 +12,7 @@ import pytest
 
 from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.run import STATE_KEY, RunState
+from pytest_agentbench.suites.controls import Planned
 from pytest_agentbench.suites.task import Task
 
 #: (suite name, task id) → the suite file that holds it, over every file collected so
@@ -42,13 +43,74 @@ def special_suite_files(directory: pytest.Dir, patterns: Iterable[str]) -> list[
     ]
 
 
+def control_plan(tasks: tuple[Task, ...], settings: Any, suite: str) -> list[Planned]:
+    """The controls a suite file's items run: all of them with ``--agentbench-controls``,
+    one sampled negative control with ``--agentbench-canary``, else none. The canary is
+    drawn with the run's seed (``--agentbench-seed``)."""
+    from pytest_agentbench.suites.controls import plan_canary, plan_controls
+
+    if settings.controls:
+        return plan_controls(tasks)
+    if settings.canary:
+        canary = plan_canary(tasks, int(settings.seed or 0), suite)
+        return [canary] if canary is not None else []
+    return []
+
+
+def control_item_name(plan: Planned) -> str:
+    """A control item's name: the task id and the control, ``add[control-empty]`` (a
+    canary: ``add[canary-empty]``), so ``-k empty`` or ``-k control`` selects them."""
+    kind = "canary" if plan.control.canary else "control"
+    return f"{plan.task.id}[{kind}-{plan.control.name}]"
+
+
+def missing_control_record(plan: Planned, nodeid: str, file: str) -> dict[str, Any]:
+    """The record of a positive control that cannot run (no known-good answer): counted
+    and reported as "no positive control", never silently left out. No answer was
+    played: its outcome is ``failed`` with no verdict, no failure, and the control's
+    ``missing`` saying why (its item is skipped, its CTRF status ``skipped``)."""
+    import time
+
+    from pytest_agentbench.artifacts.controls import control_fields
+    from pytest_agentbench.artifacts.record import record_without_rollout
+    from pytest_agentbench.core.task_record import TaskRecord
+
+    control = plan.control
+    record = record_without_rollout(
+        nodeid=nodeid,
+        file=file,
+        suite=plan.task.suite,
+        task_id=plan.task.id,
+        model="scripted",
+        outcome="failed",
+        cause=plan.missing,
+        failure_kind="harness",
+        start_ms=int(time.time() * 1000),
+        duration_ms=0,
+    )
+    fields = control_fields(
+        name=control.name,
+        expect=control.expect,
+        source=control.source,
+        canary=control.canary,
+        outcome=None,
+        missing=plan.missing,
+    )
+    typed = TaskRecord.from_json(record)
+    return typed.with_fields(failure=None, failure_kind=None, control=fields).to_json()
+
+
 class SuiteFile(pytest.File):
     """A ``bench_*`` suite file; collecting it loads and validates the whole suite."""
+
+    #: True for a ``bench_*`` file no ``agentbench_files`` pattern names, collected only
+    #: because a plugin implements ``pytest_agentbench_load_suite``: unclaimed, it is no suite.
+    claim_only = False
 
     def collect(self) -> Iterator[TaskItem]:
         from pytest_agentbench.models.sampling_wire import protocol_of, sampling_refusals
         from pytest_agentbench.scripted.script import Reply
-        from pytest_agentbench.suites.load import load_suite
+        from pytest_agentbench.suites.load import load_document, load_suite
 
         state = self.config.stash[STATE_KEY]
         protocols = {protocol_of(one.model) for one in state.settings.lineup()}
@@ -56,39 +118,125 @@ class SuiteFile(pytest.File):
         def reply_check(obj: Any, where: str) -> None:
             Reply.parse(obj, where)
 
+        options: dict[str, Any] = {
+            "reply_check": reply_check,
+            "tools": state.services.tools(),
+            "max_bytes": round(state.settings.max_file_mb * 1024 * 1024),
+        }
+        sampling_check = lambda table: [  # noqa: E731
+            refusal
+            for protocol in sorted(protocols)
+            for refusal in sampling_refusals(protocol, table)
+        ]
         try:
-            suite = load_suite(
-                self.path,
-                state.services.verifiers(),
-                reply_check=reply_check,
-                tools=state.services.tools(),
-                max_bytes=round(state.settings.max_file_mb * 1024 * 1024),
-                sampling_check=lambda table: [
-                    refusal
-                    for protocol in sorted(protocols)
-                    for refusal in sampling_refusals(protocol, table)
-                ],
-            )
+            document = self._plugin_document()
+            if document is None and self.claim_only:
+                return
+            if document is None:
+                suite = load_suite(
+                    self.path,
+                    state.services.verifiers(),
+                    sampling_check=sampling_check,
+                    find_dataset=self._find_dataset,
+                    **options,
+                )
+            else:
+                suite = load_document(
+                    self.path,
+                    document,
+                    state.services.verifiers(),
+                    sampling_check=sampling_check,
+                    **options,
+                )
         except SuiteError as exc:
             shown = SuiteError(self._display_path(), exc.problems)
             raise self.CollectError(str(shown)) from None
-        self._claim(suite.tasks)
+        tasks = _selected(suite.tasks, state)
+        if state.settings.perturb:
+            tasks = self._with_perturbed(tasks, state.settings.perturb, state.settings.seed)
+        self._claim(tasks)
+        self.tasks = tasks
         settings = state.settings
+        planned = control_plan(suite.tasks, settings, suite.name)  # the original tasks'
+        #: The control runs of this file, registered with the scripted provider together.
+        self.control_runs = tuple(p.run for p in planned if p.run is not None)
         lineup = settings.lineup()
         names = [one.model_name for one in lineup] if len(lineup) > 1 else [""]
-        self.tasks = suite.tasks
         #: The copies this file's items run, by model name (handed to that model's client).
         self.model_tasks: dict[str, list[Task]] = {name: [] for name in names}
-        for task in suite.tasks:
-            epochs = settings.epochs or task.epochs
+        if not settings.controls:
+            for task in tasks:
+                epochs = settings.epochs or task.epochs
+                for name in names:
+                    for epoch in range(1, epochs + 1) if epochs > 1 else (0,):
+                        copy = task.for_item(name, epoch, name or settings.model_name)
+                        self.model_tasks[name].append(copy)
+                        item = TaskItem.from_parent(self, name=item_name(copy), task=copy)
+                        for mark in task.marks:
+                            item.add_marker(mark)
+                        yield item
+        for plan in planned:  # a control carries its task's marks: -m selects both alike
+            control = TaskItem.from_parent(
+                self, name=control_item_name(plan), task=plan.run or plan.task, planned=plan
+            )
+            for mark in plan.task.marks:
+                control.add_marker(mark)
+            yield control
+
+    def _with_perturbed(
+        self, tasks: tuple[Task, ...], names: tuple[str, ...], seed: int
+    ) -> tuple[Task, ...]:
+        """Each task followed by its perturbed copies (suites/perturb.py), in the order
+        the perturbations were named."""
+        from pytest_agentbench.suites.perturb import perturb_task
+
+        hook = self.config.hook
+
+        def paraphrase(task: Task, rng: Any) -> str | None:
+            text = hook.pytest_agentbench_paraphrase(task=task, rng=rng)
+            return None if text is None else str(text)
+
+        if "paraphrase" in names and not hook.pytest_agentbench_paraphrase.get_hookimpls():
+            raise self.CollectError(
+                "--agentbench-perturb paraphrase: no plugin implements the "
+                "pytest_agentbench_paraphrase hook (see docs/robustness.md)"
+            )
+        out: list[Task] = []
+        for task in tasks:
+            out.append(task)
             for name in names:
-                for epoch in range(1, epochs + 1) if epochs > 1 else (0,):
-                    copy = task.for_item(name, epoch, name or settings.model_name)
-                    self.model_tasks[name].append(copy)
-                    item = TaskItem.from_parent(self, name=item_name(copy), task=copy)
-                    for mark in task.marks:
-                        item.add_marker(mark)
-                    yield item
+                copy = perturb_task(task, name, seed, paraphrase=paraphrase)
+                if copy is not None:
+                    out.append(copy)
+        return tuple(out)
+
+    def _plugin_document(self) -> Any:
+        """What ``pytest_agentbench_load_suite`` made of this file (None: no plugin read
+        it); a plugin that raises is a collection error naming it."""
+        try:
+            return self.ihook.pytest_agentbench_load_suite(path=self.path)
+        except SuiteError:
+            raise
+        except Exception as exc:
+            from pytest_agentbench.plugin_hooks import plugin_names
+
+            names = ", ".join(
+                plugin_names(self.config.pluginmanager, "pytest_agentbench_load_suite")
+            )
+            raise SuiteError(
+                str(self.path),
+                [
+                    f"a pytest_agentbench_load_suite plugin ({names}) raised "
+                    f"{type(exc).__name__}: {exc}"
+                ],
+            ) from None
+
+    def _find_dataset(self, name: str, manifest: Path) -> Path | None:
+        """A plugin's local path for a manifest's dataset (pytest_agentbench_dataset)."""
+        found = self.ihook.pytest_agentbench_dataset(
+            name=name, manifest=manifest, config=self.config
+        )
+        return None if found is None else Path(found)
 
     def _claim(self, tasks: tuple[Task, ...]) -> None:
         """Register this file's tasks run-wide; a task another file of the same suite
@@ -142,12 +290,26 @@ def item_parts(name: str, models: Iterable[str]) -> tuple[str, str, int] | None:
     return None
 
 
+def _selected(tasks: tuple[Task, ...], state: RunState) -> tuple[Task, ...]:
+    """The tasks ``--agentbench-limit`` and ``--agentbench-sample`` keep, in file order
+    (the same on every xdist worker: the sample is seeded)."""
+    from pytest_agentbench.suites.dataset import pick_indexes
+
+    settings = state.settings
+    if settings.limit is None and settings.sample is None:
+        return tasks
+    seed = settings.seed_of_sample()
+    kept = pick_indexes(len(tasks), settings.limit, settings.sample, seed)
+    return tuple(tasks[i] for i in kept)
+
+
 class TaskItem(pytest.Item):
     """One task. ``record`` is set after it runs; the plugin puts it on the report."""
 
-    def __init__(self, *, task: Task, **kwargs: Any) -> None:
+    def __init__(self, *, task: Task, planned: Planned | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.task = task
+        self.planned = planned
         self.record: dict[str, Any] | None = None
 
     def runtest(self) -> None:
@@ -159,12 +321,18 @@ class TaskItem(pytest.Item):
         def job(item: TaskItem) -> dict[str, Any]:
             parent = item.parent
             assert isinstance(parent, SuiteFile)
+            if item.planned is not None and item.planned.run is None:
+                return missing_control_record(item.planned, item.nodeid, parent.nodeid)
             return run_task_item(
                 state,
                 item.task,
                 nodeid=item.nodeid,
                 file=parent.nodeid,
-                suite_tasks=parent.model_tasks.get(item.task.model, ()),
+                suite_tasks=(
+                    parent.model_tasks.get(item.task.model, ())
+                    if item.planned is None
+                    else parent.control_runs
+                ),
                 limit_s=pytest_timeout_s(item),
             )
 
@@ -176,7 +344,13 @@ class TaskItem(pytest.Item):
                 ("agentbench_tokens", (record.get("usage") or {}).get("total")),
             ]
         )
-        if record["outcome"] != "passed":
+        control = record.get("control")
+        if control is None:
+            if record["outcome"] != "passed":
+                pytest.fail(record["trace"], pytrace=False)
+        elif control.get("missing"):
+            pytest.skip(control["missing"])
+        elif control.get("behaved") is not True:
             pytest.fail(record["trace"], pytrace=False)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
@@ -190,5 +364,6 @@ class TaskItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         """Where the task is: its suite file (line 0; pytest's skip report needs a line
-        number, and a None here made a task marked ``skip`` an INTERNALERROR)."""
+        number, and a None here made a task marked ``skip`` an INTERNALERROR); the name
+        is the item's, so a control's carries the control."""
         return self.path, 0, f"{self.task.suite}::{self.name}"

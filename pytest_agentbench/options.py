@@ -195,14 +195,76 @@ def add_options(parser: pytest.Parser) -> None:
         "instead of excluding them",
     )
     group.addoption(
+        "--agentbench-limit",
+        metavar="N|START:STOP",
+        help="run only some tasks of each suite file, in file order: the first N, or the "
+        "range START:STOP (0-based, STOP excluded: 10:50 is the 11th to the 50th)",
+    )
+    group.addoption(
+        "--agentbench-sample",
+        metavar="N",
+        type=int,
+        help="run a seeded random sample of N tasks of each suite file (after "
+        "--agentbench-limit), kept in file order; the same seed gives the same tasks",
+    )
+    group.addoption(
+        "--agentbench-sample-seed",
+        metavar="S",
+        type=int,
+        help="seed of --agentbench-sample alone (default: the run's --agentbench-seed)",
+    )
+    group.addoption(
         "--agentbench-markdown",
         metavar="PATH",
         help="write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY when set)",
     )
     group.addoption(
+        "--agentbench-baseline",
+        metavar="RUN_DIR",
+        help="compare this run with an earlier run folder on the tasks both ran: the "
+        "difference with its paired interval and test, and the tasks that regressed",
+    )
+    group.addoption(
+        "--agentbench-fail-on-regression",
+        action="store_true",
+        help="with --agentbench-baseline: fail the run when it is significantly worse than "
+        "the baseline",
+    )
+    group.addoption(
+        "--agentbench-perturb",
+        metavar="NAMES",
+        help="also run seeded perturbed copies of each task, paired with the original: "
+        "comma-separated shuffle, whitespace, case, distractor, paraphrase",
+    )
+    group.addoption(
+        "--agentbench-seed",
+        metavar="S",
+        type=int,
+        help="seed of the run's random choices, e.g. the perturbations (default 0)",
+    )
+    group.addoption(
+        "--agentbench-html",
+        metavar="PATH",
+        help="where to write the HTML report (default: report.html in the run folder; "
+        "written whenever a task ran)",
+    )
+    group.addoption(
         "--agentbench-no-stream",
         action="store_true",
         help="send non-streaming requests (streaming is the default)",
+    )
+    group.addoption(
+        "--agentbench-controls",
+        action="store_true",
+        help="run every selected task's controls instead of a model: its known-good answer "
+        "must pass, an empty answer, a refusal, another task's answer (and for code, "
+        "None-returning and exit-0 code) must fail (docs/trust-your-suite.md)",
+    )
+    group.addoption(
+        "--agentbench-canary",
+        action="store_true",
+        help="add one negative control per suite file to a model run (excluded from the "
+        "scores); if one passes, the run is marked invalid and the gate fails",
     )
     _add_sampling(group, parser)
     parser.addini("agentbench_model", "model spec used when --agentbench-model is not given")
@@ -217,7 +279,7 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini(
         "agentbench_files",
         "glob patterns of suite file names (default: bench_*.toml bench_*.yaml bench_*.yml "
-        "bench_*.json)",
+        "bench_*.json bench_*.py)",
         type="args",
     )
     parser.addini(
@@ -244,7 +306,14 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("agentbench_loop_kill_seconds", "seconds a loop holds before the kill")
     parser.addini("agentbench_loop_kill_tokens", "tokens a loop may stream before the kill")
     parser.addini("agentbench_breaker", "identical permanent errors before no more is sent")
+    parser.addini("agentbench_limit", "N or START:STOP: the tasks of each suite file to run")
+    parser.addini("agentbench_sample", "a seeded sample of N tasks of each suite file")
+    parser.addini("agentbench_sample_seed", "seed of the sample alone (default: agentbench_seed)")
     parser.addini("agentbench_markdown", "path of a Markdown summary to write")
+    parser.addini("agentbench_baseline", "earlier run folder to compare this run with")
+    parser.addini("agentbench_perturb", "perturbations to run, comma-separated")
+    parser.addini("agentbench_seed", "seed of the run's random choices (default 0)")
+    parser.addini("agentbench_html", "path of the HTML report (default: the run folder's)")
 
 
 def _add_sampling(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
@@ -264,10 +333,10 @@ def _add_sampling(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
         help="top-k sampling (Anthropic only; for a local server use --agentbench-extra-body)",
     )
     group.addoption(
-        "--agentbench-seed",
+        "--agentbench-sampling-seed",
         metavar="N",
         type=int,
-        help="sampling seed (Chat Completions only)",
+        help="the seed sent to the model (Chat Completions only); --agentbench-seed is the run's",
     )
     group.addoption(
         "--agentbench-stop",
@@ -294,7 +363,7 @@ def _add_sampling(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
     parser.addini("agentbench_temperature", "sampling temperature")
     parser.addini("agentbench_top_p", "nucleus sampling, 0-1")
     parser.addini("agentbench_top_k", "top-k sampling (Anthropic)")
-    parser.addini("agentbench_seed", "sampling seed (Chat Completions)")
+    parser.addini("agentbench_sampling_seed", "the seed sent to the model (Chat Completions)")
     parser.addini("agentbench_stop", "stop sequences, one a line", type="linelist")
     parser.addini("agentbench_reasoning_effort", "none, minimal, low, medium, high or xhigh")
     parser.addini("agentbench_thinking_budget", "thinking budget in tokens (Anthropic)")

@@ -30,20 +30,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "agentbench_scripted(*replies): the scripted model's replies to a test using the "
+        "agentbench_model fixture, one per call (the last repeats)",
+    )
     if not config.getoption("agentbench"):
         return
     from pytest_agentbench.collector import RecordCollector
     from pytest_agentbench.errors import AgentbenchError
+    from pytest_agentbench.plugin_hooks import load_entry_points
     from pytest_agentbench.run import RunState
     from pytest_agentbench.settings import HOSTED_NEED_KEY, PROVIDER_ENV, resolve_settings
 
+    load_entry_points(config.pluginmanager)
     try:
         settings = resolve_settings(config.getoption, config.getini, os.environ)
     except AgentbenchError as exc:
         raise pytest.UsageError(str(exc)) from None
     provider = settings.model.provider
     for one in settings.lineup():
-        if one.model.provider in HOSTED_NEED_KEY and not one.api_key:
+        if one.model.provider in HOSTED_NEED_KEY and not one.api_key and not settings.controls:
             key_var = PROVIDER_ENV[one.model.provider][0]
             raise pytest.UsageError(
                 f"model {one.model_name} needs an API key: set {key_var} "
@@ -79,6 +86,14 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = _with_base_url(settings, workerinput.get("agentbench_scripted_url"))
         state = RunState.for_worker(config, settings, workerinput)
     else:
+        baseline = None
+        if settings.baseline is not None:
+            from pytest_agentbench.artifacts.baseline import load_baseline
+
+            try:
+                baseline = load_baseline(settings.baseline)
+            except AgentbenchError as exc:
+                raise pytest.UsageError(str(exc)) from None
         server = None
         if any(one.model.provider == "scripted" and not one.base_url for one in settings.lineup()):
             from pytest_agentbench.scripted.server import ScriptedServer
@@ -87,6 +102,7 @@ def pytest_configure(config: pytest.Config) -> None:
             settings = _with_base_url(settings, server.start())
         state = RunState.for_controller(config, settings, server=server)
         state.restore_sigterm = _interrupt_on_sigterm()
+        state.results.baseline = baseline
         config.pluginmanager.register(RecordCollector(state), "agentbench-records")
         from pytest_agentbench.finish import SessionEndGuard
 
@@ -97,6 +113,18 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_agentbench import builtins
 
     config.pluginmanager.register(builtins, "agentbench-builtins")
+    for one in settings.lineup():
+        if one.model.builtin:
+            continue
+        try:  # a plugin's provider: claimed now, or a usage error
+            state.services.client(one.model_name if settings.models else "")
+        except pytest.UsageError:
+            raise
+        except Exception as exc:
+            raise pytest.UsageError(
+                f"the model client for {one.model.label} could not be made: "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
     if config.pluginmanager.hasplugin("timeout"):
         from pytest_agentbench.timeouts import TimeoutTakeover
 
@@ -240,7 +268,20 @@ def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Coll
         from pytest_agentbench.items import SuiteFile
 
         return SuiteFile.from_parent(parent, path=file_path)
+    if file_path.name.startswith("bench_") and _plugin_formats(parent.config):
+        from pytest_agentbench.items import SuiteFile
+
+        suite = SuiteFile.from_parent(parent, path=file_path)
+        suite.claim_only = True  # a suite only if a plugin's load_suite reads it
+        return suite
     return None
+
+
+def _plugin_formats(config: pytest.Config) -> bool:
+    """Whether a plugin (not the built-ins) implements ``pytest_agentbench_load_suite``."""
+    from pytest_agentbench.plugin_hooks import plugin_names
+
+    return bool(plugin_names(config.pluginmanager, "pytest_agentbench_load_suite"))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -270,8 +311,29 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     from pytest_agentbench.items import TaskItem
 
     queue = [item for item in session.items if isinstance(item, TaskItem)]
-    state.results.selected = max(state.results.selected, len(queue))
+    tests = sum(1 for item in session.items if "agentbench_model" in _fixtures(item))
+    state.results.selected = max(state.results.selected, len(queue) + tests)
     state.inflight.set_queue(queue)
+
+
+@pytest.fixture
+def agentbench_model(request: pytest.FixtureRequest) -> Any:
+    """The run's model for an ordinary test: ``agentbench_model.generate(prompt)`` (see
+    model_fixture.py). The test then counts as a task of the run. Skipped without
+    ``--agentbench``."""
+    state = request.config.stash.get(STATE_KEY, None)
+    if state is None:
+        pytest.skip("the agentbench_model fixture needs --agentbench")
+    from pytest_agentbench.model_fixture import BenchModel
+
+    model = BenchModel(state, request.node)
+    request.node.agentbench_model = model
+    return model
+
+
+def _fixtures(item: pytest.Item) -> list[str]:
+    names: list[str] = getattr(item, "fixturenames", [])
+    return names
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -292,7 +354,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     state = item.config.stash.get(STATE_KEY, None)
     task = getattr(item, "task", None)
-    if state is None or task is None or call.when == "teardown":
+    if state is None or call.when == "teardown":
+        return report
+    if task is None:
+        model = getattr(item, "agentbench_model", None)
+        if model is not None and (call.when == "call" or report.failed):
+            from pytest_agentbench.execution import plugin_reason
+
+            record = model.record(item, report)
+            if record["outcome"] != "passed" and (reason := plugin_reason(state, record)):
+                record["message"] = reason
+            report.agentbench = record
         return report
     record = getattr(item, "record", None)
     if report.skipped and record is None:  # skipped before it ran (an xfail task has one)
@@ -300,9 +372,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return report
     if record is None and call.excinfo is not None:
         from pytest_agentbench.collector import stand_in_record
+        from pytest_agentbench.execution import plugin_reason
 
         model = task.model or state.settings.model_name
         record = stand_in_record(item, call, model=model, start_ms=None)
+        if (reason := plugin_reason(state, record)) is not None:
+            record = {**record, "message": reason}
         item.record = record  # type: ignore[attr-defined]
     if call.when == "call" and record is not None:
         report.agentbench = record
@@ -316,7 +391,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
     record = getattr(report, "agentbench", None)
     outcome: str = report.outcome  # pytest-rerunfailures adds "rerun" to pytest's three
-    if not record or report.when != "call" or outcome == "rerun":
+    if not record or report.when != "call" or outcome == "rerun" or report.skipped:
         return None
     if hasattr(report, "wasxfail"):  # pytest's own xfail / xpass words
         return None
@@ -380,8 +455,10 @@ class _XdistCrashes:
         results.selected = max(results.selected, len(tasks))
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """A worker's count of tasks its selection left out (see pytest_deselected)."""
+        """A worker's count of tasks its selection left out (see pytest_deselected), and
+        the plugin hooks that raised there."""
         output = getattr(node, "workeroutput", None) or {}
+        self.state.hooks.merge(output.get("agentbench_hook_failures"))
         deselected = output.get("agentbench_deselected")
         if isinstance(deselected, int):
             results = self.state.results
@@ -394,8 +471,9 @@ class _XdistCrashes:
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:
-    """Count the tasks a selection left out (-k, -m, pytest-split, --lf…): a score over
-    the rest is partial. Tasks of another --agentbench-shard are not counted."""
+    """Count the tasks a selection left out (-k, -m, pytest-split, --lf…), tests using
+    the agentbench_model fixture included: a score over the rest is partial. Tasks of
+    another --agentbench-shard are not counted."""
     if not items:
         return
     state = items[0].config.stash.get(STATE_KEY, None)
@@ -403,7 +481,7 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
         state.results.deselected += sum(
             1
             for item in items
-            if getattr(item, "task", None) is not None
+            if (getattr(item, "task", None) is not None or "agentbench_model" in _fixtures(item))
             and not getattr(item, "agentbench_other_shard", False)
         )
 
@@ -416,6 +494,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
             workeroutput["agentbench_deselected"] = state.results.deselected
+            workeroutput["agentbench_hook_failures"] = state.hooks.export()
         return
     from pytest_agentbench.finish import write_reports
 

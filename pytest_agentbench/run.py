@@ -27,11 +27,14 @@ import pytest
 
 from pytest_agentbench.artifacts.paths import new_run_id, point_latest
 from pytest_agentbench.inflight import InFlight
+from pytest_agentbench.plugin_hooks import PluginHooks
 from pytest_agentbench.services import RunServices
 from pytest_agentbench.stash import STATE_KEY as STATE_KEY  # re-exported: the glue's key
 from pytest_agentbench.urls import url_secrets
 
 if TYPE_CHECKING:
+    from pytest_agentbench.artifacts.baseline import BaselineRun
+    from pytest_agentbench.report.compare import RecordComparison
     from pytest_agentbench.report.gate import GateResult
     from pytest_agentbench.scripted.server import ScriptedServer
     from pytest_agentbench.settings import Settings
@@ -114,6 +117,11 @@ class ResultSink:
     ran_here: set[str] = field(default_factory=set)
     coverage: dict[str, Any] | None = None
     gate: GateResult | None = None
+    #: --agentbench-baseline: the earlier run, and this run compared with it at the end.
+    baseline: BaselineRun | None = None
+    compared: list[RecordComparison] = field(default_factory=list)
+    #: --agentbench-perturb: each perturbation compared with the original tasks.
+    robustness: list[tuple[str, RecordComparison]] = field(default_factory=list)
 
 
 class RunState:
@@ -130,6 +138,7 @@ class RunState:
         self.services = services or RunServices(run.config, run.settings)
         self.inflight = inflight or InFlight(run.config, run.settings, run.is_worker)
         self.results = ResultSink()
+        self.hooks = PluginHooks(run.config.pluginmanager)
         self.restore_sigterm: Any = None
 
     @property

@@ -9,6 +9,7 @@ pool's threads, runner/pool.py); ``close()`` releases them at the end of the run
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,8 @@ class RunServices:
         self._client: ModelClient | None = None
         #: the clients of the run's other models, by name (several models in one run)
         self._clients: dict[str, ModelClient] = {}
+        self._control_client: ModelClient | None = None
+        self._control_server: ScriptedServer | None = None
         self._verifiers: dict[str, Verifier] | None = None
         self._tools: dict[str, Tool] | None = None
         self._prepared: set[str] = set()
@@ -119,12 +122,42 @@ class RunServices:
             spec=settings.model, settings=settings
         )
         if client is None:
-            raise pytest.UsageError(
-                f"no model client for provider {settings.model.provider!r} "
-                f"(model {settings.model.label}); a plugin must implement "
-                "pytest_agentbench_model_client for it"
-            )
+            raise pytest.UsageError(self._unclaimed(settings))
         return client  # type: ignore[no-any-return]
+
+    def control_client(self) -> ModelClient:
+        """The scripted client that plays controls (suites/controls.py): the run's own
+        client when the run's model is scripted, else a scripted client on a scripted
+        server of this process's own, started on first use."""
+        if self.settings.model.provider == "scripted":
+            return self.client()
+        made = self._control_client
+        if made is not None:
+            return made
+        with self._lock:
+            if self._control_client is None:
+                from pytest_agentbench.models.base import ModelSpec
+                from pytest_agentbench.models.scripted import scripted_client
+                from pytest_agentbench.scripted.server import ScriptedServer
+
+                self._control_server = server = ScriptedServer()
+                spec = ModelSpec("scripted", "scripted")
+                self._control_client = scripted_client(spec, server.start())
+            return self._control_client
+
+    def _unclaimed(self, settings: Settings) -> str:
+        """Why no client serves the model: the built-in providers and the plugins asked."""
+        from pytest_agentbench.models.base import KNOWN_PROVIDERS
+        from pytest_agentbench.plugin_hooks import plugin_names
+
+        spec = settings.model
+        asked = plugin_names(self.config.pluginmanager, "pytest_agentbench_model_client")
+        return (
+            f"no model client for provider {spec.provider!r} (model {spec.label}): the "
+            f"built-in providers are {', '.join(KNOWN_PROVIDERS)}; installed plugins "
+            f"implementing pytest_agentbench_model_client: {', '.join(asked) or 'none'} "
+            "(none claimed it; install the plugin that adds this provider)"
+        )
 
     def _reliable(self, client: ModelClient, settings: Settings) -> ModelClient:
         """Retries inside, the circuit breaker outside: a retried failure counts once."""
@@ -158,10 +191,13 @@ class RunServices:
             wrapped = BreakerClient(wrapped, breaker)
         return wrapped
 
-    def prepare(self, key: str, tasks: Any, model: str = "") -> None:
+    def prepare(self, key: str, tasks: Any, model: str = "", *, controls: bool = False) -> None:
         """Let the client see a suite's tasks once (the scripted client registers replies)
         before any of them runs; concurrent callers for the same suite wait for the first.
-        A failure (ModelError) propagates and is tried again by the suite's next task."""
+        A failure (ModelError) propagates and is tried again by the suite's next task.
+        With ``controls`` the tasks are control runs, prepared on the control client."""
+        if controls:
+            key = f"{key}::controls"
         if key in self._prepared:  # every task asks: no lock once it is done
             return
         with self._lock:
@@ -172,7 +208,7 @@ class RunServices:
             with self._lock:
                 if key in self._prepared:
                     return
-            self.client(model).prepare(tasks)
+            (self.control_client() if controls else self.client(model)).prepare(tasks)
             with self._lock:
                 self._prepared.add(key)
 
@@ -184,12 +220,13 @@ class RunServices:
             for batch in reversed(self.config.hook.pytest_agentbench_verifiers()):
                 for verifier in batch or ():
                     found[verifier.kind] = verifier
+            wrap: Callable[[Verifier], Verifier] | None = None
             if self.is_worker and self.marks_dir is not None:
                 from pytest_agentbench.workers import VerifyMarks
 
-                marks = VerifyMarks(self.marks_dir, self.worker_id)
-                found = {kind: marks.guard(verifier) for kind, verifier in found.items()}
-            self._verifiers = found
+                wrap = VerifyMarks(self.marks_dir, self.worker_id).guard
+                found = {kind: wrap(verifier) for kind, verifier in found.items()}
+            self._verifiers = VerifierTable(found, wrap=wrap)
         return self._verifiers
 
     def tools(self) -> dict[str, Tool]:
@@ -209,6 +246,12 @@ class RunServices:
         for client in self._clients.values():
             client.close()
         self._clients.clear()
+        if self._control_client is not None:
+            self._control_client.close()
+            self._control_client = None
+        if self._control_server is not None:
+            self._control_server.stop()
+            self._control_server = None
         if self.server is not None:
             self.server.stop()
             self.server = None
@@ -219,3 +262,61 @@ class RunServices:
             import shutil
 
             shutil.rmtree(self.marks_dir, ignore_errors=True)
+
+
+class VerifierTable(dict[str, "Verifier"]):
+    """The verifiers by kind, where a kind written ``module:function`` (``mychecks:
+    palindrome``) is also found: the function, imported on first use, is the verifier
+    (``(Check) -> Verdict``), its ``options_schema`` attribute (if any) checks the options.
+    ``why_missing(kind)`` says why such a kind could not be imported."""
+
+    def __init__(
+        self, found: dict[str, Verifier], wrap: Callable[[Verifier], Verifier] | None = None
+    ) -> None:
+        super().__init__(found)
+        self._wrap = wrap
+        self._lock = threading.Lock()
+        self._missing: dict[str, str] = {}
+
+    def __contains__(self, kind: object) -> bool:
+        if dict.__contains__(self, kind):
+            return True
+        return isinstance(kind, str) and self._imported(kind) is not None
+
+    def __missing__(self, kind: str) -> Verifier:
+        verifier = self._imported(kind)
+        if verifier is None:
+            raise KeyError(kind)
+        return verifier
+
+    def why_missing(self, kind: str) -> str | None:
+        return self._missing.get(kind)
+
+    def _imported(self, kind: str) -> Verifier | None:
+        module_name, sep, name = kind.partition(":")
+        if not sep or not module_name or not name:
+            return None
+        with self._lock:
+            if dict.__contains__(self, kind):
+                found: Verifier = dict.__getitem__(self, kind)
+                return found
+            if kind in self._missing:
+                return None
+            import pkgutil
+
+            from pytest_agentbench.verifiers.base import FunctionVerifier
+
+            try:  # the user's module, by the name the suite gives (never one of ours)
+                function = pkgutil.resolve_name(kind)
+            except Exception as exc:  # an ImportError, or the module failing as it loads
+                self._missing[kind] = f"cannot import {kind!r}: {type(exc).__name__}: {exc}"
+                return None
+            if not callable(function):
+                self._missing[kind] = f"{kind!r} is not a function (got {type(function).__name__})"
+                return None
+            schema = getattr(function, "options_schema", None) or {"type": "object"}
+            verifier: Verifier = FunctionVerifier(kind, function, schema)
+            if self._wrap is not None:
+                verifier = self._wrap(verifier)
+            self[kind] = verifier
+            return verifier

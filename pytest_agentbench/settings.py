@@ -19,7 +19,7 @@ from pytest_agentbench.urls import public_url
 
 REPAIR_MODES = ("conversation", "stateless")
 FEEDBACK_LEVELS = ("none", "counts", "names", "raw")
-DEFAULT_FILES = ("bench_*.toml", "bench_*.yaml", "bench_*.yml", "bench_*.json")
+DEFAULT_FILES = ("bench_*.toml", "bench_*.yaml", "bench_*.yml", "bench_*.json", "bench_*.py")
 DEFAULT_OUT = "agentbench-results"
 DEFAULT_CONCURRENCY = 8
 DEFAULT_TIMEOUT_S = 120.0
@@ -69,6 +69,9 @@ class Settings:
     max_connections: int | None = None
     rpm: float | None = None
     shard: tuple[int, int] | None = None
+    limit: tuple[int | None, int | None] | None = None
+    sample: int | None = None
+    sample_seed: int | None = None
     resume: str | None = None
     retry_errors: bool = False
     max_retries: int = 3
@@ -79,6 +82,8 @@ class Settings:
     loop_kill_tokens: int = 1024
     sandbox: str | None = None
     markdown: Path | None = None
+    controls: bool = False
+    canary: bool = False
     sampling: Sampling = field(default_factory=Sampling)
     #: The model's name when the user gave one (NAME=SPEC); ``model_name`` is the name used.
     name: str | None = None
@@ -105,6 +110,16 @@ class Settings:
             if one.model_name == name:
                 return one
         return self
+
+    baseline: Path | None = None
+    fail_on_regression: bool = False
+    perturb: tuple[str, ...] = ()
+    seed: int = 0
+    html: Path | None = None
+
+    def seed_of_sample(self) -> int:
+        """The seed of ``--agentbench-sample``: its own, else the run's ``--agentbench-seed``."""
+        return self.sample_seed if self.sample_seed is not None else self.seed
 
     def fingerprint(self) -> str:
         """A short hash of the settings that change results (never the key)."""
@@ -137,7 +152,15 @@ class Settings:
             "sandbox": self.sandbox,
             "breaker_threshold": self.breaker_threshold,
             "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
+            "controls": self.controls,
+            "canary": self.canary,
+            "limit": _limit_text(self.limit),
+            "sample": self.sample,
+            "sample_seed": self.seed_of_sample() if self.sample is not None else None,
             "sampling": self.sampling.public(),
+            "baseline": str(self.baseline) if self.baseline else None,
+            "perturb": list(self.perturb),
+            "seed": self.seed,
             "fingerprint": self.fingerprint(),
             "models": [
                 {
@@ -209,6 +232,15 @@ def _int_option(
     return number
 
 
+def _optional_int(
+    option: Callable[[str], Any], ini: Callable[[str], Any], name: str, low: int
+) -> int | None:
+    value = _first(option(name), ini(name))
+    if value is None:
+        return None
+    return int(_number(name.replace("_", " "), value, int, low, 2**63 - 1))
+
+
 def _shard(value: Any) -> tuple[int, int] | None:
     """``K/N`` (1 <= K <= N) as a pair, None when not given."""
     if value is None:
@@ -219,6 +251,30 @@ def _shard(value: Any) -> tuple[int, int] | None:
         if 1 <= shard <= total:
             return shard, total
     raise AgentbenchError(f"agentbench shard: expected K/N with 1 <= K <= N, got {value!r}")
+
+
+def _limit(value: Any) -> tuple[int | None, int | None] | None:
+    """``N`` (the first N tasks) or ``START:STOP`` (0-based, STOP excluded, either may be
+    left out) as a pair, None when not given."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    start, _, stop = text.rpartition(":") if ":" in text else ("", "", text)
+    parts = [part.strip() for part in (start, stop)]
+    if all(not part or part.isdigit() for part in parts) and any(parts):
+        low, high = (int(part) if part else None for part in parts)
+        if low is None or high is None or low <= high:
+            return low, high
+    raise AgentbenchError(
+        f"agentbench limit: expected N or START:STOP (0-based, STOP excluded), got {value!r}"
+    )
+
+
+def _limit_text(limit: tuple[int | None, int | None] | None) -> str | None:
+    if limit is None:
+        return None
+    start, stop = ("" if end is None else str(end) for end in limit)
+    return f"{start}:{stop}"
 
 
 def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str | None:
@@ -246,7 +302,7 @@ def resolve_settings(
     )
     model_text = entries[0].spec.label if entries else None
     model = entries[0].spec if entries else ModelSpec("scripted", "scripted")
-    key_var, url_var = PROVIDER_ENV[model.provider]
+    key_var, url_var = PROVIDER_ENV.get(model.provider, (None, None))  # a plugin's: none
     base_url = _first(
         option("agentbench_base_url"),
         ini("agentbench_base_url"),
@@ -276,6 +332,14 @@ def resolve_settings(
     )
     rpm = _first(option("agentbench_rpm"), ini("agentbench_rpm"))
     markdown = _first(option("agentbench_markdown"), ini("agentbench_markdown"))
+    baseline = _first(option("agentbench_baseline"), ini("agentbench_baseline"))
+    perturb = _first(option("agentbench_perturb"), ini("agentbench_perturb"))
+    if option("agentbench_fail_on_regression") and not baseline:
+        raise AgentbenchError(
+            "--agentbench-fail-on-regression compares with a baseline: "
+            "give --agentbench-baseline RUN_DIR (or the agentbench_baseline ini key)"
+        )
+    html = _first(option("agentbench_html"), ini("agentbench_html"))
     repair_mode = _choice(
         "agentbench repair mode",
         _first(option("agentbench_repair_mode"), ini("agentbench_repair_mode")),
@@ -332,6 +396,9 @@ def resolve_settings(
             else 10.0
         ),
         shard=_shard(_first(option("agentbench_shard"), ini("agentbench_shard"))),
+        limit=_limit(_first(option("agentbench_limit"), ini("agentbench_limit"))),
+        sample=_optional_int(option, ini, "agentbench_sample", 1),
+        sample_seed=_optional_int(option, ini, "agentbench_sample_seed", 0),
         concurrency_given=concurrency is not None,
         concurrency=_number("agentbench concurrency", concurrency, int, 1, 1024)
         if concurrency is not None
@@ -341,9 +408,16 @@ def resolve_settings(
         else None,
         rpm=float(_number("agentbench rpm", rpm, float, 0.001)) if rpm is not None else None,
         markdown=Path(markdown) if markdown else None,
+        controls=bool(option("agentbench_controls")),
+        canary=bool(option("agentbench_canary")),
         sampling=resolve_sampling(option, ini, model),
         epochs=parse_epochs(epochs, "agentbench epochs") if epochs is not None else None,
         reducer=parse_reducer(reducer, "agentbench reducer") if reducer is not None else None,
+        baseline=Path(baseline) if baseline else None,
+        fail_on_regression=bool(option("agentbench_fail_on_regression")),
+        perturb=_perturbations(perturb),
+        seed=_int_option(option, ini, "agentbench_seed", 0, 0, MAX_OPTION_NUMBER),
+        html=Path(html) if html else None,
     )
     return with_models(settings, entries, option, ini, env)
 
@@ -362,7 +436,7 @@ def with_models(
         return settings
     lineup = []
     for entry in entries:
-        key_var, url_var = PROVIDER_ENV[entry.spec.provider]
+        key_var, url_var = PROVIDER_ENV.get(entry.spec.provider, (None, None))
         base_url = _first(
             entry.base_url,
             option("agentbench_base_url"),
@@ -416,9 +490,10 @@ def resolve_sampling(
     model's protocol has no field for."""
     values: dict[str, Any] = {}
     for key, read in _SAMPLING_INI.items():
-        value = option(f"agentbench_{key}")
+        name = _option_name(key)
+        value = option(f"agentbench_{name}")
         if value is None or value == []:
-            value = ini(f"agentbench_{key}")
+            value = ini(f"agentbench_{name}")
             if value in (None, "", []):
                 continue
             try:
@@ -458,8 +533,27 @@ _KIND = {
 }
 
 
+def _option_name(key: str) -> str:
+    """The option and ini name of a sampling setting: the model's seed is
+    ``--agentbench-sampling-seed``, as ``--agentbench-seed`` is the run's own seed
+    (perturbations, samples)."""
+    return "sampling_seed" if key == "seed" else key
+
+
 def _sampling_source(key: str) -> str:
-    return f"--agentbench-{key.replace('_', '-')} / agentbench_{key}"
+    name = _option_name(key)
+    return f"--agentbench-{name.replace('_', '-')} / agentbench_{name}"
+
+
+def _perturbations(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    from pytest_agentbench.suites.perturb import parse_perturbations
+
+    try:
+        return parse_perturbations(str(value))
+    except ValueError as exc:
+        raise AgentbenchError(f"--agentbench-perturb: {exc}") from None
 
 
 @functools.lru_cache(maxsize=16)
@@ -480,5 +574,7 @@ def _fingerprint(settings: Settings) -> str:
         material["sampling"] = sampled
     if settings.name:
         material["name"] = settings.name
+    if settings.perturb:  # the same perturbed id holds another task under another seed
+        material["perturb"] = [*settings.perturb, f"seed={settings.seed}"]
     blob = json.dumps(material, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]

@@ -17,7 +17,9 @@ module finds the blocks and says what each one is:
 - ``output``: expected output, compared with what a real run prints;
 - ``invalid``: a TOML/JSON/YAML block that does not parse (always a failure);
 - ``fragment``: marked ``<!-- example: fragment … -->`` directly above the fence: not
-  runnable on purpose, skipped and counted.
+  runnable on purpose, skipped and counted;
+- ``package``: marked ``<!-- example: package file <name> … -->``: a file of the example
+  plugin package that ``tests/test_plugin_package.py`` builds and pip-installs.
 
 A mark ``<!-- example: output of … -->`` says which run produces an output block.
 """
@@ -108,6 +110,8 @@ def kind(block: Block) -> str:
             return "fragment"
         if block.mark.startswith("output of"):
             return "output"
+        if block.mark.startswith("package file "):
+            return "package"
     if block.lang == "python":
         return "plugin" if "@pytest.hookimpl" in block.text else "python"
     if block.lang == "ini" and block.first.strip() == "[pytest]":

@@ -35,7 +35,8 @@ def normalised(text: str) -> list[str]:
 def check_readme_summary(block: dx.Block, request: pytest.FixtureRequest) -> None:
     out, _ = request.getfixturevalue("example_run")
     section = out.split(block.first, 1)[1].split("\n=====", 1)[0]
-    assert normalised(block.first + section) == normalised(block.text)
+    got, want = normalised(block.first + section), normalised(block.text)
+    assert got == want, "\n".join(["got:", *got, "want:", *want])
 
 
 def check_run_layout(block: dx.Block, request: pytest.FixtureRequest) -> None:
@@ -190,13 +191,17 @@ def check_circuit_open(block: dx.Block, request: pytest.FixtureRequest) -> None:
     assert len(seen) == int(count) + 1
 
 
-def _check_suite_error(name: str, text: str) -> Callable[[dx.Block, pytest.FixtureRequest], None]:
+def _check_suite_error(
+    name: str, text: str, extra: dict[str, str] | None = None
+) -> Callable[[dx.Block, pytest.FixtureRequest], None]:
     """A documented collection error, checked against a real load of the suite it
-    describes (``name`` with ``text``)."""
+    describes (``name`` with ``text``, and ``extra`` files beside it: path → text)."""
 
     def check(block: dx.Block, request: pytest.FixtureRequest) -> None:
         folder = request.getfixturevalue("tmp_path")
-        (folder / name).write_text(text, encoding="utf-8")
+        for path, content in {name: text, **(extra or {})}.items():
+            (folder / path).parent.mkdir(parents=True, exist_ok=True)
+            (folder / path).write_text(content, encoding="utf-8")
         request.getfixturevalue("monkeypatch").chdir(folder)
         with pytest.raises(SuiteError) as info:
             real_loader()(Path(name))
@@ -221,6 +226,17 @@ check_verifier_setup_error = _check_suite_error(
     '[[task]]\nid = "capital"\ninput = "The capital of France?"\n'
     'choices = ["Paris", "Lyon"]\ntarget = "D"\nverifier = { kind = "choice" }\n'
     '[[task]]\nid = "mail"\ninput = "Write an email address."\n',
+)
+
+check_dataset_rows_error = _check_suite_error(
+    "bench_gsm8k.toml",
+    (ROOT / "example_datasets" / "bench_gsm8k.toml").read_text(encoding="utf-8"),
+    {
+        "data/gsm8k.jsonl": '{"question": "1 + 1?", "answer": "1 + 1 = 2\\n#### 2"}\n'
+        '{"question": "2 + 2?", "answer": "no marker here: 4"}\n'
+        '{"question": "q", "answer": \n'
+        '{"answer": "#### 3"}\n'
+    },
 )
 
 
@@ -272,6 +288,91 @@ def check_model_table(block: dx.Block, request: pytest.FixtureRequest) -> None:
 
 
 #: Output blocks and the run that produces them: (page, first line) -> check.
+def check_controls_output(block: dx.Block, request: pytest.FixtureRequest) -> None:
+    """The controls block of a real ``--agentbench-controls`` run of the page's own
+    planted suite (its ``loose`` TOML block), line for line."""
+    import subprocess
+    import sys
+
+    page = ROOT / block.doc
+    suite = next(b for b in dx.blocks(page) if b.lang == "toml" and 'name = "loose"' in b.text)
+    where = request.getfixturevalue("tmp_path")
+    (where / "bench_loose.toml").write_text(suite.text, encoding="utf-8")
+    options = ["-p", "no:randomly", "-p", "no:cacheprovider", "bench_loose.toml"]
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "--agentbench", "--agentbench-controls", *options],
+        cwd=where,
+        capture_output=True,
+        text=True,
+        timeout=300,  # a hang guard only
+    )
+    lines = run.stdout.splitlines()
+    start = lines.index(block.first)
+    assert lines[start : start + len(block.text.splitlines())] == block.text.splitlines()
+
+
+def _quiz(name: str, replies: list[str], **task: str) -> str:
+    extra = "".join(f"{key} = {value}\n" for key, value in task.items())
+    return f'[suite]\nname = "{name}"\n' + "".join(
+        f'[[task]]\nid = "t{i}"\n{extra}scripted = [{reply}]\n' for i, reply in enumerate(replies)
+    )
+
+
+#: docs/comparing-models.md: a baseline where all eight tasks pass; now six fail, one
+#: passes and one meets a provider outage (a harness error, excluded).
+BASELINE_BEFORE = _quiz("base", ['"ok"'] * 8, input='"say ok"', target='"ok"')
+BASELINE_AFTER = _quiz(
+    "base",
+    ['"no"'] * 6
+    + ['"ok"', '{ text = "ok", error = { status = 503, times = 9, retry_after = 0 } }'],
+    input='"say ok"',
+    target='"ok"',
+)
+#: docs/robustness.md: seven two-option tasks the scripted model answers A (right).
+ROBUSTNESS_SUITE = _quiz(
+    "rob", ['"A"'] * 7, input='"Is it so?"', choices='["yes", "no"]', target='"A"'
+).replace('[suite]\nname = "rob"\n', '[suite]\nname = "rob"\nverifier = { kind = "choice" }\n')
+
+
+def _contains(block: dx.Block, out: str) -> None:
+    want, got = normalised(block.text), normalised(out)
+    starts = [i for i, line in enumerate(got) if line == want[0]]
+    assert starts, f"no line {want[0]!r} in the run's output:\n{out[-3000:]}"
+    seen = got[starts[0] : starts[0] + len(want)]
+    assert seen == want, "\n".join(["got:", *seen, "want:", *want])
+
+
+def _run(folder: Path, *args: str) -> str:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--agentbench", *args],
+        cwd=folder, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    return done.stdout + done.stderr
+
+
+def check_baseline_comparison(block: dx.Block, request: pytest.FixtureRequest) -> None:
+    """The comparison a real run against a real baseline run prints (BASELINE_*)."""
+    folder: Path = request.getfixturevalue("tmp_path")
+    (folder / "bench_base.toml").write_text(BASELINE_BEFORE, encoding="utf-8")
+    _run(folder, "--agentbench-out", "before")
+    (folder / "bench_base.toml").write_text(BASELINE_AFTER, encoding="utf-8")
+    out = _run(folder, "--agentbench-max-retries", "0", "--agentbench-baseline", "before/latest")
+    _contains(block, out)
+
+
+def check_robustness_lines(block: dx.Block, request: pytest.FixtureRequest) -> None:
+    """The robustness lines of a real run of ROBUSTNESS_SUITE, shuffle and case, seed 7."""
+    folder: Path = request.getfixturevalue("tmp_path")
+    (folder / "bench_rob.toml").write_text(ROBUSTNESS_SUITE, encoding="utf-8")
+    out = _run(folder, "--agentbench-perturb", "shuffle,case", "--agentbench-seed", "7")
+    _contains(block, out)
+
+
 OUTPUT_CHECKS: dict[tuple[str, str], Callable[[dx.Block, pytest.FixtureRequest], None]] = {
     ("README.md", "===="): check_readme_summary,
     ("README.md", "agentbench-results/<run-id>/"): check_run_layout,
@@ -284,4 +385,8 @@ OUTPUT_CHECKS: dict[tuple[str, str], Callable[[dx.Block, pytest.FixtureRequest],
     ("docs/verifiers.md", "bench_quiz.toml: invalid suite"): check_verifier_setup_error,
     ("docs/run-reports.md", "{"): check_partial_coverage,
     ("docs/comparing-models.md", "scores by suite × model"): check_model_table,
+    ("docs/trust-your-suite.md", "controls: "): check_controls_output,
+    ("docs/comparing-models.md", "against the baseline"): check_baseline_comparison,
+    ("docs/robustness.md", "robustness "): check_robustness_lines,
+    ("docs/datasets.md", "bench_gsm8k.toml: invalid suite"): check_dataset_rows_error,
 }

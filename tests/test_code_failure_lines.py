@@ -37,6 +37,7 @@ def run_suite(
     return pytester.runpytest_subprocess("--agentbench", "-p", "no:cacheprovider", timeout=300)
 
 
+@pytest.mark.slow
 def test_the_line_names_the_first_failing_test_and_its_assertion(
     pytester: pytest.Pytester,
 ) -> None:
@@ -51,6 +52,7 @@ def test_the_line_names_the_first_failing_test_and_its_assertion(
     assert "tests passed" not in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_after_repairs_the_line_still_names_the_assertion(pytester: pytest.Pytester) -> None:
     result = run_suite(pytester, "def add(a, b):\n    return a * b\n", repairs=1)
     result.assert_outcomes(failed=1)
@@ -62,6 +64,7 @@ def test_after_repairs_the_line_still_names_the_assertion(pytester: pytest.Pytes
     )
 
 
+@pytest.mark.slow
 def test_the_line_names_the_timeout(pytester: pytest.Pytester) -> None:
     answer = "import time\ndef add(a, b):\n    time.sleep(600)\n"
     result = run_suite(pytester, answer, timeout_s=3)
@@ -74,6 +77,7 @@ def test_the_line_names_the_timeout(pytester: pytest.Pytester) -> None:
     )
 
 
+@pytest.mark.slow
 def test_the_line_names_the_tampering(pytester: pytest.Pytester) -> None:
     answer = (
         "import _pytest.python\n"
@@ -125,6 +129,7 @@ def test_without_a_failure_in_the_ctrf_the_metrics_still_speak(tmp_path: Path) -
     assert failure_reason(record) == "reward 0.4 — cases passed 2/5"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("run", "line"),
     [

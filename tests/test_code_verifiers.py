@@ -392,6 +392,7 @@ def test_suite_files_table_and_directory(tmp_path: Path) -> None:
     assert "$.task[1].files.ok must be a string" in text
 
 
+@pytest.mark.slow
 def test_example_code_suite_end_to_end(pytester: pytest.Pytester) -> None:
     shutil.copy(EXAMPLE, pytester.path / EXAMPLE.name)
     result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider", "-v")

@@ -120,7 +120,11 @@ def suite_file(block: dx.Block, folder: Path) -> Path:
     table = value.get("suite", {})
     if isinstance(table.get("files"), str):
         (folder / table["files"]).mkdir(parents=True, exist_ok=True)
-    if "dataset" in table:
+    sample = ROOT / "example_datasets" / str(table.get("dataset"))
+    if "dataset" in table and sample.is_file():  # a manifest of docs/datasets.md
+        (folder / table["dataset"]).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(sample, folder / table["dataset"])
+    elif "dataset" in table:
         fields = table.get("fields", {})
         record = {fields.get(key, key): f"{key} value" for key in ("id", "input", "target")}
         record.update({var: "f" for var in fields.get("vars", [])})
@@ -168,6 +172,14 @@ PLUGIN_SUITES = {
         ' "3"]\n',
         {"count": "passed"},
     ),
+    "pytest_agentbench_paraphrase": (  # loaded only: no --agentbench-perturb in that run
+        '[[task]]\nid = "p"\ninput = "say ok"\ntarget = "ok"\nscripted = ["ok"]\n',
+        {"p": "passed"},
+    ),
+    "pytest_agentbench_failure_reason": (
+        '[[task]]\nid = "no"\ninput = "Say yes."\ntarget = "yes"\nscripted = ["no"]\n',
+        {"no": "failed"},
+    ),
 }
 
 
@@ -192,6 +204,7 @@ def docs_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     return out, folder / "agentbench-results" / "latest"
 
 
+@pytest.mark.slow
 def test_suite_examples_with_replies_and_plugin_snippets_run(docs_run: tuple[str, Path]) -> None:
     """Every task of every example passes, the plugin suites end as designed; read from
     summary.json by node id (two examples may share a suite name and a task id)."""
@@ -378,6 +391,7 @@ def example_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     return out, folder / "agentbench-results"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", of_kind("output"))
 def test_expected_output_matches_a_real_run(
     block: dx.Block, request: pytest.FixtureRequest

@@ -76,6 +76,7 @@ def test_a_suite_min_score_gates_that_suite(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["gate ✗ gate [[]scripted]: score 0.750 < 0.9"])
 
 
+@pytest.mark.slow
 def test_harness_errors_fail_the_gate_unless_counted_as_failures(pytester: pytest.Pytester) -> None:
     pytester.makefile(
         ".toml",

@@ -68,6 +68,7 @@ def visible(text: str) -> str:
     return "".join(out).replace(" \r", "\r")
 
 
+@pytest.mark.slow
 def test_a_terminal_shows_what_is_in_flight_and_pytest_output_stays_intact(
     pytester: pytest.Pytester,
 ) -> None:
@@ -80,6 +81,7 @@ def test_a_terminal_shows_what_is_in_flight_and_pytest_output_stays_intact(
     assert "2 passed" in screen
 
 
+@pytest.mark.slow
 def test_quiet_and_piped_runs_show_no_status(pytester: pytest.Pytester) -> None:
     pytester.makefile(".toml", bench_live=SUITE)
     quiet = run_on_terminal(pytester.path, "-q")
@@ -96,6 +98,7 @@ def test_quiet_and_piped_runs_show_no_status(pytester: pytest.Pytester) -> None:
     assert "2 passed" in piped.stdout
 
 
+@pytest.mark.slow
 def test_a_rising_loop_score_shows_in_the_status_line(pytester: pytest.Pytester) -> None:
     sentence = "Let me check that once more before I answer. "
     pytester.makefile(

@@ -73,6 +73,7 @@ def test_exitfirst_is_a_partial_run(pytester: pytest.Pytester) -> None:
     assert_partial(pytester, result, 1, "stopping after 1 failures")
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_is_partial(pytester: pytest.Pytester) -> None:
     pytester.makefile(".toml", bench_p=SUITE)
     pytester.makeconftest(
@@ -129,6 +130,7 @@ def test_a_failed_collection_writes_nothing(pytester: pytest.Pytester) -> None:
     assert not (pytester.path / "agentbench-results").exists()
 
 
+@pytest.mark.slow
 def test_a_signal_while_the_summary_is_written_leaves_complete_reports(
     pytester: pytest.Pytester,
 ) -> None:
@@ -243,6 +245,7 @@ def pytest_agentbench_verifiers():
 """
 
 
+@pytest.mark.slow
 def test_a_worker_crash_that_ends_the_run_early_is_partial(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(CRASH_CONFTEST)
     tasks = "".join(

@@ -59,6 +59,7 @@ def reports(pytester: pytest.Pytester) -> tuple[dict[str, Any], dict[str, Any]]:
     return load(run / "summary.json"), load(run / "ctrf.json")
 
 
+@pytest.mark.slow
 def test_a_rerun_replaces_the_earlier_run_and_lists_it(pytester: pytest.Pytester) -> None:
     pytester.makefile(".toml", bench_r=FLAKY)
     result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider", "--reruns", "2")
@@ -84,6 +85,7 @@ def test_a_rerun_replaces_the_earlier_run_and_lists_it(pytester: pytest.Pytester
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["signal", "thread"])
 def test_a_task_ended_by_pytest_timeout_is_a_timeout_in_every_report(
     pytester: pytest.Pytester, method: str
@@ -115,6 +117,7 @@ def test_a_task_ended_by_pytest_timeout_is_a_timeout_in_every_report(
     assert "pytest-timeout" in tests["slow"]["message"]
 
 
+@pytest.mark.slow
 def test_a_timeout_marker_on_one_task_caps_only_that_task(pytester: pytest.Pytester) -> None:
     pytester.makefile(".toml", bench_t=SLOW)
     pytester.makeconftest(

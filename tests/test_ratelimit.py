@@ -323,6 +323,7 @@ def run_wide(pytester: pytest.Pytester, server: ScriptedServer, *args: str) -> A
     )
 
 
+@pytest.mark.slow
 def test_max_connections_holds_across_workers_that_run_ahead(
     pytester: pytest.Pytester, server: ScriptedServer
 ) -> None:

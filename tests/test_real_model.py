@@ -132,7 +132,13 @@ def test_temperature_zero_and_a_seed_give_the_same_answers_on_a_rerun(
     temperature 0 with one seed answer every attempt alike, and both records say what was
     sent."""
     shutil.copy(EXAMPLES / QUICK_SUITE, pytester.path / QUICK_SUITE)
-    fixed = ("--agentbench-temperature", "0", "--agentbench-seed", "1234", "--agentbench-no-stream")
+    fixed = (
+        "--agentbench-temperature",
+        "0",
+        "--agentbench-sampling-seed",
+        "1234",
+        "--agentbench-no-stream",
+    )
     answers = []
     for out in ("first", "again"):
         run, _ = run_suites(pytester, out, *fixed)

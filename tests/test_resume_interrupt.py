@@ -105,6 +105,7 @@ SLOW = "".join(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_interrupt_leaves_valid_partial_reports_and_resume_finishes(
     pytester: pytest.Pytester, sig: signal.Signals

@@ -12,7 +12,6 @@ import random
 import re
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -50,6 +49,28 @@ def chat_for(server: ScriptedServer, key: str) -> OpenAIChatClient:
 
 def retrying(server: ScriptedServer, key: str, policy: RetryPolicy = FAST) -> RetryingClient:
     return RetryingClient(chat_for(server, key), policy, rng=random.Random(7))
+
+
+class FakeClock:
+    """A monotonic clock that moves only when the client sleeps: waits are recorded, not
+    spent."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def timed(server: ScriptedServer, key: str, clock: FakeClock) -> RetryingClient:
+    return RetryingClient(
+        chat_for(server, key), FAST, rng=random.Random(7), clock=clock, sleep=clock.sleep
+    )
 
 
 def run(client: Any, request: ModelRequest | None = None) -> Generation:
@@ -138,10 +159,10 @@ def test_no_retries_still_records_an_empty_list(server):
 
 def test_retry_after_is_honoured(server):
     server.add_scripts({"k": [after("ok", error(429, "slow down", retry_after=0.3))]})
-    started = time.monotonic()
-    generation = run(retrying(server, "k"))
-    assert time.monotonic() - started >= 0.3
-    assert generation.exchange["retries"][0]["waited_s"] >= 0.3
+    clock = FakeClock()
+    generation = run(timed(server, "k", clock))
+    assert clock.slept == [0.3]  # the jitter (at most 0.001 s) is below the server's ask
+    assert generation.exchange["retries"][0]["waited_s"] == 0.3
 
 
 def test_retry_after_is_capped(server):
@@ -256,10 +277,14 @@ def test_no_wait_passes_the_policy_deadline(server):
 
 
 def test_a_retry_gets_only_what_is_left_of_the_request_budget(server):
-    server.add_scripts({"k": [after({"hang": True}, error(503, retry_after=0.2))]})
-    failure = fails(retrying(server, "k"), ModelTimeout, ask(timeout_s=0.8))
+    # The fake clock moves only by the wait, so however long the first attempt really
+    # takes, the retry is left 30 - 29.5 s of the budget.
+    server.add_scripts({"k": [after({"hang": True}, error(503, retry_after=29.5))]})
+    clock = FakeClock()
+    failure = fails(timed(server, "k", clock), ModelTimeout, ask(timeout_s=30))
     budget = float(re.search(r"within the (\S+) s deadline", str(failure)).group(1))
-    assert budget <= 0.6
+    assert clock.slept == [29.5]
+    assert budget == pytest.approx(0.5)
     assert [r["status"] for r in failure.retries] == [503]
 
 

@@ -140,8 +140,8 @@ def resolve(cli: dict[str, Any], ini: dict[str, Any] | None = None) -> Any:
             "--agentbench-top-k / agentbench_top_k: Chat Completions has no top_k field",
         ),
         (
-            {"agentbench_model": "openai-responses/x", "agentbench_seed": 1},
-            "agentbench_seed: the Responses API has no seed field (the model "
+            {"agentbench_model": "openai-responses/x", "agentbench_sampling_seed": 1},
+            "agentbench_sampling_seed: the Responses API has no seed field (the model "
             "openai-responses/x speaks the Responses API)",
         ),
         (
@@ -166,18 +166,22 @@ def test_bad_or_unsendable_settings_are_refused_at_start(cli: dict[str, Any], me
 
 
 def test_the_command_line_beats_the_ini_file_setting_by_setting() -> None:
-    ini = {"agentbench_temperature": "0.7", "agentbench_seed": "3", "agentbench_stop": ["X"]}
+    ini = {
+        "agentbench_temperature": "0.7",
+        "agentbench_sampling_seed": "3",
+        "agentbench_stop": ["X"],
+    }
     settings = resolve({"agentbench_temperature": 0.0}, ini)
     assert settings.sampling.public() == {"temperature": 0.0, "seed": 3, "stop": ["X"]}
-    with pytest.raises(AgentbenchError, match="agentbench_seed: expected an integer"):
-        resolve({}, {"agentbench_seed": "three"})
+    with pytest.raises(AgentbenchError, match="agentbench_sampling_seed: expected an integer"):
+        resolve({}, {"agentbench_sampling_seed": "three"})
 
 
 def test_the_fingerprint_changes_when_a_setting_changes() -> None:
     plain = resolve({})
     cold = resolve({"agentbench_temperature": 0.0})
     warm = resolve({"agentbench_temperature": 0.5})
-    seeded = resolve({"agentbench_temperature": 0.0, "agentbench_seed": 1})
+    seeded = resolve({"agentbench_temperature": 0.0, "agentbench_sampling_seed": 1})
     prints = {s.fingerprint() for s in (plain, cold, warm, seeded)}
     assert len(prints) == 4
     assert cold.public()["sampling"] == {"temperature": 0.0}
@@ -220,7 +224,7 @@ def run(pytester: pytest.Pytester, server: ScriptedServer, *args: str, extra: st
 def test_task_beats_suite_beats_cli_beats_ini_and_every_report_says_what_was_sent(
     pytester: pytest.Pytester, server: ScriptedServer
 ) -> None:
-    pytester.makeini("[pytest]\nagentbench_top_p = 0.25\nagentbench_seed = 99\n")
+    pytester.makeini("[pytest]\nagentbench_top_p = 0.25\nagentbench_sampling_seed = 99\n")
     result = run(pytester, server, "--agentbench-temperature", "1.0", "--agentbench-top-p", "0.9")
     result.assert_outcomes(passed=2)
     own = {"temperature": 0.0, "top_p": 0.9, "seed": 7, "stop": ["END"]}

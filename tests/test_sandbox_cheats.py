@@ -74,6 +74,7 @@ def add(a, b):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mode", "workers"),
     [
@@ -109,6 +110,7 @@ def add(a, b):
 """
 
 
+@pytest.mark.slow
 def test_a_killed_verifier_fails_the_task_with_its_reason(pytester: pytest.Pytester) -> None:
     """Without a pid namespace the command's parent is a shim that the kill reaches: the
     verifier is gone, and the task fails saying so (never a missing report)."""
@@ -124,6 +126,7 @@ def test_a_killed_verifier_fails_the_task_with_its_reason(pytester: pytest.Pytes
     assert ctrf["results"]["summary"]["passed"] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", [m for m in MODES if m != "basic"])
 def test_in_a_pid_namespace_the_kill_cannot_reach_the_verifier(
     pytester: pytest.Pytester, mode: str
@@ -168,6 +171,7 @@ def add(a, b):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_results_forged_outside_the_workspace_score_zero(
     pytester: pytest.Pytester, mode: str
@@ -198,6 +202,7 @@ except OSError:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_verifier_files_forged_by_a_command_task_are_not_read(
     pytester: pytest.Pytester, mode: str
@@ -229,6 +234,7 @@ def test_verifier_files_forged_by_a_command_task_are_not_read(
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_verifier_files_forged_by_an_agent_are_not_read(
     pytester: pytest.Pytester, mode: str

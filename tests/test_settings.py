@@ -57,7 +57,7 @@ def test_key_never_in_repr_or_public_settings() -> None:
 @pytest.mark.parametrize(
     ("cli", "message"),
     [
-        ({"agentbench_model": "gemini/pro"}, "unknown model spec 'gemini/pro'"),
+        ({"agentbench_model": "/pro"}, "unknown model spec '/pro'"),
         ({"agentbench_model": "openai"}, "unknown model spec 'openai'"),
         ({"agentbench_timeout": "soon"}, "expected a number"),
         ({"agentbench_max_tokens": 0}, "expected a number >= 1"),

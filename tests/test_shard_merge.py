@@ -42,6 +42,7 @@ def merge(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_shards_partition_the_tasks_and_merge_back_into_one_report(
     pytester: pytest.Pytester,
 ) -> None:
@@ -106,6 +107,7 @@ def test_merge_of_a_folder_that_is_not_a_run_says_so(tmp_path: Path) -> None:
     assert "no summary.json" in result.stderr
 
 
+@pytest.mark.slow
 def test_pytest_split_groups_partition_the_tasks_and_merge(pytester: pytest.Pytester) -> None:
     """pytest-split (``--splits N --group K``) deselects items like any plugin: each group
     runs and reports only its own tasks, and the groups merge into the full run."""

@@ -225,3 +225,12 @@ def test_a_large_bootstrap_is_capped_in_draws() -> None:
     assert stats.bootstrap_mean(small, seed=1) != stats.bootstrap_mean(
         small, seed=1, resamples=stats.MIN_RESAMPLES
     ), "a small sample keeps all its resamples"
+
+
+def test_bootstrap_interval_does_not_depend_on_the_order_of_the_values() -> None:
+    """Records arrive in the order tasks finished (concurrency, xdist): the same rewards in
+    another order must give the same interval, or a report changes from run to run."""
+    values = [0.0, 0.25, 1.0, 0.5, 1.0, 0.0, 0.75, 1.0, 0.1, 0.9, 0.3]
+    first = stats.bootstrap_mean(values, seed=7)
+    assert stats.bootstrap_mean(values[::-1], seed=7) == first
+    assert stats.bootstrap_mean(sorted(values), seed=7) == first

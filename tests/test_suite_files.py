@@ -34,6 +34,7 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["fifo", "device", "directory"])
 def test_a_dataset_that_is_not_a_regular_file_is_a_collection_error(
     pytester: pytest.Pytester, kind: str
@@ -58,6 +59,7 @@ def test_a_dataset_that_is_not_a_regular_file_is_a_collection_error(
     assert "Traceback" not in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_bench_files_that_are_not_regular_files_are_collection_errors(
     pytester: pytest.Pytester,
 ) -> None:
@@ -106,6 +108,7 @@ def test_a_suite_path_that_is_not_a_regular_file_is_refused_unread(
     assert problems == [f"{path} is {what}; only regular files are read"]
 
 
+@pytest.mark.slow
 def test_a_suite_over_the_size_cap_names_the_path_and_the_flag(pytester: pytest.Pytester) -> None:
     big = GOOD + "# padding\n" * 2000  # ~22 KB
     (pytester.path / "bench_big.toml").write_text(big)
@@ -120,6 +123,7 @@ def test_a_suite_over_the_size_cap_names_the_path_and_the_flag(pytester: pytest.
     )
 
 
+@pytest.mark.slow
 def test_the_size_cap_applies_to_datasets_and_comes_from_the_ini_file(
     pytester: pytest.Pytester,
 ) -> None:
@@ -225,6 +229,7 @@ def test_a_scripted_field_of_the_wrong_type_names_the_record_and_field(tmp_path:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["fifo", "device", "too big"])
 def test_a_files_directory_that_cannot_be_copied_is_a_collection_error(
     pytester: pytest.Pytester, kind: str

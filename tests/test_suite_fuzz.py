@@ -31,6 +31,7 @@ CASE_LIMIT_S = 30.0
 RUN_LIMIT_S = 1800.0
 
 
+@pytest.mark.slow
 def test_thousands_of_malformed_suites_load_or_fail_with_a_suite_error() -> None:
     """The real loader in a child process, each case under its own alarm: a hang is
     reported per case; a hang the alarm cannot break ends the child at the run limit."""
@@ -73,6 +74,7 @@ def test_a_table_with_a_key_that_is_not_a_string_still_has_its_keys_checked(
     assert '$.suite.verifier is missing required key "kind"' in str(info.value)
 
 
+@pytest.mark.slow
 def test_collection_of_malformed_suites_shows_no_traceback(pytester: pytest.Pytester) -> None:
     """A few hundred cases, one folder each, collected by one real ``pytest --agentbench
     --collect-only``: each case the loader refuses is exactly one collection error
@@ -122,6 +124,7 @@ RUN_TASK_LIMIT_S = 2.0
 FOUND_CASES = (2600, 3181)
 
 
+@pytest.mark.slow
 def test_mutated_suites_that_load_run_to_a_recorded_outcome(pytester: pytest.Pytester) -> None:
     """Suites the loader accepts must also *run*: a seeded sample of them, each in its
     own folder under its own suite name, run together by one real ``pytest --agentbench``

@@ -12,6 +12,7 @@ CATASTROPHIC = "(.*){1,32000}[bc]z"
 ANSWER = "The quick brown fox jumps over the lazy dog while seven wizards judge boxing!"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("option", ["", ", timeout_s = 0.5"])
 def test_a_catastrophic_regex_is_a_harness_error_not_a_hang(
     pytester: pytest.Pytester, option: str

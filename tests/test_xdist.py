@@ -25,6 +25,7 @@ def outcomes(run: Path) -> dict[str, tuple[str, str]]:
     return {t["name"]: (t["status"], t["rawStatus"]) for t in ctrf["results"]["tests"]}
 
 
+@pytest.mark.slow
 def test_xdist_run_equals_serial_run(pytester: pytest.Pytester) -> None:
     pytester.makefile(".toml", bench_par=SUITE + TASKS)
     serial = pytester.runpytest_subprocess(

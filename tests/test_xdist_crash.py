@@ -49,6 +49,7 @@ def suite() -> str:
     return '[suite]\nname = "fragile"\nverifier = { kind = "fragile" }\n' + "".join(tasks)
 
 
+@pytest.mark.slow
 def test_a_worker_killed_by_a_verifier_leaves_the_run_complete(
     pytester: pytest.Pytester,
 ) -> None:

@@ -28,14 +28,28 @@ def ctrf_status(outcome: str) -> str:
     return "failed"
 
 
+def record_status(record: Mapping[str, Any]) -> str:
+    """The CTRF status of a record: its outcome's, except that a control passes when it
+    behaved (a negative control's failed verdict is a pass), fails when it misbehaved and
+    is skipped when it could not run (no positive control)."""
+    status = ctrf_status(str(record.get("outcome") or "harness_error"))
+    control = record.get("control")
+    if not isinstance(control, Mapping) or status == "other":
+        return status
+    behaved = control.get("behaved")
+    return "skipped" if behaved is None else "passed" if behaved else "failed"
+
+
 def ctrf_test(record: Mapping[str, Any]) -> dict[str, Any]:
     """One ``results.tests[]`` entry."""
     start = int(record.get("start_ms") or 0)
     duration = max(0, int(record.get("duration_ms") or 0))
     outcome = str(record.get("outcome") or "harness_error")
+    control = record.get("control")
+    status = record_status(record)
     test: dict[str, Any] = {
         "name": record["nodeid"],
-        "status": ctrf_status(outcome),
+        "status": status,
         "duration": duration,
         "rawStatus": outcome,
         "suite": [str(record.get("suite") or "agentbench")],
@@ -45,7 +59,7 @@ def ctrf_test(record: Mapping[str, Any]) -> dict[str, Any]:
     if start > 0:
         test["start"] = start
         test["stop"] = start + duration
-    if outcome != "passed" and record.get("message"):
+    if (status != "passed" or outcome != "passed") and record.get("message"):
         test["message"] = str(record["message"])
     if record.get("trace"):
         test["trace"] = str(record["trace"])
@@ -72,6 +86,7 @@ def ctrf_test(record: Mapping[str, Any]) -> dict[str, Any]:
             "loop": record.get("loop"),
             "rollout_dir": record.get("rollout_dir"),
             "failure": record.get("failure"),
+            "control": dict(control) if isinstance(control, Mapping) else None,
         }
     }
     return test
@@ -114,7 +129,7 @@ def build_ctrf(
     if stream:
         records = records if isinstance(records, Sequence) else list(records)
         for record in records:
-            counts[ctrf_status(str(record.get("outcome") or "harness_error"))] += 1
+            counts[record_status(record)] += 1
         total = len(records)
         tests: Any = Streamed(ctrf_test(r) for r in records)
     else:

@@ -40,6 +40,12 @@ def task_dir(run_dir: Path, suite: str, task_id: str, model_label: str, epoch: i
     return run_dir / "tasks" / safe_name(suite) / f"{safe_name(task_id)}[{model}]{suffix}"
 
 
+def control_dir(run_dir: Path, suite: str, task_id: str, control: str) -> Path:
+    """The rollout folder of one control of a task: ``controls/<suite>/<task-id>/<control>``
+    (controls are played by the scripted provider, whatever the run's model)."""
+    return run_dir / "controls" / safe_name(suite) / safe_name(task_id) / safe_name(control)
+
+
 def point_latest(out_dir: Path, run_dir: Path) -> None:
     """Make ``<out>/latest`` point at ``run_dir`` (replaced atomically; skipped quietly
     where the file system has no symlinks — the run dir itself is what matters)."""

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.artifacts.controls import invalid_reason, task_records
 from pytest_agentbench.artifacts.ctrf import build_ctrf
 from pytest_agentbench.artifacts.jsonio import write_json_atomic
 from pytest_agentbench.artifacts.score_stats import score_stats
@@ -27,10 +28,13 @@ def write_run_reports(
     gate: Mapping[str, Any] | None = None,
     errors_as_failures: bool = False,
     coverage: Mapping[str, Any] | None = None,
+    sections: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write ``ctrf.json`` and ``summary.json`` for ``records`` into ``run_dir``, one test
     and one task at a time (a 10 000-task run never holds either report whole); return
-    the summary document (its ``tasks`` are the records themselves)."""
+    the summary document (its ``tasks`` are the records themselves). ``sections`` are
+    added to summary.json as they are (the baseline comparison, robustness)."""
+    scored = task_records(records)  # controls are reported, never scored
     ctrf = build_ctrf(
         records,
         start_ms=start_ms,
@@ -41,8 +45,9 @@ def write_run_reports(
             "partial": partial,
             "coverage": dict(coverage) if coverage is not None else None,
             "fingerprint": settings.get("fingerprint"),
-            "usage": run_usage(records),
-            "stats": score_stats(records, errors_as_failures=errors_as_failures),
+            "usage": run_usage(scored),
+            "stats": score_stats(scored, errors_as_failures=errors_as_failures),
+            "invalid": invalid_reason(records),
         },
         stream=True,
     )
@@ -60,6 +65,7 @@ def write_run_reports(
         errors_as_failures=errors_as_failures,
         coverage=coverage,
         stream=True,
+        sections=sections,
     )
     write_json_atomic(run_dir / "summary.json", summary, indent=None)
     summary["tasks"] = list(records)

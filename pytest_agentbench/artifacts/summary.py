@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pytest_agentbench.artifacts.controls import controls_summary, invalid_reason, task_records
 from pytest_agentbench.artifacts.jsonio import Streamed
 from pytest_agentbench.artifacts.lineup import model_comparisons, reduced_score, task_samples
 from pytest_agentbench.artifacts.score_stats import repair_curve, score_stats
@@ -107,12 +108,18 @@ def build_summary(
     errors_as_failures: bool = False,
     stream: bool = False,
     coverage: Mapping[str, Any] | None = None,
+    sections: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The summary.json document. ``tasks`` holds every task's record as the reports saw
     it (outcome, reward, usage, reason, where its artifacts are), so shards can be merged
     and runs resumed from it alone. With ``stream`` it is a :class:`Streamed` array of the
     records themselves, not copies. ``coverage`` (artifacts/coverage.py) says how many of
-    the planned tasks the records cover; None when unknown (a merge of runs)."""
+    the planned tasks the records cover; None when unknown (a merge of runs).
+    ``sections`` (the baseline comparison, robustness) come before ``tasks``. Control
+    records (artifacts/controls.py) are in ``tasks`` but never in a count or a score:
+    ``controls`` sums them up, and ``invalid`` says why a canary made the run invalid."""
+    every = records
+    records = task_records(every)
     outcomes = classify(records)
     return {
         "schema_version": SUMMARY_SCHEMA_VERSION,
@@ -142,5 +149,8 @@ def build_summary(
         "scores": _group_scores(records, errors_as_failures),
         "comparisons": model_comparisons(records, errors_as_failures=errors_as_failures),
         "gate": dict(gate) if gate is not None else None,
-        "tasks": Streamed(records) if stream else [dict(r) for r in records],
+        "controls": controls_summary(every),
+        "invalid": invalid_reason(every),
+        **dict(sections or {}),
+        "tasks": Streamed(every) if stream else [dict(r) for r in every],
     }

@@ -96,7 +96,8 @@ def bootstrap_mean(
     level: float = DEFAULT_LEVEL,
 ) -> Estimate:
     """The mean with a percentile bootstrap interval; ``se`` is the standard deviation
-    of the resampled means. The same ``seed`` gives the same interval. Large samples
+    of the resampled means. The same ``seed`` and the same values, in any order, give
+    the same interval. Large samples
     get fewer resamples (``MAX_DRAWS``), never below ``MIN_RESAMPLES``."""
     _check_level(level)
     if resamples < 1:
@@ -104,7 +105,9 @@ def bootstrap_mean(
     n = len(values)
     if n == 0:
         return _empty("bootstrap", level)
-    data = [float(v) for v in values]
+    # sorted: the interval depends on the values alone, not on the order the tasks
+    # finished in (concurrent rollouts, xdist workers)
+    data = sorted(float(v) for v in values)
     mean = math.fsum(data) / n
     resamples = min(resamples, max(MIN_RESAMPLES, MAX_DRAWS // n))
     rng = random.Random(seed)

@@ -48,3 +48,19 @@ class StreamEvent:
 
 #: What a client calls with each StreamEvent as it arrives.
 EventSink = Callable[[StreamEvent], None]
+
+ROLLOUT_EVENT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutEvent:
+    """A StreamEvent of one task's rollout, as plugins observe it: which task (``nodeid``,
+    ``suite``, ``task_id``) and the piece itself (``kind``, ``text``, ``data``)."""
+
+    nodeid: str
+    suite: str
+    task_id: str
+    kind: str
+    text: str = ""
+    data: Mapping[str, Any] = NO_DATA
+    schema_version: int = ROLLOUT_EVENT_VERSION

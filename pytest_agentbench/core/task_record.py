@@ -230,6 +230,7 @@ _OPTIONAL = (
     "crashed_worker",
     "epoch",
     "reducer",
+    "control",
 )
 
 
@@ -278,6 +279,9 @@ class TaskRecord:
     #: when the task runs more than once (epochs)
     epoch: int | None = None
     reducer: str | None = None
+    #: set on a control's record (artifacts/controls.py): which control, what it expected,
+    #: whether it behaved; a control is never scored
+    control: Mapping[str, Any] | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)
     schema_version: int = TASK_RECORD_VERSION
 
@@ -321,6 +325,7 @@ class TaskRecord:
             crashed_worker=_maybe(obj, "crashed_worker", str, where),
             epoch=_maybe(obj, "epoch", int, where),
             reducer=_maybe(obj, "reducer", str, where),
+            control=_maybe(obj, "control", Mapping, where),
             extras={k: v for k, v in obj.items() if k not in known},
             schema_version=version,
         )

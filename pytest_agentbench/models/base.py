@@ -7,6 +7,7 @@ are defined in core/ and re-exported here as part of the interface a client impl
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -36,6 +37,9 @@ __all__ = [
 
 #: Providers a model spec may name. ``scripted`` needs no model name.
 KNOWN_PROVIDERS = ("openai", "openai-responses", "anthropic", "openai-compat", "scripted")
+
+#: What a provider name may be: a plugin's provider too (``myprovider/some-model``).
+_PROVIDER_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*", re.IGNORECASE)
 
 #: Protocols the scripted provider can speak: ``scripted/<protocol>``.
 SCRIPTED_PROTOCOLS = ("openai", "openai-responses", "anthropic")
@@ -76,12 +80,18 @@ class ModelSpec:
                 )
             return cls("scripted", protocol)
         provider, sep, model = text.partition("/")
-        if not sep or not model or provider not in KNOWN_PROVIDERS:
+        if not sep or not model or not _PROVIDER_NAME.fullmatch(provider):
             known = ", ".join(f"{p}/<model>" for p in KNOWN_PROVIDERS if p != "scripted")
             raise AgentbenchError(
-                f"unknown model spec {text!r}: expected one of {known}, or scripted"
+                f"unknown model spec {text!r}: expected one of {known}, scripted, or "
+                "<provider>/<model> for a provider a plugin adds"
             )
         return cls(provider, model)
+
+    @property
+    def builtin(self) -> bool:
+        """Whether a built-in client serves this provider (else a plugin must claim it)."""
+        return self.provider in KNOWN_PROVIDERS
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import math
 import random
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,6 +94,10 @@ class RetryingClient:
     A raised error carries ``retries`` (a list, empty when none happened); when there
     were some, its message ends with what happened, e.g. ``(gave up after 4 attempts)``.
     ``close`` wakes a sleeping retry at once; that call then raises its last error.
+
+    ``clock`` (seconds, monotonic) and ``sleep`` (wait that many seconds) default to the
+    real ones; tests pass a fake pair to check the waits without spending them. With a
+    ``sleep`` given, ``close`` is seen when it returns.
     """
 
     def __init__(
@@ -102,11 +106,15 @@ class RetryingClient:
         policy: RetryPolicy | None = None,
         *,
         rng: random.Random | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], object] | None = None,
     ) -> None:
         self.inner = inner
         self.spec = inner.spec
         self.policy = policy or RetryPolicy()
         self._rng = rng or random.Random()
+        self._clock = clock
+        self._sleep = sleep
         self._closed = threading.Event()
 
     def __repr__(self) -> str:
@@ -120,7 +128,7 @@ class RetryingClient:
         self.inner.close()
 
     def generate(self, request: ModelRequest, on_event: EventSink | None = None) -> Generation:
-        started = time.monotonic()
+        started = self._clock()
         budget_end = started + request.timeout_s if request.timeout_s is not None else None
         ends = [t for t in (budget_end, self._policy_end(started)) if t is not None]
         deadline = min(ends) if ends else None
@@ -135,12 +143,12 @@ class RetryingClient:
                 wait = 0.0
                 if stop is None:
                     wait = self.policy.backoff_s(attempt, _retry_after(error), self._rng)
-                    if deadline is not None and time.monotonic() + wait >= deadline:
+                    if deadline is not None and self._clock() + wait >= deadline:
                         stop = (
                             f"gave up after {_attempts(attempt)}: a retry in {wait:.2f} s "
                             "would pass the deadline"
                         )
-                if stop is None and self._closed.wait(wait):
+                if stop is None and self._wait(wait):
                     stop = "retry cancelled: the client was closed"
                 if stop is not None:
                     _finish(error, retries, stop)
@@ -156,11 +164,18 @@ class RetryingClient:
                 attempt += 1
                 if budget_end is not None:
                     current = dataclasses.replace(
-                        request, timeout_s=max(budget_end - time.monotonic(), 0.001)
+                        request, timeout_s=max(budget_end - self._clock(), 0.001)
                     )
                 continue
             exchange = {**generation.exchange, "retries": retries}
             return dataclasses.replace(generation, exchange=exchange)
+
+    def _wait(self, seconds: float) -> bool:
+        """Wait before a retry; True when ``close`` came first (or during it)."""
+        if self._sleep is None:
+            return self._closed.wait(seconds)
+        self._sleep(seconds)
+        return self._closed.is_set()
 
     def _policy_end(self, started: float) -> float | None:
         deadline_s = self.policy.deadline_s

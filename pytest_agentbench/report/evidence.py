@@ -354,17 +354,18 @@ def _reason(record: Mapping[str, Any]) -> str:
     return outcome if isinstance(outcome, str) and outcome.strip() else "failed"
 
 
-def _severity(record: Mapping[str, Any]) -> tuple[int, float]:
+def _severity(record: Mapping[str, Any]) -> tuple[int, float, str]:
     outcome = record.get("outcome")
     rank = _SEVERITY.get(outcome, len(_SEVERITY)) if isinstance(outcome, str) else len(_SEVERITY)
     reward = _number(record.get("reward"))
-    return rank, -1.0 if reward is None else reward
+    return rank, -1.0 if reward is None else reward, str(record.get("nodeid") or "")
 
 
 def order_failures(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The records that did not pass, most severe first: harness error, loop kill, timeout,
     output-token limit, then any other failure; lowest reward first within each (no reward
-    counts lowest); stable, so equal records keep the run's order."""
+    counts lowest); ties by node id, so the lines are the same whichever order the tasks
+    finished in (concurrency, xdist)."""
     failed = [r for r in records if isinstance(r, Mapping) and r.get("outcome") != "passed"]
     return sorted(failed, key=_severity)
 

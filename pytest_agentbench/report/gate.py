@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pytest_agentbench.artifacts.controls import invalid_reason, task_records
 from pytest_agentbench.artifacts.score_stats import score_estimate
 from pytest_agentbench.artifacts.summary import score
 
@@ -40,15 +41,18 @@ class GateResult:
     checks: tuple[GateCheck, ...]
     harness_errors: int
     errors_as_failures: bool
+    #: Why the run's result is invalid (a canary control passed); None when it is not.
+    invalid: str | None = None
 
     @property
     def ok(self) -> bool:
         errors_ok = self.errors_as_failures or self.harness_errors == 0
-        return errors_ok and all(check.ok for check in self.checks)
+        return errors_ok and self.invalid is None and all(check.ok for check in self.checks)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
+            "invalid": self.invalid,
             "harness_errors": self.harness_errors,
             "errors_as_failures": self.errors_as_failures,
             "checks": [asdict(c) | {"ok": c.ok} for c in self.checks],
@@ -63,7 +67,10 @@ def evaluate_gate(
     gate_on: str = "point",
 ) -> GateResult | None:
     """The gate's verdict, or None when no threshold is set anywhere (pytest's own exit
-    status then applies)."""
+    status then applies). Control records are not scored; a canary among them that
+    passed makes the result invalid, and the gate fails whatever the scores."""
+    invalid = invalid_reason(records)
+    records = task_records(records)
     if gate_on not in GATE_ON:
         raise ValueError(f"gate on: expected one of {', '.join(GATE_ON)}, got {gate_on!r}")
 
@@ -84,10 +91,10 @@ def evaluate_gate(
             groups.setdefault(key, []).append(record)
     for (suite, model), members in sorted(groups.items()):
         checks.append(check(f"{suite} [{model}]", members, float(members[0]["min_score"])))
-    if not checks:
+    if not checks and invalid is None:
         return None
     harness = sum(1 for r in records if r.get("outcome") == "harness_error")
-    return GateResult(tuple(checks), harness, errors_as_failures)
+    return GateResult(tuple(checks), harness, errors_as_failures, invalid)
 
 
 def gate_lines(result: GateResult) -> list[str]:
@@ -110,5 +117,7 @@ def gate_lines(result: GateResult) -> list[str]:
             f"gate ✗ {result.harness_errors} harness error(s): the run cannot be judged "
             "(--agentbench-errors-as-failures counts them as failed tasks)"
         )
+    if result.invalid:
+        lines.append(f"gate ✗ result invalid: {result.invalid}")
     lines.append("gate: passed" if result.ok else "gate: FAILED")
     return lines

@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_agentbench.artifacts.controls import task_records
 from pytest_agentbench.artifacts.coverage import partial_line
 from pytest_agentbench.artifacts.score_stats import interval_text
+from pytest_agentbench.report.controls import control_lines
 from pytest_agentbench.report.evidence import failure_reason
 from pytest_agentbench.report.terminal import task_label, tokens_text
 
@@ -63,6 +65,41 @@ def stats_lines(totals: Mapping[str, Any]) -> list[str]:
                 + " |"
             )
         lines.append("")
+    return lines
+
+
+def comparison_markdown(summary: Mapping[str, Any]) -> list[str]:
+    """The baseline comparison and the robustness drops, from summary.json's sections."""
+    lines: list[str] = []
+    baseline = summary.get("baseline")
+    if isinstance(baseline, Mapping):
+        lines += ["", f"### Against the baseline `{_cell(baseline.get('run_id'))}`", ""]
+        for comparison in baseline.get("comparisons") or []:
+            lines.append(f"- {_cell(comparison['words'])}")
+            left_out = comparison.get("excluded")
+            if left_out:
+                lines.append(f"  - {left_out} task(s) excluded: a harness error on either side")
+            found = comparison.get("regressions") or []
+            if found:
+                shown = ", ".join(f"`{_cell(name)}`" for name in found[:MAX_FAILURES])
+                more = (
+                    f" … and {len(found) - MAX_FAILURES} more" if len(found) > MAX_FAILURES else ""
+                )
+                lines.append(f"  - {len(found)} regression(s): {shown}{more}")
+        if not baseline.get("comparisons"):
+            lines.append("- no model of this run ran in the baseline")
+    robustness = summary.get("robustness")
+    if robustness:
+        lines += ["", "### Robustness", ""]
+        lines.append("| perturbation | pairs | drop | 95 % CI | test | p | verdict |")
+        lines.append("| --- | ---: | ---: | ---: | --- | ---: | --- |")
+        for row in robustness:
+            d = row["difference"]
+            value = None if d.get("value") is None else 0.0 - d["value"]
+            ci = "–" if d.get("lo") is None else f"{0.0 - d['hi']:+.3f} to {0.0 - d['lo']:+.3f}"
+            verdict = "significant" if row["significant"] else "within noise"
+            cells = (row["second"], row["paired"], value, ci, row["test"], row["p_value"], verdict)
+            lines.append("| " + " | ".join(_cell(v) for v in cells) + " |")
     return lines
 
 
@@ -136,7 +173,13 @@ def markdown_summary(
             for c in gate["checks"]
         )
         lines += ["", f"Score gate {verdict}: {checks}"]
-    failures = [r for r in records if r.get("outcome") != "passed"]
+    lines += comparison_markdown(summary)
+    if summary.get("invalid"):
+        lines += ["", f"**Result invalid**: {summary['invalid']}"]
+    controls = control_lines(records)
+    if controls:
+        lines += ["", "### Controls", "", *(f"- {_cell(line)}" for line in controls)]
+    failures = [r for r in task_records(records) if r.get("outcome") != "passed"]
     if failures:
         lines += ["", "### Not passed", ""]
         for record in failures[:MAX_FAILURES]:

@@ -18,8 +18,18 @@ _WORDS = {
 
 
 def verbose_word(record: Mapping[str, Any]) -> str:
-    """``PASSED reward 1 · 52 tokens``: the status word ``-v`` shows for a task."""
+    """``PASSED reward 1 · 52 tokens``: the status word ``-v`` shows for a task; for a
+    control, whether it behaved (``BEHAVED (verdict failed · reward 0)``)."""
     word = _WORDS.get(str(record.get("outcome")), "FAILED")
+    control = record.get("control")
+    if isinstance(control, Mapping):
+        verdict = word.lower()
+        behaved = control.get("behaved")
+        word = "BEHAVED" if behaved is True else "MISBEHAVED" if behaved is False else word
+        if word != verdict.upper():
+            word = f"{word} (verdict {verdict}"
+            reward = format_reward(record.get("reward"))
+            return word + (f" · reward {reward})" if reward is not None else ")")
     parts = []
     reward = format_reward(record.get("reward"))
     if reward is not None:

@@ -6,9 +6,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.artifacts.controls import task_records
 from pytest_agentbench.artifacts.score_stats import interval_text, score_estimate
 from pytest_agentbench.artifacts.summary import classify, score
 from pytest_agentbench.artifacts.usage_totals import run_usage, whole_input
+from pytest_agentbench.report.controls import control_lines
 from pytest_agentbench.report.evidence import (
     MAX_FAILURE_LINES,
     details_pointer,
@@ -103,8 +105,11 @@ def summary_lines(
     ``partial`` (artifacts.coverage.partial_line) follows the totals when the run did not
     cover every planned task, so a partial score never reads as a whole one."""
     run_dir = shown_path(run_dir, relative_to)
+    controls = control_lines(records)
+    records = task_records(records)
     if not records:
-        return [line for line in ("no tasks ran", partial, f"results: {run_dir}") if line]
+        head = "no tasks ran" if not controls else None
+        return [line for line in (head, partial, *controls, f"results: {run_dir}") if line]
     counts = classify(records)
     shown = [f"{counts[k]} {label}" for k, label in _LABELS.items() if counts[k]]
     noun = "task" if len(records) == 1 else "tasks"
@@ -135,5 +140,6 @@ def summary_lines(
             )
         if len(errors) > MAX_FAILURE_LINES:
             lines.append(f"… and {len(errors) - MAX_FAILURE_LINES} more")
+    lines += controls
     lines.append(f"results: {run_dir}")
     return lines

@@ -19,6 +19,8 @@ from pytest_agentbench.core.stream import StreamEvent
 from pytest_agentbench.runner.loopwatch import LoopVerdict, LoopWatch
 
 CHARS_PER_TOKEN = 4
+#: Points of a channel's score trace kept at most (halved by dropping every other one).
+TRACE_POINTS = 200
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,7 @@ class LoopGuard:
         self._parts: dict[str, list[str]] = {"thinking": [], "answer": []}
         self._holding: dict[str, tuple[float, int]] = {}
         self._detected: dict[str, float] = {}
+        self._trace: dict[str, list[list[float]]] = {"thinking": [], "answer": []}
         self.killed: dict[str, Any] | None = None
 
     @property
@@ -89,6 +92,7 @@ class LoopGuard:
         watch.feed(event.text)
         verdict = watch.verdict()
         now = self._clock() - self._start
+        self._note(channel, now, watch.chars, verdict.score)
         looping = verdict.confirmed and verdict.state == "looping"
         if looping:
             self._detected.setdefault(channel, now)
@@ -117,6 +121,20 @@ class LoopGuard:
             }
             raise LoopKilled(self.killed)
 
+    def _note(self, channel: str, now: float, chars: int, score: float) -> None:
+        """Add a point to the channel's score trace (seconds, characters, score) when the
+        score moved by 0.01 or more; at most ``TRACE_POINTS`` points are kept, evenly
+        thinned, the first and the newest always."""
+        trace = self._trace[channel]
+        point = [round(now, 3), chars, round(score, 3)]
+        flat = len(trace) > 1 and all(abs(p[2] - point[2]) < 0.01 for p in trace[-2:])
+        if flat:
+            trace[-1] = point  # a flat stretch: keep its two ends only
+        else:
+            trace.append(point)
+        if len(trace) > TRACE_POINTS:
+            trace[:] = [*trace[:-1:2], trace[-1]]
+
     @property
     def score(self) -> float:
         """The higher of the two channels' current loop scores."""
@@ -141,9 +159,14 @@ class LoopGuard:
         return sink
 
     def record(self) -> dict[str, Any]:
-        """Per channel the highest verdict seen; ``recovered`` when the thinking looped
+        """Per channel the highest verdict seen (with its score ``trace`` over the stream,
+        ``[seconds, characters, score]`` points, when the score ever rose above 0);
+        ``recovered`` when the thinking looped
         (confirmed) yet the model went on to answer without being killed."""
         peaks = {name: _verdict_dict(watch.peak) for name, watch in self._watches.items()}
+        for name, peak in peaks.items():
+            if peak["score"] > 0:
+                peak["trace"] = self._trace[name]
         thinking_looped = peaks["thinking"]["confirmed"]
         recovered = bool(thinking_looped and self.killed is None and self.answer.strip())
         return {"killed": self.killed, "recovered": recovered, "channels": peaks}

@@ -51,7 +51,7 @@ def schema_for(path: str | PurePath) -> str | None:
     name = parts[-1] if parts else ""
     if len(parts) == 1:
         return {"summary.json": "summary", "ctrf.json": "ctrf"}.get(name)
-    if parts[0] != "tasks":
+    if parts[0] not in ("tasks", "controls"):  # controls/<suite>/<task>/<control>/…
         return None
     if len(parts) >= 2 and parts[-2] == "verifier":
         return {"reward.json": "reward", "ctrf.json": "inner_ctrf"}.get(name)

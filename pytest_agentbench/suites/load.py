@@ -1,7 +1,8 @@
 """Load a suite file into Task records, or fail with every problem the file has.
 
 A suite is a TOML, JSON or YAML file holding ``suite`` (defaults) and ``task`` (a list),
-or a manifest whose ``suite.dataset`` names a JSONL file mapped through ``suite.fields``.
+or a manifest whose ``suite.dataset`` names a dataset (JSONL, a JSON array, CSV) mapped
+through ``suite.fields`` (``suites/dataset.py``).
 The file is parsed, its structure checked against ``suite.schema.json``, then the checks
 a schema cannot make run on every part that is well-formed, so that one SuiteError lists
 all the problems at once. Tasks are only returned from a file without problems.
@@ -17,30 +18,25 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.core.sampling import Sampling
 from pytest_agentbench.errors import SuiteError
+from pytest_agentbench.suites.dataset import FindDataset, dataset_rows
 from pytest_agentbench.suites.fit import fit_path, fit_problems
-from pytest_agentbench.suites.read import (
-    DEFAULT_MAX_FILE_BYTES,
-    parse_record,
-    read_document,
-    read_text,
-    tree_problem,
-)
+from pytest_agentbench.suites.read import DEFAULT_MAX_FILE_BYTES, read_document, seed_dir_problem
 from pytest_agentbench.suites.task import DEFAULT_TOOLS, Task, VerifierConfig
 from pytest_agentbench.suites.validate import (
-    DATASET_KEYS,
     RESERVED_FIELDS,
     Parts,
+    clean,
     document_validator,
     id_problem,
     json_path,
-    map_record,
     mark_problem,
     options_validator,
-    record_validator,
+    problem_lines,
     render_prompt,
+    reply_problem,
+    reserved_name,
     schema_problems,
     show,
-    some,
     structure_problems,
     template_fields,
     type_name,
@@ -94,6 +90,7 @@ def load_suite(
     reply_check: ReplyCheck | None = None,
     tools: Collection[str] = DEFAULT_TOOLS,
     max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    find_dataset: FindDataset | None = None,
     sampling_check: SamplingCheck | None = None,
 ) -> Suite:
     """Read and validate one suite file and build its tasks with every default applied.
@@ -105,6 +102,7 @@ def load_suite(
     ``tools`` are the tool names an agent task may ask for (the built-in ones unless a
     plugin adds more). ``max_bytes`` caps the suite file and its dataset; only regular
     files are read (a FIFO or a device is refused, never opened to block).
+    ``find_dataset`` may give a manifest's dataset a local path (a plugin's download).
 
     Raises SuiteError naming the file and listing every problem found, one per line.
     """
@@ -114,13 +112,27 @@ def load_suite(
     except ValueError as exc:
         raise SuiteError(str(path), [str(exc)]) from None
     loader = _Loader(path, fmt, verifiers, reply_check, tools, max_bytes)
+    loader.find_dataset = find_dataset
     loader.sampling_check = sampling_check
     return loader.load(document)
 
 
-def _clean(bad: frozenset[Parts] | set[Parts], parts: Parts) -> bool:
-    """True when no problem was found at or below ``parts``."""
-    return not any(found[: len(parts)] == parts for found in bad)
+def load_document(
+    path: Path,
+    document: Any,
+    verifiers: Mapping[str, Verifier],
+    *,
+    reply_check: ReplyCheck | None = None,
+    tools: Collection[str] = DEFAULT_TOOLS,
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    sampling_check: SamplingCheck | None = None,
+) -> Suite:
+    """Validate a suite ``document`` that a plugin (or a Python bench file) made from the
+    file at ``path``, exactly as :func:`load_suite` validates a file it read (a JSON
+    document); the same SuiteError for its problems."""
+    loader = _Loader(Path(path), "json", verifiers, reply_check, tools, max_bytes)
+    loader.sampling_check = sampling_check
+    return loader.load(document)
 
 
 @dataclass(frozen=True)
@@ -160,6 +172,7 @@ class _Loader:
         self.lines: dict[int, int] = {}
         self.first_with_id: dict[str, int] = {}
         self.validators: dict[str, Validator | str] = {}
+        self.find_dataset: FindDataset | None = None
         self.sampling_check: SamplingCheck | None = None
 
     def add(self, index: int | None, path: str, text: str) -> None:
@@ -188,11 +201,11 @@ class _Loader:
         table = document.get("suite")
         table = table if isinstance(table, dict) else {}
         defaults = self._defaults(table, bad)
-        if isinstance(table.get("dataset"), str) and _clean(bad, ("suite", "dataset")):
+        if isinstance(table.get("dataset"), str) and clean(bad, ("suite", "dataset")):
             if "task" in document:
                 reason = "cannot be used in a manifest: its tasks come from $.suite.dataset"
                 self.add(None, self.doc_path(("task",)), reason)
-            raws = self._dataset_tasks(table["dataset"], table.get("fields", {}), bad)
+            raws = self._dataset_tasks(table, bad)
         else:
             raws = self._file_tasks(document.get("task"), bad)
         tasks = [task for raw in raws if (task := self._task(raw, defaults)) is not None]
@@ -221,7 +234,7 @@ class _Loader:
         problem is already recorded), and what depends on it is not checked further."""
 
         def pick(key: str, default: Any = None) -> Any:
-            return table[key] if key in table and _clean(bad, ("suite", key)) else default
+            return table[key] if key in table and clean(bad, ("suite", key)) else default
 
         defaults = {key: pick(key) for key in _SETTINGS if pick(key) is not None}
         name = pick("name")
@@ -239,7 +252,7 @@ class _Loader:
         suite_vars = pick("vars", {})
         for key in suite_vars:
             if key in RESERVED_FIELDS:
-                self.add(None, json_path(("suite", "vars", key)), _reserved(key))
+                self.add(None, json_path(("suite", "vars", key)), reserved_name(key))
         marks = pick("marks", [])
         for i, mark in enumerate(marks):
             if (problem := mark_problem(mark)) is not None:
@@ -270,7 +283,7 @@ class _Loader:
             "template": template,
             "template_path": "$.suite.template" if "template" in table else "",
             "template_problems": known,
-            "renderable": _clean(bad, ("suite", "vars")),
+            "renderable": clean(bad, ("suite", "vars")),
             "vars": suite_vars,
             "marks": marks,
             "verifier": verifier,
@@ -289,56 +302,36 @@ class _Loader:
             if isinstance(data, dict)
         ]
 
-    def _dataset_tasks(self, name: str, fields: Any, bad: set[Parts]) -> list[_RawTask]:
-        """One raw task per JSONL record, its keys taken from the fields ``fields`` maps
-        (each key defaults to the field of the same name; ``input`` is required)."""
-        self.dataset = name
-        if not isinstance(fields, dict) or not _clean(bad, ("suite", "fields")):
+    def _dataset_tasks(self, table: Mapping[str, Any], bad: set[Parts]) -> list[_RawTask]:
+        """One raw task per dataset row (``suites/dataset.py`` reads and maps them)."""
+        self.dataset = table["dataset"]
+        if not clean(bad, ("suite", "fields")) or not clean(bad, ("suite", "columns")):
             return []
-        try:
-            text = read_text(self.path.parent / name, self.max_bytes)
-        except ValueError as exc:
-            self.add(None, "$.suite.dataset", f"names a file that cannot be read: {exc}")
-            return []
-        mapping = {key: fields.get(key, key) for key in DATASET_KEYS}
-
-        def locate(parts: Parts) -> str:
-            if parts[:1] == ("vars",):
-                return json_path(parts[1:])
-            return json_path((mapping.get(str(parts[0]), parts[0]), *parts[1:]) if parts else ())
-
-        raws: list[_RawTask] = []
-        lines = (pair for pair in enumerate(text.split("\n"), start=1) if pair[1].strip())
-        for index, (number, line) in enumerate(lines):
-            self.lines[index] = number
-            try:
-                data, missing = map_record(parse_record(line), fields)
-            except ValueError as exc:
-                self.add(index, "", str(exc))
-                continue
-            found = structure_problems(data, record_validator())
-            for _, problem in missing:
-                self.add(index, "", problem)
-            for parts, problem in found:
-                self.add(index, locate(parts), problem)
-            broken = frozenset(parts for parts, _ in missing + found)
-            raws.append(_RawTask(index, data, broken, locate))
-        if not self.lines:
-            self.add(None, "$.suite.dataset", f"names a file with no records: {show(name)}")
-        return raws
+        found, rows, locate = dataset_rows(self.path, table, self.max_bytes, self.find_dataset)
+        for path, text in found:
+            self.add(None, path, text)
+        for index, row in enumerate(rows):
+            self.lines[index] = row.line
+            for path, text in row.problems:
+                self.add(index, path, text)
+        return [
+            _RawTask(index, row.data, row.broken, locate)
+            for index, row in enumerate(rows)
+            if row.data is not None
+        ]
 
     def _task(self, raw: _RawTask, defaults: Mapping[str, Any]) -> Task | None:
         data, i = raw.data, raw.index
 
         def pick(key: str, default: Any = None) -> Any:
-            return data[key] if key in data and _clean(raw.bad, (key,)) else default
+            return data[key] if key in data and clean(raw.bad, (key,)) else default
 
         task_id = self._task_id(raw)
         text, choices = pick("input"), pick("choices", [])
         task_vars, marks = pick("vars", {}), pick("marks", [])
         for key in task_vars:
             if key in RESERVED_FIELDS:
-                self.add(i, raw.locate(("vars", key)), _reserved(key))
+                self.add(i, raw.locate(("vars", key)), reserved_name(key))
         for j, mark in enumerate(marks):
             if (problem := mark_problem(mark)) is not None:
                 self.add(i, raw.locate(("marks", j)), problem)
@@ -350,7 +343,7 @@ class _Loader:
             known = defaults["template_problems"]
         merged_vars = {**defaults["vars"], **task_vars}
         prompt = None
-        renderable = all(_clean(raw.bad, (key,)) for key in ("input", "choices", "vars"))
+        renderable = all(clean(raw.bad, (key,)) for key in ("input", "choices", "vars"))
         if template is not None and text is not None and renderable and defaults["renderable"]:
             prompt, problems = render_prompt(template, text, choices, merged_vars)
             for problem in problems:
@@ -358,13 +351,14 @@ class _Loader:
                     self.add(i, template_path, problem)
         replies: list[Any] = data["scripted"] if isinstance(data.get("scripted"), list) else []
         for j, reply in enumerate(replies):
-            if _clean(raw.bad, ("scripted", j)):
+            if clean(raw.bad, ("scripted", j)):
                 self._check_reply(i, raw.locate(("scripted", j)), reply)
         by_model: dict[str, Any] = pick("scripted_by_model", {})
         for model, model_replies in by_model.items():
             for j, reply in enumerate(model_replies):
-                if _clean(raw.bad, ("scripted_by_model", model, j)):
+                if clean(raw.bad, ("scripted_by_model", model, j)):
                     self._check_reply(i, raw.locate(("scripted_by_model", model, j)), reply)
+        oracle = self._oracle(raw)
         verifier = self._task_verifier(raw, defaults)
         files, files_dir = self._files(
             pick("files"), i, lambda parts: raw.locate(("files", *parts))
@@ -405,11 +399,24 @@ class _Loader:
             max_turns=int(settings["max_turns"]),
             tools=DEFAULT_TOOLS if settings["tools"] is None else tuple(settings["tools"]),
             max_tool_output=int(settings["max_tool_output"]),
+            oracle=oracle,
             sampling=own.over(defaults["sampling"]),
         )
         if any(index in (i, None) for index, _, _ in self.problems):
             return None  # asked only of a task with no other problem: no noise on noise
         return task if self._check_setup(raw, task, defaults) else None
+
+    def _oracle(self, raw: _RawTask) -> tuple[Any, ...]:
+        """The task's known-good answer as scripted replies (a string is one reply),
+        each checked like a scripted reply; empty when it has none."""
+        value = raw.data.get("oracle")
+        if not clean(raw.bad, ("oracle",)) or value is None:
+            return ()
+        replies = [value] if isinstance(value, str) else list(value)
+        for j, reply in enumerate(replies):
+            where = raw.locate(("oracle",) if isinstance(value, str) else ("oracle", j))
+            self._check_reply(raw.index, where, reply)
+        return tuple(replies)
 
     def _check_setup(self, raw: _RawTask, task: Task, defaults: Mapping[str, Any]) -> bool:
         """Ask the task's verifier whether it can judge this task at all (suites/fit.py);
@@ -449,18 +456,8 @@ class _Loader:
             return {}, None
         if isinstance(value, str):
             directory = self.path.parent / value
-            try:
-                found = directory.is_dir()
-            except (OSError, ValueError):  # a name too long, a loop of links
-                found = False
-            if not found:
-                reason = f"names no directory next to the suite file: {show(value)}"
-                self.add(index, where(()), reason)
-                return {}, None
-            if (problem := tree_problem(directory, self.max_bytes)) is not None:
-                self.add(
-                    index, where(()), f"names a directory that cannot seed a workspace: {problem}"
-                )
+            if (problem := seed_dir_problem(directory, value, self.max_bytes)) is not None:
+                self.add(index, where(()), problem)
                 return {}, None
             return {}, directory
         for name in value:
@@ -474,7 +471,7 @@ class _Loader:
         """The task's id (its 1-based position when it has none), checked and unique."""
         if "id" not in raw.data:
             task_id = str(raw.index + 1)
-        elif not _clean(raw.bad, ("id",)):
+        elif not clean(raw.bad, ("id",)):
             return None
         else:
             value = raw.data["id"]
@@ -500,7 +497,7 @@ class _Loader:
     def _task_verifier(self, raw: _RawTask, defaults: Mapping[str, Any]) -> VerifierConfig | None:
         """The task's own verifier table (over the suite's, when it names no kind), else
         the suite's, else the default kind; None when broken (the reason recorded)."""
-        if not _clean(raw.bad, ("verifier",)):
+        if not clean(raw.bad, ("verifier",)):
             return None
         own = raw.data.get("verifier") or {}
         inherits = "kind" not in own
@@ -525,7 +522,8 @@ class _Loader:
     def _verifier_problems(self, kind: str, options: Mapping[str, Any]) -> list[tuple[Parts, str]]:
         """Problems of a verifier table (kind unknown, options invalid), as paths in it."""
         if kind not in self.verifiers:
-            return [(("kind",), unknown_name(kind, sorted(self.verifiers)))]
+            why = getattr(self.verifiers, "why_missing", lambda _: None)(kind)
+            return [(("kind",), why or unknown_name(kind, sorted(self.verifiers)))]
         if kind not in self.validators:
             try:
                 self.validators[kind] = options_validator(kind, self.verifiers[kind].options_schema)
@@ -537,19 +535,8 @@ class _Loader:
         return schema_problems(validator, dict(options), self.object_word)
 
     def _check_reply(self, index: int, path: str, reply: Any) -> None:
-        if self.reply_check is None:
-            if not isinstance(reply, str | dict):
-                expected = f"must be a string or {self.object_word}"
-                self.add(index, path, f"{expected}; got {type_name(reply)} {show(reply)}")
-            return
-        try:
-            self.reply_check(reply, path)
-        except ValueError as exc:
-            message = str(exc).removeprefix(path).lstrip(" :") or "no reason given"
-            self.add(index, path, f"is not a valid scripted reply: {message}")
-        except Exception as exc:
-            reason = f"{type(exc).__name__}: {exc}"
-            self.add(index, path, f"could not be checked as a scripted reply ({reason})")
+        if (problem := reply_problem(self.reply_check, reply, path, self.object_word)) is not None:
+            self.add(index, path, problem)
 
     def _label(self, index: int) -> str:
         label = f"task {index + 1}"
@@ -560,26 +547,4 @@ class _Loader:
         return label
 
     def _lines(self) -> list[str]:
-        """One line per distinct problem, suite problems first, then task by task; the
-        same problem in several tasks (a suite template, a dataset field) is one line."""
-        groups: dict[tuple[str, str], list[int]] = {}
-        for index, path, text in self.problems:
-            groups.setdefault((path, text), []).append(-1 if index is None else index)
-        lines = []
-        for (path, text), indexes in sorted(groups.items(), key=lambda group: group[1][0]):
-            tasks = [i for i in dict.fromkeys(indexes) if i >= 0]
-            if len(tasks) == 1:
-                who = self._label(tasks[0])
-            elif tasks and all(i in self.lines for i in tasks):
-                who = f"{self.dataset} lines {some([self.lines[i] for i in tasks])}"
-            else:
-                who = f"tasks {some([i + 1 for i in tasks])}" if tasks else ""
-            subject = f"{path} {text}" if path else text
-            lines.append(f"{who}: {subject}" if who else subject)
-        if len(lines) > MAX_PROBLEMS:
-            lines[MAX_PROBLEMS:] = [f"… and {len(lines) - MAX_PROBLEMS} more problems"]
-        return lines
-
-
-def _reserved(key: str) -> str:
-    return f"is a reserved name (the task's own {key}); rename the var"
+        return problem_lines(self.problems, self._label, self.lines, self.dataset, MAX_PROBLEMS)

@@ -89,6 +89,20 @@ def tree_problem(root: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> str | N
     return None
 
 
+def seed_dir_problem(directory: Path, written: str, max_bytes: int) -> str | None:
+    """Why the ``files`` directory ``directory`` (written as ``written``) cannot seed a
+    workspace, as the rest of a sentence about the ``files`` key; None when it can."""
+    try:
+        found = directory.is_dir()
+    except (OSError, ValueError):  # a name too long, a loop of links
+        found = False
+    if not found:
+        return f"names no directory next to the suite file: {show(written)}"
+    if (problem := tree_problem(directory, max_bytes)) is not None:
+        return f"names a directory that cannot seed a workspace: {problem}"
+    return None
+
+
 def read_head(path: Path, limit: int) -> str | None:
     """Up to ``limit`` bytes from the start of a regular file, as text (bad bytes
     replaced); None when it is not a regular file or cannot be read. For cheap sniffing:

@@ -22,6 +22,19 @@ class VerifierConfig:
 
 
 @dataclass(frozen=True)
+class Control:
+    """A control run of a task: an answer whose verdict is known before the verifier
+    runs. ``expect`` is ``pass`` (the positive control: a known-good answer) or ``fail``
+    (a negative one); ``source`` says where the answer came from; ``canary`` marks a
+    negative control added to an ordinary model run."""
+
+    name: str
+    expect: str
+    source: str
+    canary: bool = False
+
+
+@dataclass(frozen=True)
 class Task:
     """One benchmark case with every suite default applied.
 
@@ -38,6 +51,10 @@ class Task:
     ``mode`` is ``answer`` (one generation per attempt) or ``agent`` (each attempt is a
     tool-calling loop of at most ``max_turns`` model calls, offered ``tools`` by name, each
     tool result capped at ``max_tool_output`` characters).
+    ``oracle`` is the task's known-good answer as scripted replies (one for a plain
+    answer, one per model call for an agent task); empty when the suite gives none.
+    ``control`` is set on the copy of a task that a control runs (suites/controls.py):
+    its ``scripted`` replies are then the control's answer.
     ``sampling`` holds the task's sampling settings over the suite's (the run's settings
     fill the rest before it runs).
     """
@@ -68,6 +85,8 @@ class Task:
     max_turns: int = 20
     tools: tuple[str, ...] = DEFAULT_TOOLS
     max_tool_output: int = 10_000
+    oracle: tuple[Any, ...] = ()
+    control: Control | None = None
     sampling: Sampling = field(default_factory=Sampling)
     #: The scripted model's replies by model name (a model not named gets ``scripted``).
     scripted_by_model: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
@@ -78,15 +97,22 @@ class Task:
     #: epoch (0 when the task runs once).
     model: str = ""
     epoch: int = 0
+    #: Set on a perturbed copy (suites/perturb.py): its perturbation, the id of the task
+    #: it was made from, and the seed it was made with.
+    perturbation: str | None = None
+    original_id: str | None = None
+    perturbation_seed: int | None = None
 
     @property
     def key(self) -> str:
         """A run-wide unique key: the suite file and the task id (and the item's model and
-        epoch, when it runs against several or more than once)."""
-        base = f"{self.path.as_posix()}::{self.id}"
+        epoch, when it runs against several or more than once, and the control)."""
+        key = f"{self.path.as_posix()}::{self.id}"
         if self.model:
-            base += f"[{self.model}]"
-        return base + (f"#{self.epoch}" if self.epoch else "")
+            key += f"[{self.model}]"
+        if self.epoch:
+            key += f"#{self.epoch}"
+        return key if self.control is None else f"{key}::control:{self.control.name}"
 
     def for_item(self, model: str, epoch: int, name: str = "") -> Task:
         """The copy one item runs: ``model`` ("" for the run's only model) and ``epoch``

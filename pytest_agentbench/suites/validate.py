@@ -15,7 +15,7 @@ import math
 import re
 import string
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from typing import Any
 
@@ -25,8 +25,6 @@ from jsonschema.protocols import Validator
 
 Parts = tuple[str | int, ...]
 
-#: The task keys a dataset record can fill, each from the field ``fields`` maps it to.
-DATASET_KEYS = ("id", "input", "target", "choices", "scripted")
 #: Template fields every task defines itself; vars may not take these names.
 RESERVED_FIELDS = ("input", "choices", "target")
 MAX_ID_LENGTH = 200
@@ -96,34 +94,63 @@ def options_validator(kind: str, schema: Mapping[str, Any]) -> Validator:
     return cls(schema)
 
 
-def map_record(
-    record: Mapping[str, Any], fields: Mapping[str, Any]
-) -> tuple[dict[str, Any], list[tuple[Parts, str]]]:
-    """A task table made from a dataset record through ``fields`` (each task key reads
-    the field of its own name unless mapped; vars read the fields they name; a
-    ``scripted`` string is one reply), and the fields it lacks (``input``, a mapped
-    field, a var) as problems at the task key."""
-    task: dict[str, Any] = {}
-    missing: list[tuple[Parts, str]] = []
-    for key in DATASET_KEYS:
-        source = fields.get(key, key)
-        if source in record:
-            task[key] = record[source]
-            if key == "scripted" and isinstance(task[key], str):
-                task[key] = [task[key]]  # one reply, written as a plain string
-            elif key == "scripted" and not isinstance(task[key], list):
-                got = f"{type_name(task.pop(key))} {show(record[source])}"
-                expected = "must be a string (one reply) or a list of replies"
-                missing.append(((key,), f"the field {show(source)} {expected}; got {got}"))
-        elif key == "input" or key in fields:
-            how = f" (fields.{key})" if key in fields else ""
-            missing.append(((key,), f"the record has no field {show(source)}{how}"))
-    for var in fields.get("vars", []):
-        if var in record:
-            task.setdefault("vars", {})[var] = record[var]
+def clean(bad: frozenset[Parts] | set[Parts], parts: Parts) -> bool:
+    """True when no problem was found at or below ``parts``."""
+    return not any(found[: len(parts)] == parts for found in bad)
+
+
+def reserved_name(key: str) -> str:
+    """The problem of a var named like a task key."""
+    return f"is a reserved name (the task's own {key}); rename the var"
+
+
+def reply_problem(
+    check: Callable[[Any, str], None] | None, reply: Any, path: str, object_word: str
+) -> str | None:
+    """Why a scripted reply at ``path`` is refused, or None: ``check`` raises ValueError
+    to refuse it; without one, a reply must be a string or a table."""
+    if check is None:
+        if isinstance(reply, str | dict):
+            return None
+        return f"must be a string or {object_word}; got {type_name(reply)} {show(reply)}"
+    try:
+        check(reply, path)
+    except ValueError as exc:
+        message = str(exc).removeprefix(path).lstrip(" :") or "no reason given"
+        return f"is not a valid scripted reply: {message}"
+    except Exception as exc:
+        return f"could not be checked as a scripted reply ({type(exc).__name__}: {exc})"
+    return None
+
+
+def problem_lines(
+    problems: Sequence[tuple[int | None, str, str]],
+    label: Callable[[int], str],
+    lines: Mapping[int, int],
+    dataset: str,
+    limit: int,
+) -> list[str]:
+    """One line per distinct ``(task index or None, path, text)`` problem, suite problems
+    first, then task by task (``label`` names a task); the same problem in several tasks
+    (a suite template, a dataset field) is one line, naming the dataset ``lines`` when
+    every task came from one. At most ``limit`` lines, then a count of the rest."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for index, path, text in problems:
+        groups.setdefault((path, text), []).append(-1 if index is None else index)
+    shown = []
+    for (path, text), indexes in sorted(groups.items(), key=lambda group: group[1][0]):
+        tasks = [i for i in dict.fromkeys(indexes) if i >= 0]
+        if len(tasks) == 1:
+            who = label(tasks[0])
+        elif tasks and all(i in lines for i in tasks):
+            who = f"{dataset} lines {some([lines[i] for i in tasks])}"
         else:
-            missing.append((("vars",), f"the record has no field {show(var)} (fields.vars)"))
-    return task, missing
+            who = f"tasks {some([i + 1 for i in tasks])}" if tasks else ""
+        subject = f"{path} {text}" if path else text
+        shown.append(f"{who}: {subject}" if who else subject)
+    if len(shown) > limit:
+        shown[limit:] = [f"… and {len(shown) - limit} more problems"]
+    return shown
 
 
 def type_name(value: object) -> str:

@@ -1,0 +1,104 @@
+"""Control records in the run reports: which records are controls, whether each behaved,
+and the ``controls`` section of summary.json.
+
+A control record is a task record with a ``control`` table (``name``, ``expect``
+``pass``/``fail``, ``source``, ``canary``, ``behaved``, ``missing``). Controls are never
+scored: a score is over task records only. ``behaved`` is True when the verdict is the
+one expected, False when it is not (the control *misbehaved*), None when no verdict was
+reached (a harness error) or no control ran (``missing``: no positive control).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+
+def is_control(record: Mapping[str, Any]) -> bool:
+    return isinstance(record.get("control"), Mapping)
+
+
+def task_records(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The records that are scored: every record but the controls'."""
+    return [record for record in records if not is_control(record)]
+
+
+def control_records(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [record for record in records if is_control(record)]
+
+
+def behaved(expect: str, outcome: str) -> bool | None:
+    """Whether a control with ``expect`` behaved given its rollout's outcome; None for a
+    harness error (no verdict to judge)."""
+    if outcome == "harness_error":
+        return None
+    return (outcome == "passed") == (expect == "pass")
+
+
+def control_fields(
+    *, name: str, expect: str, source: str, canary: bool, outcome: str | None, missing: str = ""
+) -> dict[str, Any]:
+    """The ``control`` table of a control's record."""
+    return {
+        "name": name,
+        "expect": expect,
+        "source": source,
+        "canary": canary,
+        "behaved": None if outcome is None else behaved(expect, outcome),
+        "missing": missing or None,
+    }
+
+
+def misbehaved(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The control records whose verdict was not the expected one."""
+    return [r for r in control_records(records) if r["control"].get("behaved") is False]
+
+
+def invalid_reason(records: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why the run's result is invalid: a canary (a negative control in a model run)
+    passed, so the verifier would have passed a wrong answer; None when none did."""
+    passed = [r for r in misbehaved(records) if r["control"].get("canary")]
+    if not passed:
+        return None
+    shown = ", ".join(
+        f"{r.get('suite')}::{r.get('task_id')} [{r['control']['name']}]" for r in passed
+    )
+    return f"{len(passed)} canary control(s) passed ({shown}): the verifier accepts wrong answers"
+
+
+def controls_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """summary.json's ``controls``: counts, and per task the controls that misbehaved (with
+    the reason line) and the tasks without a positive control; None when no control ran."""
+    controls = control_records(records)
+    if not controls:
+        return None
+    per_task: dict[str, dict[str, Any]] = {}
+    for record in misbehaved(controls):
+        key = f"{record.get('suite')}::{record.get('task_id')}"
+        entry = per_task.setdefault(
+            key, {"suite": record.get("suite"), "task_id": record.get("task_id"), "controls": []}
+        )
+        entry["controls"].append(
+            {
+                "name": record["control"]["name"],
+                "nodeid": record.get("nodeid"),
+                "reason": record.get("message"),
+            }
+        )
+    missing = [
+        {"suite": r.get("suite"), "task_id": r.get("task_id"), "reason": r["control"]["missing"]}
+        for r in controls
+        if r["control"].get("missing")
+    ]
+    ran = [r for r in controls if not r["control"].get("missing")]
+    return {
+        "run": len(ran),
+        "behaved": sum(1 for r in ran if r["control"].get("behaved") is True),
+        "misbehaved": sum(1 for r in ran if r["control"].get("behaved") is False),
+        "errors": sum(1 for r in ran if r["control"].get("behaved") is None),
+        "canary": sum(1 for r in ran if r["control"].get("canary")),
+        "no_positive_control": len(missing),
+        "misbehaving_tasks": list(per_task.values()),
+        "without_positive_control": missing,
+        "invalid": invalid_reason(controls),
+    }

@@ -1,0 +1,305 @@
+"""Compare two sets of task records task by task: a baseline run with this one, two
+models of one run, or perturbed tasks with their originals.
+
+Pure: two lists of task records in (the dicts of summary.json's ``tasks``), a typed
+:class:`RecordComparison` out. Tasks pair by a key (suite and task id unless told
+otherwise); a pair where either side is a harness error is excluded and counted. The
+statistics are core/stats.py's ``compare_paired``: McNemar's exact test on pass/fail, a
+sign test and a paired bootstrap on rewards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pytest_agentbench.core.stats import DEFAULT_LEVEL, Estimate, compare_paired
+
+Record = Mapping[str, Any]
+Metric = Literal["auto", "pass", "reward"]
+Verdict = Literal["better", "worse", "tie", "none"]
+
+
+def task_key(record: Record) -> tuple[str, str]:
+    """The default pairing key: the suite and the task id."""
+    return (str(record.get("suite")), str(record.get("task_id")))
+
+
+def _label(key: Hashable) -> str:
+    if isinstance(key, tuple):
+        return "::".join(str(part) for part in key)
+    return str(key)
+
+
+@dataclass(frozen=True)
+class RecordComparison:
+    """``second`` against ``first`` on the tasks both ran: ``difference`` is second −
+    first (positive: second scored higher) with its paired interval; ``regressions``
+    are the tasks that passed in ``first`` and not in ``second`` (``improvements`` the
+    reverse), by ``suite::task`` label."""
+
+    first: str
+    second: str
+    metric: Literal["pass", "reward"]
+    paired: int
+    excluded: int
+    only_first: int
+    only_second: int
+    difference: Estimate
+    test: str
+    p_value: float | None
+    significant: bool
+    regressions: tuple[str, ...]
+    improvements: tuple[str, ...]
+
+    @property
+    def level(self) -> float:
+        return self.difference.level
+
+    @property
+    def verdict(self) -> Verdict:
+        """``worse`` or ``better`` when the difference is significant, ``tie`` when it
+        is within noise, ``none`` when no task paired."""
+        value = self.difference.value
+        if value is None or self.paired == 0:
+            return "none"
+        if not self.significant:
+            return "tie"
+        return "worse" if value < 0 else "better"
+
+    def words(self) -> str:
+        """One sentence: the difference, its interval, the test, and the verdict."""
+        alpha = f"{1 - self.level:g}"
+        if self.verdict == "none":
+            return f"{self.second} vs {self.first}: no task ran on both sides"
+        d = self.difference
+        assert d.value is not None
+        interval = ""
+        if d.lo is not None and d.hi is not None:
+            interval = f", {round(d.level * 100)} % CI {d.lo:+.3f} to {d.hi:+.3f}"
+        what = "pass rate" if self.metric == "pass" else "mean reward"
+        verdict = {
+            "worse": f"significantly worse at {alpha}",
+            "better": f"significantly better at {alpha}",
+            "tie": f"a tie: within noise at {alpha}",
+        }[self.verdict]
+        p = "" if self.p_value is None else f"{self.test} p={self.p_value:.3g}"
+        return (
+            f"{self.second} vs {self.first}: {what} {d.value:+.3f} over {self.paired} "
+            f"paired task(s){interval} ({p}): {verdict}"
+        )
+
+    def notes(self) -> list[str]:
+        """What was left out of the pairing, in words (nothing when nothing was)."""
+        notes = []
+        if self.excluded:
+            notes.append(f"{self.excluded} task(s) excluded: a harness error on either side")
+        if self.only_first:
+            notes.append(f"{self.only_first} task(s) only in {self.first}")
+        if self.only_second:
+            notes.append(f"{self.only_second} task(s) only in {self.second}")
+        return notes
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "first": self.first,
+            "second": self.second,
+            "metric": self.metric,
+            "paired": self.paired,
+            "excluded": self.excluded,
+            "only_first": self.only_first,
+            "only_second": self.only_second,
+            "difference": self.difference.as_dict(),
+            "test": self.test,
+            "p_value": self.p_value,
+            "significant": self.significant,
+            "verdict": self.verdict,
+            "words": self.words(),
+            "regressions": list(self.regressions),
+            "improvements": list(self.improvements),
+        }
+
+
+def _value(record: Record, metric: Literal["pass", "reward"]) -> float | bool | None:
+    """Pass/fail or reward of one record; None for a harness error (no verdict)."""
+    if record.get("outcome") == "harness_error":
+        return None
+    if metric == "pass":
+        return record.get("outcome") == "passed"
+    reward = record.get("reward")
+    return float(reward) if isinstance(reward, int | float) else 0.0
+
+
+def _binary(records: Sequence[Record]) -> bool:
+    """True when every reward is 0 or 1 (or missing): pass/fail is the whole story."""
+    for record in records:
+        reward = record.get("reward")
+        if isinstance(reward, int | float) and float(reward) not in (0.0, 1.0):
+            return False
+    return True
+
+
+def compare_records(
+    first: Sequence[Record],
+    second: Sequence[Record],
+    *,
+    first_label: str = "baseline",
+    second_label: str = "this run",
+    level: float = DEFAULT_LEVEL,
+    metric: Metric = "auto",
+    key: Callable[[Record], Hashable] = task_key,
+    second_key: Callable[[Record], Hashable] | None = None,
+) -> RecordComparison:
+    """Compare ``second`` with ``first`` task by task. ``key`` pairs the records
+    (``second_key`` for the second side when it differs, e.g. a perturbed task's
+    original id). ``metric`` ``auto`` compares pass/fail when every reward is 0 or 1,
+    else rewards. A key seen twice on one side keeps its last record."""
+    before = {key(r): r for r in first}
+    after = {(second_key or key)(r): r for r in second}
+    if metric == "auto":
+        shared_records = [r for k, r in before.items() if k in after]
+        shared_records += [r for k, r in after.items() if k in before]
+        metric = "pass" if _binary(shared_records) else "reward"
+    values_before = {k: _value(r, metric) for k, r in before.items()}
+    values_after = {k: _value(r, metric) for k, r in after.items()}
+    stats = compare_paired(values_after, values_before, level=level)
+    shared = [k for k in before if k in after]
+    regressions, improvements = [], []
+    for k in shared:
+        if values_before[k] is None or values_after[k] is None:
+            continue
+        was = before[k].get("outcome") == "passed"
+        now = after[k].get("outcome") == "passed"
+        if was and not now:
+            regressions.append(_label(k))
+        elif now and not was:
+            improvements.append(_label(k))
+    paired = len(shared) - stats.excluded
+    return RecordComparison(
+        first=first_label,
+        second=second_label,
+        metric=metric,
+        paired=paired,
+        excluded=stats.excluded,
+        only_first=len(before) - len(shared),
+        only_second=len(after) - len(shared),
+        difference=stats.difference,
+        test=stats.test,
+        p_value=stats.p_value if paired else None,
+        significant=stats.significant,
+        regressions=tuple(sorted(regressions)),
+        improvements=tuple(sorted(improvements)),
+    )
+
+
+def _by_model(records: Sequence[Record]) -> dict[str, list[Record]]:
+    groups: dict[str, list[Record]] = {}
+    for record in records:
+        groups.setdefault(str(record.get("model")), []).append(record)
+    return groups
+
+
+def baseline_comparisons(
+    baseline: Sequence[Record], records: Sequence[Record], *, level: float = DEFAULT_LEVEL
+) -> list[RecordComparison]:
+    """This run against the baseline, per model: a model compares with the baseline's
+    records of the same model, or with the whole baseline when it holds one model only."""
+    before, after = _by_model(baseline), _by_model(records)
+    out = []
+    for model, members in sorted(after.items()):
+        if model in before:
+            earlier = before[model]
+        elif len(before) == 1:
+            earlier = next(iter(before.values()))
+        else:
+            continue
+        same = len(after) == 1 and len(before) == 1 and model in before
+        first = "baseline" if same else f"baseline [{_only_model(earlier)}]"
+        second = "this run" if same else f"this run [{model}]"
+        out.append(
+            compare_records(earlier, members, first_label=first, second_label=second, level=level)
+        )
+    return out
+
+
+def _only_model(records: Sequence[Record]) -> str:
+    return str(records[0].get("model")) if records else "?"
+
+
+def _perturbation(record: Record) -> Mapping[str, Any] | None:
+    found = record.get("perturbation")
+    return found if isinstance(found, Mapping) else None
+
+
+def robustness_comparisons(
+    records: Sequence[Record], *, level: float = DEFAULT_LEVEL, order: Sequence[str] = ()
+) -> list[tuple[str, RecordComparison]]:
+    """Each perturbation (per model) against the original tasks it was made from: a
+    negative difference is the robustness drop. Perturbations come in ``order`` (as the
+    run named them), any other after it by name: never in the order records arrived."""
+    out = []
+    for model, members in sorted(_by_model(records).items()):
+        originals = [r for r in members if _perturbation(r) is None]
+        found = {str(p["name"]) for r in members if (p := _perturbation(r)) is not None}
+        names = [n for n in order if n in found] + sorted(found - set(order))
+        several = len(_by_model(records)) > 1
+        for name in names:
+            perturbed = [
+                r for r in members if (p := _perturbation(r)) is not None and p["name"] == name
+            ]
+            comparison = compare_records(
+                originals,
+                perturbed,
+                first_label=f"original [{model}]" if several else "original",
+                second_label=f"{name} [{model}]" if several else name,
+                level=level,
+                second_key=_original_key,
+            )
+            out.append((name, comparison))
+    return out
+
+
+def _original_key(record: Record) -> tuple[str, str]:
+    found = _perturbation(record)
+    of = found.get("of") if found is not None else None
+    return (str(record.get("suite")), str(of if of is not None else record.get("task_id")))
+
+
+MAX_LISTED = 20
+
+
+def comparison_lines(comparison: RecordComparison, *, regressions: bool = True) -> list[str]:
+    """The comparison in words, what was left out, and the regressions by id (at most
+    MAX_LISTED, then how many more)."""
+    lines = [comparison.words()]
+    notes = comparison.notes()
+    if notes:
+        lines.append("  (" + "; ".join(notes) + ")")
+    found = comparison.regressions
+    if regressions and found:
+        shown = ", ".join(found[:MAX_LISTED])
+        more = f" … and {len(found) - MAX_LISTED} more" if len(found) > MAX_LISTED else ""
+        lines.append(
+            f"  {len(found)} regression(s), passed in {comparison.first} and not in "
+            f"{comparison.second}: {shown}{more}"
+        )
+    return lines
+
+
+def robustness_line(name: str, comparison: RecordComparison) -> str:
+    """``shuffle: drop 0.400 (95 % CI …) over 5 pairs, McNemar exact p=…: significant``."""
+    d = comparison.difference
+    if d.value is None or comparison.verdict == "none":
+        return f"robustness {name}: no task paired with its original"
+    interval = ""
+    if d.lo is not None and d.hi is not None:
+        interval = f", {round(d.level * 100)} % CI {0.0 - d.hi:+.3f} to {0.0 - d.lo:+.3f}"
+    alpha = f"{1 - comparison.level:g}"
+    verdict = f"significant at {alpha}" if comparison.significant else f"within noise at {alpha}"
+    p = "" if comparison.p_value is None else f", {comparison.test} p={comparison.p_value:.3g}"
+    excluded = f"; {comparison.excluded} excluded (harness error)" if comparison.excluded else ""
+    return (
+        f"robustness {comparison.second}: drop {0.0 - d.value:+.3f} over {comparison.paired} "
+        f"pair(s){interval}{p}: {verdict}{excluded}"
+    )

@@ -1,0 +1,469 @@
+"""What the HTML report shows, read from a run folder's files only: summary.json for the
+run, its scores and the task records; each task's result.json and trajectory.json for its
+panel (prompt, turns, repair rounds, verdicts, loop trace).
+
+Everything here is data (dicts, lists, strings, numbers); ``html_page`` turns it into a
+page. Reads are bounded and never raise for a task: a missing or oversized file leaves
+that task's panel with a note saying so. Text is cut at ``TEXT_LIMIT`` characters.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.artifacts.score_stats import score_stats
+from pytest_agentbench.artifacts.summary import classify
+from pytest_agentbench.core.stats import compare_paired
+from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.report.evidence import failure_reason
+
+SUMMARY_LIMIT = 512 * 1024 * 1024
+FILE_LIMIT = 16 * 1024 * 1024
+TEXT_LIMIT = 8000
+TOOL_OUTPUT_LIMIT = 4000
+STDOUT_TAIL = 3000
+MAX_TURNS = 60
+#: Panels past this many characters of JSON in all are left out (failures come first).
+DETAIL_BUDGET = 48 * 1024 * 1024
+#: Columns of a task row, in the order the page's data holds them.
+ROW_COLUMNS = (
+    "suite", "task", "model", "outcome", "reward", "first_try", "attempts", "tokens",
+    "wall_s", "reason",
+)  # fmt: skip
+_SEVERITY = {"harness_error": 0, "loop_killed": 1, "timeout": 2, "length_exceeded": 3}
+
+
+def load_summary(run_dir: Path) -> dict[str, Any]:
+    """summary.json of ``run_dir``; AgentbenchError naming the file when it is not one."""
+    path = run_dir / "summary.json"
+    try:
+        if path.stat().st_size > SUMMARY_LIMIT:
+            raise AgentbenchError(f"{path}: larger than {SUMMARY_LIMIT} bytes")
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise AgentbenchError(
+            f"{run_dir}: no summary.json (is this an agentbench run folder?)"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise AgentbenchError(f"{path}: cannot read it: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
+        raise AgentbenchError(f"{path}: not a pytest-agentbench summary (no tasks list)")
+    return data
+
+
+def cut_text(value: Any, limit: int = TEXT_LIMIT) -> str:
+    """``value`` as text, cut at ``limit`` characters with a note of what was left out."""
+    text = value if isinstance(value, str) else "" if value is None else str(value)
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n… ({len(text) - limit} more characters)"
+
+
+def mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def task_key(record: Mapping[str, Any]) -> str:
+    return f"{record.get('suite')}::{record.get('task_id')}"
+
+
+def row(record: Mapping[str, Any]) -> list[Any]:
+    """One task row, in ``ROW_COLUMNS`` order: the one-line reason for any task that did
+    not pass."""
+    usage = mapping(record.get("usage"))
+    reason = ""
+    if record.get("outcome") != "passed":
+        message = record.get("message")
+        reason = message if isinstance(message, str) and message else failure_reason(record)
+    duration = _number(record.get("duration_ms"))
+    return [
+        str(record.get("suite")),
+        str(record.get("task_id")),
+        str(record.get("model")),
+        str(record.get("outcome")),
+        _number(record.get("reward")),
+        _number(record.get("first_attempt_reward")),
+        record.get("attempts") if isinstance(record.get("attempts"), int) else None,
+        usage.get("total") if isinstance(usage.get("total"), int) else None,
+        None if duration is None else round(duration / 1000, 3),
+        reason,
+    ]
+
+
+def severity_order(records: Sequence[Mapping[str, Any]]) -> list[int]:
+    """Record positions, the worst first (harness errors, loops, timeouts, length, then
+    the lowest rewards), passes last; stable within a class."""
+
+    def key(position: int) -> tuple[int, float]:
+        record = records[position]
+        outcome = record.get("outcome")
+        if outcome == "passed":
+            return (9, 0.0)
+        reward = _number(record.get("reward"))
+        return (_SEVERITY.get(str(outcome), 4), 0.0 if reward is None else reward)
+
+    return sorted(range(len(records)), key=key)
+
+
+# -- models and comparisons -------------------------------------------------------------
+
+
+def model_scores(summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """Per model: tasks, outcomes and the score's stats. summary.json's own ``models``
+    list is shown as it is when a writer made one (each entry: ``model``, ``tasks``,
+    ``outcomes``, ``stats``); else the records are grouped here with the same functions
+    summary.json uses."""
+    given = summary.get("models")
+    if isinstance(given, list) and all(isinstance(m, Mapping) for m in given):
+        return list(given)
+    errors_as_failures = bool((summary.get("settings") or {}).get("errors_as_failures"))
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for record in records:
+        groups.setdefault(str(record.get("model")), []).append(record)
+    return [
+        {
+            "model": model,
+            "tasks": len(members),
+            "outcomes": classify(members),
+            "stats": score_stats(members, errors_as_failures=errors_as_failures),
+        }
+        for model, members in groups.items()
+    ]
+
+
+def _task_rewards(
+    records: Sequence[Mapping[str, Any]], model: str
+) -> dict[Hashable, float | bool | None]:
+    """Per task of ``model``: its reward (a task with no verdict counts 0), None for a
+    harness error (left out of a paired comparison)."""
+    rewards: dict[Hashable, float | bool | None] = {}
+    for record in records:
+        if str(record.get("model")) != model:
+            continue
+        reward = _number(record.get("reward"))
+        harness = record.get("outcome") == "harness_error"
+        rewards[task_key(record)] = None if harness else (reward or 0.0)
+    return rewards
+
+
+def comparisons(summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """Paired comparisons of the first model with each other one. summary.json's own
+    ``comparisons`` are shown as they are when present (each entry: ``first``,
+    ``second``, ``difference`` (an estimate), ``test``, ``p_value``, ``significant``,
+    ``excluded``); else they are computed here with ``core.stats.compare_paired``."""
+    given = summary.get("comparisons")
+    if isinstance(given, list) and all(isinstance(c, Mapping) for c in given):
+        return list(given)
+    models = list(dict.fromkeys(str(r.get("model")) for r in records))
+    found = []
+    for other in models[1:4]:
+        first, second = _task_rewards(records, models[0]), _task_rewards(records, other)
+        result = compare_paired(first, second)
+        found.append(
+            {
+                "first": models[0],
+                "second": other,
+                "difference": result.difference.as_dict(),
+                "test": result.test,
+                "p_value": result.p_value,
+                "significant": result.significant,
+                "excluded": result.excluded,
+                "words": result.words(models[0], other),
+            }
+        )
+    return found
+
+
+def side_by_side(
+    reference: Sequence[Mapping[str, Any]], other: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Tasks both sides ran, matched by suite and task id: each side's outcome and reward
+    and the change (other − reference); regressions (the other side lower) first, the
+    largest drop first, then improvements, then the unchanged."""
+    first = {task_key(r): r for r in reference}
+    pairs = []
+    for record in other:
+        key = task_key(record)
+        if key not in first:
+            continue
+        before, after = first[key], record
+        a, b = _number(before.get("reward")) or 0.0, _number(after.get("reward")) or 0.0
+        pairs.append(
+            {
+                "task": key,
+                "a_outcome": before.get("outcome"),
+                "a_reward": _number(before.get("reward")),
+                "b_outcome": after.get("outcome"),
+                "b_reward": _number(after.get("reward")),
+                "delta": round(b - a, 6),
+                "change": "regression" if b < a else "improvement" if b > a else "same",
+            }
+        )
+    rank = {"regression": 0, "improvement": 1, "same": 2}
+    return sorted(pairs, key=lambda p: (rank[p["change"]], p["delta"], p["task"]))
+
+
+# -- one task's panel ---------------------------------------------------------------------
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        if path.stat().st_size > FILE_LIMIT:
+            return None
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _read_tail(path: Path, limit: int) -> str | None:
+    try:
+        with path.open("rb") as handle:
+            size = handle.seek(0, 2)
+            handle.seek(max(0, size - limit))
+            data = handle.read(limit)
+    except OSError:
+        return None
+    text = data.decode("utf-8", errors="replace")
+    return text if size <= limit else "…" + text
+
+
+def rollout_folder(record: Mapping[str, Any], run_dir: Path) -> Path | None:
+    """The task's rollout folder: the one its record names, else the same ``tasks/…``
+    path under ``run_dir`` (a run folder that was moved); None when neither exists."""
+    named = record.get("rollout_dir")
+    if not isinstance(named, str) or not named:
+        return None
+    path = Path(named)
+    if (path / "result.json").is_file():
+        return path
+    parts = path.parts
+    if "tasks" in parts:
+        moved = run_dir.joinpath(*parts[len(parts) - parts[::-1].index("tasks") - 1 :])
+        if (moved / "result.json").is_file():
+            return moved
+    return None
+
+
+def _content_text(content: Any) -> str:
+    """The text of a message's content in any of the three wire shapes."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(t for t in (_content_text(part) for part in content) if t)
+    if isinstance(content, Mapping):
+        for key in ("text", "content", "input_text"):
+            if key in content:
+                return _content_text(content[key])
+    return ""
+
+
+def prompt_messages(body: Any) -> list[dict[str, str]]:
+    """The prompt of a first request (system, then the messages before the first
+    model reply) as ``role``/``text`` pairs, whatever the wire protocol."""
+    if not isinstance(body, Mapping):
+        return []
+    found = []
+    for key in ("system", "instructions"):
+        text = _content_text(body.get(key))
+        if text:
+            found.append({"role": "system", "text": cut_text(text)})
+    messages = body.get("messages", body.get("input"))
+    if isinstance(messages, str):
+        messages = [{"role": "user", "content": messages}]
+    for message in messages if isinstance(messages, list) else []:
+        if not isinstance(message, Mapping):
+            continue
+        role = str(message.get("role") or message.get("type") or "")
+        if role == "assistant":
+            break
+        found.append({"role": role, "text": cut_text(_content_text(message.get("content")))})
+    return found
+
+
+def arguments_text(arguments: Any) -> str:
+    """A tool call's arguments for people: a JSON object as ``name: value`` lines, each
+    text value as it is (a file's content with its own lines); anything else unchanged."""
+    try:
+        parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError:
+        return cut_text(arguments, TOOL_OUTPUT_LIMIT)
+    if not isinstance(parsed, Mapping):
+        return cut_text(arguments, TOOL_OUTPUT_LIMIT)
+    lines = []
+    for name, value in parsed.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        lines.append(f"{name}:\n{text}" if "\n" in text else f"{name}: {text}")
+    return cut_text("\n".join(lines), TOOL_OUTPUT_LIMIT)
+
+
+def _tool_calls(response: Mapping[str, Any], results: Any) -> list[dict[str, Any]]:
+    outputs = {}
+    for result in results if isinstance(results, list) else []:
+        if isinstance(result, Mapping):
+            outputs[result.get("id")] = result
+    calls = []
+    for call in response.get("tool_calls") or []:
+        if not isinstance(call, Mapping):
+            continue
+        result = outputs.get(call.get("id"), {})
+        calls.append(
+            {
+                "name": str(call.get("name")),
+                "arguments": arguments_text(call.get("arguments")),
+                "output": cut_text(result.get("output"), TOOL_OUTPUT_LIMIT),
+                "is_error": bool(result.get("is_error")),
+            }
+        )
+    return calls
+
+
+def _turn(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """One model call of the trajectory: its reply (thinking apart), tool calls with
+    their results, usage, or why it ended (killed, an error)."""
+    response = mapping(entry.get("response"))
+    usage = mapping(entry.get("usage"))
+    native = mapping(response.get("usage"))
+    turn: dict[str, Any] = {
+        "turn": entry.get("turn"),
+        "thinking": cut_text(response.get("thinking")),
+        "text": cut_text(response.get("text")),
+        "tool_calls": _tool_calls(response, entry.get("tool_results")),
+        "usage": dict(usage) if usage else ({"native": dict(native)} if native else None),
+        "elapsed_s": _number(entry.get("elapsed_s")),
+    }
+    killed = entry.get("killed")
+    if isinstance(killed, Mapping):
+        turn["killed"] = cut_text(
+            f"killed in the {killed.get('channel')} at {killed.get('killed_s')} s after "
+            f"{killed.get('chars')} characters: period {killed.get('period')} "
+            f"×{killed.get('repetitions')}, score {killed.get('score')} "
+            f"({killed.get('rule')}); the repeated part: {killed.get('excerpt')!r}",
+            600,
+        )
+    if entry.get("error"):
+        turn["error"] = cut_text(entry.get("error"), 2000)
+    return turn
+
+
+def _attempt_turns(requests: list[Any], attempts: int) -> list[list[dict[str, Any]]]:
+    """The trajectory's model calls grouped by attempt: by their ``attempt`` number
+    (agent mode), else one call per attempt in order (a plain answer)."""
+    grouped: list[list[dict[str, Any]]] = [[] for _ in range(attempts)]
+    calls = [
+        e
+        for e in requests
+        if isinstance(e, Mapping) and ("response" in e or "killed" in e or "error" in e)
+    ]
+    for position, entry in enumerate(calls):
+        number = entry.get("attempt")
+        index = number - 1 if isinstance(number, int) else position
+        if 0 <= index < attempts and len(grouped[index]) < MAX_TURNS:
+            grouped[index].append(_turn(entry))
+    return grouped
+
+
+def _loop_trace(loop: Any) -> dict[str, Any] | None:
+    """The attempt's loop-watch picture: the channel that scored highest, its score trace
+    and, when it was killed, where."""
+    if not isinstance(loop, Mapping):
+        return None
+    channels = mapping(loop.get("channels"))
+    killed = loop.get("killed") if isinstance(loop.get("killed"), Mapping) else None
+    best = None
+    for name, verdict in channels.items():
+        if not isinstance(verdict, Mapping) or not verdict.get("trace"):
+            continue
+        if killed is not None and killed.get("channel") == name:
+            best = (name, verdict)
+            break
+        if best is None or (_number(verdict.get("score")) or 0) > (
+            _number(best[1].get("score")) or 0
+        ):
+            best = (name, verdict)
+    if best is None or (killed is None and best[1].get("state") == "none"):
+        return None
+    name, verdict = best
+    return {
+        "channel": name,
+        "state": verdict.get("state"),
+        "score": _number(verdict.get("score")),
+        "trace": [list(p) for p in verdict["trace"] if isinstance(p, list) and len(p) == 3],
+        "killed": dict(killed) if killed is not None and killed.get("channel") == name else None,
+        "recovered": bool(loop.get("recovered")),
+    }
+
+
+def _verdict(verdict: Any) -> dict[str, Any] | None:
+    if not isinstance(verdict, Mapping):
+        return None
+    return {
+        "reward": _number(verdict.get("reward")),
+        "metrics": verdict.get("metrics") if isinstance(verdict.get("metrics"), Mapping) else {},
+        "details": cut_text(json.dumps(verdict.get("details") or {}, indent=1, default=str), 3000),
+        "feedback": cut_text(verdict.get("feedback"), 3000),
+        "error": cut_text(verdict.get("error"), 3000),
+    }
+
+
+def task_detail(record: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
+    """One task's panel: the prompt, each attempt (repair round) with its turns, verdict
+    and the feedback sent after it, the loop picture, the verifier's evidence."""
+    detail: dict[str, Any] = {
+        "key": task_key(record),
+        "nodeid": record.get("nodeid"),
+        "reason": row(record)[-1],
+        "failure": record.get("failure"),
+        "rollout_dir": record.get("rollout_dir"),
+        "prompt": [],
+        "attempts": [],
+        "evidence": {},
+    }
+    folder = rollout_folder(record, run_dir)
+    if folder is None:
+        detail["note"] = "no result.json for this task (not written, or the folder moved)"
+        return detail
+    result = _read_json(folder / "result.json")
+    trajectory = _read_json(folder / "trajectory.json")
+    if not isinstance(result, Mapping):
+        detail["note"] = f"{folder / 'result.json'}: unreadable or larger than {FILE_LIMIT} bytes"
+        return detail
+    requests = trajectory.get("requests") if isinstance(trajectory, Mapping) else None
+    requests = requests if isinstance(requests, list) else []
+    first = next((e for e in requests if isinstance(e, Mapping) and "request" in e), None)
+    if first is not None and isinstance(first["request"], Mapping):
+        detail["prompt"] = prompt_messages(first["request"].get("body"))
+    attempts = [a for a in result.get("attempts") or [] if isinstance(a, Mapping)]
+    turns = _attempt_turns(requests, len(attempts))
+    for index, attempt in enumerate(attempts):
+        detail["attempts"].append(
+            {
+                "round": index,
+                "answer": cut_text(attempt.get("answer")),
+                "thinking": cut_text(attempt.get("thinking")),
+                "error": cut_text(attempt.get("error"), 2000),
+                "finish_reason": attempt.get("finish_reason"),
+                "elapsed_s": _number(attempt.get("elapsed_s")),
+                "usage": attempt.get("usage") if isinstance(attempt.get("usage"), Mapping) else {},
+                "verdict": _verdict(attempt.get("verdict")),
+                "feedback_sent": cut_text(attempt.get("feedback_sent"), 3000),
+                "turns": turns[index],
+                "loop": _loop_trace(attempt.get("loop")),
+            }
+        )
+    verifier = folder / "verifier"
+    evidence = detail["evidence"]
+    reward = _read_json(verifier / "reward.json")
+    if reward is not None:
+        evidence["reward.json"] = cut_text(json.dumps(reward, indent=1, default=str), 3000)
+    stdout = _read_tail(verifier / "test-stdout.txt", STDOUT_TAIL)
+    if stdout:
+        evidence["test-stdout.txt (tail)"] = stdout
+    return detail

@@ -1,0 +1,223 @@
+"""Controls: answers whose verdict is known before the verifier runs.
+
+A verifier that cannot fail measures nothing. The positive control answers a task with
+its known-good answer and must pass; each negative control answers with something that
+must not pass. A control is a copy of the task whose scripted replies are the control's
+answer, played by the scripted provider through the same generation and verification
+as any task: no separate path judges it.
+
+The known-good answer, first found: the task's ``oracle``; else its target, where the
+verifier makes the target itself a valid answer (exact, includes, number, choice). A
+dataset field mapped to ``oracle`` (HumanEval's ``canonical_solution``, a function body)
+is completed with the task's input when only the two together are Python.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import random
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_agentbench.suites.task import Control, Task
+
+POSITIVE = "positive"
+EMPTY = "empty"
+REFUSAL = "refusal"
+OTHER_TASK = "other-task"
+RETURNS_NONE = "returns-none"
+EXITS_0 = "exits-0"
+EMPTY_OBJECT = "empty-object"
+
+REFUSAL_TEXT = "I'm sorry, but I can't help with that request."
+EXIT_AT_IMPORT = "```python\nimport os\n\nos._exit(0)\n```"
+#: Verifiers whose target, written as the answer, is a valid answer.
+TARGET_IS_ANSWER = ("exact", "includes", "number", "choice")
+#: Verifiers that judge the answer's code (a plain answer: the code is the answer).
+CODE_KINDS = ("python_tests", "python_checks")
+
+#: Why a misbehaving control matters, by control: what its verdict says of the suite.
+MEANING = {
+    POSITIVE: "the known-good answer does not pass: the target, the verifier or the "
+    "oracle is wrong",
+    EMPTY: "an empty answer passes: the verifier accepts anything",
+    REFUSAL: "a refusal passes: the verifier accepts any text",
+    OTHER_TASK: "another task's answer passes here: the check does not tell the tasks apart",
+    RETURNS_NONE: "a function returning None passes: the tests check nothing (do they "
+    "import the solution?)",
+    EXITS_0: "code that exits 0 at import passes: the check trusts the exit status",
+    EMPTY_OBJECT: "an empty JSON object passes: the schema accepts any object",
+}
+
+_DEF = re.compile(r"^def\s+([A-Za-z_]\w*)\s*\(", re.MULTILINE)
+_FENCE = re.compile(r"```[\w+-]*[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One control of one task: the copy of the task it runs (None for a positive
+    control with no known-good answer: ``missing`` says why)."""
+
+    task: Task
+    control: Control
+    run: Task | None
+    missing: str = ""
+
+
+def known_good(task: Task) -> tuple[tuple[Any, ...], str] | None:
+    """The task's known-good answer as scripted replies, and where it came from; None
+    when none can be derived."""
+    if task.oracle:
+        return _completed(task, task.oracle), "the task's oracle"
+    kind = task.verifier.kind
+    if task.mode != "agent" and kind in TARGET_IS_ANSWER and task.target is not None:
+        answer = _target_answer(task)
+        if answer is not None:
+            return (answer,), "the target"
+    return None
+
+
+def no_positive_reason(task: Task) -> str:
+    """Why a task has no positive control, and what to add."""
+    kind = task.verifier.kind
+    if task.mode == "agent":
+        why = "an agent task needs an oracle (its replies, one per model call)"
+    elif kind in TARGET_IS_ANSWER:
+        why = f"its target is not a valid {kind} answer"
+    else:
+        why = f"a {kind} target is not an answer"
+    return f"no positive control: {why}; add oracle = ... to the task"
+
+
+def _target_answer(task: Task) -> str | None:
+    target = task.target
+    if task.verifier.kind == "choice":
+        from pytest_agentbench.verifiers.choice import expected_index
+
+        try:
+            return chr(ord("A") + expected_index(target, task.choices))
+        except Exception:  # the verifier's collection check reports a bad target
+            return None
+    if isinstance(target, list) and target and all(isinstance(t, str) for t in target):
+        return target[0] if task.verifier.kind == "exact" else "\n".join(target)
+    if isinstance(target, bool) or not isinstance(target, str | int | float):
+        return None
+    return str(target)
+
+
+def _completed(task: Task, oracle: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A code oracle that is a function body (HumanEval) completed with the task's input,
+    when only the two together compile."""
+    if task.verifier.kind not in CODE_KINDS or task.mode == "agent" or len(oracle) != 1:
+        return oracle
+    body = oracle[0]
+    if not isinstance(body, str) or _compiles(_code_of(body)):
+        return oracle
+    whole = task.input.rstrip("\n") + "\n" + body
+    return (whole,) if _compiles(whole) else oracle
+
+
+def _compiles(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _code_of(answer: str) -> str:
+    blocks = _FENCE.findall(answer)
+    return max(blocks, key=len) if blocks else answer
+
+
+def _text(reply: Any) -> str:
+    if isinstance(reply, str):
+        return reply
+    if isinstance(reply, Mapping) and isinstance(reply.get("text"), str):
+        return str(reply["text"])
+    return ""
+
+
+def _function_names(task: Task, answer: tuple[Any, ...] | None) -> list[str]:
+    """The top-level functions the answer should define: the verifier's ``entry_point``,
+    and those of the known-good code, else of the task's input (a HumanEval prompt holds
+    the signature)."""
+    entry = task.verifier.options.get("entry_point")
+    named = [entry] if isinstance(entry, str) and entry.isidentifier() else []
+    sources = [_code_of(_text(answer[0]))] if answer else []
+    sources.append(task.input)
+    for source in sources:
+        names = list(dict.fromkeys(_DEF.findall(source)))
+        if names:
+            return list(dict.fromkeys(named + names))
+    return named
+
+
+def negatives(
+    task: Task, answer: tuple[Any, ...] | None, others: Sequence[tuple[Task, tuple[Any, ...]]]
+) -> list[tuple[Control, tuple[Any, ...]]]:
+    """The negative controls of ``task``: each a Control and its scripted replies.
+    ``others`` are the suite's other tasks with their known-good answers; the first whose
+    answer differs from this task's gives the ``other-task`` control."""
+    found: list[tuple[Control, tuple[Any, ...]]] = [
+        (Control(EMPTY, "fail", "an empty answer"), ("",)),
+        (Control(REFUSAL, "fail", "a refusal"), (REFUSAL_TEXT,)),
+    ]
+    for other, replies in others:
+        if other.id != task.id and replies != answer:
+            source = f'task "{other.id}"\'s known-good answer'
+            found.append((Control(OTHER_TASK, "fail", source), replies))
+            break
+    kind = task.verifier.kind
+    if kind in CODE_KINDS and task.mode != "agent":
+        names = _function_names(task, answer)
+        if names:
+            stubs = "\n\n".join(f"def {name}(*args, **kwargs):\n    return None" for name in names)
+            body = f"```python\n{stubs}\n```"
+            found.append((Control(RETURNS_NONE, "fail", "functions that return None"), (body,)))
+        found.append((Control(EXITS_0, "fail", "code that exits 0 at import"), (EXIT_AT_IMPORT,)))
+    if kind == "json_schema" and task.mode != "agent":
+        found.append((Control(EMPTY_OBJECT, "fail", "an empty JSON object"), ("{}",)))
+    return found
+
+
+def control_run(task: Task, control: Control, replies: tuple[Any, ...]) -> Task:
+    """The copy of ``task`` a control runs: the control's replies, no repair round."""
+    return dataclasses.replace(task, scripted=replies, repairs=0, control=control)
+
+
+def plan_controls(tasks: Sequence[Task]) -> list[Planned]:
+    """Every control of every task of one suite file, the positive one first per task."""
+    answers = {task.id: known_good(task) for task in tasks}
+    others = [(t, found[0]) for t in tasks if (found := answers[t.id]) is not None]
+    planned: list[Planned] = []
+    for task in tasks:
+        found = answers[task.id]
+        if found is None:
+            control = Control(POSITIVE, "pass", "")
+            planned.append(Planned(task, control, None, no_positive_reason(task)))
+            answer = None
+        else:
+            answer, source = found
+            control = Control(POSITIVE, "pass", source)
+            planned.append(Planned(task, control, control_run(task, control, answer)))
+        for negative, replies in negatives(task, answer, others):
+            planned.append(Planned(task, negative, control_run(task, negative, replies)))
+    return planned
+
+
+def plan_canary(tasks: Sequence[Task], seed: int, suite: str) -> Planned | None:
+    """One negative control for an ordinary run of a suite file, sampled with the run's
+    ``seed`` (the same seed and suite pick the same one); None for an empty suite."""
+    negative = [p for p in plan_controls(tasks) if p.control.expect == "fail" and p.run is not None]
+    if not negative:
+        return None
+    chosen = random.Random(f"{seed}:{suite}").choice(negative)
+    control = dataclasses.replace(chosen.control, canary=True)
+    assert chosen.run is not None
+    return dataclasses.replace(
+        chosen, control=control, run=dataclasses.replace(chosen.run, control=control)
+    )

@@ -1,0 +1,409 @@
+"""Datasets of a manifest: JSONL, a JSON array or CSV, read row by row (each row with the
+line it starts on), and each row mapped onto task keys through ``suite.fields``.
+
+A field spec says where a task key's value comes from: a field name (``"question"``),
+or a table ``{ field = "answer", after = "####" }`` / ``{ template = "{prompt}{code}" }``
+with optional ``after`` (the text after the last marker, stripped) and ``join`` (a list
+joined into text). ``choices`` may also be a list of field names (one choice each, as
+MMLU's A-D columns). Problems are ``(parts, text)`` pairs as in ``validate.py``; a row
+that cannot be read at all is a ``Row`` with a ``problem``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import string
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.suites.read import parse_record, read_text
+from pytest_agentbench.suites.validate import (
+    Parts,
+    json_path,
+    record_validator,
+    show,
+    structure_problems,
+    type_name,
+)
+
+#: The task keys a dataset record can fill, each from the field ``fields`` maps it to.
+DATASET_KEYS = ("id", "input", "target", "choices", "scripted", "oracle")
+#: Gives a manifest's dataset (its name, the manifest's path) a local path, or None.
+FindDataset = Callable[[str, Path], "Path | None"]
+#: Dataset formats by file extension.
+DATASET_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv"}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One dataset row: the line it starts on, and its record or why it has none."""
+
+    line: int
+    record: dict[str, Any] | None
+    problem: str | None = None
+
+
+def read_rows(path: Path, columns: list[str] | None, max_bytes: int) -> list[Row]:
+    """The rows of the dataset at ``path``, by its extension (``.jsonl``/``.ndjson``,
+    ``.json``: an array of objects, ``.csv``: a header row unless ``columns`` names the
+    columns). Raises ValueError for what spoils the whole file (missing, unreadable, an
+    unknown extension, a JSON syntax error, a bad CSV header)."""
+    fmt = DATASET_FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        known = ", ".join(DATASET_FORMATS)
+        raise ValueError(f"has an unknown dataset extension {show(path.suffix)}; use {known}")
+    if not path.exists() and not path.is_symlink():
+        raise ValueError(f"names no file: looked for {path}")
+    text = read_text(path, max_bytes)
+    if fmt == "jsonl":
+        return list(_jsonl_rows(text))
+    if fmt == "json":
+        return list(_json_rows(text))
+    return list(_csv_rows(text, columns, max_bytes))
+
+
+def _jsonl_rows(text: str) -> Iterator[Row]:
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.strip():
+            try:
+                yield Row(number, parse_record(line))
+            except ValueError as exc:
+                yield Row(number, None, str(exc))
+
+
+def _json_rows(text: str) -> Iterator[Row]:
+    """The items of a JSON array, each with the line its value starts on."""
+    decoder = json.JSONDecoder()
+    position = _skip_space(text, 0)
+    if not text.startswith("[", position):
+        found = "nothing" if position >= len(text) else show(text[position : position + 10])
+        raise ValueError(f"a JSON dataset must be an array of objects; it starts with {found}")
+    position = _skip_space(text, position + 1)
+    if text.startswith("]", position):
+        return
+    while True:
+        try:
+            value, end = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"JSON syntax error at line {exc.lineno}: {exc.msg}") from None
+        except (ValueError, RecursionError):
+            line = text.count("\n", 0, position) + 1
+            raise ValueError(
+                f"the value at line {line} cannot be read (nested too deeply?)"
+            ) from None
+        line = text.count("\n", 0, position) + 1
+        if isinstance(value, dict):
+            yield Row(line, value)
+        else:
+            yield Row(line, None, f"the record must be a JSON object; got {type_name(value)}")
+        position = _skip_space(text, end)
+        if text.startswith("]", position):
+            if text[position + 1 :].strip():
+                line = text.count("\n", 0, position) + 1
+                raise ValueError(f"JSON syntax error at line {line}: text after the array")
+            return
+        if not text.startswith(",", position):
+            line = text.count("\n", 0, position) + 1
+            raise ValueError(f"JSON syntax error at line {line}: expected ',' or ']'")
+        position = _skip_space(text, position + 1)
+
+
+def _skip_space(text: str, position: int) -> int:
+    while position < len(text) and text[position] in " \t\r\n":
+        position += 1
+    return position
+
+
+def _csv_rows(text: str, columns: list[str] | None, max_bytes: int) -> Iterator[Row]:
+    """CSV rows as records of strings; the first row names the columns unless
+    ``columns`` does. A row with another number of values is a bad row."""
+    csv.field_size_limit(max(csv.field_size_limit(), max_bytes))
+    reader = csv.reader(io.StringIO(text, newline=""))
+    start = 1
+    named = "suite.columns names"
+    try:
+        for values in reader:
+            line, start = start, reader.line_num + 1
+            if not any(value.strip() for value in values):
+                continue
+            if columns is None:
+                columns, named = values, f"the header row (line {line}) names"
+                _check_header(columns)
+            elif len(values) != len(columns):
+                got = f"has {len(values)} values; {named} {len(columns)} columns"
+                yield Row(line, None, f"the row {got}")
+            else:
+                yield Row(line, dict(zip(columns, values, strict=True)))
+    except csv.Error as exc:
+        raise ValueError(f"CSV error at line {reader.line_num}: {exc}") from None
+
+
+def _check_header(columns: list[str]) -> None:
+    seen: set[str] = set()
+    for i, name in enumerate(columns, start=1):
+        if not name.strip():
+            raise ValueError(f"the CSV header's column {i} has no name (set suite.columns?)")
+        if name in seen:
+            raise ValueError(f"the CSV header names the column {show(name)} twice")
+        seen.add(name)
+
+
+@dataclass(frozen=True)
+class MappedRow:
+    """A dataset row as a task table (None when the row cannot be read), its problems as
+    ``(path, text)`` (path ``""`` for the row as a whole) and the task keys they break."""
+
+    line: int
+    data: dict[str, Any] | None
+    problems: list[tuple[str, str]]
+    broken: frozenset[Parts] = frozenset()
+
+
+def dataset_rows(
+    manifest: Path, table: Mapping[str, Any], max_bytes: int, find: FindDataset | None = None
+) -> tuple[list[tuple[str, str]], list[MappedRow], Callable[[Parts], str]]:
+    """The manifest's problems (``(path, text)``), its rows mapped through
+    ``table["fields"]``, and how to print a path inside a row's task table. No rows when
+    the field specs are broken or the file cannot be read. ``find`` (a plugin's hook) may
+    give the dataset a local path; else it is a file next to the manifest."""
+    name, fields = table["dataset"], table.get("fields", {})
+    problems = [(json_path(parts), text) for parts, text in spec_problems(fields)]
+    try:
+        local = find(name, manifest) if find is not None else None
+    except Exception as exc:
+        reason = show(f"{type(exc).__name__}: {exc}", 300)
+        return (
+            [*problems, ("$.suite.dataset", f"could not be fetched by a plugin: {reason}")],
+            [],
+            json_path,
+        )
+    try:
+        rows = read_rows(local or manifest.parent / name, table.get("columns"), max_bytes)
+    except ValueError as exc:
+        text = str(exc)
+        if not text.startswith(("names no file", "has an unknown")):
+            text = f"names a file that cannot be read: {text}"
+        return [*problems, ("$.suite.dataset", text)], [], json_path
+    if not rows:
+        problems.append(("$.suite.dataset", f"names a file with no records: {show(name)}"))
+    mapper = FieldMap(fields)
+    if problems:
+        return problems, [], mapper.locate
+    mapped = []
+    for row in rows:
+        if row.record is None:
+            mapped.append(MappedRow(row.line, None, [("", str(row.problem))]))
+            continue
+        data, missing = mapper.task(row.record)
+        found = structure_problems(data, record_validator())
+        listed = [("", text) for _, text in missing]
+        listed += [(mapper.locate(parts), text) for parts, text in found]
+        broken = frozenset(parts for parts, _ in missing + found)
+        mapped.append(MappedRow(row.line, data, listed, broken))
+    return problems, mapped, mapper.locate
+
+
+# -- field specs ------------------------------------------------------------------------------
+
+
+def spec_problems(fields: Mapping[str, Any]) -> list[tuple[Parts, str]]:
+    """What is wrong with the field specs of ``fields`` (its structure already checked by
+    the schema), as paths under ``suite.fields``."""
+    found: list[tuple[Parts, str]] = []
+    for parts, spec in _specs(fields):
+        if not isinstance(spec, dict):
+            continue
+        if ("field" in spec) == ("template" in spec):
+            found.append((parts, 'must have one of "field" or "template"'))
+        elif isinstance(spec.get("template"), str):
+            found.extend(((*parts, "template"), text) for text in _template_problems(spec))
+    return [(("suite", "fields", *parts), text) for parts, text in found]
+
+
+def _specs(fields: Mapping[str, Any]) -> Iterator[tuple[Parts, Any]]:
+    for key in DATASET_KEYS:
+        spec = fields.get(key)
+        if isinstance(spec, list):
+            yield from (((key, i), item) for i, item in enumerate(spec))
+        elif spec is not None:
+            yield (key,), spec
+    for group in ("vars", "verifier"):
+        table = fields.get(group)
+        if isinstance(table, dict):
+            yield from (((group, name), spec) for name, spec in table.items())
+
+
+def _template_problems(spec: Mapping[str, Any]) -> list[str]:
+    try:
+        parsed = list(string.Formatter().parse(spec["template"]))
+    except ValueError as exc:
+        return [f"is not a valid template: {exc} (write {{{{ and }}}} for braces)"]
+    return [
+        f"uses {{{name}}}, which is not a plain field name; write {{field}}"
+        for _, name, spec_, conversion in parsed
+        if name is not None and (not name.isidentifier() or spec_ or conversion)
+    ]
+
+
+class FieldMap:
+    """Turns one dataset record into a task table through ``suite.fields``."""
+
+    def __init__(self, fields: Mapping[str, Any]) -> None:
+        self.fields = fields
+        names = fields.get("vars", [])
+        self.vars: dict[str, Any] = (
+            {name: name for name in names} if isinstance(names, list) else dict(names)
+        )
+        self.options: dict[str, Any] = dict(fields.get("verifier", {}))
+
+    def task(self, record: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[Parts, str]]]:
+        """The task table made from ``record``, and the problems at its task keys: a
+        field the record lacks (``input``, a mapped field, a var, a verifier option), a
+        value a spec cannot use."""
+        task: dict[str, Any] = {}
+        missing: list[tuple[Parts, str]] = []
+
+        def fill(parts: Parts, spec: Any, where: str, required: bool) -> None:
+            value, problem = _value(spec, record, where, required)
+            if problem is not None:
+                missing.append((parts, problem))
+            elif value is not _ABSENT:
+                _put(task, parts, value)
+
+        for key in DATASET_KEYS:
+            spec = self.fields.get(key, key)
+            required = key == "input" or key in self.fields
+            if isinstance(spec, list):
+                values = [_value(item, record, f"fields.{key}", True) for item in spec]
+                if problems := [p for _, p in values if p is not None]:
+                    missing.extend(((key,), p) for p in problems)
+                else:
+                    task[key] = [v for v, _ in values]
+                continue
+            fill((key,), spec, f"fields.{key}", required)
+        for name, spec in self.vars.items():
+            fill(("vars", name), spec, "fields.vars", True)
+        for name, spec in self.options.items():
+            fill(("verifier", name), spec, f"fields.verifier.{name}", True)
+        scripted = task.get("scripted")
+        if isinstance(scripted, str):
+            task["scripted"] = [scripted]  # one reply, written as a plain string
+        elif "scripted" in task and not isinstance(scripted, list):
+            expected = "must be a string (one reply) or a list of replies"
+            source = show(_source(self.fields.get("scripted", "scripted")) or "scripted")
+            got = f"{type_name(task.pop('scripted'))} {show(scripted)}"
+            missing.append((("scripted",), f"the field {source} {expected}; got {got}"))
+        return task, missing
+
+    def locate(self, parts: Parts) -> str:
+        """Where in a record (or in the manifest) a path inside a task table came from."""
+        if not parts:
+            return "$"
+        head, rest = parts[0], parts[1:]
+        if head in ("vars", "verifier") and rest:
+            table = self.vars if head == "vars" else self.options
+            spec, rest = table.get(str(rest[0]), rest[0]), rest[1:]
+            here: Parts = ("suite", "fields", head, parts[1])
+        else:
+            spec = self.fields.get(str(head), head)
+            here = ("suite", "fields", head)
+            if isinstance(spec, list) and rest and isinstance(rest[0], int) and rest[0] < len(spec):
+                spec, rest, here = spec[rest[0]], rest[1:], (*here, rest[0])
+        source = _source(spec)
+        return json_path((source, *rest)) if source is not None else json_path(here)
+
+
+class _Absent:
+    pass
+
+
+_ABSENT: Any = _Absent()
+
+
+def _source(spec: Any) -> str | None:
+    """The record field a spec reads (None for a template: it reads several)."""
+    if isinstance(spec, str):
+        return spec
+    if isinstance(spec, dict) and isinstance(spec.get("field"), str):
+        return str(spec["field"])
+    return None
+
+
+def _put(task: dict[str, Any], parts: Parts, value: Any) -> None:
+    if len(parts) == 1:
+        task[str(parts[0])] = value
+    else:
+        task.setdefault(str(parts[0]), {})[str(parts[1])] = value
+
+
+def _value(spec: Any, record: Mapping[str, Any], where: str, required: bool) -> tuple[Any, Any]:
+    """``(value, None)`` or ``(_ABSENT, problem)``; ``(_ABSENT, None)`` when an optional
+    field is simply not there."""
+    table: Mapping[str, Any] = spec if isinstance(spec, dict) else {"field": spec}
+    if "template" in table:
+        value, problem = _render(str(table["template"]), record, where)
+        if problem is not None:
+            return _ABSENT, problem
+    else:
+        name = str(table["field"])
+        if name not in record:
+            problem = f"the record has no field {show(name)} ({where})" if required else None
+            return _ABSENT, problem
+        value = record[name]
+    join = table.get("join")
+    if isinstance(join, str) and isinstance(value, list):
+        value = join.join(_text(item) for item in value)
+    after = table.get("after")
+    if isinstance(after, str):
+        what = f"the field {show(table['field'])}" if "field" in table else "the template"
+        if not isinstance(value, str):
+            return _ABSENT, f"{what} must be text to look for {show(after)}; got {type_name(value)}"
+        if after not in value:
+            return _ABSENT, f"{what} has no {show(after)} ({where}.after)"
+        value = value.rsplit(after, 1)[1].strip()
+    return value, None
+
+
+def _render(template: str, record: Mapping[str, Any], where: str) -> tuple[str, str | None]:
+    names = [name for _, name, _, _ in string.Formatter().parse(template) if name]
+    absent = [name for name in dict.fromkeys(names) if name not in record]
+    if absent:
+        shown = ", ".join(show(name) for name in absent)
+        return "", f"the record has no field {shown} ({where} template)"
+    return template.format_map({name: _text(record[name]) for name in names}), None
+
+
+def _text(value: Any) -> str:
+    """A record value as template text: strings as they are, a list one item per line,
+    null as nothing, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(_text(item) for item in value)
+    if value is None:
+        return ""
+    return json.dumps(value, ensure_ascii=False)
+
+
+# -- slicing and sampling -------------------------------------------------------------------------
+
+
+def pick_indexes(
+    total: int, limit: tuple[int | None, int | None] | None, sample: int | None, seed: int
+) -> list[int]:
+    """Which of ``total`` tasks (0-based, in file order) a run keeps: the ``limit`` range
+    first (``start:stop``, Python slice semantics), then a seeded sample of ``sample``
+    of those (in file order). The same arguments always give the same tasks."""
+    import random
+
+    kept = list(range(total))
+    if limit is not None:
+        kept = kept[slice(*limit)]
+    if sample is not None and sample < len(kept):
+        chosen = random.Random(seed).sample(range(len(kept)), sample)
+        kept = [kept[i] for i in sorted(chosen)]
+    return kept
