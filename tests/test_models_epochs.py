@@ -65,7 +65,13 @@ def records(run_dir: Path) -> list[dict[str, Any]]:
 def test_each_model_answers_its_own_way_in_folders_of_its_own(pytester: pytest.Pytester) -> None:
     pytester.makefile(".toml", bench_sums=SUITE)
     result, run_dir = run(
-        pytester, *MODELS, "--agentbench-sampling-seed", "40", "-v", "--agentbench-markdown", "sum.md"
+        pytester,
+        *MODELS,
+        "--agentbench-sampling-seed",
+        "40",
+        "-v",
+        "--agentbench-markdown",
+        "sum.md",
     )
     assert result.parseoutcomes() == {"passed": 8, "failed": 4}
     result.stdout.fnmatch_lines(["agentbench: 2 models: strong, weak"])
