@@ -188,6 +188,7 @@ class RecordCollector:
         from fnmatch import fnmatch
         from pathlib import PurePath
 
+        from pytest_agentbench.items import item_parts
         from pytest_agentbench.pytest_compat import is_crash_report, report_worker
         from pytest_agentbench.workers import crash_record
 
@@ -196,10 +197,13 @@ class RecordCollector:
             fnmatch(name, pattern) for pattern in self.state.settings.files
         ):
             return None
+        settings = self.state.settings
+        names = [one.model_name for one in settings.models]
         return crash_record(
             report.nodeid,
             report_worker(report),
-            model=self.state.settings.model.label,
+            model=settings.model_name,
+            sample=item_parts(report.nodeid.rpartition("::")[2], names),
             marks_dir=self.state.services.marks_dir,
             suites=self.suites,
             start_ms=self.started.pop(report.nodeid, None),

@@ -80,6 +80,9 @@ def with_overrides(task: Task, settings: Settings) -> Task:
         changes["repairs"] = 0
     if settings.sampling != Sampling():  # the task's and suite's own settings win
         changes["sampling"] = task.sampling.over(settings.sampling)
+    sampling = changes.get("sampling", task.sampling)
+    if task.epoch > 1 and sampling.seed is not None:  # each epoch its own seed
+        changes["sampling"] = replace(sampling, seed=sampling.seed + task.epoch - 1)
     return replace(task, **changes) if changes else task
 
 
@@ -99,15 +102,16 @@ def run_task_item(
     Any exception out of the rollout (a bug here, in a plugin's client, tool or verifier,
     or in a library) makes a ``harness_error`` record with its whole cause, written like
     any other: a task never goes missing from the reports, and never gets a score."""
-    settings = state.settings
+    settings = state.settings.for_model(task.model)
     task = with_overrides(task, settings)
+    model = settings.model_name
     control = task.control
     if control is None:
-        directory = task_dir(state.folder.ensure(), task.suite, task.id, settings.model.label)
+        directory = task_dir(state.folder.ensure(), task.suite, task.id, model, task.epoch)
     else:
         directory = control_dir(state.folder.ensure(), task.suite, task.id, control.name)
     ran_here = state.results.ran_here
-    resumed = None if nodeid in ran_here else resumable_record(state, directory, nodeid)
+    resumed = None if nodeid in ran_here else resumable_record(settings, directory, nodeid)
     if resumed is not None and resumed.get("sampling", {}) != task.sampling.public():
         resumed = None  # the suite's sampling changed since: not comparable, run it again
     ran_here.add(nodeid)  # a rerun in this session runs it again, never resumes it
@@ -119,12 +123,15 @@ def run_task_item(
     timeout_s = min(own_s, limit_s) if limit_s else own_s
     live = state.inflight.live
     if live is not None:
-        live.begin(nodeid, f"{task.suite}::{task.id}")
+        live.begin(nodeid, f"{task.suite}::{nodeid.rpartition('::')[2]}")
     try:
-        services.prepare(file, suite_tasks or (task,), controls=control is not None)
+        if control is None:
+            services.prepare(f"{file}[{task.model}]", suite_tasks or (task,), task.model)
+        else:  # controls run once, whatever the models: on the scripted control client
+            services.prepare(file, suite_tasks or (task,), controls=True)
         rollout = run_rollout(
             task,
-            services.client() if control is None else services.control_client(),
+            services.client(task.model) if control is None else services.control_client(),
             verifier,
             timeout_s=timeout_s,
             max_tokens=settings.max_tokens or task.max_tokens,
@@ -140,16 +147,17 @@ def run_task_item(
         )
     except ModelError as exc:
         rollout = Rollout.harness_error(
-            task.key, task.suite, task.id, settings.model.label, str(exc), task.pass_threshold
+            task.key, task.suite, task.id, model, str(exc), task.pass_threshold
         )
     except Exception as exc:  # a bug (ours, a plugin's, a library's): recorded, never lost
         cause = f"unexpected {unexpected_cause(exc)}"
         rollout = Rollout.harness_error(
-            task.key, task.suite, task.id, settings.model.label, cause, task.pass_threshold
+            task.key, task.suite, task.id, model, cause, task.pass_threshold
         )
     finally:
         if live is not None:
             live.end(nodeid)
+    rollout.model = model  # the model's name (its spec's label unless the user named it)
     if limit_s and limit_s < own_s and rollout.outcome == "timeout" and rollout.error:
         rollout.error += " (the item's pytest-timeout limit)"
     secrets = state.run.secrets
@@ -163,6 +171,7 @@ def run_task_item(
         min_score=task.min_score,
         sampling=task.sampling.public(),
     )
+    record = with_sample(record, model, task, settings.reducer or task.reducer)
     if task.perturbation is not None:
         record["perturbation"] = {
             "name": task.perturbation,
@@ -190,6 +199,15 @@ def run_task_item(
     redacted: dict[str, Any] = redact(record, secrets)  # same shape: a JSON object
     write_result(directory, rollout, redacted, fingerprint=settings.fingerprint(), secrets=secrets)
     return redacted
+
+
+def with_sample(record: dict[str, Any], model: str, task: Task, reducer: str) -> dict[str, Any]:
+    """The record named by the model's name, with the epoch and reducer of a task run
+    more than once (what the summary reduces its samples with)."""
+    fields: dict[str, Any] = {"model": model}
+    if task.epoch:
+        fields.update(epoch=task.epoch, reducer=reducer)
+    return TaskRecord.from_json(record).with_fields(**fields).to_json()
 
 
 FAILURE_REASON_HOOK = "pytest_agentbench_failure_reason"
@@ -226,11 +244,10 @@ def _event_sink(state: RunState, task: Task, nodeid: str) -> EventSink | None:
     return sink
 
 
-def resumable_record(state: RunState, directory: Path, nodeid: str) -> dict[str, Any] | None:
+def resumable_record(settings: Settings, directory: Path, nodeid: str) -> dict[str, Any] | None:
     """With ``--agentbench-resume``: the record of a task this run folder already finished
     under the same settings (re-run instead when it was a harness error and
     ``--agentbench-retry-errors`` is given); None when the task must run."""
-    settings = state.settings
     if not settings.resume:
         return None
     result = read_result(directory)

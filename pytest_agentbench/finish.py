@@ -164,6 +164,11 @@ def summary_section(terminalreporter: Any, config: pytest.Config, state: RunStat
         relative_to=str(config.invocation_params.dir),
         partial=partial_line(state.results.coverage),
     )
+    from pytest_agentbench.report.lineup import lineup_lines
+
+    errors_as_failures = state.settings.errors_as_failures
+    at = next((i for i, line in enumerate(lines) if line.startswith("tokens ")), 1)
+    lines[at:at] = lineup_lines(records, errors_as_failures=errors_as_failures)
     for line in lines:
         terminalreporter.write_line(line)
     not_sent = [r for r in records if r.get("failure_kind") == "circuit_open"]

@@ -113,7 +113,7 @@ class SuiteFile(pytest.File):
         from pytest_agentbench.suites.load import load_document, load_suite
 
         state = self.config.stash[STATE_KEY]
-        protocol = protocol_of(state.settings.model)
+        protocols = {protocol_of(one.model) for one in state.settings.lineup()}
 
         def reply_check(obj: Any, where: str) -> None:
             Reply.parse(obj, where)
@@ -123,7 +123,11 @@ class SuiteFile(pytest.File):
             "tools": state.services.tools(),
             "max_bytes": round(state.settings.max_file_mb * 1024 * 1024),
         }
-        sampling_check = lambda table: sampling_refusals(protocol, table)  # noqa: E731
+        sampling_check = lambda table: [  # noqa: E731
+            refusal
+            for protocol in sorted(protocols)
+            for refusal in sampling_refusals(protocol, table)
+        ]
         try:
             document = self._plugin_document()
             if document is None and self.claim_only:
@@ -156,12 +160,21 @@ class SuiteFile(pytest.File):
         planned = control_plan(suite.tasks, settings, suite.name)  # the original tasks'
         #: The control runs of this file, registered with the scripted provider together.
         self.control_runs = tuple(p.run for p in planned if p.run is not None)
+        lineup = settings.lineup()
+        names = [one.model_name for one in lineup] if len(lineup) > 1 else [""]
+        #: The copies this file's items run, by model name (handed to that model's client).
+        self.model_tasks: dict[str, list[Task]] = {name: [] for name in names}
         if not settings.controls:
             for task in tasks:
-                item = TaskItem.from_parent(self, name=task.id, task=task)
-                for mark in task.marks:
-                    item.add_marker(mark)
-                yield item
+                epochs = settings.epochs or task.epochs
+                for name in names:
+                    for epoch in range(1, epochs + 1) if epochs > 1 else (0,):
+                        copy = task.for_item(name, epoch, name or settings.model_name)
+                        self.model_tasks[name].append(copy)
+                        item = TaskItem.from_parent(self, name=item_name(copy), task=copy)
+                        for mark in task.marks:
+                            item.add_marker(mark)
+                        yield item
         for plan in planned:  # a control carries its task's marks: -m selects both alike
             control = TaskItem.from_parent(
                 self, name=control_item_name(plan), task=plan.run or plan.task, planned=plan
@@ -258,6 +271,32 @@ class SuiteFile(pytest.File):
             return str(self.path)
 
 
+def item_name(task: Task) -> str:
+    """``id``, ``id[model]``, ``id[epoch2]`` or ``id[model:epoch2]``: what ``-k`` selects
+    on (``-k model-a``, ``-k epoch2``)."""
+    parts = [task.model] if task.model else []
+    if task.epoch:
+        parts.append(f"epoch{task.epoch}")
+    return f"{task.id}[{':'.join(parts)}]" if parts else task.id
+
+
+def item_parts(name: str, models: Iterable[str]) -> tuple[str, str, int] | None:
+    """The (task id, model name, epoch) an item name of ``item_name`` holds, given the
+    run's model names (none in a one-model run); None for a plain task id."""
+    if not name.endswith("]") or "[" not in name:
+        return None
+    task_id, _, inner = name[:-1].rpartition("[")
+    head, colon, tail = inner.rpartition(":")
+    known = set(models)
+    if colon and head in known and tail.startswith("epoch") and tail[5:].isdigit():
+        return task_id, head, int(tail[5:])
+    if inner in known:
+        return task_id, inner, 0
+    if not known and inner.startswith("epoch") and inner[5:].isdigit():
+        return task_id, "", int(inner[5:])
+    return None
+
+
 def _selected(tasks: tuple[Task, ...], state: RunState) -> tuple[Task, ...]:
     """The tasks ``--agentbench-limit`` and ``--agentbench-sample`` keep, in file order
     (the same on every xdist worker: the sample is seeded)."""
@@ -296,7 +335,11 @@ class TaskItem(pytest.Item):
                 item.task,
                 nodeid=item.nodeid,
                 file=parent.nodeid,
-                suite_tasks=parent.tasks if item.planned is None else parent.control_runs,
+                suite_tasks=(
+                    parent.model_tasks.get(item.task.model, ())
+                    if item.planned is None
+                    else parent.control_runs
+                ),
                 limit_s=pytest_timeout_s(item),
             )
 

@@ -58,7 +58,7 @@ class BenchModel:
     def __init__(self, state: RunState, item: pytest.Item) -> None:
         self._state = state
         self.nodeid = item.nodeid
-        self.label = state.settings.model.label
+        self.label = state.settings.model_name  # the first model (of several: by its name)
         marker = item.get_closest_marker(MARKER)
         self._script = _TestScript(
             key=f"test::{item.nodeid}",

@@ -21,9 +21,24 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--agentbench-model",
         metavar="PROVIDER/MODEL",
+        action="append",
         help="model to benchmark: openai/<model> (Chat Completions), openai-responses/<model>, "
         "anthropic/<model>, openai-compat/<model> (with a base URL), or scripted (the "
-        "offline default)",
+        "offline default). Repeat it to run every task against each model; NAME=SPEC names "
+        "one (ids, folders and the summary use the name)",
+    )
+    group.addoption(
+        "--agentbench-epochs",
+        metavar="K",
+        type=int,
+        help="run each task K times (one item per epoch, distinct seeds when a seed is set); "
+        "overrides every suite's epochs",
+    )
+    group.addoption(
+        "--agentbench-reducer",
+        metavar="HOW",
+        help="how a task's epochs become its score: mean (default), median, max, majority, "
+        "pass@K or pass^K; overrides every suite's reducer",
     )
     group.addoption(
         "--agentbench-base-url",
@@ -253,6 +268,14 @@ def add_options(parser: pytest.Parser) -> None:
     )
     _add_sampling(group, parser)
     parser.addini("agentbench_model", "model spec used when --agentbench-model is not given")
+    parser.addini(
+        "agentbench_models",
+        "models to benchmark, one a line: NAME = SPEC [base_url=URL] [key_env=VAR] "
+        "[temperature=T] [seed=N] ... (used when --agentbench-model is not given)",
+        type="linelist",
+    )
+    parser.addini("agentbench_epochs", "runs of each task (overrides suites)")
+    parser.addini("agentbench_reducer", "mean, median, max, majority, pass@K or pass^K")
     parser.addini(
         "agentbench_files",
         "glob patterns of suite file names (default: bench_*.toml bench_*.yaml bench_*.yml "

@@ -60,13 +60,14 @@ def pytest_configure(config: pytest.Config) -> None:
     except AgentbenchError as exc:
         raise pytest.UsageError(str(exc)) from None
     provider = settings.model.provider
-    if provider in HOSTED_NEED_KEY and not settings.api_key and not settings.controls:
-        key_var = PROVIDER_ENV[provider][0]
-        raise pytest.UsageError(
-            f"model {settings.model.label} needs an API key: set {key_var} "
-            "(or use --agentbench-model openai-compat/<model> with --agentbench-base-url "
-            "for a local server)"
-        )
+    for one in settings.lineup():
+        if one.model.provider in HOSTED_NEED_KEY and not one.api_key and not settings.controls:
+            key_var = PROVIDER_ENV[one.model.provider][0]
+            raise pytest.UsageError(
+                f"model {one.model_name} needs an API key: set {key_var} "
+                "(or use --agentbench-model openai-compat/<model> with --agentbench-base-url "
+                "for a local server)"
+            )
     # Every process of the run hides its keys from /proc/<pid>/environ before any task
     # runs: in the `basic` sandbox, code under test can read other processes' environ,
     # the xdist controller's included (docs/sandbox.md, "Secrets").
@@ -93,8 +94,7 @@ def pytest_configure(config: pytest.Config) -> None:
             )
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
-        if provider == "scripted" and not settings.base_url:
-            settings = _with_base_url(settings, workerinput["agentbench_base_url"])
+        settings = _with_base_url(settings, workerinput.get("agentbench_scripted_url"))
         state = RunState.for_worker(config, settings, workerinput)
     else:
         baseline = None
@@ -106,7 +106,7 @@ def pytest_configure(config: pytest.Config) -> None:
             except AgentbenchError as exc:
                 raise pytest.UsageError(str(exc)) from None
         server = None
-        if provider == "scripted" and not settings.base_url:
+        if any(one.model.provider == "scripted" and not one.base_url for one in settings.lineup()):
             from pytest_agentbench.scripted.server import ScriptedServer
 
             server = ScriptedServer()
@@ -124,14 +124,16 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_agentbench import builtins
 
     config.pluginmanager.register(builtins, "agentbench-builtins")
-    if not settings.model.builtin:  # a plugin's provider: claimed now, or a usage error
-        try:
-            state.services.client()
+    for one in settings.lineup():
+        if one.model.builtin:
+            continue
+        try:  # a plugin's provider: claimed now, or a usage error
+            state.services.client(one.model_name if settings.models else "")
         except pytest.UsageError:
             raise
         except Exception as exc:
             raise pytest.UsageError(
-                f"the model client for {settings.model.label} could not be made: "
+                f"the model client for {one.model.label} could not be made: "
                 f"{type(exc).__name__}: {exc}"
             ) from None
     if config.pluginmanager.hasplugin("timeout"):
@@ -155,8 +157,18 @@ def _interrupt_on_sigterm() -> Any:
     return signal.signal(signal.SIGTERM, interrupt)
 
 
-def _with_base_url(settings: Any, url: str) -> Any:
-    return _replace(settings, base_url=url)
+def _with_base_url(settings: Any, url: str | None) -> Any:
+    """``settings`` with the scripted server's ``url`` for each scripted model that has no
+    base URL of its own."""
+    if url is None:
+        return settings
+
+    def served(one: Any) -> Any:
+        needs = one.model.provider == "scripted" and not one.base_url
+        return _replace(one, base_url=url) if needs else one
+
+    models = tuple(served(one) for one in settings.models)
+    return _replace(served(settings), models=models)
 
 
 def _replace(settings: Any, **changes: Any) -> Any:
@@ -206,6 +218,9 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         where = public_url(settings.base_url) if settings.base_url else "the provider default URL"
         model = f"{settings.model.label} at {where}"
     lines = [f"agentbench: model {model}", f"agentbench: results in {state.run.run_dir}"]
+    if settings.models:
+        names = ", ".join(one.model_name for one in settings.lineup())
+        lines[0] = f"agentbench: {len(settings.models)} models: {names}"
     if settings.concurrency_from_slots:
         lines.append(f"agentbench: {settings.concurrency} rollouts in flight (the server's /slots)")
     if settings.sandbox is not None or _has_code_tasks(config):
@@ -397,7 +412,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         from pytest_agentbench.collector import stand_in_record
         from pytest_agentbench.execution import plugin_reason
 
-        record = stand_in_record(item, call, model=state.settings.model.label, start_ms=None)
+        model = task.model or state.settings.model_name
+        record = stand_in_record(item, call, model=model, start_ms=None)
         if (reason := plugin_reason(state, record)) is not None:
             record = {**record, "message": reason}
         item.record = record  # type: ignore[attr-defined]

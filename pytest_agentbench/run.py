@@ -71,8 +71,10 @@ class RunConfig:
     @property
     def secrets(self) -> tuple[str, ...]:
         values = [os.environ.get(name, "") for name in SECRET_ENV]
-        values.append(self.settings.api_key or "")
-        for url in (self.settings.base_url, *(os.environ.get(n) for n in SECRET_URL_ENV)):
+        lineup = self.settings.lineup()  # every model's key and URL credentials
+        values.extend(one.api_key or "" for one in lineup)
+        urls = [one.base_url for one in lineup]
+        for url in (*urls, *(os.environ.get(n) for n in SECRET_URL_ENV)):
             values.extend(url_secrets(url))
         return tuple(v for v in values if v)
 
@@ -190,6 +192,9 @@ class RunState:
             "agentbench_run_dir": str(self.run.run_dir),
             "agentbench_start_ms": self.run.start_ms,
             "agentbench_base_url": self.settings.base_url,
+            "agentbench_scripted_url": self.services.server.url
+            if self.services.server is not None
+            else None,
             "agentbench_limit": self.services.serve_limit(),
             "agentbench_marks_dir": str(self.services.marks()),
         }

@@ -53,6 +53,8 @@ class RunServices:
         self.limit: SharedLimit | None = None
         self.limit_service: LimitService | None = None
         self._client: ModelClient | None = None
+        #: the clients of the run's other models, by name (several models in one run)
+        self._clients: dict[str, ModelClient] = {}
         self._control_client: ModelClient | None = None
         self._control_server: ScriptedServer | None = None
         self._verifiers: dict[str, Verifier] | None = None
@@ -92,21 +94,36 @@ class RunServices:
             self.limit = SharedLimit(settings.max_connections, settings.rpm)
         return self.limit
 
-    def client(self) -> ModelClient:
-        """The model client, made once through the ``pytest_agentbench_model_client`` hook."""
-        made = self._client
-        if made is not None:  # every task asks: no lock once it exists
+    def client(self, model: str = "") -> ModelClient:
+        """The client of the model called ``model`` ("" or the first model's name: the
+        run's first model), made once through the ``pytest_agentbench_model_client`` hook
+        with that model's settings. Every model has its own retries and circuit breaker;
+        the shared rate limit bounds them all together."""
+        settings = self.settings.for_model(model) if model else self.settings
+        if settings is self.settings:
+            made = self._client
+            if made is None:  # every task asks: no lock once it exists
+                with self._lock:
+                    if self._client is None:
+                        self._client = self._reliable(self._made(settings), settings)
+                    made = self._client
             return made
-        with self._lock:
-            if self._client is None:
-                hook = self.config.hook
-                client = hook.pytest_agentbench_model_client(
-                    spec=self.settings.model, settings=self.settings
-                )
-                if client is None:
-                    raise pytest.UsageError(self._unclaimed())
-                self._client = self._reliable(client)
-            return self._client
+        name = settings.model_name
+        other = self._clients.get(name)
+        if other is None:
+            with self._lock:
+                if name not in self._clients:
+                    self._clients[name] = self._reliable(self._made(settings), settings)
+                other = self._clients[name]
+        return other
+
+    def _made(self, settings: Settings) -> ModelClient:
+        client = self.config.hook.pytest_agentbench_model_client(
+            spec=settings.model, settings=settings
+        )
+        if client is None:
+            raise pytest.UsageError(self._unclaimed(settings))
+        return client  # type: ignore[no-any-return]
 
     def control_client(self) -> ModelClient:
         """The scripted client that plays controls (suites/controls.py): the run's own
@@ -128,12 +145,12 @@ class RunServices:
                 self._control_client = scripted_client(spec, server.start())
             return self._control_client
 
-    def _unclaimed(self) -> str:
+    def _unclaimed(self, settings: Settings) -> str:
         """Why no client serves the model: the built-in providers and the plugins asked."""
         from pytest_agentbench.models.base import KNOWN_PROVIDERS
         from pytest_agentbench.plugin_hooks import plugin_names
 
-        spec = self.settings.model
+        spec = settings.model
         asked = plugin_names(self.config.pluginmanager, "pytest_agentbench_model_client")
         return (
             f"no model client for provider {spec.provider!r} (model {spec.label}): the "
@@ -142,12 +159,11 @@ class RunServices:
             "(none claimed it; install the plugin that adds this provider)"
         )
 
-    def _reliable(self, client: ModelClient) -> ModelClient:
+    def _reliable(self, client: ModelClient, settings: Settings) -> ModelClient:
         """Retries inside, the circuit breaker outside: a retried failure counts once."""
         from pytest_agentbench.models.breaker import BreakerClient
         from pytest_agentbench.models.retry import RetryingClient, RetryPolicy
 
-        settings = self.settings
         limit: Any = self.shared_limit() if not self.is_worker else None
         if self.limit_address:
             from pytest_agentbench.models.ratelimit_remote import RemoteLimit
@@ -169,11 +185,13 @@ class RunServices:
         if settings.breaker_threshold > 0:
             from pytest_agentbench.models.breaker import CircuitBreaker
 
-            self.breaker = CircuitBreaker(settings.breaker_threshold)
-            wrapped = BreakerClient(wrapped, self.breaker)
+            breaker = CircuitBreaker(settings.breaker_threshold)
+            if settings is self.settings:
+                self.breaker = breaker
+            wrapped = BreakerClient(wrapped, breaker)
         return wrapped
 
-    def prepare(self, key: str, tasks: Any, *, controls: bool = False) -> None:
+    def prepare(self, key: str, tasks: Any, model: str = "", *, controls: bool = False) -> None:
         """Let the client see a suite's tasks once (the scripted client registers replies)
         before any of them runs; concurrent callers for the same suite wait for the first.
         A failure (ModelError) propagates and is tried again by the suite's next task.
@@ -190,7 +208,7 @@ class RunServices:
             with self._lock:
                 if key in self._prepared:
                     return
-            (self.control_client() if controls else self.client()).prepare(tasks)
+            (self.control_client() if controls else self.client(model)).prepare(tasks)
             with self._lock:
                 self._prepared.add(key)
 
@@ -225,6 +243,9 @@ class RunServices:
         if self._client is not None:
             self._client.close()
             self._client = None
+        for client in self._clients.values():
+            client.close()
+        self._clients.clear()
         if self._control_client is not None:
             self._control_client.close()
             self._control_client = None

@@ -6,12 +6,13 @@ import functools
 import hashlib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.core.sampling import Sampling, sampling_problems
 from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.model_list import ModelEntry, model_entries, parse_epochs, parse_reducer
 from pytest_agentbench.models.base import ModelSpec
 from pytest_agentbench.models.sampling_wire import PROTOCOL_NAMES, protocol_of, sampling_refusals
 from pytest_agentbench.urls import public_url
@@ -84,6 +85,32 @@ class Settings:
     controls: bool = False
     canary: bool = False
     sampling: Sampling = field(default_factory=Sampling)
+    #: The model's name when the user gave one (NAME=SPEC); ``model_name`` is the name used.
+    name: str | None = None
+    #: With several models, one Settings per model (its own model, URL, key, sampling);
+    #: empty for a one-model run (``lineup()`` is then this Settings alone).
+    models: tuple[Settings, ...] = ()
+    #: Runs of each task (None: the suite's ``epochs``, else 1) and the reducer of its
+    #: samples (None: the suite's ``reducer``, else mean); both override every suite.
+    epochs: int | None = None
+    reducer: str | None = None
+
+    @property
+    def model_name(self) -> str:
+        """What item ids, rollout folders, records and the summary call the model."""
+        return self.name or self.model.label
+
+    def lineup(self) -> tuple[Settings, ...]:
+        """The settings of each model of the run, in the order given."""
+        return self.models or (self,)
+
+    def for_model(self, name: str) -> Settings:
+        """The settings of the model called ``name`` (this one for an unknown name)."""
+        for one in self.models:
+            if one.model_name == name:
+                return one
+        return self
+
     baseline: Path | None = None
     fail_on_regression: bool = False
     perturb: tuple[str, ...] = ()
@@ -135,6 +162,18 @@ class Settings:
             "perturb": list(self.perturb),
             "seed": self.seed,
             "fingerprint": self.fingerprint(),
+            "models": [
+                {
+                    "name": one.model_name,
+                    "model": one.model.label,
+                    "base_url": public_url(one.base_url) if one.base_url else None,
+                    "sampling": one.sampling.public(),
+                    "fingerprint": one.fingerprint(),
+                }
+                for one in self.lineup()
+            ],
+            "epochs": self.epochs,
+            "reducer": self.reducer,
         }
 
 
@@ -256,10 +295,13 @@ def resolve_settings(
     Raises AgentbenchError for values a user must fix (unknown provider, bad number).
     """
     enabled = bool(option("agentbench"))
-    model_text = _first(
-        option("agentbench_model"), ini("agentbench_model"), env.get("AGENTBENCH_MODEL")
+    entries = model_entries(
+        option("agentbench_model"),
+        ini("agentbench_models"),
+        _first(ini("agentbench_model"), env.get("AGENTBENCH_MODEL")),
     )
-    model = ModelSpec.parse(model_text) if model_text else ModelSpec("scripted", "scripted")
+    model_text = entries[0].spec.label if entries else None
+    model = entries[0].spec if entries else ModelSpec("scripted", "scripted")
     key_var, url_var = PROVIDER_ENV.get(model.provider, (None, None))  # a plugin's: none
     base_url = _first(
         option("agentbench_base_url"),
@@ -267,6 +309,8 @@ def resolve_settings(
         env.get(url_var) if url_var else None,
     )
     api_key = env.get(key_var) if key_var else None
+    epochs = _first(option("agentbench_epochs"), ini("agentbench_epochs"))
+    reducer = _first(option("agentbench_reducer"), ini("agentbench_reducer"))
     timeout = _first(option("agentbench_timeout"), ini("agentbench_timeout"))
     max_tokens = _first(option("agentbench_max_tokens"), ini("agentbench_max_tokens"))
     max_file_mb = _first(option("agentbench_max_file_mb"), ini("agentbench_max_file_mb"))
@@ -306,7 +350,7 @@ def resolve_settings(
         _first(option("agentbench_feedback"), ini("agentbench_feedback")),
         FEEDBACK_LEVELS,
     )
-    return Settings(
+    settings = Settings(
         enabled=enabled,
         model=model,
         model_configured=model_text is not None,
@@ -367,12 +411,62 @@ def resolve_settings(
         controls=bool(option("agentbench_controls")),
         canary=bool(option("agentbench_canary")),
         sampling=resolve_sampling(option, ini, model),
+        epochs=parse_epochs(epochs, "agentbench epochs") if epochs is not None else None,
+        reducer=parse_reducer(reducer, "agentbench reducer") if reducer is not None else None,
         baseline=Path(baseline) if baseline else None,
         fail_on_regression=bool(option("agentbench_fail_on_regression")),
         perturb=_perturbations(perturb),
         seed=_int_option(option, ini, "agentbench_seed", 0, 0, MAX_OPTION_NUMBER),
         html=Path(html) if html else None,
     )
+    return with_models(settings, entries, option, ini, env)
+
+
+def with_models(
+    settings: Settings,
+    entries: list[ModelEntry],
+    option: Callable[[str], Any],
+    ini: Callable[[str], Any],
+    env: Mapping[str, str],
+) -> Settings:
+    """``settings`` for the first model, holding one Settings per model when there are
+    several (or the one is named or has settings of its own). A model's own base URL and
+    key variable win over the run's; its sampling settings over the run's."""
+    if not entries:
+        return settings
+    lineup = []
+    for entry in entries:
+        key_var, url_var = PROVIDER_ENV.get(entry.spec.provider, (None, None))
+        base_url = _first(
+            entry.base_url,
+            option("agentbench_base_url"),
+            ini("agentbench_base_url"),
+            env.get(url_var) if url_var else None,
+        )
+        own = entry.sampling
+        for key, reason in sampling_problems(own):
+            raise AgentbenchError(f"model {entry.label}: {key}: {reason}")
+        sampling = Sampling.parse(own).over(resolve_sampling(option, ini, entry.spec))
+        protocol = protocol_of(entry.spec)
+        for key, reason in sampling_refusals(protocol, sampling.public()):
+            raise AgentbenchError(
+                f"model {entry.label}: {key}: {reason} (it speaks {PROTOCOL_NAMES[protocol]})"
+            )
+        key_env = entry.key_env or key_var
+        lineup.append(
+            replace(
+                settings,
+                model=entry.spec,
+                name=entry.name,
+                model_configured=True,
+                base_url=str(base_url).rstrip("/") if base_url else None,
+                api_key=(env.get(key_env) if key_env else None) or None,
+                sampling=sampling,
+            )
+        )
+    if len(lineup) == 1:
+        return lineup[0]
+    return replace(lineup[0], models=tuple(lineup))
 
 
 #: How each sampling setting is read from the ini file (the command line types its own).
@@ -478,6 +572,8 @@ def _fingerprint(settings: Settings) -> str:
     }
     if sampled := settings.sampling.public():  # absent when unset: older fingerprints hold
         material["sampling"] = sampled
+    if settings.name:
+        material["name"] = settings.name
     if settings.perturb:  # the same perturbed id holds another task under another seed
         material["perturb"] = [*settings.perturb, f"seed={settings.seed}"]
     blob = json.dumps(material, sort_keys=True).encode()

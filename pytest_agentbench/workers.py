@@ -80,10 +80,15 @@ class MarkedVerifier:
                     f"(process {left.get('pid')}); not verified again"
                 )
             rollout_dir = check.verifier_dir.parent if check.verifier_dir is not None else None
+            from pytest_agentbench.items import item_name
+
             mark = {
                 "pid": os.getpid(),
                 "worker": self.marks.worker,
                 "key": task.key,
+                # the item's name: its task id, or with several models or epochs
+                # ``id[model:epochK]``, as the crashed item's node id ends
+                "node": f"{task.path.as_posix()}::{item_name(task)}",
                 "suite": task.suite,
                 "task_id": task.id,
                 "rollout_dir": str(rollout_dir) if rollout_dir is not None else None,
@@ -136,13 +141,18 @@ def crash_record(
     suites: Mapping[str, str],
     start_ms: int | None,
     now_ms: int,
+    sample: tuple[str, str, int] | None = None,
 ) -> dict[str, Any]:
     """The harness-error record the controller reports for ``nodeid``, which xdist says
     worker ``worker`` was running when it died. The worker's marks say whether this task
-    was being verified then, or which others were."""
+    was being verified then, or which others were. ``sample`` is the item's (task id,
+    model name, epoch) when it is one of several models or epochs (items.item_parts)."""
     file, _, task_id = nodeid.rpartition("::")
+    if sample is not None:
+        task_id, model_name, _ = sample
+        model = model_name or model
     marks = [m for m in _marks(marks_dir) if m.get("worker") == worker]
-    own = [m for m in marks if _names(str(m.get("key", "")), nodeid)]
+    own = [m for m in marks if _names(m, nodeid)]
     others = sorted(f"{m.get('suite')}/{m.get('task_id')}" for m in marks if m not in own)
     if own or not others:
         doing = "verifying" if own else "running"
@@ -173,6 +183,8 @@ def crash_record(
         usage=sum_usage([]),
     )
     record["crashed_worker"] = worker
+    if sample is not None and sample[2]:
+        record["epoch"] = sample[2]
     return record
 
 
@@ -180,13 +192,14 @@ def interrupted_only(nodeid: str, worker: str, marks_dir: Path | None) -> bool:
     """Whether worker ``worker`` died verifying other tasks, not ``nodeid``: then
     ``nodeid`` was only in flight there and may run again elsewhere."""
     marks = [m for m in _marks(marks_dir) if m.get("worker") == worker]
-    return bool(marks) and not any(_names(str(m.get("key", "")), nodeid) for m in marks)
+    return bool(marks) and not any(_names(m, nodeid) for m in marks)
 
 
-def _names(key: str, nodeid: str) -> bool:
-    """Whether a task key (absolute suite path ``::`` id) is the task of ``nodeid``
-    (rootdir-relative path ``::`` id)."""
-    return key == nodeid or key.endswith("/" + nodeid)
+def _names(mark: Mapping[str, Any], nodeid: str) -> bool:
+    """Whether a mark's item (absolute suite path ``::`` item name; a mark without one:
+    its task key) is the item ``nodeid`` (rootdir-relative path ``::`` item name)."""
+    node = str(mark.get("node") or mark.get("key", ""))
+    return node == nodeid or node.endswith("/" + nodeid)
 
 
 def _marks(directory: Path | None) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ module finds the blocks and says what each one is:
 - ``request``: a JSON request body with ``[...]`` placeholders;
 - ``python``: a snippet executed as is; ``plugin``: one defining ``@pytest.hookimpl``
   hooks, loaded into a real ``pytest --agentbench`` run;
+- ``ini``: a pytest ini file (``[pytest]`` first), read by a real run;
 - ``shell``: command lines (``pytest --agentbench …``, ``python -m pytest_agentbench …``);
 - ``output``: expected output, compared with what a real run prints;
 - ``invalid``: a TOML/JSON/YAML block that does not parse (always a failure);
@@ -113,6 +114,8 @@ def kind(block: Block) -> str:
             return "package"
     if block.lang == "python":
         return "plugin" if "@pytest.hookimpl" in block.text else "python"
+    if block.lang == "ini" and block.first.strip() == "[pytest]":
+        return "ini"
     if block.lang in ("toml", "json", "yaml"):
         try:
             value = parse_data(block)

@@ -274,6 +274,19 @@ def check_partial_coverage(block: dx.Block, request: pytest.FixtureRequest) -> N
 BENCH_SCRIPTS = {"docs/reliability.md": "bench/clients.py"}
 
 
+def check_model_table(block: dx.Block, request: pytest.FixtureRequest) -> None:
+    """The suites × models table and the comparison a real two-model run of the example
+    arithmetic suite prints (the command the page shows)."""
+    pytester: pytest.Pytester = request.getfixturevalue("pytester")
+    suite = ROOT / "example_suites" / "bench_arithmetic.toml"
+    models = ["--agentbench-model", "big=scripted", "--agentbench-model", "small=scripted"]
+    result = pytester.runpytest("--agentbench", str(suite), *models, "-p", "no:cacheprovider")
+    out = result.stdout.str()
+    start = out.index(block.first)
+    shown = out[start:].split("\ntokens ", 1)[0]
+    assert normalised(shown) == normalised(block.text)
+
+
 #: Output blocks and the run that produces them: (page, first line) -> check.
 def check_controls_output(block: dx.Block, request: pytest.FixtureRequest) -> None:
     """The controls block of a real ``--agentbench-controls`` run of the page's own
@@ -371,6 +384,7 @@ OUTPUT_CHECKS: dict[tuple[str, str], Callable[[dx.Block, pytest.FixtureRequest],
     ("docs/suite-format.md", "bench_math.toml: invalid suite"): check_suite_error,
     ("docs/verifiers.md", "bench_quiz.toml: invalid suite"): check_verifier_setup_error,
     ("docs/run-reports.md", "{"): check_partial_coverage,
+    ("docs/comparing-models.md", "scores by suite × model"): check_model_table,
     ("docs/trust-your-suite.md", "controls: "): check_controls_output,
     ("docs/comparing-models.md", "against the baseline"): check_baseline_comparison,
     ("docs/robustness.md", "robustness "): check_robustness_lines,

@@ -312,6 +312,23 @@ def test_workflow_steps_name_real_options(block: dx.Block, pytester: pytest.Pyte
 # -- Python snippets ----------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("block", of_kind("ini"))
+def test_ini_examples_are_read_by_a_real_run(
+    block: dx.Block, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ini file in a real ``pytest --agentbench --collect-only`` (every key variable it
+    names set): it is accepted, and each model it lists gets its items."""
+    skip_if_listed(block)
+    for name in set(re.findall(r"key_env=(\w+)", block.text)) | {"OPENAI_API_KEY"}:
+        monkeypatch.setenv(name, "sk-docs-example")
+    pytester.makeini(block.text)
+    pytester.makefile(".toml", bench_one='[[task]]\nid = "t"\ninput = "hi"\ntarget = "hi"\n')
+    result = pytester.runpytest("--agentbench", "--collect-only", "-q", "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    for name in re.findall(r"^\s+([\w.+/-]+)\s*=", block.text, re.M):
+        result.stdout.fnmatch_lines([f"*::t[[]{name}[]]"])
+
+
 @pytest.mark.parametrize("block", of_kind("python"))
 def test_python_snippets_run(block: dx.Block) -> None:
     """Run as written; ``PORT`` and ``[...]`` stand for a real scripted server's port and

@@ -75,6 +75,7 @@ def ctrf_test(record: Mapping[str, Any]) -> dict[str, Any]:
             "first_attempt_reward": record.get("first_attempt_reward"),
             "outcome": outcome,
             "model": record.get("model"),
+            "epoch": record.get("epoch"),
             "attempts": record.get("attempts"),
             "repaired": record.get("repaired"),
             "repair": record.get("repair"),

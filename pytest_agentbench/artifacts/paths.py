@@ -32,10 +32,12 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
 
 
-def task_dir(run_dir: Path, suite: str, task_id: str, model_label: str) -> Path:
-    """The rollout folder of one task: ``tasks/<suite>/<task-id>[<model>]``."""
+def task_dir(run_dir: Path, suite: str, task_id: str, model_label: str, epoch: int = 0) -> Path:
+    """The rollout folder of one task: ``tasks/<suite>/<task-id>[<model>]``, with
+    ``-epoch<K>`` appended for the K-th run of a task run more than once."""
     model = safe_name(model_label.replace("/", "_"))
-    return run_dir / "tasks" / safe_name(suite) / f"{safe_name(task_id)}[{model}]"
+    suffix = f"-epoch{epoch}" if epoch else ""
+    return run_dir / "tasks" / safe_name(suite) / f"{safe_name(task_id)}[{model}]{suffix}"
 
 
 def control_dir(run_dir: Path, suite: str, task_id: str, control: str) -> Path:

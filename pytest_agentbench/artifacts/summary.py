@@ -10,6 +10,7 @@ from typing import Any
 
 from pytest_agentbench.artifacts.controls import controls_summary, invalid_reason, task_records
 from pytest_agentbench.artifacts.jsonio import Streamed
+from pytest_agentbench.artifacts.lineup import model_comparisons, reduced_score, task_samples
 from pytest_agentbench.artifacts.score_stats import repair_curve, score_stats
 from pytest_agentbench.artifacts.usage_totals import run_usage
 from pytest_agentbench.core.records import OUTCOMES
@@ -107,6 +108,9 @@ def _group_scores(
                 "sampling": _repair_settings(members, "sampling"),
                 "stats": score_stats(members, errors_as_failures=errors_as_failures),
                 "repair_curve": repair_curve(members, errors_as_failures=errors_as_failures),
+                "reduced": reduced_score(
+                    task_samples(members)[suite, model], errors_as_failures=errors_as_failures
+                ),
             }
         )
     return rows
@@ -165,6 +169,7 @@ def build_summary(
             "repair_curve": repair_curve(records, errors_as_failures=errors_as_failures),
         },
         "scores": _group_scores(records, errors_as_failures),
+        "comparisons": model_comparisons(records, errors_as_failures=errors_as_failures),
         "gate": dict(gate) if gate is not None else None,
         "controls": controls_summary(every),
         "invalid": invalid_reason(every),

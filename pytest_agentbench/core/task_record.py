@@ -228,6 +228,8 @@ _OPTIONAL = (
     "resumed",
     "reruns",
     "crashed_worker",
+    "epoch",
+    "reducer",
     "control",
 )
 
@@ -273,6 +275,10 @@ class TaskRecord:
     resumed: bool = False
     reruns: list[Any] | None = None
     crashed_worker: str | None = None
+    #: which run of the task this is (1..K) and how the K runs become its score, set
+    #: when the task runs more than once (epochs)
+    epoch: int | None = None
+    reducer: str | None = None
     #: set on a control's record (artifacts/controls.py): which control, what it expected,
     #: whether it behaved; a control is never scored
     control: Mapping[str, Any] | None = None
@@ -317,6 +323,8 @@ class TaskRecord:
             resumed=bool(_maybe(obj, "resumed", bool, where)),
             reruns=_maybe(obj, "reruns", list, where),
             crashed_worker=_maybe(obj, "crashed_worker", str, where),
+            epoch=_maybe(obj, "epoch", int, where),
+            reducer=_maybe(obj, "reducer", str, where),
             control=_maybe(obj, "control", Mapping, where),
             extras={k: v for k, v in obj.items() if k not in known},
             schema_version=version,

@@ -26,6 +26,14 @@ def task_key(record: Record) -> tuple[str, str]:
     return (str(record.get("suite")), str(record.get("task_id")))
 
 
+def sample_key(record: Record) -> tuple[str, ...]:
+    """The pairing key of a comparison: the suite and the task id, and the epoch of a task
+    run more than once (epoch K pairs with epoch K: one record per task never hides the
+    other epochs)."""
+    epoch = record.get("epoch")
+    return task_key(record) + ((f"epoch{epoch}",) if epoch else ())
+
+
 def _label(key: Hashable) -> str:
     if isinstance(key, tuple):
         return "::".join(str(part) for part in key)
@@ -148,7 +156,7 @@ def compare_records(
     second_label: str = "this run",
     level: float = DEFAULT_LEVEL,
     metric: Metric = "auto",
-    key: Callable[[Record], Hashable] = task_key,
+    key: Callable[[Record], Hashable] = sample_key,
     second_key: Callable[[Record], Hashable] | None = None,
 ) -> RecordComparison:
     """Compare ``second`` with ``first`` task by task. ``key`` pairs the records
@@ -260,10 +268,12 @@ def robustness_comparisons(
     return out
 
 
-def _original_key(record: Record) -> tuple[str, str]:
+def _original_key(record: Record) -> tuple[str, ...]:
     found = _perturbation(record)
     of = found.get("of") if found is not None else None
-    return (str(record.get("suite")), str(of if of is not None else record.get("task_id")))
+    epoch = record.get("epoch")
+    key = (str(record.get("suite")), str(of if of is not None else record.get("task_id")))
+    return key + ((f"epoch{epoch}",) if epoch else ())
 
 
 MAX_LISTED = 20

@@ -169,6 +169,9 @@ def models_section(data: Mapping[str, Any]) -> str:
                 f"{comparison.get('first')} − {comparison.get('second')} = "
                 f"{diff.get('value')} ({comparison.get('test')}, p={comparison.get('p_value')})"
             )
+        suite = comparison.get("suite")  # a multi-model run compares within suites too
+        if isinstance(suite, str):
+            words = f"{suite}: {words}"
         lines.append(f"<li>{_e(words)}</li>")
     return (
         '<section id="models"><h2>Models</h2><table class="grid"><thead><tr><th>model</th>'

@@ -11,7 +11,7 @@ from pytest_agentbench.artifacts.coverage import partial_line
 from pytest_agentbench.artifacts.score_stats import interval_text
 from pytest_agentbench.report.controls import control_lines
 from pytest_agentbench.report.evidence import failure_reason
-from pytest_agentbench.report.terminal import tokens_text
+from pytest_agentbench.report.terminal import task_label, tokens_text
 
 MAX_FAILURES = 20
 
@@ -162,6 +162,7 @@ def markdown_summary(
             )
             + " |"
         )
+    lines += _lineup_lines(summary)
     gate = summary.get("gate")
     if gate:
         verdict = "passed" if gate["ok"] else "**failed**"
@@ -187,10 +188,30 @@ def markdown_summary(
             if record.get("outcome") == "harness_error" and isinstance(cause, str) and cause:
                 reason = f"harness error: {cause}"  # whole: the reason line is cut
             where = record.get("rollout_dir") or ""
-            name = f"{record.get('suite')}::{record.get('task_id')}"
+            name = task_label(record)
             mark = "⚠" if record.get("outcome") == "harness_error" else "✗"
             lines.append(f"- {mark} `{name}` — {_cell(reason)} (`{where}`)")
         if len(failures) > MAX_FAILURES:
             lines.append(f"- … and {len(failures) - MAX_FAILURES} more (see summary.json)")
     lines += ["", f"Results: `{run_dir}` (ctrf.json, summary.json, tasks/)", ""]
     return "\n".join(lines)
+
+
+def _lineup_lines(summary: Mapping[str, Any]) -> list[str]:
+    """With epochs: each suite × model's reduced score; with several models: each pair
+    compared (summary.json's ``reduced`` and ``comparisons``)."""
+    lines = []
+    for row in summary.get("scores", []):
+        reduced = row.get("reduced")
+        if isinstance(reduced, Mapping):
+            score = reduced["score"]
+            excluded = f", {reduced['excluded']} excluded" if reduced["excluded"] else ""
+            lines.append(
+                f"- `{row['suite']}` × `{row['model']}`: {reduced['reducer']} over "
+                f"{reduced['epochs']} epochs {_cell(score.get('value'))} "
+                f"(n={score.get('n')} tasks{excluded})"
+            )
+    for pair in summary.get("comparisons") or []:
+        scope = f"`{pair['suite']}`: " if pair.get("suite") is not None else ""
+        lines.append(f"- {scope}{_cell(pair['words'])}")
+    return ["", *lines] if lines else []

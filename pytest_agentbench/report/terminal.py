@@ -58,7 +58,12 @@ def tokens_text(totals: Mapping[str, Any]) -> str:
 
 
 def task_label(record: Mapping[str, Any]) -> str:
-    return f"{record.get('suite')}::{record.get('task_id')}"
+    """``suite::task``, with the item's ``[model:epochK]`` when the task ran against
+    several models or more than once (the item name, the last part of its node id)."""
+    name = str(record.get("nodeid") or "").rpartition("::")[2]
+    task_id = str(record.get("task_id"))
+    shown = name if name.startswith(task_id + "[") else task_id
+    return f"{record.get('suite')}::{shown}"
 
 
 def shown_path(path: str, relative_to: str | None) -> str:
@@ -108,6 +113,8 @@ def summary_lines(
     counts = classify(records)
     shown = [f"{counts[k]} {label}" for k, label in _LABELS.items() if counts[k]]
     noun = "task" if len(records) == 1 else "tasks"
+    if any(record.get("epoch") for record in records):  # one record per task × epoch
+        noun = "sample" if len(records) == 1 else "samples"
     lines = [f"{len(records)} {noun}: " + (", ".join(shown) if shown else "none ran")]
     if partial:
         lines.append(f"{partial} — the score covers these only")

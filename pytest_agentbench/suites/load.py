@@ -279,6 +279,8 @@ class _Loader:
             "name": name,
             "description": pick("description", ""),
             "min_score": pick("min_score"),
+            "epochs": pick("epochs", 1),
+            "reducer": pick("reducer", "mean"),
             "template": template,
             "template_path": "$.suite.template" if "template" in table else "",
             "template_problems": known,
@@ -353,6 +355,11 @@ class _Loader:
         for j, reply in enumerate(replies):
             if clean(raw.bad, ("scripted", j)):
                 self._check_reply(i, raw.locate(("scripted", j)), reply)
+        by_model: dict[str, Any] = pick("scripted_by_model", {})
+        for model, model_replies in by_model.items():
+            for j, reply in enumerate(model_replies):
+                if clean(raw.bad, ("scripted_by_model", model, j)):
+                    self._check_reply(i, raw.locate(("scripted_by_model", model, j)), reply)
         oracle = self._oracle(raw)
         verifier = self._task_verifier(raw, defaults)
         files, files_dir = self._files(
@@ -383,6 +390,9 @@ class _Loader:
             pass_threshold=float(settings["pass_threshold"]),
             min_score=None if defaults["min_score"] is None else float(defaults["min_score"]),
             scripted=tuple(replies),
+            scripted_by_model={name: tuple(r) for name, r in by_model.items()},
+            epochs=int(defaults["epochs"]),
+            reducer=str(defaults["reducer"]),
             vars=merged_vars,
             marks=tuple(dict.fromkeys([*defaults["marks"], *marks])),
             files={**defaults["files"], **files} if files else defaults["files"],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +88,15 @@ class Task:
     oracle: tuple[Any, ...] = ()
     control: Control | None = None
     sampling: Sampling = field(default_factory=Sampling)
+    #: The scripted model's replies by model name (a model not named gets ``scripted``).
+    scripted_by_model: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    #: Runs of the task (``epochs``) and how their rewards become its score (``reducer``).
+    epochs: int = 1
+    reducer: str = "mean"
+    #: Set on the copy one item runs: the model's name ("" in a one-model run) and the
+    #: epoch (0 when the task runs once).
+    model: str = ""
+    epoch: int = 0
     #: Set on a perturbed copy (suites/perturb.py): its perturbation, the id of the task
     #: it was made from, and the seed it was made with.
     perturbation: str | None = None
@@ -96,6 +105,18 @@ class Task:
 
     @property
     def key(self) -> str:
-        """A run-wide unique key: the suite file and the task id (and the control)."""
+        """A run-wide unique key: the suite file and the task id (and the item's model and
+        epoch, when it runs against several or more than once, and the control)."""
         key = f"{self.path.as_posix()}::{self.id}"
+        if self.model:
+            key += f"[{self.model}]"
+        if self.epoch:
+            key += f"#{self.epoch}"
         return key if self.control is None else f"{key}::control:{self.control.name}"
+
+    def for_item(self, model: str, epoch: int, name: str = "") -> Task:
+        """The copy one item runs: ``model`` ("" for the run's only model) and ``epoch``
+        (0 when the task runs once); the scripted replies are those of the model called
+        ``name`` (default ``model``; the only model has a name too)."""
+        scripted = self.scripted_by_model.get(name or model, self.scripted)
+        return replace(self, model=model, epoch=epoch, scripted=tuple(scripted))

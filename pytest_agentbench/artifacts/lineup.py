@@ -1,0 +1,178 @@
+"""Scores of a run with several models or epochs: each task's samples reduced to its
+score (mean, median, max, majority, pass@k, pass^k), and each pair of models compared
+task by task.
+
+A **sample** is one task × model × epoch (one record). A task's samples that are
+harness errors are left out of its reduction (unless counted as failures); a task with
+no sample left is excluded from its score and from every comparison, and counted.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
+
+from pytest_agentbench.artifacts.score_stats import estimate, scored_values
+from pytest_agentbench.core.stats import (
+    Reducer,
+    clustered_mean,
+    compare_paired,
+    pass_at_k,
+    pass_hat_k,
+    reduce_samples,
+)
+
+_PASS_K = re.compile(r"^pass([@^])(\d+)$")
+
+Samples = dict[str, list[Mapping[str, Any]]]
+
+
+def task_samples(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], Samples]:
+    """The records by (suite, model), then by task id, in the order they came."""
+    groups: dict[tuple[str, str], Samples] = {}
+    for record in records:
+        key = (str(record.get("suite")), str(record.get("model")))
+        groups.setdefault(key, {}).setdefault(str(record.get("task_id")), []).append(record)
+    return groups
+
+
+def _passed(record: Mapping[str, Any], value: float) -> bool:
+    threshold = record.get("pass_threshold")
+    limit = float(threshold) if isinstance(threshold, int | float) else 1.0
+    return value >= limit
+
+
+def reduce_task(
+    samples: Sequence[Mapping[str, Any]], reducer: str, *, errors_as_failures: bool = False
+) -> float | None:
+    """One task's score from its samples; None when no sample is scored (all harness
+    errors) or pass@k / pass^k asks for more samples (k) than were scored."""
+    scored = [
+        (record, value)
+        for record in samples
+        for value in scored_values([record], errors_as_failures=errors_as_failures)
+    ]
+    if not scored:
+        return None
+    match = _PASS_K.match(reducer)
+    if match:
+        k, n = int(match.group(2)), len(scored)
+        if k > n:
+            return None
+        c = sum(1 for record, value in scored if _passed(record, value))
+        return pass_at_k(n, c, k) if match.group(1) == "@" else pass_hat_k(n, c, k)
+    how: Reducer = reducer if reducer in ("mean", "median", "max", "majority") else "mean"  # type: ignore[assignment]
+    return reduce_samples([value for _, value in scored], how)
+
+
+def _reducer(samples: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
+    """The reducer the records name (the first that names one), else mean."""
+    for records in samples.values():
+        for record in records:
+            if isinstance(record.get("reducer"), str):
+                return str(record["reducer"])
+    return "mean"
+
+
+def reduced_score(
+    samples: Mapping[str, Sequence[Mapping[str, Any]]], *, errors_as_failures: bool = False
+) -> dict[str, Any] | None:
+    """The score of one suite × model over its tasks' reduced scores, with n (tasks), its
+    interval and the tasks left out; None when no task ran more than once. The mean
+    reducer gets a cluster-robust interval over the samples (tasks are the clusters);
+    the others an interval over the task scores (Wilson when each is 0 or 1)."""
+    epochs = max((len(records) for records in samples.values()), default=0)
+    if epochs < 2 and not any(r.get("epoch") for rs in samples.values() for r in rs):
+        return None
+    reducer = _reducer(samples)
+    values = {
+        task: reduce_task(records, reducer, errors_as_failures=errors_as_failures)
+        for task, records in samples.items()
+    }
+    kept = {task: value for task, value in values.items() if value is not None}
+    if reducer == "mean":
+        flat: list[float] = []
+        clusters: list[Hashable] = []
+        for task in kept:
+            for value in scored_values(samples[task], errors_as_failures=errors_as_failures):
+                flat.append(value)
+                clusters.append(task)
+        result = clustered_mean(flat, clusters).as_dict()
+        result["n"] = len(kept)
+        result["samples"] = len(flat)
+    else:
+        result = estimate(list(kept.values())).as_dict()
+    return {
+        "reducer": reducer,
+        "epochs": epochs,
+        "excluded": len(values) - len(kept),
+        "score": result,
+    }
+
+
+def task_scores(
+    records: Sequence[Mapping[str, Any]], model: str, *, errors_as_failures: bool = False
+) -> dict[tuple[str, str], float | bool | None]:
+    """Each (suite, task id) of ``model`` → its reduced score: a bool when the task's
+    score is pass/fail, None when it is not scored (harness errors)."""
+    out: dict[tuple[str, str], float | bool | None] = {}
+    for (suite, name), samples in task_samples(records).items():
+        if name != model:
+            continue
+        reducer = _reducer(samples)
+        for task, members in samples.items():
+            out[suite, task] = reduce_task(members, reducer, errors_as_failures=errors_as_failures)
+    return out
+
+
+def compare_models(
+    first: Mapping[Hashable, float | bool | None],
+    second: Mapping[Hashable, float | bool | None],
+    names: tuple[str, str] = ("A", "B"),
+) -> dict[str, Any]:
+    """Two models' task scores compared on the tasks both scored: McNemar exact when every
+    score is pass/fail, else a sign test and a paired bootstrap (core.stats.compare_paired).
+    The one place a model pair is compared, so another comparison can replace it."""
+    binary = all(v in (0.0, 1.0) for v in [*first.values(), *second.values()] if v is not None)
+
+    def shape(values: Mapping[Hashable, float | bool | None]) -> dict[Hashable, Any]:
+        return {
+            k: (None if v is None else bool(v) if binary else float(v)) for k, v in values.items()
+        }
+
+    comparison = compare_paired(shape(first), shape(second))
+    return {
+        "difference": comparison.difference.as_dict(),
+        "test": comparison.test,
+        "p_value": comparison.p_value,
+        "significant": comparison.significant,
+        "excluded": comparison.excluded,
+        "paired": comparison.difference.n,
+        "words": comparison.words(*names),
+    }
+
+
+def model_comparisons(
+    records: Sequence[Mapping[str, Any]], *, errors_as_failures: bool = False
+) -> list[dict[str, Any]] | None:
+    """Each pair of the run's models (in the order first seen), compared over every task
+    both ran (``suite`` None), then within each suite when there are several; None with
+    fewer than two models."""
+    models = list(dict.fromkeys(str(r.get("model")) for r in records))
+    if len(models) < 2:
+        return None
+    scores = {m: task_scores(records, m, errors_as_failures=errors_as_failures) for m in models}
+    suites = list(dict.fromkeys(str(r.get("suite")) for r in records))
+    scopes: list[str | None] = [None, *suites] if len(suites) > 1 else [None]
+    rows = []
+    for suite in scopes:
+        for first, second in itertools.combinations(models, 2):
+            a, b = (
+                {k: v for k, v in scores[m].items() if suite is None or k[0] == suite}
+                for m in (first, second)
+            )
+            row = compare_models(a, b, (first, second))  # type: ignore[arg-type]
+            rows.append({"first": first, "second": second, "suite": suite, **row})
+    return rows

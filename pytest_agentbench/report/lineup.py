@@ -1,0 +1,57 @@
+"""The terminal's view of a run with several models or epochs: a suites × models table
+of scores (each with its reducer), and each pair of models compared in words."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_agentbench.artifacts.lineup import model_comparisons, reduced_score, task_samples
+from pytest_agentbench.artifacts.score_stats import score_estimate
+
+
+def _cell(samples: Mapping[str, Sequence[Mapping[str, Any]]], errors_as_failures: bool) -> str:
+    """``pass@2 0.750 (n=4, CI 0.30–0.95)`` for reduced epochs, else ``0.750 (n=4, …)``."""
+    reduced = reduced_score(samples, errors_as_failures=errors_as_failures)
+    if reduced is None:
+        flat = [record for records in samples.values() for record in records]
+        data = score_estimate(flat, errors_as_failures=errors_as_failures).as_dict()
+        reducer = ""
+    else:
+        data, reducer = reduced["score"], f"{reduced['reducer']} "
+    value, lo, hi = data.get("value"), data.get("lo"), data.get("hi")
+    if value is None:
+        return reducer + "no score"
+    interval = f", CI {lo:.2f}–{hi:.2f}" if lo is not None and hi is not None else ""
+    return f"{reducer}{value:.3f} (n={data.get('n')}{interval})"
+
+
+def lineup_lines(
+    records: Sequence[Mapping[str, Any]], *, errors_as_failures: bool = False
+) -> list[str]:
+    """The table and the comparisons; no lines for a one-model run whose tasks ran once."""
+    groups = task_samples(records)
+    models = list(dict.fromkeys(model for _, model in groups))
+    suites = list(dict.fromkeys(suite for suite, _ in groups))
+    epochs = any(record.get("epoch") for record in records)
+    if len(models) < 2 and not epochs:
+        return []
+    header = ["suite", *models]
+    rows = [header]
+    for suite in suites:
+        row = [suite]
+        for model in models:
+            samples = groups.get((suite, model))
+            row.append(_cell(samples, errors_as_failures) if samples else "—")
+        rows.append(row)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["scores by suite × model (n = tasks):"]
+    for row in rows:
+        lines.append(
+            "  "
+            + "  ".join(text.ljust(width) for text, width in zip(row, widths, strict=True)).rstrip()
+        )
+    for pair in model_comparisons(records, errors_as_failures=errors_as_failures) or []:
+        if pair.get("suite") is None:  # the run as a whole; summary.json has each suite
+            lines.append(f"compared: {pair['words']}")
+    return lines
