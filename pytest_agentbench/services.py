@@ -53,6 +53,7 @@ class RunServices:
         self.limit: SharedLimit | None = None
         self.limit_service: LimitService | None = None
         self._client: ModelClient | None = None
+        self._bare_client: ModelClient | None = None  # before the retry and limit wrappers
         self._control_client: ModelClient | None = None
         self._control_server: ScriptedServer | None = None
         self._verifiers: dict[str, Verifier] | None = None
@@ -105,6 +106,7 @@ class RunServices:
                 )
                 if client is None:
                     raise pytest.UsageError(self._unclaimed())
+                self._bare_client = client
                 self._client = self._reliable(client)
             return self._client
 
@@ -174,8 +176,8 @@ class RunServices:
         return wrapped
 
     def prepare(self, key: str, tasks: Any, *, controls: bool = False) -> None:
-        """Let the client see a suite's tasks once (the scripted client registers replies)
-        before any of them runs; concurrent callers for the same suite wait for the first.
+        """Register a suite's scripted replies once, before any of its tasks runs, when
+        the client is the scripted one (models/scripted.register_scripts); concurrent callers for the same suite wait for the first.
         A failure (ModelError) propagates and is tried again by the suite's next task.
         With ``controls`` the tasks are control runs, prepared on the control client."""
         if controls:
@@ -190,7 +192,14 @@ class RunServices:
             with self._lock:
                 if key in self._prepared:
                     return
-            (self.control_client() if controls else self.client()).prepare(tasks)
+            from pytest_agentbench.models.scripted import register_scripts
+
+            if controls and self.settings.model.provider != "scripted":
+                register_scripts(self.control_client(), tasks)
+            else:
+                self.client()
+                assert self._bare_client is not None
+                register_scripts(self._bare_client, tasks)
             with self._lock:
                 self._prepared.add(key)
 

@@ -16,12 +16,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_agentbench.suites.task import Task
+from pytest_agentbench.suites.task import FEEDBACK_LEVELS, REPAIR_MODES, Task
 from pytest_agentbench.verifiers.base import Verdict
 
 RAW_LIMIT = 4000
-REPAIR_MODES = ("conversation", "stateless")
-FEEDBACK_LEVELS = ("none", "counts", "names", "raw")
 _PAIRED = ("_found", "_passed", "_ok")
 
 

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.core.records import CTRF_STATUSES
 from pytest_agentbench.sandbox import CommandResult, Workspace
 from pytest_agentbench.verifiers.base import Check
 from pytest_agentbench.verifiers.sandboxed import (
@@ -30,7 +31,7 @@ from pytest_agentbench.verifiers.sandboxed import (
     run_sandboxed,
 )
 
-STATUSES = ("passed", "failed", "skipped", "pending", "other")
+STATUSES = CTRF_STATUSES
 #: The ``module`` option of both verifiers (merged into their options schemas).
 MODULE_OPTION: dict[str, Any] = {
     "type": "string",

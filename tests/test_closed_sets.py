@@ -1,0 +1,79 @@
+"""Each closed set of words has one definition, a ``Literal`` whose ``get_args`` is the
+runtime tuple; the JSON Schemas and the command-line choices list exactly those words."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, get_args
+
+import pytest
+
+from pytest_agentbench import schemas
+from pytest_agentbench.core.records import CTRF_STATUSES, OUTCOMES, CtrfStatus, Outcome
+from pytest_agentbench.core.sampling import REASONING_EFFORTS, ReasoningEffort
+from pytest_agentbench.core.stats import REDUCERS, Reducer
+from pytest_agentbench.report.compare import PairMetric, Verdict
+from pytest_agentbench.report.gate import GATE_ON, GateOn
+from pytest_agentbench.sandbox.isolation import ISOLATION_MODES, Isolation
+from pytest_agentbench.suites.task import (
+    FEEDBACK_LEVELS,
+    REPAIR_MODES,
+    TASK_MODES,
+    FeedbackLevel,
+    RepairMode,
+    TaskMode,
+)
+from pytest_agentbench.suites.validate import suite_schema
+
+
+def enums(node: Any, name: str) -> Iterator[list[Any]]:
+    """Every ``enum`` of a property called ``name``, anywhere in a schema."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == name and isinstance(value, dict) and "enum" in value:
+                yield value["enum"]
+            yield from enums(value, name)
+    elif isinstance(node, list):
+        for value in node:
+            yield from enums(value, name)
+
+
+@pytest.mark.parametrize(
+    ("schema", "name", "words"),
+    [
+        ("suite", "repair_mode", get_args(RepairMode)),
+        ("suite", "feedback", get_args(FeedbackLevel)),
+        ("suite", "mode", get_args(TaskMode)),
+        ("suite", "reasoning_effort", get_args(ReasoningEffort)),
+        ("summary", "metric", get_args(PairMetric)),
+        ("summary", "verdict", get_args(Verdict)),
+        ("ctrf", "status", get_args(CtrfStatus)),
+    ],
+)
+def test_a_schema_lists_exactly_the_words_of_its_type(
+    schema: str, name: str, words: tuple[str, ...]
+) -> None:
+    document = suite_schema() if schema == "suite" else schemas.load(schema)
+    found = list(enums(document, name))
+    assert found, f"{schema} schema: no enum for {name!r}"
+    for listed in found:
+        assert listed == list(words), f"{schema} schema, {name!r}"
+
+
+@pytest.mark.parametrize(
+    ("runtime", "alias"),
+    [
+        (OUTCOMES, Outcome),
+        (CTRF_STATUSES, CtrfStatus),
+        (REASONING_EFFORTS, ReasoningEffort),
+        (REDUCERS, Reducer),
+        (GATE_ON, GateOn),
+        (ISOLATION_MODES, Isolation),
+        (REPAIR_MODES, RepairMode),
+        (FEEDBACK_LEVELS, FeedbackLevel),
+        (TASK_MODES, TaskMode),
+    ],
+)
+def test_each_runtime_tuple_is_its_literal(runtime: tuple[str, ...], alias: Any) -> None:
+    assert runtime == get_args(alias)
+
