@@ -24,6 +24,8 @@ from pytest_agentbench.suites.task import (
     TaskMode,
 )
 from pytest_agentbench.suites.validate import suite_schema
+from pytest_agentbench.verifiers.builtin import BUILTIN_VERIFIERS
+from pytest_agentbench.verifiers.stamped import SCORINGS, Scoring
 
 
 def enums(node: Any, name: str) -> Iterator[list[Any]]:
@@ -72,8 +74,17 @@ def test_a_schema_lists_exactly_the_words_of_its_type(
         (REPAIR_MODES, RepairMode),
         (FEEDBACK_LEVELS, FeedbackLevel),
         (TASK_MODES, TaskMode),
+        (SCORINGS, Scoring),
     ],
 )
 def test_each_runtime_tuple_is_its_literal(runtime: tuple[str, ...], alias: Any) -> None:
     assert runtime == get_args(alias)
 
+
+
+@pytest.mark.parametrize("kind", ["python_tests", "python_checks"])
+def test_a_code_verifiers_options_list_the_scoring_and_isolation_words(kind: str) -> None:
+    (verifier,) = [v for v in BUILTIN_VERIFIERS if v.kind == kind]
+    options = verifier.options_schema
+    assert list(enums(options, "scoring")) == [list(get_args(Scoring))]
+    assert list(enums(options, "isolation")) == [list(get_args(Isolation))]

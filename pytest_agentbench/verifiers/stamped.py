@@ -18,7 +18,7 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from pytest_agentbench.core.records import CTRF_STATUSES
 from pytest_agentbench.sandbox import CommandResult, Workspace
@@ -32,6 +32,10 @@ from pytest_agentbench.verifiers.sandboxed import (
 )
 
 STATUSES = CTRF_STATUSES
+#: The ``scoring`` option of both verifiers: ``fraction`` (passed / total) or ``all``
+#: (1 only when every test or case passes).
+Scoring = Literal["fraction", "all"]
+SCORINGS: tuple[Scoring, ...] = get_args(Scoring)
 #: The ``module`` option of both verifiers (merged into their options schemas).
 MODULE_OPTION: dict[str, Any] = {
     "type": "string",
