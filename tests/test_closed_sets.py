@@ -12,6 +12,8 @@ from pytest_agentbench import schemas
 from pytest_agentbench.core.records import CTRF_STATUSES, OUTCOMES, CtrfStatus, Outcome
 from pytest_agentbench.core.sampling import REASONING_EFFORTS, ReasoningEffort
 from pytest_agentbench.core.stats import REDUCERS, Reducer
+from pytest_agentbench.core.stream import WIRE_PROTOCOLS, WireProtocol
+from pytest_agentbench.models.sampling_wire import PROTOCOL_NAMES
 from pytest_agentbench.report.compare import PairMetric, Verdict
 from pytest_agentbench.report.gate import GATE_ON, GateOn
 from pytest_agentbench.sandbox.isolation import ISOLATION_MODES, Isolation
@@ -75,6 +77,8 @@ def test_a_schema_lists_exactly_the_words_of_its_type(
         (FEEDBACK_LEVELS, FeedbackLevel),
         (TASK_MODES, TaskMode),
         (SCORINGS, Scoring),
+        (WIRE_PROTOCOLS, WireProtocol),
+        (tuple(PROTOCOL_NAMES), WireProtocol),
     ],
 )
 def test_each_runtime_tuple_is_its_literal(runtime: tuple[str, ...], alias: Any) -> None:
