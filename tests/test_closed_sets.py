@@ -18,9 +18,11 @@ from pytest_agentbench.report.compare import PairMetric, Verdict
 from pytest_agentbench.report.gate import GATE_ON, GateOn
 from pytest_agentbench.sandbox.isolation import ISOLATION_MODES, Isolation
 from pytest_agentbench.suites.task import (
+    CONTROL_EXPECTS,
     FEEDBACK_LEVELS,
     REPAIR_MODES,
     TASK_MODES,
+    ControlExpect,
     FeedbackLevel,
     RepairMode,
     TaskMode,
@@ -52,6 +54,7 @@ def enums(node: Any, name: str) -> Iterator[list[Any]]:
         ("summary", "metric", get_args(PairMetric)),
         ("summary", "verdict", get_args(Verdict)),
         ("ctrf", "status", get_args(CtrfStatus)),
+        ("task_record", "expect", get_args(ControlExpect)),
     ],
 )
 def test_a_schema_lists_exactly_the_words_of_its_type(
@@ -77,6 +80,7 @@ def test_a_schema_lists_exactly_the_words_of_its_type(
         (FEEDBACK_LEVELS, FeedbackLevel),
         (TASK_MODES, TaskMode),
         (SCORINGS, Scoring),
+        (CONTROL_EXPECTS, ControlExpect),
         (WIRE_PROTOCOLS, WireProtocol),
         (tuple(PROTOCOL_NAMES), WireProtocol),
     ],

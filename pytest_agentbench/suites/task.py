@@ -21,6 +21,9 @@ FEEDBACK_LEVELS: tuple[FeedbackLevel, ...] = get_args(FeedbackLevel)
 #: How a task's attempts are generated (suite ``mode``).
 TaskMode = Literal["answer", "agent"]
 TASK_MODES: tuple[TaskMode, ...] = get_args(TaskMode)
+#: What a control expects of its verdict: ``pass`` (positive) or ``fail`` (negative).
+ControlExpect = Literal["pass", "fail"]
+CONTROL_EXPECTS: tuple[ControlExpect, ...] = get_args(ControlExpect)
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,7 @@ class Control:
     negative control added to an ordinary model run."""
 
     name: str
-    expect: str
+    expect: ControlExpect
     source: str
     canary: bool = False
 
