@@ -177,9 +177,10 @@ class RunServices:
 
     def prepare(self, key: str, tasks: Any, *, controls: bool = False) -> None:
         """Register a suite's scripted replies once, before any of its tasks runs, when
-        the client is the scripted one (models/scripted.register_scripts); concurrent callers for the same suite wait for the first.
-        A failure (ModelError) propagates and is tried again by the suite's next task.
-        With ``controls`` the tasks are control runs, prepared on the control client."""
+        the client is the scripted one (models/scripted.register_scripts); concurrent
+        callers for the same suite wait for the first. A failure (ModelError) propagates
+        and is tried again by the suite's next task. With ``controls`` the tasks are
+        control runs, registered on the control client."""
         if controls:
             key = f"{key}::controls"
         if key in self._prepared:  # every task asks: no lock once it is done

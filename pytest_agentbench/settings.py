@@ -13,10 +13,10 @@ from typing import Any
 from pytest_agentbench.core.sampling import Sampling, sampling_problems
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.base import ModelSpec
+from pytest_agentbench.models.sampling_wire import PROTOCOL_NAMES, protocol_of, sampling_refusals
 from pytest_agentbench.report.gate import GATE_ON
 from pytest_agentbench.sandbox.isolation import ISOLATION_MODES
 from pytest_agentbench.suites.task import FEEDBACK_LEVELS, REPAIR_MODES
-from pytest_agentbench.models.sampling_wire import PROTOCOL_NAMES, protocol_of, sampling_refusals
 from pytest_agentbench.urls import public_url
 
 DEFAULT_FILES = ("bench_*.toml", "bench_*.yaml", "bench_*.yml", "bench_*.json", "bench_*.py")

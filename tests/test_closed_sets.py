@@ -89,7 +89,6 @@ def test_each_runtime_tuple_is_its_literal(runtime: tuple[str, ...], alias: Any)
     assert runtime == get_args(alias)
 
 
-
 @pytest.mark.parametrize("kind", ["python_tests", "python_checks"])
 def test_a_code_verifiers_options_list_the_scoring_and_isolation_words(kind: str) -> None:
     (verifier,) = [v for v in BUILTIN_VERIFIERS if v.kind == kind]

@@ -77,7 +77,9 @@ def sampling_refusals(protocol: WireProtocol, values: dict[str, Any]) -> list[tu
     return refusals
 
 
-def apply_sampling(protocol: WireProtocol, body: dict[str, Any], sampling: Sampling) -> dict[str, Any]:
+def apply_sampling(
+    protocol: WireProtocol, body: dict[str, Any], sampling: Sampling
+) -> dict[str, Any]:
     """Put each set setting in ``body`` under ``protocol``'s field, then merge
     ``extra_body`` last (it may override a sampling field, never the harness's own keys:
     those are refused when the settings are read). Returns ``body``."""
