@@ -44,7 +44,7 @@ class Reply:
 
 @dataclass(frozen=True)
 class _TestScript:
-    """What the scripted client's ``prepare`` reads of a task, for a test's replies."""
+    """What the scripted client's ``register`` reads of a task, for a test's replies."""
 
     key: str
     id: str

@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_agentbench.core.sampling import REASONING_EFFORTS
+from pytest_agentbench.report.gate import GATE_ON
+from pytest_agentbench.sandbox.isolation import ISOLATION_MODES
+from pytest_agentbench.suites.task import FEEDBACK_LEVELS, REPAIR_MODES
+
 
 def add_options(parser: pytest.Parser) -> None:
     """Register every ``--agentbench*`` option and ``agentbench_*`` ini key."""
@@ -72,13 +77,13 @@ def add_options(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--agentbench-repair-mode",
-        choices=("conversation", "stateless"),
+        choices=REPAIR_MODES,
         help="conversation: feedback appended as a user turn (default); stateless: a fresh "
         "request with the task, the previous answer and the feedback",
     )
     group.addoption(
         "--agentbench-feedback",
-        choices=("none", "counts", "names", "raw"),
+        choices=FEEDBACK_LEVELS,
         help="how much of the verdict a repair round shows the model (default: names, the "
         "verifier's feedback sentence; none/counts reveal less, raw adds details)",
     )
@@ -133,7 +138,7 @@ def add_options(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--agentbench-sandbox",
-        choices=("auto", "strict", "basic"),
+        choices=ISOLATION_MODES,
         help="isolation for code and agent tasks: auto (the best this machine allows, the "
         "default), strict (refuse to run without bubblewrap: no network, read-only host), "
         "basic (process limits and a scrubbed environment only)",
@@ -184,7 +189,7 @@ def add_options(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--agentbench-gate-on",
-        choices=("point", "lower"),
+        choices=GATE_ON,
         help="what --agentbench-min-score and a suite's min_score compare: the score "
         "(point, the default) or the lower bound of its 95 %% interval (lower)",
     )
@@ -346,7 +351,7 @@ def _add_sampling(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--agentbench-reasoning-effort",
-        choices=("none", "minimal", "low", "medium", "high", "xhigh"),
+        choices=REASONING_EFFORTS,
         help="reasoning effort (Chat Completions and Responses)",
     )
     group.addoption(

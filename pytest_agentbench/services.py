@@ -55,6 +55,8 @@ class RunServices:
         self._client: ModelClient | None = None
         #: the clients of the run's other models, by name (several models in one run)
         self._clients: dict[str, ModelClient] = {}
+        #: each model's client before the retry and limit wrappers, by model name
+        self._bare: dict[str, ModelClient] = {}
         self._control_client: ModelClient | None = None
         self._control_server: ScriptedServer | None = None
         self._verifiers: dict[str, Verifier] | None = None
@@ -123,6 +125,7 @@ class RunServices:
         )
         if client is None:
             raise pytest.UsageError(self._unclaimed(settings))
+        self._bare[settings.model_name] = client
         return client  # type: ignore[no-any-return]
 
     def control_client(self) -> ModelClient:
@@ -192,10 +195,11 @@ class RunServices:
         return wrapped
 
     def prepare(self, key: str, tasks: Any, model: str = "", *, controls: bool = False) -> None:
-        """Let the client see a suite's tasks once (the scripted client registers replies)
-        before any of them runs; concurrent callers for the same suite wait for the first.
-        A failure (ModelError) propagates and is tried again by the suite's next task.
-        With ``controls`` the tasks are control runs, prepared on the control client."""
+        """Register a suite's scripted replies once, before any of its tasks runs, when
+        the model's client is the scripted one (models/scripted.register_scripts);
+        concurrent callers for the same suite wait for the first. A failure (ModelError)
+        propagates and is tried again by the suite's next task. With ``controls`` the tasks
+        are control runs, registered on the control client."""
         if controls:
             key = f"{key}::controls"
         if key in self._prepared:  # every task asks: no lock once it is done
@@ -208,7 +212,15 @@ class RunServices:
             with self._lock:
                 if key in self._prepared:
                     return
-            (self.control_client() if controls else self.client(model)).prepare(tasks)
+            from pytest_agentbench.models.scripted import register_scripts
+
+            if controls and self.settings.model.provider != "scripted":
+                register_scripts(self.control_client(), tasks)
+            else:
+                name = "" if controls else model
+                self.client(name)
+                settings = self.settings.for_model(name) if name else self.settings
+                register_scripts(self._bare[settings.model_name], tasks)
             with self._lock:
                 self._prepared.add(key)
 

@@ -15,10 +15,11 @@ from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.model_list import ModelEntry, model_entries, parse_epochs, parse_reducer
 from pytest_agentbench.models.base import ModelSpec
 from pytest_agentbench.models.sampling_wire import PROTOCOL_NAMES, protocol_of, sampling_refusals
+from pytest_agentbench.report.gate import GATE_ON
+from pytest_agentbench.sandbox.isolation import ISOLATION_MODES
+from pytest_agentbench.suites.task import FEEDBACK_LEVELS, REPAIR_MODES
 from pytest_agentbench.urls import public_url
 
-REPAIR_MODES = ("conversation", "stateless")
-FEEDBACK_LEVELS = ("none", "counts", "names", "raw")
 DEFAULT_FILES = ("bench_*.toml", "bench_*.yaml", "bench_*.yml", "bench_*.json", "bench_*.py")
 DEFAULT_OUT = "agentbench-results"
 DEFAULT_CONCURRENCY = 8
@@ -373,7 +374,7 @@ def resolve_settings(
         gate_on=_choice(
             "agentbench gate on",
             _first(option("agentbench_gate_on"), ini("agentbench_gate_on")),
-            ("point", "lower"),
+            GATE_ON,
         )
         or "point",
         resume=resume,
@@ -386,7 +387,7 @@ def resolve_settings(
         sandbox=_choice(
             "agentbench sandbox",
             _first(option("agentbench_sandbox"), ini("agentbench_sandbox")),
-            ("auto", "strict", "basic"),
+            ISOLATION_MODES,
         ),
         loop_kill=_int_option(option, ini, "agentbench_loop_kill", 80, 0, 100),
         loop_kill_tokens=_int_option(option, ini, "agentbench_loop_kill_tokens", 1024, 1, 10**7),

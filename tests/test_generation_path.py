@@ -41,7 +41,7 @@ def test_a_plain_answer_is_one_turn_of_the_loop_offering_no_tools(tmp_path: Path
     with ScriptedServer() as server:
         client = ScriptedClient(ModelSpec.parse("scripted"), server.url)
         try:
-            client.prepare([task])
+            client.register([task])
             session = AgentSession.plain(task, client)
             run = session.attempt(
                 [{"role": "user", "content": "q"}],

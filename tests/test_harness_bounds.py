@@ -111,8 +111,6 @@ class BrokenClient:
     """A plugin's client with a bug: generate raises what no client may raise."""
     def __init__(self, spec):
         self.spec = spec
-    def prepare(self, tasks):
-        pass
     def generate(self, request, on_event=None):
         if "bad" not in request.messages[-1]["content"]:
             return Generation(text="7", finish_reason="stop", usage=Usage(total=1))

@@ -58,8 +58,6 @@ class EchoClient:
     """A model that answers with the last word of the prompt."""
     def __init__(self, spec):
         self.spec = spec
-    def prepare(self, tasks):
-        pass
     def generate(self, request, on_event=None):
         word = request.messages[-1]["content"].split()[-1]
         return Generation(text=word, finish_reason="stop", usage=Usage(input=3, output=1, total=4))

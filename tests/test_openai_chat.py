@@ -377,10 +377,10 @@ def test_scripted_client_registers_tasks_and_sends_script_and_turn(server, tmp_p
     second = make_task(tmp_path / "bench_a.toml", "pears", ("pear",))
     chat = ScriptedClient(ModelSpec.parse("scripted"), server.url)
     try:
-        chat.prepare([first, second])
-        # Changed on the server after registering: a second prepare must not overwrite it.
+        chat.register([first, second])
+        # Changed on the server after registering: a second register must not overwrite it.
         server.add_scripts({second.key: ["changed"]})
-        chat.prepare([first, second])
+        chat.register([first, second])
 
         def answer(task: Task, turn: int) -> Generation:
             messages = ({"role": "user", "content": "q"},)
@@ -408,7 +408,7 @@ def test_scripted_client_rejects_a_bad_reply_naming_suite_task_and_index(server,
     chat = ScriptedClient(ModelSpec.parse("scripted"), server.url)
     try:
         with pytest.raises(SuiteError) as info:
-            chat.prepare([task])
+            chat.register([task])
     finally:
         chat.close()
     assert info.value.path == str(tmp_path / "bench_b.toml")

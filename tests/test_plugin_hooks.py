@@ -236,8 +236,6 @@ import pytest
 class Broken:
     def __init__(self, spec):
         self.spec = spec
-    def prepare(self, tasks):
-        pass
     def generate(self, request, on_event=None):
         raise RuntimeError("the wire is cut")
     def close(self):

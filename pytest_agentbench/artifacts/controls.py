@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pytest_agentbench.suites.task import ControlExpect
+
 
 def is_control(record: Mapping[str, Any]) -> bool:
     return isinstance(record.get("control"), Mapping)
@@ -27,7 +29,7 @@ def control_records(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, A
     return [record for record in records if is_control(record)]
 
 
-def behaved(expect: str, outcome: str) -> bool | None:
+def behaved(expect: ControlExpect, outcome: str) -> bool | None:
     """Whether a control with ``expect`` behaved given its rollout's outcome; None for a
     harness error (no verdict to judge)."""
     if outcome == "harness_error":
@@ -36,7 +38,13 @@ def behaved(expect: str, outcome: str) -> bool | None:
 
 
 def control_fields(
-    *, name: str, expect: str, source: str, canary: bool, outcome: str | None, missing: str = ""
+    *,
+    name: str,
+    expect: ControlExpect,
+    source: str,
+    canary: bool,
+    outcome: str | None,
+    missing: str = "",
 ) -> dict[str, Any]:
     """The ``control`` table of a control's record."""
     return {

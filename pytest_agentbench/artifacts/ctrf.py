@@ -12,12 +12,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_agentbench.artifacts.jsonio import Streamed
+from pytest_agentbench.core.records import CTRF_STATUSES, CtrfStatus
 
 SPEC_VERSION = "0.0.0"
 EXTRA_KEY = "pytest-agentbench.rollout"
 
 
-def ctrf_status(outcome: str) -> str:
+def ctrf_status(outcome: str) -> CtrfStatus:
     """The CTRF status of one of our outcomes."""
     if outcome == "passed":
         return "passed"
@@ -28,7 +29,7 @@ def ctrf_status(outcome: str) -> str:
     return "failed"
 
 
-def record_status(record: Mapping[str, Any]) -> str:
+def record_status(record: Mapping[str, Any]) -> CtrfStatus:
     """The CTRF status of a record: its outcome's, except that a control passes when it
     behaved (a negative control's failed verdict is a pass), fails when it misbehaved and
     is skipped when it could not run (no positive control)."""
@@ -125,7 +126,7 @@ def build_ctrf(
     """The whole report. Counts are derived from the tests' statuses, so they always
     agree. With ``stream`` the tests are a :class:`Streamed` array, each made as it is
     written (records must then be a sequence, read twice)."""
-    counts = {s: 0 for s in ("passed", "failed", "skipped", "pending", "other")}
+    counts = dict.fromkeys(CTRF_STATUSES, 0)
     if stream:
         records = records if isinstance(records, Sequence) else list(records)
         for record in records:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pytest_agentbench.core.task_record import (
     Failure,
@@ -31,14 +31,10 @@ __all__ = [
 SCHEMA_VERSION = 1
 
 Outcome = Literal["passed", "failed", "timeout", "loop_killed", "length_exceeded", "harness_error"]
-OUTCOMES: tuple[Outcome, ...] = (
-    "passed",
-    "failed",
-    "timeout",
-    "loop_killed",
-    "length_exceeded",
-    "harness_error",
-)
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
+#: A test's status in a CTRF report (ours, and the inner report a code verifier reads).
+CtrfStatus = Literal["passed", "failed", "skipped", "pending", "other"]
+CTRF_STATUSES: tuple[CtrfStatus, ...] = get_args(CtrfStatus)
 
 
 @dataclass

@@ -12,7 +12,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, Literal, get_args
 
 #: The settings, in the order they are documented and recorded.
 SAMPLING_FIELDS = (
@@ -27,7 +27,8 @@ SAMPLING_FIELDS = (
 )
 
 #: What ``reasoning_effort`` may say (the OpenAI values).
-REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+REASONING_EFFORTS: tuple[ReasoningEffort, ...] = get_args(ReasoningEffort)
 
 #: Keys of a request body that ``extra_body`` may not set: the harness owns them.
 RESERVED_BODY_KEYS = (

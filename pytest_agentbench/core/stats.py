@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist, median
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 DEFAULT_LEVEL = 0.95
 DEFAULT_SEED = 20261201
@@ -26,7 +26,7 @@ MAX_DRAWS = 2_000_000
 MIN_RESAMPLES = 200
 
 Reducer = Literal["mean", "median", "max", "majority"]
-REDUCERS: tuple[Reducer, ...] = ("mean", "median", "max", "majority")
+REDUCERS: tuple[Reducer, ...] = get_args(Reducer)
 
 H = TypeVar("H", bound=Hashable)
 

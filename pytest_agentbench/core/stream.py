@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
+
+#: The wire protocols a built-in client speaks (and the scripted server answers in):
+#: Chat Completions, the OpenAI Responses API, the Anthropic Messages API.
+WireProtocol = Literal["chat", "responses", "anthropic"]
+WIRE_PROTOCOLS: tuple[WireProtocol, ...] = get_args(WireProtocol)
 
 
 class _NoData(Mapping[str, Any]):

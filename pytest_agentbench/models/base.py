@@ -8,7 +8,7 @@ are defined in core/ and re-exported here as part of the interface a client impl
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -175,10 +175,6 @@ class ModelClient(Protocol):
     error's ``partial`` attribute (when present) holds what arrived before it failed."""
 
     spec: ModelSpec
-
-    def prepare(self, tasks: Iterable[Any]) -> None:
-        """Called with a suite's tasks before any of them runs, for a client that must see
-        them first (the scripted client registers their replies); others do nothing."""
 
     def generate(self, request: ModelRequest, on_event: EventSink | None = None) -> Generation: ...
 

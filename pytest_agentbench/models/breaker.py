@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable
-from typing import Any
 
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.errors import CircuitOpen, ContextOverflow, ModelError, ProviderError
@@ -113,9 +112,6 @@ class BreakerClient:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.inner!r})"
-
-    def prepare(self, tasks: Iterable[Any]) -> None:
-        self.inner.prepare(tasks)
 
     def close(self) -> None:
         self.inner.close()

@@ -264,9 +264,6 @@ class ProtocolClient(ErrorMapping):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.spec.label!r}, {self.public_endpoint!r})"
 
-    def prepare(self, tasks: Any) -> None:
-        """Nothing to prepare for a real provider."""
-
     def close(self) -> None:
         """Close every thread's client: requests in flight end promptly, later ones fail."""
         with self._clients_lock:

@@ -16,7 +16,7 @@ import dataclasses
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -232,9 +232,6 @@ class LimitedClient:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.inner!r})"
-
-    def prepare(self, tasks: Iterable[Any]) -> None:
-        self.inner.prepare(tasks)
 
     def close(self) -> None:
         self.limit.close()

@@ -14,7 +14,7 @@ import math
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,9 +119,6 @@ class RetryingClient:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.inner!r}, {self.policy!r})"
-
-    def prepare(self, tasks: Iterable[Any]) -> None:
-        self.inner.prepare(tasks)
 
     def close(self) -> None:
         self._closed.set()

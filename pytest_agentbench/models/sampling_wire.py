@@ -10,16 +10,17 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_agentbench.core.sampling import Sampling
+from pytest_agentbench.core.stream import WireProtocol
 from pytest_agentbench.models.base import ModelSpec
 
-PROTOCOL_NAMES = {
+PROTOCOL_NAMES: dict[WireProtocol, str] = {
     "chat": "Chat Completions",
     "responses": "the Responses API",
     "anthropic": "the Anthropic Messages API",
 }
 
 #: Why a protocol refuses a setting (no field for it), by protocol and setting.
-_NO_FIELD = {
+_NO_FIELD: dict[WireProtocol, dict[str, str]] = {
     "chat": {
         "top_k": "Chat Completions has no top_k field (a server that reads one, like vLLM "
         "or llama.cpp, takes it in extra_body)",
@@ -42,7 +43,7 @@ _NO_FIELD = {
 ANTHROPIC_MIN_BUDGET = 1024
 
 
-def protocol_of(spec: ModelSpec) -> str:
+def protocol_of(spec: ModelSpec) -> WireProtocol:
     """The wire protocol a model spec speaks."""
     name = spec.model if spec.provider == "scripted" else spec.provider
     if name == "openai-responses":
@@ -52,7 +53,7 @@ def protocol_of(spec: ModelSpec) -> str:
     return "chat"
 
 
-def sampling_refusals(protocol: str, values: dict[str, Any]) -> list[tuple[str, str]]:
+def sampling_refusals(protocol: WireProtocol, values: dict[str, Any]) -> list[tuple[str, str]]:
     """``(setting, reason)`` for each set value (``Sampling.public()`` form) that
     ``protocol`` cannot carry or takes in a narrower range."""
     refusals = [
@@ -76,7 +77,9 @@ def sampling_refusals(protocol: str, values: dict[str, Any]) -> list[tuple[str, 
     return refusals
 
 
-def apply_sampling(protocol: str, body: dict[str, Any], sampling: Sampling) -> dict[str, Any]:
+def apply_sampling(
+    protocol: WireProtocol, body: dict[str, Any], sampling: Sampling
+) -> dict[str, Any]:
     """Put each set setting in ``body`` under ``protocol``'s field, then merge
     ``extra_body`` last (it may override a sampling field, never the harness's own keys:
     those are refused when the settings are read). Returns ``body``."""

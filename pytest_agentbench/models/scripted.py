@@ -3,7 +3,8 @@
 Each request names its task's script and turn in headers (from the request's
 ``metadata``: the task key and the model call's number in the rollout), so replies do
 not depend on the order requests arrive in (rollouts run concurrently, and under xdist
-from several processes). ``prepare`` registers the tasks' replies before they run.
+from several processes). ``register_scripts`` registers a suite's replies before its
+tasks run (the run calls it for every client; it does nothing for any other client).
 ``scripted`` speaks Chat Completions; ``scripted/anthropic`` and
 ``scripted/openai-responses`` the others.
 """
@@ -60,7 +61,7 @@ class _ScriptBook:
         turn = request.metadata.get(REQUEST_CALL, "0")
         return {"x-agentbench-script": key, "x-agentbench-turn": turn}
 
-    def prepare(self, tasks: Iterable[Any]) -> None:
+    def register(self, tasks: Iterable[Any]) -> None:
         """Register the scripted replies of tasks not registered yet, in one POST.
 
         Raises SuiteError for a reply the server could not play (naming the suite file,
@@ -130,3 +131,11 @@ def scripted_client(spec: ModelSpec, base_url: str) -> ModelClient:
     if spec.model == "openai-responses":
         return ScriptedResponsesClient(spec, base_url)
     return ScriptedClient(spec, base_url)
+
+
+def register_scripts(client: ModelClient, tasks: Iterable[Any]) -> None:
+    """Register the tasks' scripted replies when ``client`` is a scripted client (the bare
+    client, not a retrying or limiting wrapper around it); any other client needs nothing
+    before a task runs, so this does nothing for it."""
+    if isinstance(client, _ScriptBook):
+        client.register(tasks)

@@ -17,7 +17,9 @@ from typing import Any, Literal
 from pytest_agentbench.core.stats import DEFAULT_LEVEL, Estimate, compare_paired
 
 Record = Mapping[str, Any]
-Metric = Literal["auto", "pass", "reward"]
+#: What two runs are compared on; ``Metric`` adds ``auto`` (reward when both have one).
+PairMetric = Literal["pass", "reward"]
+Metric = Literal["auto", PairMetric]
 Verdict = Literal["better", "worse", "tie", "none"]
 
 
@@ -49,7 +51,7 @@ class RecordComparison:
 
     first: str
     second: str
-    metric: Literal["pass", "reward"]
+    metric: PairMetric
     paired: int
     excluded: int
     only_first: int
@@ -129,7 +131,7 @@ class RecordComparison:
         }
 
 
-def _value(record: Record, metric: Literal["pass", "reward"]) -> float | bool | None:
+def _value(record: Record, metric: PairMetric) -> float | bool | None:
     """Pass/fail or reward of one record; None for a harness error (no verdict)."""
     if record.get("outcome") == "harness_error":
         return None

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from pytest_agentbench.artifacts.controls import invalid_reason, task_records
 from pytest_agentbench.artifacts.score_stats import score_estimate
 from pytest_agentbench.artifacts.summary import score
 
-GATE_ON = ("point", "lower")
+#: What the score gate compares: the point estimate or its 95 % interval's lower bound.
+GateOn = Literal["point", "lower"]
+GATE_ON: tuple[GateOn, ...] = get_args(GateOn)
 
 
 @dataclass(frozen=True)

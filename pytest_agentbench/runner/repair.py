@@ -16,12 +16,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_agentbench.suites.task import Task
+from pytest_agentbench.suites.task import FeedbackLevel, Task
 from pytest_agentbench.verifiers.base import Verdict
 
 RAW_LIMIT = 4000
-REPAIR_MODES = ("conversation", "stateless")
-FEEDBACK_LEVELS = ("none", "counts", "names", "raw")
 _PAIRED = ("_found", "_passed", "_ok")
 
 
@@ -44,8 +42,8 @@ def check_counts(metrics: Mapping[str, Any]) -> tuple[float, float] | None:
     return None
 
 
-def feedback_text(verdict: Verdict, level: str) -> str:
-    """The verdict as shown to the model at ``level`` (one of FEEDBACK_LEVELS)."""
+def feedback_text(verdict: Verdict, level: FeedbackLevel) -> str:
+    """The verdict as shown to the model at ``level`` (a FeedbackLevel)."""
     lines = ["Your previous answer did not pass the check."]
     if level == "none":
         return lines[0]

@@ -25,7 +25,7 @@ import subprocess
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from pytest_agentbench.errors import SandboxError
 from pytest_agentbench.sandbox.environ_guard import guard_harness
@@ -33,7 +33,8 @@ from pytest_agentbench.sandbox.pidcap import pids_root
 
 #: ``auto`` takes the best level available; ``strict`` refuses to run without ``strong``;
 #: ``basic`` never uses a namespace tool (for comparison, or where namespaces misbehave).
-ISOLATION_MODES = ("auto", "strict", "basic")
+Isolation = Literal["auto", "strict", "basic"]
+ISOLATION_MODES: tuple[Isolation, ...] = get_args(Isolation)
 #: Directories tried for the tools, so a scrubbed or odd PATH cannot hide or fake them.
 _TOOL_PATH = "/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin"
 _PROBE_TIMEOUT_S = 10.0

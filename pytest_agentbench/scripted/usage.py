@@ -20,9 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-Shape = Literal["chat", "responses", "anthropic"]
+from pytest_agentbench.core.stream import WireProtocol
+
+#: The usage shape of a protocol: the protocol's name.
+Shape = WireProtocol
 
 #: The whole-prompt and output count of each OpenAI shape.
 _NAMES = {

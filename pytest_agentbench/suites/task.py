@@ -5,12 +5,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from pytest_agentbench.core.sampling import Sampling
 
 #: The tools an agent task gets unless it names its own (the built-in ones).
 DEFAULT_TOOLS = ("bash", "read_file", "write_file", "list_files")
+
+#: How a repair round asks again (suite ``repair_mode``, ``--agentbench-repair-mode``).
+RepairMode = Literal["conversation", "stateless"]
+REPAIR_MODES: tuple[RepairMode, ...] = get_args(RepairMode)
+#: How much of a verdict a repair round shows (suite ``feedback``, ``--agentbench-feedback``).
+FeedbackLevel = Literal["none", "counts", "names", "raw"]
+FEEDBACK_LEVELS: tuple[FeedbackLevel, ...] = get_args(FeedbackLevel)
+#: How a task's attempts are generated (suite ``mode``).
+TaskMode = Literal["answer", "agent"]
+TASK_MODES: tuple[TaskMode, ...] = get_args(TaskMode)
+#: What a control expects of its verdict: ``pass`` (positive) or ``fail`` (negative).
+ControlExpect = Literal["pass", "fail"]
+CONTROL_EXPECTS: tuple[ControlExpect, ...] = get_args(ControlExpect)
 
 
 @dataclass(frozen=True)
@@ -29,7 +42,7 @@ class Control:
     negative control added to an ordinary model run."""
 
     name: str
-    expect: str
+    expect: ControlExpect
     source: str
     canary: bool = False
 
@@ -70,8 +83,8 @@ class Task:
     verifier: VerifierConfig = field(default_factory=lambda: VerifierConfig("exact"))
     choices: tuple[str, ...] = ()
     repairs: int = 0
-    repair_mode: str = "conversation"
-    feedback: str = "names"
+    repair_mode: RepairMode = "conversation"
+    feedback: FeedbackLevel = "names"
     timeout_s: float | None = None
     max_tokens: int | None = None
     pass_threshold: float = 1.0
@@ -81,7 +94,7 @@ class Task:
     marks: tuple[str, ...] = ()
     files: Mapping[str, str] = field(default_factory=dict)
     files_dir: Path | None = None
-    mode: str = "answer"
+    mode: TaskMode = "answer"
     max_turns: int = 20
     tools: tuple[str, ...] = DEFAULT_TOOLS
     max_tool_output: int = 10_000

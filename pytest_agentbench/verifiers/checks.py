@@ -30,6 +30,7 @@ from pytest_agentbench.verifiers.sandboxed import (
 )
 from pytest_agentbench.verifiers.stamped import (
     MODULE_OPTION,
+    SCORINGS,
     ctrf_document,
     run_details,
     run_inner,
@@ -275,7 +276,7 @@ PYTHON_CHECKS = FunctionVerifier(
             },
             "module": MODULE_OPTION,
             "scoring": {
-                "enum": ["all", "fraction"],
+                "enum": list(SCORINGS),
                 "default": "all",
                 "description": "all: 1 only when every case passes; fraction: passed / total.",
             },

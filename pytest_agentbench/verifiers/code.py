@@ -31,6 +31,7 @@ from pytest_agentbench.verifiers.sandboxed import (
 )
 from pytest_agentbench.verifiers.stamped import (
     MODULE_OPTION,
+    SCORINGS,
     STATUSES,
     ctrf_document,
     run_details,
@@ -243,7 +244,7 @@ PYTHON_TESTS = FunctionVerifier(
             },
             "module": MODULE_OPTION,
             "scoring": {
-                "enum": ["fraction", "all"],
+                "enum": list(SCORINGS),
                 "default": "fraction",
                 "description": "fraction: passed / total; all: 1 only when every test passes.",
             },

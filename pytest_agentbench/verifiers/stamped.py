@@ -18,8 +18,9 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
+from pytest_agentbench.core.records import CTRF_STATUSES
 from pytest_agentbench.sandbox import CommandResult, Workspace
 from pytest_agentbench.verifiers.base import Check
 from pytest_agentbench.verifiers.sandboxed import (
@@ -30,7 +31,11 @@ from pytest_agentbench.verifiers.sandboxed import (
     run_sandboxed,
 )
 
-STATUSES = ("passed", "failed", "skipped", "pending", "other")
+STATUSES = CTRF_STATUSES
+#: The ``scoring`` option of both verifiers: ``fraction`` (passed / total) or ``all``
+#: (1 only when every test or case passes).
+Scoring = Literal["fraction", "all"]
+SCORINGS: tuple[Scoring, ...] = get_args(Scoring)
 #: The ``module`` option of both verifiers (merged into their options schemas).
 MODULE_OPTION: dict[str, Any] = {
     "type": "string",

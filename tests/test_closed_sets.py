@@ -1,0 +1,97 @@
+"""Each closed set of words has one definition, a ``Literal`` whose ``get_args`` is the
+runtime tuple; the JSON Schemas and the command-line choices list exactly those words."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, get_args
+
+import pytest
+
+from pytest_agentbench import schemas
+from pytest_agentbench.core.records import CTRF_STATUSES, OUTCOMES, CtrfStatus, Outcome
+from pytest_agentbench.core.sampling import REASONING_EFFORTS, ReasoningEffort
+from pytest_agentbench.core.stats import REDUCERS, Reducer
+from pytest_agentbench.core.stream import WIRE_PROTOCOLS, WireProtocol
+from pytest_agentbench.models.sampling_wire import PROTOCOL_NAMES
+from pytest_agentbench.report.compare import PairMetric, Verdict
+from pytest_agentbench.report.gate import GATE_ON, GateOn
+from pytest_agentbench.sandbox.isolation import ISOLATION_MODES, Isolation
+from pytest_agentbench.suites.task import (
+    CONTROL_EXPECTS,
+    FEEDBACK_LEVELS,
+    REPAIR_MODES,
+    TASK_MODES,
+    ControlExpect,
+    FeedbackLevel,
+    RepairMode,
+    TaskMode,
+)
+from pytest_agentbench.suites.validate import suite_schema
+from pytest_agentbench.verifiers.builtin import BUILTIN_VERIFIERS
+from pytest_agentbench.verifiers.stamped import SCORINGS, Scoring
+
+
+def enums(node: Any, name: str) -> Iterator[list[Any]]:
+    """Every ``enum`` of a property called ``name``, anywhere in a schema."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == name and isinstance(value, dict) and "enum" in value:
+                yield value["enum"]
+            yield from enums(value, name)
+    elif isinstance(node, list):
+        for value in node:
+            yield from enums(value, name)
+
+
+@pytest.mark.parametrize(
+    ("schema", "name", "words"),
+    [
+        ("suite", "repair_mode", get_args(RepairMode)),
+        ("suite", "feedback", get_args(FeedbackLevel)),
+        ("suite", "mode", get_args(TaskMode)),
+        ("suite", "reasoning_effort", get_args(ReasoningEffort)),
+        ("summary", "metric", get_args(PairMetric)),
+        ("summary", "verdict", get_args(Verdict)),
+        ("ctrf", "status", get_args(CtrfStatus)),
+        ("task_record", "expect", get_args(ControlExpect)),
+    ],
+)
+def test_a_schema_lists_exactly_the_words_of_its_type(
+    schema: str, name: str, words: tuple[str, ...]
+) -> None:
+    document = suite_schema() if schema == "suite" else schemas.load(schema)
+    found = list(enums(document, name))
+    assert found, f"{schema} schema: no enum for {name!r}"
+    for listed in found:
+        assert listed == list(words), f"{schema} schema, {name!r}"
+
+
+@pytest.mark.parametrize(
+    ("runtime", "alias"),
+    [
+        (OUTCOMES, Outcome),
+        (CTRF_STATUSES, CtrfStatus),
+        (REASONING_EFFORTS, ReasoningEffort),
+        (REDUCERS, Reducer),
+        (GATE_ON, GateOn),
+        (ISOLATION_MODES, Isolation),
+        (REPAIR_MODES, RepairMode),
+        (FEEDBACK_LEVELS, FeedbackLevel),
+        (TASK_MODES, TaskMode),
+        (SCORINGS, Scoring),
+        (CONTROL_EXPECTS, ControlExpect),
+        (WIRE_PROTOCOLS, WireProtocol),
+        (tuple(PROTOCOL_NAMES), WireProtocol),
+    ],
+)
+def test_each_runtime_tuple_is_its_literal(runtime: tuple[str, ...], alias: Any) -> None:
+    assert runtime == get_args(alias)
+
+
+@pytest.mark.parametrize("kind", ["python_tests", "python_checks"])
+def test_a_code_verifiers_options_list_the_scoring_and_isolation_words(kind: str) -> None:
+    (verifier,) = [v for v in BUILTIN_VERIFIERS if v.kind == kind]
+    options = verifier.options_schema
+    assert list(enums(options, "scoring")) == [list(get_args(Scoring))]
+    assert list(enums(options, "isolation")) == [list(get_args(Isolation))]
