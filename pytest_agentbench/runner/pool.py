@@ -5,9 +5,16 @@ This is the one place that starts and stops rollout threads. The whole concurren
 of one process, in one page:
 
 Threads. pytest's main thread runs the items, one at a time, in order. The rollout
-threads (``agentbench-rollout-N``, at most ``--agentbench-concurrency``, daemons) are
-started here, on demand, and each runs planned jobs (one rollout plus its files,
-execution.py) until the pool closes. Three more kinds serve them, none of which runs a
+threads (``agentbench-rollout-N``, daemons) are started here, on demand, and each runs
+planned jobs (one rollout plus its files, execution.py) until the pool closes. At most
+``--agentbench-concurrency`` jobs count at once: a rollout that starts a non-trivial
+verification calls ``step_aside`` (runner/rollout.py) and counts again only at its next
+model call (``step_back``, a repair round) or not at all (its files are written after),
+so another thread starts the next rollout's generation meanwhile. A model call waits on
+the network, a verification on a core: the verifications are bounded apart, one per CPU
+slot machine-wide (sandbox/cpuslots.py, across threads, xdist workers and runs), and the
+look-ahead (``default_ahead``: 2 x concurrency + the slots) bounds how many rollouts are
+started and not reported, so threads are at most concurrency + look-ahead. Three more kinds serve them, none of which runs a
 rollout: one deadline clock per process (``agentbench-deadlines``, models/deadline.py)
 that shuts the socket of a request past its deadline; the scripted server's threads
 (scripted/server.py, in the serial process or xdist controller only); and under xdist
@@ -26,8 +33,10 @@ Who waits on whom. The main thread waits in ``RolloutPool.result`` for the item 
 rollout thread waits on the model (its own httpx client per thread, models/http.py), on
 the run's rate limit (models/ratelimit.py, or the controller's over TCP), on its
 verifier's subprocess, and briefly on the run's make-once locks (the client, a suite's
-``prepare``, the run folder: services.py, run.py). Nothing waits on a rollout thread but
-``result``; no rollout thread waits on the main thread.
+``prepare``, the run folder: services.py, run.py), and in ``step_back`` for a place
+among the counted jobs (freed by another job's end or step aside; ``close`` frees it).
+Nothing waits on a rollout thread but ``result`` and ``step_back``; no rollout thread
+waits on the main thread.
 
 xdist. Each worker is a process with its own pool, planning only what the controller
 sent it (pytest_compat.worker_queue), and the controller's scheduler keeps each worker's
