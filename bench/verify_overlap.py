@@ -27,7 +27,7 @@ ANSWER = "```python\\ndef add(a, b):\\n    return a + b\\n```"
 
 
 def suite(tasks: int, delay_s: float) -> str:
-    lines = ['[suite]', f'verifier = {{ kind = "python_tests", tests = "{TESTS}" }}']
+    lines = ["[suite]", f'verifier = {{ kind = "python_tests", tests = "{TESTS}" }}']
     for index in range(tasks):
         lines += [
             "[[task]]",
@@ -41,9 +41,22 @@ def suite(tasks: int, delay_s: float) -> str:
 def run_once(folder: Path, concurrency: int) -> float:
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--agentbench", "-q", "-p", "no:cacheprovider",
-         "--agentbench-concurrency", str(concurrency), "bench_add.toml"],
-        cwd=folder, capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--agentbench",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--agentbench-concurrency",
+            str(concurrency),
+            "bench_add.toml",
+        ],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     wall = time.perf_counter() - start
     if done.returncode != 0 or " passed" not in done.stdout or "failed" in done.stdout:
@@ -59,11 +72,19 @@ def main() -> None:
         folder = Path(temp)
         (folder / "bench_add.toml").write_text(suite(tasks, delay_s))
         walls = [run_once(folder, 1) for _ in range(rounds)]
-    print(json.dumps({
-        "tasks": tasks, "delay_s": delay_s, "concurrency": 1, "cores": os.cpu_count(),
-        "load_1m": os.getloadavg()[0], "walls_s": [round(w, 2) for w in walls],
-        "median_s": round(statistics.median(walls), 2),
-    }))
+    print(
+        json.dumps(
+            {
+                "tasks": tasks,
+                "delay_s": delay_s,
+                "concurrency": 1,
+                "cores": os.cpu_count(),
+                "load_1m": os.getloadavg()[0],
+                "walls_s": [round(w, 2) for w in walls],
+                "median_s": round(statistics.median(walls), 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

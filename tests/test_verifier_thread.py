@@ -63,7 +63,9 @@ def test_one_verifier_thread_per_rollout_thread_serves_its_tasks(
         "--agentbench", "--agentbench-concurrency", "1", "-p", "no:cacheprovider", "-s"
     )
     result.assert_outcomes(passed=10)
-    result.stdout.fnmatch_lines(["verifier threads: * for 10 verifications {'agentbench-verifier'}"])
+    result.stdout.fnmatch_lines(
+        ["verifier threads: * for 10 verifications {'agentbench-verifier'}"]
+    )
     verifier_threads, verifications, rollout_threads = _counts(result.stdout.str())
     assert 1 <= verifier_threads <= rollout_threads < verifications
 

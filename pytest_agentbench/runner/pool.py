@@ -14,9 +14,11 @@ so another thread starts the next rollout's generation meanwhile. A model call w
 the network, a verification on a core: the verifications are bounded apart, one per CPU
 slot machine-wide (sandbox/cpuslots.py, across threads, xdist workers and runs), and the
 look-ahead (``default_ahead``: 2 x concurrency + the slots) bounds how many rollouts are
-started and not reported, so threads are at most concurrency + look-ahead. Three more kinds serve them, none of which runs a
-rollout: one deadline clock per process (``agentbench-deadlines``, models/deadline.py)
-that shuts the socket of a request past its deadline; the scripted server's threads
+started and not reported, so threads are at most concurrency + look-ahead.
+
+Three more kinds of thread serve them, none of which runs a rollout: one deadline clock
+per process (``agentbench-deadlines``, models/deadline.py) that shuts the socket of a
+request past its deadline; the scripted server's threads
 (scripted/server.py, in the serial process or xdist controller only); and under xdist
 with a rate limit, the controller's limit service (``agentbench-limit``,
 models/ratelimit_remote.py) answering the workers over loopback TCP.
