@@ -5,11 +5,20 @@ This is the one place that starts and stops rollout threads. The whole concurren
 of one process, in one page:
 
 Threads. pytest's main thread runs the items, one at a time, in order. The rollout
-threads (``agentbench-rollout-N``, at most ``--agentbench-concurrency``, daemons) are
-started here, on demand, and each runs planned jobs (one rollout plus its files,
-execution.py) until the pool closes. Three more kinds serve them, none of which runs a
-rollout: one deadline clock per process (``agentbench-deadlines``, models/deadline.py)
-that shuts the socket of a request past its deadline; the scripted server's threads
+threads (``agentbench-rollout-N``, daemons) are started here, on demand, and each runs
+planned jobs (one rollout plus its files, execution.py) until the pool closes. At most
+``--agentbench-concurrency`` jobs count at once: a rollout that starts a non-trivial
+verification calls ``step_aside`` (runner/rollout.py) and counts again only at its next
+model call (``step_back``, a repair round) or not at all (its files are written after),
+so another thread starts the next rollout's generation meanwhile. A model call waits on
+the network, a verification on a core: the verifications are bounded apart, one per CPU
+slot machine-wide (sandbox/cpuslots.py, across threads, xdist workers and runs), and the
+look-ahead (``default_ahead``: 2 x concurrency + the slots) bounds how many rollouts are
+started and not reported, so threads are at most concurrency + look-ahead.
+
+Three more kinds of thread serve them, none of which runs a rollout: one deadline clock
+per process (``agentbench-deadlines``, models/deadline.py) that shuts the socket of a
+request past its deadline; the scripted server's threads
 (scripted/server.py, in the serial process or xdist controller only); and under xdist
 with a rate limit, the controller's limit service (``agentbench-limit``,
 models/ratelimit_remote.py) answering the workers over loopback TCP.
@@ -26,8 +35,10 @@ Who waits on whom. The main thread waits in ``RolloutPool.result`` for the item 
 rollout thread waits on the model (its own httpx client per thread, models/http.py), on
 the run's rate limit (models/ratelimit.py, or the controller's over TCP), on its
 verifier's subprocess, and briefly on the run's make-once locks (the client, a suite's
-``prepare``, the run folder: services.py, run.py). Nothing waits on a rollout thread but
-``result``; no rollout thread waits on the main thread.
+``prepare``, the run folder: services.py, run.py), and in ``step_back`` for a place
+among the counted jobs (freed by another job's end or step aside; ``close`` frees it).
+Nothing waits on a rollout thread but ``result`` and ``step_back``; no rollout thread
+waits on the main thread.
 
 xdist. Each worker is a process with its own pool, planning only what the controller
 sent it (pytest_compat.worker_queue), and the controller's scheduler keeps each worker's
@@ -52,9 +63,11 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from pytest_agentbench.sandbox.cpuslots import slot_count
+
 
 class RolloutPool:
-    """Runs planned jobs, in the order they were planned, on at most ``size`` threads.
+    """Runs planned jobs, in the order they were planned, at most ``size`` at a time.
 
     A thread that finishes a job takes the next planned one itself, so the number in
     flight stays at ``size`` however slowly the caller collects results (pytest reports
@@ -62,13 +75,19 @@ class RolloutPool:
     started and not yet collected: that bounds the memory held by finished results and
     the work done in vain when the run stops early.
 
+    A job that calls ``step_aside()`` (a rollout about to verify) stops counting against
+    ``size`` until it calls ``step_back()`` (its next model call) or ends: another thread
+    may start the next planned job meanwhile. A thread stepping back waits for a free
+    place before any new job starts. So at most ``size`` jobs are counted at once, and
+    at most ``size + ahead`` threads exist.
+
     ``result(key)`` waits for one job (planning it first, at the front, when it was not
     planned). ``close()`` drops every job not started yet and returns without waiting for
     running ones (their clients are closed by the caller, which ends them promptly)."""
 
     def __init__(self, size: int, ahead: int | None = None) -> None:
         self.size = max(1, size)
-        self.ahead = max(self.size, ahead if ahead is not None else 2 * self.size)
+        self.ahead = max(self.size, ahead if ahead is not None else default_ahead(self.size))
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)  # workers wait here for a job
         self._done = threading.Condition(self._lock)  # result() waits here
@@ -80,6 +99,9 @@ class RolloutPool:
         self._awaited: str | None = None
         self._threads: list[threading.Thread] = []
         self._idle = 0
+        self._counted = 0  # running jobs that count against size (not stepped aside)
+        self._returning = 0  # jobs waiting in step_back() for a place
+        self._place = threading.Condition(self._lock)  # step_back() waits here
         self._closed = False
 
     def plan(self, key: str, job: Callable[[], Any]) -> None:
@@ -97,10 +119,10 @@ class RolloutPool:
 
     def _wake_worker(self) -> None:
         """With the lock held: a worker for the next planned job, waking an idle one
-        or starting a thread while fewer than ``size`` run."""
+        or starting a thread when every thread runs a job and fewer than ``size`` count."""
         if self._idle:
             self._work.notify()
-        elif len(self._threads) < self.size:
+        elif self._counted < self.size and len(self._threads) == len(self._running):
             thread = threading.Thread(
                 target=self._worker,
                 name=f"agentbench-rollout-{len(self._threads)}",
@@ -112,7 +134,7 @@ class RolloutPool:
     def _may_start(self) -> bool:
         """With the lock held: whether a worker may take the next planned job. The job a
         caller waits for may always start (it is at the front of the plan)."""
-        if not self._plan:
+        if not self._plan or self._counted >= self.size or self._returning:
             return False
         return self._uncollected < self.ahead or self._plan[0][0] == self._awaited
 
@@ -128,15 +150,52 @@ class RolloutPool:
                 key, job = self._plan.popleft()
                 self._uncollected += 1
                 self._running.add(key)
+                self._counted += 1
+                if self._may_start():
+                    self._wake_worker()  # planned ones that the others left
+            _current.pool, _current.counted = self, True
             try:
                 outcome: tuple[bool, Any] = (True, job())
             except BaseException as exc:  # handed to the caller of result()
                 outcome = (False, exc)
             with self._lock:
                 self._running.discard(key)
+                if _current.counted:
+                    self._free_place()
+                _current.pool = None
                 self._finished[key] = outcome
                 if key == self._awaited:
                     self._done.notify_all()
+
+    def _free_place(self) -> None:
+        """With the lock held: the calling job stops counting against ``size``; a job
+        stepping back takes the place first, else the next planned job."""
+        self._counted -= 1
+        _current.counted = False
+        if self._returning:
+            self._place.notify()
+        elif self._plan:
+            self._wake_worker()
+
+    def _step_aside(self) -> None:
+        with self._lock:
+            if _current.counted:
+                self._free_place()
+
+    def _step_back(self) -> None:
+        with self._lock:
+            if _current.counted:
+                return
+            self._returning += 1
+            try:
+                while self._counted >= self.size and not self._closed:
+                    self._place.wait()
+            finally:
+                self._returning -= 1
+            self._counted += 1
+            _current.counted = True
+            if not self._returning and self._counted < self.size and self._plan:
+                self._wake_worker()
 
     def result(
         self,
@@ -205,3 +264,31 @@ class RolloutPool:
             self._plan.clear()
             self._work.notify_all()
             self._done.notify_all()
+            self._place.notify_all()
+
+
+#: The pool and standing of the job this thread runs (unset outside a pool's thread).
+_current = threading.local()
+
+
+def default_ahead(size: int) -> int:
+    """Jobs that may be started and not yet collected: ``size`` counted ones and as many
+    again finished or in the queue, plus one verifying per CPU slot (sandbox/cpuslots.py)
+    so that stepping aside can keep every core busy."""
+    return 2 * size + slot_count()
+
+
+def step_aside() -> None:
+    """The job running in this thread stops counting against its pool's size (it is
+    about to verify: a core, not the model). Nothing outside a pool's thread."""
+    pool: RolloutPool | None = getattr(_current, "pool", None)
+    if pool is not None:
+        pool._step_aside()
+
+
+def step_back() -> None:
+    """The job running in this thread counts against its pool's size again, waiting for
+    a place (its next model call). Nothing outside a pool's thread or when it counts."""
+    pool: RolloutPool | None = getattr(_current, "pool", None)
+    if pool is not None:
+        pool._step_back()

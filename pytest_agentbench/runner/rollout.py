@@ -20,6 +20,7 @@ from pytest_agentbench.errors import AgentbenchError, SandboxError
 from pytest_agentbench.models.base import ModelClient
 from pytest_agentbench.runner.agent import AgentSession
 from pytest_agentbench.runner.loopguard import KillPolicy
+from pytest_agentbench.runner.pool import step_aside, step_back
 from pytest_agentbench.runner.repair import repair_request, repairs_allowed
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.base import Check, Verdict, Verifier
@@ -248,6 +249,8 @@ def run_rollout(
             outcome, error = "timeout", f"timeout after {timeout_s:g}s"
             failure_detail = Failure(kind="model_timeout", stage="deadline", message=error)
             break
+        if index:
+            step_back()  # a repair round is a model call: it counts in the pool again
         attempt = Attempt(index=index)
         attempts.append(attempt)
         run = session.attempt(
@@ -278,6 +281,10 @@ def run_rollout(
             # verifier dir (a forged report, where the sandbox leaves the host writable)
             # must never be read as this task's result
             discard_foreign_files(check)
+        if not any(verifier is quick for quick in _INLINE):
+            # a verification uses a core (sandbox/cpuslots.py), not the model: the pool
+            # may start the next rollout's generation meanwhile (runner/pool.py)
+            step_aside()
         try:
             verdict = _verify_by(verifier, check, deadline)
         except Exception as exc:  # a crashing verifier is the harness's fault, not the model's
