@@ -197,6 +197,10 @@ def run_task_item(
         trace = failure_details(rollout, reason, str(directory))
         record = TaskRecord.from_json(record).with_fields(message=reason, trace=trace).to_json()
     redacted: dict[str, Any] = redact(record, secrets)  # same shape: a JSON object
+    if rollout.outcome == "harness_error" and state.inflight.closing:
+        # the run stopped under this rollout (its client closed): not a result, so no
+        # result.json, and --agentbench-resume sends the task again
+        return redacted
     write_result(directory, rollout, redacted, fingerprint=settings.fingerprint(), secrets=secrets)
     return redacted
 

@@ -35,6 +35,9 @@ class InFlight:
         self.status: StatusWriter | None = None
         self._planned_to = 0
         self._interactor: Any = None
+        #: set when the run stops (-x, Ctrl-C, SIGTERM, the end): a rollout still running
+        #: then ends because its client was closed under it
+        self.closing = False
 
     def set_queue(self, items: list[Any]) -> None:
         """The task items this process will run, in pytest's order (after selection)."""
@@ -87,5 +90,6 @@ class InFlight:
 
     def close(self) -> None:
         """Drop the rollouts not started yet (see RolloutPool.close)."""
+        self.closing = True
         if self.pool is not None:
             self.pool.close()
