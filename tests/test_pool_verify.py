@@ -37,7 +37,7 @@ def _asked_for(task_id):
 
 def _after_other(check):
     other = check.options.get("other")
-    waited_until = time.monotonic() + check.options.get("wait_s", 0)
+    waited_until = time.monotonic() + check.options.get("timeout_s", 0)
     while other and not _asked_for(other) and time.monotonic() < waited_until:
         time.sleep(0.01)
     seen = not other or _asked_for(other)
@@ -47,8 +47,10 @@ def _after_other(check):
 
 @pytest.hookimpl
 def pytest_agentbench_verifiers():
+    # a timeout_s option marks a verifier that runs a sandboxed command (as python_tests
+    # does): only those step aside; an in-process one keeps its place in the pool
     schema = {"type": "object", "additionalProperties": False,
-              "properties": {"other": {"type": "string"}, "wait_s": {"type": "number"}}}
+              "properties": {"other": {"type": "string"}, "timeout_s": {"type": "number"}}}
     return [FunctionVerifier("after_other", _after_other, schema)]
 """
 
@@ -59,7 +61,7 @@ timeout_s = 60
 id = "first"
 input = "One."
 scripted = ["one"]
-verifier = { kind = "after_other", other = "second", wait_s = 8 }
+verifier = { kind = "after_other", other = "second", timeout_s = 8 }
 [[task]]
 id = "second"
 input = "Two."

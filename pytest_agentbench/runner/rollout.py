@@ -48,6 +48,14 @@ _INLINE = (EXACT, INCLUDES)
 CLEANUP_GRACE_S = 5.0
 
 
+def _runs_sandboxed(verifier: Verifier) -> bool:
+    """True for a verifier that runs its check as a sandboxed command: the ones with a
+    ``timeout_s`` option (python_tests, python_checks, command, and plugins built alike)."""
+    schema = getattr(verifier, "options_schema", None) or {}
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    return isinstance(properties, Mapping) and "timeout_s" in properties
+
+
 def _bounded_options(verifier: Verifier, options: Mapping[str, Any], deadline: float) -> Any:
     """``options`` with ``timeout_s`` cut to what is left of the task, for a verifier that
     has that option (the sandboxed ones), so its command stops at the task's deadline.
@@ -281,9 +289,11 @@ def run_rollout(
             # verifier dir (a forged report, where the sandbox leaves the host writable)
             # must never be read as this task's result
             discard_foreign_files(check)
-        if not any(verifier is quick for quick in _INLINE):
-            # a verification uses a core (sandbox/cpuslots.py), not the model: the pool
-            # may start the next rollout's generation meanwhile (runner/pool.py)
+        if _runs_sandboxed(verifier):
+            # a sandboxed verification uses a core (sandbox/cpuslots.py), not the model:
+            # the pool may start the next rollout's generation meanwhile (runner/pool.py).
+            # An in-process verifier keeps its place: it would share this process (and a
+            # crash of it ends the process), so it overlaps nothing
             step_aside()
         try:
             verdict = _verify_by(verifier, check, deadline)
