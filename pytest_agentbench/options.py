@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_agentbench.core.sampling import REASONING_EFFORTS
-from pytest_agentbench.report.gate import GATE_ON
-from pytest_agentbench.sandbox.isolation import ISOLATION_MODES
-from pytest_agentbench.suites.task import FEEDBACK_LEVELS, REPAIR_MODES
+# the closed sets only: options are read without --agentbench, which imports nothing heavy
+from pytest_agentbench.core.choices import (
+    FEEDBACK_LEVELS,
+    GATE_ON,
+    ISOLATION_MODES,
+    REASONING_EFFORTS,
+    REPAIR_MODES,
+)
 
 
 def add_options(parser: pytest.Parser) -> None:

@@ -284,7 +284,8 @@ def test_probe():
     assert heavy == []
     assert "pytest_agentbench.plugin" in sys.modules
     ours = sorted(m for m in sys.modules if m.startswith("pytest_agentbench"))
-    light = ["pytest_agentbench", "pytest_agentbench.errors", "pytest_agentbench.hookspecs",
+    light = ["pytest_agentbench", "pytest_agentbench.core", "pytest_agentbench.core.choices",
+             "pytest_agentbench.errors", "pytest_agentbench.hookspecs",
              "pytest_agentbench.options", "pytest_agentbench.plugin", "pytest_agentbench.stash"]
     assert ours == light
 """

@@ -12,7 +12,10 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any, Literal, get_args
+from typing import Any
+
+from pytest_agentbench.core.choices import REASONING_EFFORTS as REASONING_EFFORTS
+from pytest_agentbench.core.choices import ReasoningEffort as ReasoningEffort
 
 #: The settings, in the order they are documented and recorded.
 SAMPLING_FIELDS = (
@@ -26,9 +29,6 @@ SAMPLING_FIELDS = (
     "extra_body",
 )
 
-#: What ``reasoning_effort`` may say (the OpenAI values).
-ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
-REASONING_EFFORTS: tuple[ReasoningEffort, ...] = get_args(ReasoningEffort)
 
 #: Keys of a request body that ``extra_body`` may not set: the harness owns them.
 RESERVED_BODY_KEYS = (

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal, get_args
+from typing import Any
 
 from pytest_agentbench.artifacts.controls import invalid_reason, task_records
 from pytest_agentbench.artifacts.score_stats import score_estimate
 from pytest_agentbench.artifacts.summary import score
-
-#: What the score gate compares: the point estimate or its 95 % interval's lower bound.
-GateOn = Literal["point", "lower"]
-GATE_ON: tuple[GateOn, ...] = get_args(GateOn)
+from pytest_agentbench.core.choices import GATE_ON as GATE_ON
+from pytest_agentbench.core.choices import GateOn as GateOn
 
 
 @dataclass(frozen=True)

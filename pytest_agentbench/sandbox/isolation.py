@@ -25,16 +25,14 @@ import subprocess
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
+from pytest_agentbench.core.choices import ISOLATION_MODES as ISOLATION_MODES
+from pytest_agentbench.core.choices import Isolation as Isolation
 from pytest_agentbench.errors import SandboxError
 from pytest_agentbench.sandbox.environ_guard import guard_harness
 from pytest_agentbench.sandbox.pidcap import pids_root
 
-#: ``auto`` takes the best level available; ``strict`` refuses to run without ``strong``;
-#: ``basic`` never uses a namespace tool (for comparison, or where namespaces misbehave).
-Isolation = Literal["auto", "strict", "basic"]
-ISOLATION_MODES: tuple[Isolation, ...] = get_args(Isolation)
 #: Directories tried for the tools, so a scrubbed or odd PATH cannot hide or fake them.
 _TOOL_PATH = "/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin"
 _PROBE_TIMEOUT_S = 10.0

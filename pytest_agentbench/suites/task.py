@@ -7,17 +7,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from pytest_agentbench.core.choices import FEEDBACK_LEVELS as FEEDBACK_LEVELS
+from pytest_agentbench.core.choices import REPAIR_MODES as REPAIR_MODES
+from pytest_agentbench.core.choices import FeedbackLevel as FeedbackLevel
+from pytest_agentbench.core.choices import RepairMode as RepairMode
 from pytest_agentbench.core.sampling import Sampling
 
 #: The tools an agent task gets unless it names its own (the built-in ones).
 DEFAULT_TOOLS = ("bash", "read_file", "write_file", "list_files")
 
-#: How a repair round asks again (suite ``repair_mode``, ``--agentbench-repair-mode``).
-RepairMode = Literal["conversation", "stateless"]
-REPAIR_MODES: tuple[RepairMode, ...] = get_args(RepairMode)
-#: How much of a verdict a repair round shows (suite ``feedback``, ``--agentbench-feedback``).
-FeedbackLevel = Literal["none", "counts", "names", "raw"]
-FEEDBACK_LEVELS: tuple[FeedbackLevel, ...] = get_args(FeedbackLevel)
 #: How a task's attempts are generated (suite ``mode``).
 TaskMode = Literal["answer", "agent"]
 TASK_MODES: tuple[TaskMode, ...] = get_args(TaskMode)
