@@ -4,7 +4,7 @@ Run: .venv/bin/python bench/verify_overlap.py [tasks] [delay_s] [rounds]
 
 A suite of ``tasks`` (default 12) ``python_tests`` tasks, each answered by the scripted
 model after ``delay_s`` (default 0.3 s, a model call waiting on the network), run by
-``pytest --agentbench --agentbench-concurrency 1`` in a subprocess; the wall clock of the
+``pytest --agentbench --agentbench-concurrency N`` (default 2) in a subprocess; the wall clock of the
 whole run, median of ``rounds`` (default 3). Every task must pass, so a fast wrong run
 cannot count. A verifying rollout stands aside from the concurrency limit
 (runner/pool.py), so the next task's model call overlaps the verification: the wall
@@ -68,16 +68,17 @@ def main() -> None:
     tasks = int(sys.argv[1]) if len(sys.argv) > 1 else 12
     delay_s = float(sys.argv[2]) if len(sys.argv) > 2 else 0.3
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+    concurrency = int(sys.argv[4]) if len(sys.argv) > 4 else 2
     with tempfile.TemporaryDirectory() as temp:
         folder = Path(temp)
         (folder / "bench_add.toml").write_text(suite(tasks, delay_s))
-        walls = [run_once(folder, 1) for _ in range(rounds)]
+        walls = [run_once(folder, concurrency) for _ in range(rounds)]
     print(
         json.dumps(
             {
                 "tasks": tasks,
                 "delay_s": delay_s,
-                "concurrency": 1,
+                "concurrency": concurrency,
                 "cores": os.cpu_count(),
                 "load_1m": os.getloadavg()[0],
                 "walls_s": [round(w, 2) for w in walls],

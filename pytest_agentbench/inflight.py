@@ -1,7 +1,7 @@
 """The task items this process runs, and the rollouts running ahead of them.
 
-pytest runs items one at a time from its main thread; with more than one item
-(or the live status line on) the item asks ``record_for`` for its record, which
+pytest runs items one at a time from its main thread; with ``--agentbench-concurrency``
+above 1 (or the live status line on) the item asks ``record_for`` for its record, which
 also plans the rollouts of the next items on the pool (runner/pool.py, which explains
 the threads). Only pytest's main thread calls in here.
 """
@@ -43,8 +43,8 @@ class InFlight:
         """The task items this process will run, in pytest's order (after selection)."""
         self.queue = items
         self.positions = {item.nodeid: i for i, item in enumerate(items)}
-        # even at concurrency 1: a rollout that verifies lets the next one generate
-        wants_pool = len(items) > 1
+        # concurrency 1 stays strictly serial: one task at a time, nothing run ahead
+        wants_pool = self.settings.concurrency > 1 and len(items) > 1
         if (wants_pool or self.live is not None) and self.pool is None and items:
             self.pool = RolloutPool(self.settings.concurrency)
 

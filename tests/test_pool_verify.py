@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-# The verifier of task "first" waits until the run's scripted server has been asked for
-# task "second"'s reply, and passes only when it was. A run that counts a verifying
-# rollout against concurrency 1 never asks for "second" before "first" is reported: the
-# wait runs out (no hang) and "first" fails.
+# The verifiers of tasks "first" and "second" wait until the run's scripted server has
+# been asked for task "third"'s reply, and pass only when it was. A run that counts a
+# verifying rollout against concurrency 2 never asks for "third" while both verify: the
+# waits run out (no hang) and both fail.
 CONFTEST = """
 import time
 
@@ -61,26 +61,31 @@ timeout_s = 60
 id = "first"
 input = "One."
 scripted = ["one"]
-verifier = { kind = "after_other", other = "second", timeout_s = 8 }
+verifier = { kind = "after_other", other = "third", timeout_s = 8 }
 [[task]]
 id = "second"
 input = "Two."
 scripted = ["two"]
+verifier = { kind = "after_other", other = "third", timeout_s = 8 }
+[[task]]
+id = "third"
+input = "Three."
+scripted = ["three"]
 verifier = { kind = "after_other" }
 """
 
 
-def test_the_next_rollout_generates_while_one_verifies_at_concurrency_one(
+def test_the_next_rollout_generates_while_the_others_verify(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makeconftest(CONFTEST)
     pytester.makefile(".toml", bench_pair=SUITE)
     result = pytester.runpytest(
-        "--agentbench", "--agentbench-concurrency", "1", "-p", "no:cacheprovider", "-v"
+        "--agentbench", "--agentbench-concurrency", "2", "-p", "no:cacheprovider", "-v"
     )
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=3)
     # pytest's order and report are kept
-    result.stdout.fnmatch_lines(["*::first PASSED*", "*::second PASSED*"])
+    result.stdout.fnmatch_lines(["*::first PASSED*", "*::second PASSED*", "*::third PASSED*"])
 
 
 def test_a_job_stepped_aside_frees_its_place_and_waits_for_one_to_come_back() -> None:
