@@ -4,8 +4,8 @@ Run: .venv/bin/python bench/verify_overlap.py [tasks] [delay_s] [rounds]
 
 A suite of ``tasks`` (default 12) ``python_tests`` tasks, each answered by the scripted
 model after ``delay_s`` (default 0.3 s, a model call waiting on the network), run by
-``pytest --agentbench --agentbench-concurrency N`` (default 2) in a subprocess; the wall clock of the
-whole run, median of ``rounds`` (default 3). Every task must pass, so a fast wrong run
+``pytest --agentbench --agentbench-concurrency N`` (default 2) in a subprocess; the wall
+clock of the whole run, median of ``rounds`` (default 3). Every task must pass, so a fast wrong run
 cannot count. A verifying rollout stands aside from the concurrency limit
 (runner/pool.py), so the next task's model call overlaps the verification: the wall
 tends to ``tasks × max(delay_s, verification)`` instead of their sum.
