@@ -96,17 +96,6 @@ BUDGET: dict[str, int] = {
     "report/probes.py": 1,
     "report/progress.py": 1,
     "report/terminal.py": 4,
-    # --- runner
-    "runner/agent.py": 21,
-    "runner/loopguard.py": 4,
-    "runner/pool.py": 7,
-    "runner/repair.py": 3,
-    "runner/rollout.py": 6,
-    "runner/tools.py": 9,
-    # --- sandbox
-    "sandbox/forkserver.py": 4,
-    "sandbox/isolation.py": 2,
-    "sandbox/workspace.py": 1,
     # --- schemas
     "schemas/__init__.py": 4,
     # --- scripted
