@@ -15,11 +15,13 @@ of. Two promises hold here, for every plugin a user combines us with:
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_agentbench.core.task_record import Outcome
     from pytest_agentbench.run import RunState
 
 #: What pytest-timeout's failure message starts with (both of its methods).
@@ -54,7 +56,6 @@ def stand_in_record(
     pytest-timeout is a ``timeout``, anything else a ``harness_error``."""
     from pytest_agentbench.artifacts.record import record_without_rollout
     from pytest_agentbench.core.task_record import TaskRecord
-    from pytest_agentbench.core.usage import sum_usage
     from pytest_agentbench.errors import unexpected_cause
     from pytest_agentbench.report.evidence import collapse, failure_reason
 
@@ -62,7 +63,7 @@ def stand_in_record(
     text = collapse(str(excinfo.value)) if excinfo is not None else ""
     kind = excinfo.typename if excinfo is not None else "error"
     if text.startswith(PYTEST_TIMEOUT_PREFIX):
-        outcome = "timeout"
+        outcome: Outcome = "timeout"
         cause = f"pytest-timeout ended the task: {text}"
     else:
         outcome = "harness_error"
@@ -83,7 +84,6 @@ def stand_in_record(
         start_ms=start_ms or int(call.start * 1000),
         duration_ms=duration_ms,
         pass_threshold=task.pass_threshold,
-        usage=sum_usage([]),
     )
     typed = TaskRecord.from_json(record)
     control = getattr(task, "control", None)
@@ -97,11 +97,11 @@ def stand_in_record(
             canary=control.canary,
             outcome="harness_error",
         )
-        typed = typed.with_fields(control=fields)
+        typed = replace(typed, control=fields)
     if excinfo is not None:
-        typed = typed.with_fields(trace=f"{cause}\ncause: {unexpected_cause(excinfo.value)}")
+        typed = replace(typed, trace=f"{cause}\ncause: {unexpected_cause(excinfo.value)}")
     # the readable line; ``error`` is whole
-    return typed.with_fields(message=failure_reason(record)).to_json()
+    return replace(typed, message=failure_reason(record)).to_json()
 
 
 class RecordCollector:

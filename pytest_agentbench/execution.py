@@ -16,6 +16,7 @@ from pytest_agentbench.artifacts.rollout_files import (
     write_result,
     write_rollout,
 )
+from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.records import Rollout
 from pytest_agentbench.core.sampling import Sampling
 from pytest_agentbench.core.stream import EventSink, RolloutEvent, StreamEvent
@@ -112,11 +113,11 @@ def run_task_item(
         directory = control_dir(state.folder.ensure(), task.suite, task.id, control.name)
     ran_here = state.results.ran_here
     resumed = None if nodeid in ran_here else resumable_record(settings, directory, nodeid)
-    if resumed is not None and resumed.get("sampling", {}) != task.sampling.public():
+    if resumed is not None and (resumed.sampling or {}) != task.sampling.public():
         resumed = None  # the suite's sampling changed since: not comparable, run it again
     ran_here.add(nodeid)  # a rerun in this session runs it again, never resumes it
     if resumed is not None:
-        return resumed
+        return resumed.to_json()
     services = state.services
     verifier = services.verifiers()[task.verifier.kind]
     own_s = settings.timeout_s or task.timeout_s or DEFAULT_TIMEOUT_S
@@ -173,11 +174,12 @@ def run_task_item(
     )
     record = with_sample(record, model, task, settings.reducer or task.reducer)
     if task.perturbation is not None:
-        record["perturbation"] = {
+        perturbation: JsonObject = {
             "name": task.perturbation,
             "of": task.original_id,
             "seed": task.perturbation_seed,
         }
+        record = replace(record, extras={**record.extras, "perturbation": perturbation})
     if control is not None:
         fields = control_fields(
             name=control.name,
@@ -186,17 +188,17 @@ def run_task_item(
             canary=control.canary,
             outcome=rollout.outcome,
         )
-        typed = TaskRecord.from_json(record).with_fields(model="scripted", control=fields)
-        record = typed.to_json()
-    if control is not None and record["control"]["behaved"] is False:
-        reason = control_message(record)
+        record = replace(record, model="scripted", control=fields)
+    if record.control is not None and record.control.behaved is False:
+        reason = control_message(record.to_json())
         trace = failure_details(rollout, reason, str(directory))
-        record = TaskRecord.from_json(record).with_fields(message=reason, trace=trace).to_json()
+        record = replace(record, message=reason, trace=trace)
     elif rollout.outcome != "passed":
-        reason = plugin_reason(state, record) or failure_reason(record)
+        reason = plugin_reason(state, record) or failure_reason(record.to_json())
         trace = failure_details(rollout, reason, str(directory))
-        record = TaskRecord.from_json(record).with_fields(message=reason, trace=trace).to_json()
-    redacted: dict[str, Any] = redact(record, secrets)  # same shape: a JSON object
+        record = replace(record, message=reason, trace=trace)
+    data = record.to_json()
+    redacted: JsonObject = redact(data, secrets)  # ``data`` itself when no secret is in it
     if rollout.outcome == "harness_error" and state.inflight.closing:
         # the run stopped under this rollout (its client closed): not a result, so no
         # result.json, and --agentbench-resume sends the task again
@@ -205,25 +207,25 @@ def run_task_item(
     return redacted
 
 
-def with_sample(record: dict[str, Any], model: str, task: Task, reducer: str) -> dict[str, Any]:
+def with_sample(record: TaskRecord, model: str, task: Task, reducer: str) -> TaskRecord:
     """The record named by the model's name, with the epoch and reducer of a task run
     more than once (what the summary reduces its samples with)."""
-    fields: dict[str, Any] = {"model": model}
     if task.epoch:
-        fields.update(epoch=task.epoch, reducer=reducer)
-    return TaskRecord.from_json(record).with_fields(**fields).to_json()
+        return replace(record, model=model, epoch=task.epoch, reducer=reducer)
+    return replace(record, model=model)
 
 
 FAILURE_REASON_HOOK = "pytest_agentbench_failure_reason"
 ROLLOUT_EVENT_HOOK = "pytest_agentbench_rollout_event"
 
 
-def plugin_reason(state: RunState, record: dict[str, Any]) -> str | None:
+def plugin_reason(state: RunState, record: TaskRecord | JsonObject) -> str | None:
     """A plugin's one-line reason for ``record`` (``pytest_agentbench_failure_reason``),
     made one line; None when no plugin answers (or the one that would raised)."""
     if not state.hooks.has(FAILURE_REASON_HOOK):
         return None
-    answer = state.hooks.first(FAILURE_REASON_HOOK, record=TaskRecord.from_json(record))
+    typed = record if isinstance(record, TaskRecord) else TaskRecord.from_json(record)
+    answer = state.hooks.first(FAILURE_REASON_HOOK, record=typed)
     if not isinstance(answer, str) or not answer.strip():
         return None
     return collapse(answer)
@@ -248,7 +250,7 @@ def _event_sink(state: RunState, task: Task, nodeid: str) -> EventSink | None:
     return sink
 
 
-def resumable_record(settings: Settings, directory: Path, nodeid: str) -> dict[str, Any] | None:
+def resumable_record(settings: Settings, directory: Path, nodeid: str) -> TaskRecord | None:
     """With ``--agentbench-resume``: the record of a task this run folder already finished
     under the same settings (re-run instead when it was a harness error and
     ``--agentbench-retry-errors`` is given); None when the task must run."""
@@ -265,4 +267,4 @@ def resumable_record(settings: Settings, directory: Path, nodeid: str) -> dict[s
         return None
     if settings.retry_errors and record.outcome == "harness_error":
         return None
-    return record.with_fields(resumed=True).to_json()
+    return replace(record, resumed=True)

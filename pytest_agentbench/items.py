@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
@@ -97,7 +98,7 @@ def missing_control_record(plan: Planned, nodeid: str, file: str) -> dict[str, A
         missing=plan.missing,
     )
     typed = TaskRecord.from_json(record)
-    return typed.with_fields(failure=None, failure_kind=None, control=fields).to_json()
+    return replace(typed, failure=None, failure_kind=None, control=fields).to_json()
 
 
 class SuiteFile(pytest.File):

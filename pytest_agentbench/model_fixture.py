@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentbench.core.record_parts import LoopRecord, RepairSettings, Round
+from pytest_agentbench.core.records import loop_evidence
 from pytest_agentbench.core.task_record import Failure
 from pytest_agentbench.core.usage import Usage, sum_usage
 from pytest_agentbench.errors import AgentbenchError, ModelError
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
 
     import pytest
 
+    from pytest_agentbench.core.task_record import Outcome
     from pytest_agentbench.run import RunState
 
 #: Registered (with its help) in plugin.py, which must not import this module unasked.
@@ -161,11 +164,10 @@ class BenchModel:
         from pytest_agentbench.artifacts.record import build_record
 
         failure = self.failure
-        outcome = "passed" if report.passed else "failed"
+        outcome: Outcome = "passed" if report.passed else "failed"
         if failure is not None:
-            outcome = {"loop_killed": "loop_killed", "model_timeout": "timeout"}.get(
-                failure.kind, "harness_error"
-            )
+            ends: dict[str, Outcome] = {"loop_killed": "loop_killed", "model_timeout": "timeout"}
+            outcome = ends.get(failure.kind, "harness_error")
         elif report.failed and report.when != "call":
             outcome = "harness_error"
             failure = Failure.of("harness", f"the test's {report.when} failed")
@@ -176,8 +178,8 @@ class BenchModel:
         if failure is not None:  # the model's (or the harness's) own words, not the traceback's
             message = failure.message
         trace = str(report.longreprtext) if report.failed else None
-        killed = next((loop for loop in self.loops if loop.get("killed")), None)
-        usage = sum_usage(self.usages)
+        loop = loop_evidence(self.loops)
+        usage = Usage.from_json(sum_usage(self.usages))
         module = Path(str(item.path)).stem
         return build_record(
             nodeid=item.nodeid,
@@ -190,12 +192,12 @@ class BenchModel:
             first_attempt_reward=reward,
             pass_threshold=1.0,
             attempts=1,
-            rounds=[{"reward": reward, "tokens": usage.get("total")}],
+            rounds=(Round(reward=reward, tokens=usage.total),),
             repaired=False,
             incomplete=False,
             failure_kind=failure.kind if failure is not None else None,
-            repair={},
-            loop=killed or (self.loops[-1] if self.loops else None),
+            repair=RepairSettings(),
+            loop=None if loop is None else LoopRecord.from_json(loop),
             last_feedback=None,
             usage=usage,
             error=failure.message if failure is not None else None,

@@ -29,7 +29,6 @@ except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
 from pytest_agentbench.artifacts.record import record_without_rollout
-from pytest_agentbench.core.usage import sum_usage
 from pytest_agentbench.errors import VerifierError
 from pytest_agentbench.verifiers.base import Check, Verdict, Verifier
 
@@ -187,7 +186,6 @@ def crash_record(
         start_ms=start or 0,
         duration_ms=now_ms - start if start else 0,
         rollout_dir=str(rollout_dir) if rollout_dir else None,
-        usage=sum_usage([]),
     )
     record["crashed_worker"] = worker
     if sample is not None and sample[2]:

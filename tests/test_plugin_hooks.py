@@ -55,7 +55,7 @@ def pytest_agentbench_task_finished(record):
 
 @pytest.hookimpl
 def pytest_agentbench_failure_reason(record):
-    return f"mine: {record.task_id} got {record.last_feedback!r} ({record.usage['total']} tokens)"
+    return f"mine: {record.task_id} got {record.last_feedback!r} ({record.usage.total} tokens)"
 
 @pytest.hookimpl
 def pytest_agentbench_run_finished(summary, run_dir):

@@ -185,6 +185,6 @@ def test_adds(agentbench_model):
     (record,) = summary["tasks"]
     assert record["outcome"] == "loop_killed"
     assert record["failure"]["kind"] == "loop_killed"
-    assert record["loop"]["killed"]["channel"] == "answer"
+    assert record["loop"]["channel"] == "answer"
     assert record["usage"]["output"] and record["usage"]["recovered"]
     result.stdout.fnmatch_lines(["*test_loop::test_adds: loop killed*"])

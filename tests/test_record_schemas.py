@@ -16,7 +16,9 @@ import jsonschema
 import pytest
 
 from pytest_agentbench import schemas
+from pytest_agentbench.core.record_parts import LoopRecord, RepairSettings, VerdictRecord
 from pytest_agentbench.core.task_record import Failure, RunSummary, TaskRecord
+from pytest_agentbench.core.usage import Usage
 
 ANSWERS = """
 [suite]
@@ -193,11 +195,23 @@ def test_a_varied_run_writes_only_files_that_match_their_schemas(
     loop = found["loop"]["record"]
     assert loop["outcome"] == "loop_killed" and loop["failure"]["stage"] == "loop"
     assert found["right"]["record"]["failure"] is None
-    summary = RunSummary.from_json(json.loads((run / "summary.json").read_text()))
+    raw = json.loads((run / "summary.json").read_text())
+    summary = RunSummary.from_json(raw)
     assert {t.task_id for t in summary.tasks} == set(found)
-    for task in summary.tasks:
+    for task, written in zip(summary.tasks, raw["tasks"], strict=True):
         again = TaskRecord.from_json(task.to_json())
         assert again == task
+        assert task.to_json() == written  # the typed record writes what it read, whole
+    # the record's parts are typed: attributes, not dict keys
+    by_id = {t.task_id: t for t in summary.tasks}
+    killed = by_id["loop"].loop
+    assert isinstance(killed, LoopRecord) and killed.channel == "answer" and killed.period
+    assert isinstance(by_id["right"].usage, Usage) and by_id["right"].usage.total
+    assert isinstance(by_id["repaired"].repair, RepairSettings)
+    assert by_id["repaired"].repair.repairs == 1
+    assert [r.reward for r in by_id["repaired"].rounds or ()] == [0.0, 1.0]
+    verdict = by_id["wrong"].verdict
+    assert isinstance(verdict, VerdictRecord) and verdict.reward == 0.0
 
 
 def test_xdist_and_a_shard_merge_write_files_that_match_their_schemas(
@@ -240,10 +254,10 @@ def record_json() -> dict[str, Any]:
         repaired=False,
         incomplete=False,
         failure_kind="rate_limited",
-        repair={},
+        repair=RepairSettings(),
         loop=None,
         last_feedback=None,
-        usage={},
+        usage=Usage(),
         error="scripted: HTTP 429 …",
         verdict=None,
         max_tokens=None,

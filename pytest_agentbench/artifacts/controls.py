@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pytest_agentbench.core.record_parts import ControlRecord
 from pytest_agentbench.suites.task import ControlExpect
 
 
@@ -45,16 +46,16 @@ def control_fields(
     canary: bool,
     outcome: str | None,
     missing: str = "",
-) -> dict[str, Any]:
+) -> ControlRecord:
     """The ``control`` table of a control's record."""
-    return {
-        "name": name,
-        "expect": expect,
-        "source": source,
-        "canary": canary,
-        "behaved": None if outcome is None else behaved(expect, outcome),
-        "missing": missing or None,
-    }
+    return ControlRecord(
+        name=name,
+        expect=expect,
+        source=source,
+        canary=canary,
+        behaved=None if outcome is None else behaved(expect, outcome),
+        missing=missing or None,
+    )
 
 
 def misbehaved(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

@@ -7,11 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from pytest_agentbench.artifacts.score_stats import attempt_rounds
+from pytest_agentbench.core.jsontypes import JsonObject
+from pytest_agentbench.core.record_parts import LoopRecord, RepairSettings, VerdictRecord
 from pytest_agentbench.core.records import Rollout
-from pytest_agentbench.core.task_record import Failure, FailureKind, TaskRecord
+from pytest_agentbench.core.task_record import Failure, FailureKind, Outcome, TaskRecord
+from pytest_agentbench.core.usage import Usage
 
 
 def _evidence(failure: Failure | None, rollout_dir: Path) -> Failure | None:
@@ -24,6 +26,19 @@ def _evidence(failure: Failure | None, rollout_dir: Path) -> Failure | None:
     return replace(failure, evidence=str(where))
 
 
+def verdict_record(verdict: Mapping[str, object]) -> VerdictRecord:
+    """The part of a verifier's verdict the reports read: its reward (None unless a
+    number), its metrics ({} unless an object) and its error (None when it judged)."""
+    reward = verdict.get("reward")
+    metrics = verdict.get("metrics")
+    error = verdict.get("error")
+    return VerdictRecord(
+        reward=reward if isinstance(reward, int | float) and not isinstance(reward, bool) else None,
+        metrics=dict(metrics) if isinstance(metrics, dict) else {},
+        error=None if error is None else str(error),
+    )
+
+
 def task_record(
     rollout: Rollout,
     *,
@@ -32,11 +47,11 @@ def task_record(
     rollout_dir: Path,
     max_tokens: int | None,
     min_score: float | None = None,
-    sampling: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    sampling: JsonObject | None = None,
+) -> TaskRecord:
     """Summarise ``rollout`` for the run-level reports (the details stay in result.json).
     ``sampling`` is the sampling settings sent with its requests (``Sampling.public()``)."""
-    verdict = rollout.verdict
+    verdict, loop = rollout.verdict, rollout.loop
     feedback = [
         str(a.verdict.get("feedback"))
         for a in rollout.attempts
@@ -57,18 +72,12 @@ def task_record(
         repaired=rollout.repaired,
         incomplete=rollout.incomplete,
         failure_kind=rollout.failure_kind,
-        repair=dict(rollout.repair),
-        loop=rollout.loop,
+        repair=RepairSettings.from_json(rollout.repair),
+        loop=None if loop is None else LoopRecord.from_json(loop),
         last_feedback=feedback[-1] if feedback else None,
-        usage=rollout.usage,
+        usage=Usage.from_json(rollout.usage),
         error=rollout.error,
-        verdict=None
-        if verdict is None
-        else {
-            "reward": verdict.get("reward"),
-            "metrics": dict(verdict.get("metrics") or {}),
-            "error": verdict.get("error"),
-        },
+        verdict=None if verdict is None else verdict_record(verdict),
         max_tokens=max_tokens,
         sampling=dict(sampling or {}),
         min_score=min_score,
@@ -77,7 +86,7 @@ def task_record(
         rollout_dir=str(rollout_dir),
         verifier_dir=str(rollout_dir / "verifier"),
         failure=_evidence(rollout.failure, rollout_dir),
-    ).to_json()
+    )
 
 
 def record_without_rollout(
@@ -87,15 +96,15 @@ def record_without_rollout(
     suite: str,
     task_id: str,
     model: str,
-    outcome: str,
+    outcome: Outcome,
     cause: str,
     failure_kind: FailureKind,
     start_ms: int,
     duration_ms: int,
     rollout_dir: str | None = None,
     pass_threshold: float | None = None,
-    usage: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    usage: Usage | None = None,
+) -> JsonObject:
     """The record of a task that ended without a rollout record (a plugin's exception,
     pytest-timeout, a crashed xdist worker): the same fields as :func:`task_record`, no
     attempts, and ``cause`` kept whole as its error, message and trace."""
@@ -110,14 +119,14 @@ def record_without_rollout(
         first_attempt_reward=None,
         pass_threshold=pass_threshold,
         attempts=0,
-        rounds=[],
+        rounds=(),
         repaired=False,
         incomplete=False,
         failure_kind=failure_kind,
-        repair={},
+        repair=RepairSettings(),
         loop=None,
         last_feedback=None,
-        usage=usage if usage is not None else {},
+        usage=usage if usage is not None else Usage(),
         error=cause,
         verdict=None,
         max_tokens=None,
@@ -132,6 +141,5 @@ def record_without_rollout(
     ).to_json()
 
 
-def build_record(**fields: Any) -> TaskRecord:
-    """The one place a :class:`TaskRecord` is made."""
-    return TaskRecord(**fields)
+build_record = TaskRecord
+"""The one place a :class:`TaskRecord` is made (its constructor, named for the readers)."""

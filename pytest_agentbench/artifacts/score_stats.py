@@ -12,6 +12,8 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_agentbench.core.record_parts import Round
+from pytest_agentbench.core.records import Attempt
 from pytest_agentbench.core.stats import (
     DEFAULT_LEVEL,
     DEFAULT_SEED,
@@ -88,21 +90,21 @@ def interval_text(est: Estimate | Mapping[str, Any]) -> str:
     return f"{value:.3f}{spread} (n={data.get('n')}{ci})"
 
 
-def attempt_rounds(attempts: Sequence[Any]) -> list[dict[str, Any]]:
+def attempt_rounds(attempts: Sequence[Attempt]) -> tuple[Round, ...]:
     """Per attempt (round 0 is the first try): its reward (None without a verdict) and
-    its total tokens, for the repair curve. ``attempts`` are core.records.Attempt."""
+    its total tokens, for the repair curve."""
     rounds = []
     for attempt in attempts:
         verdict = attempt.verdict
         reward = verdict.get("reward") if isinstance(verdict, Mapping) else None
-        usage = attempt.usage if isinstance(attempt.usage, Mapping) else {}
+        tokens = attempt.usage.get("total") if isinstance(attempt.usage, Mapping) else None
         rounds.append(
-            {
-                "reward": float(reward) if isinstance(reward, int | float) else None,
-                "tokens": usage.get("total"),
-            }
+            Round(
+                reward=float(reward) if isinstance(reward, int | float) else None,
+                tokens=tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None,
+            )
         )
-    return rounds
+    return tuple(rounds)
 
 
 def _round_reward(record: Mapping[str, Any], index: int, errors_as_failures: bool) -> float | None:

@@ -7,12 +7,16 @@ whenever a field changes meaning.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.task_record import (
+    OUTCOMES,
     Failure,
     FailureKind,
+    Outcome,
     failure_kind,
 )
 from pytest_agentbench.core.usage import sum_usage
@@ -30,8 +34,6 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 
-Outcome = Literal["passed", "failed", "timeout", "loop_killed", "length_exceeded", "harness_error"]
-OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 #: A test's status in a CTRF report (ours, and the inner report a code verifier reads).
 CtrfStatus = Literal["passed", "failed", "skipped", "pending", "other"]
 CTRF_STATUSES: tuple[CtrfStatus, ...] = get_args(CtrfStatus)
@@ -137,22 +139,9 @@ class Rollout:
         return self.outcome == "passed" and len(self.attempts) > 1
 
     @property
-    def loop(self) -> dict[str, Any] | None:
-        """The loop evidence worth reporting: the kill (any attempt), else a thinking loop
-        the model recovered from, else None."""
-        for attempt in self.attempts:
-            if attempt.loop and attempt.loop.get("killed"):
-                return {**attempt.loop["killed"], "attempt": attempt.index + 1}
-        for attempt in self.attempts:
-            if attempt.loop and attempt.loop.get("recovered"):
-                thinking = attempt.loop["channels"]["thinking"]
-                return {
-                    "recovered": True,
-                    "channel": "thinking",
-                    "attempt": attempt.index + 1,
-                    **{k: thinking[k] for k in ("period", "repetitions", "score")},
-                }
-        return None
+    def loop(self) -> JsonObject | None:
+        """The loop evidence worth reporting (:func:`loop_evidence` of its attempts)."""
+        return loop_evidence([attempt.loop for attempt in self.attempts])
 
     @property
     def verdict(self) -> dict[str, Any] | None:
@@ -177,3 +166,24 @@ class Rollout:
         data["attempts_used"] = len(self.attempts)
         data["loop"] = self.loop
         return data
+
+
+def loop_evidence(loops: Sequence[Mapping[str, object] | None]) -> JsonObject | None:
+    """The loop evidence worth reporting of a task's generations (each a loop guard's
+    record, in attempt order): the kill (any attempt), else a thinking loop the model
+    recovered from, else None."""
+    for index, loop in enumerate(loops):
+        killed = loop.get("killed") if loop else None
+        if isinstance(killed, dict) and killed:
+            return {**killed, "attempt": index + 1}
+    for index, loop in enumerate(loops):
+        channels = loop.get("channels") if loop and loop.get("recovered") else None
+        thinking = channels.get("thinking") if isinstance(channels, dict) else None
+        if isinstance(thinking, dict):
+            return {
+                "recovered": True,
+                "channel": "thinking",
+                "attempt": index + 1,
+                **{k: thinking[k] for k in ("period", "repetitions", "score")},
+            }
+    return None

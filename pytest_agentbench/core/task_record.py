@@ -13,11 +13,39 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
-from typing import Any, Literal, get_args
+from typing import Literal, cast, get_args
 
 from pytest_agentbench import errors
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+from pytest_agentbench.core.record_parts import (
+    ControlRecord,
+    LoopRecord,
+    Obj,
+    RepairSettings,
+    Rerun,
+    Round,
+    VerdictRecord,
+    json_object,
+    maybe_bool,
+    maybe_int,
+    maybe_json_object,
+    maybe_str,
+    nullable_int,
+    nullable_number,
+    nullable_str,
+    read_bool,
+    read_int,
+    read_json_object,
+    read_list,
+    read_str,
+)
+from pytest_agentbench.core.usage import Usage
 
 TASK_RECORD_VERSION = 1
+
+#: How a rollout ended: the one outcome enumeration (records, reports, CTRF ``rawStatus``).
+Outcome = Literal["passed", "failed", "timeout", "loop_killed", "length_exceeded", "harness_error"]
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 
 #: Why a task ended without a verdict of its own (or past its deadline): the class of the
 #: failure, set where it happened, never read back out of a message.
@@ -80,7 +108,7 @@ def stage_of(kind: FailureKind) -> FailureStage:
     return _STAGE_OF.get(kind, "model")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Failure:
     """What went wrong, set where it went wrong: its ``kind`` and ``stage``, the
     ``message`` as written for people (without any retry note), the ``evidence`` file that
@@ -124,7 +152,7 @@ class Failure:
             detail=detail,
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "kind": self.kind,
             "stage": self.stage,
@@ -136,9 +164,9 @@ class Failure:
         }
 
     @classmethod
-    def from_json(cls, data: Any) -> Failure:
+    def from_json(cls, data: object) -> Failure:
         where = "failure"
-        obj = _object(data, where)
+        obj = json_object(data, where)
         kind = obj.get("kind")
         if kind not in FAILURE_KINDS:
             raise ValueError(
@@ -149,78 +177,49 @@ class Failure:
             raise ValueError(
                 f"{where}.stage: expected one of {', '.join(FAILURE_STAGES)}, got {stage!r}"
             )
-        status = obj.get("status")
-        retries = obj.get("retries", 0)
         return cls(
             kind=kind,
             stage=stage,
-            message=_typed(obj, "message", str, where),
-            evidence=_optional(obj, "evidence", str, where),
-            status=None if status is None else _typed(obj, "status", int, where),
-            retries=0 if retries is None else _typed(obj, "retries", int, where),
+            message=read_str(obj, "message", where),
+            evidence=nullable_str(obj, "evidence", where),
+            status=maybe_int(obj, "status", where),
+            retries=maybe_int(obj, "retries", where) or 0,
             detail=str(obj.get("detail") or ""),
         )
 
 
-def _object(data: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(data, Mapping):
-        raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
-    return data
-
-
-def _typed(obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    if key not in obj:
-        raise ValueError(f"{where}: the required field {key!r} is missing")
-    value = obj[key]
-    bad_bool = isinstance(value, bool) and bool not in (
-        kind if isinstance(kind, tuple) else (kind,)
-    )
-    if bad_bool or not isinstance(value, kind):
-        names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
-        raise ValueError(f"{where}.{key}: expected {names}, got {type(value).__name__}")
-    return value
-
-
-def _optional(obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    if key not in obj:
-        raise ValueError(f"{where}: the required field {key!r} is missing")
-    return None if obj[key] is None else _typed(obj, key, kind, where)
-
-
-_NUMBER = (int, float)
-
-#: Fields every record has, in the order they are written, with their JSON types (the
-#: ``None``-able ones are marked). The schema in ``schemas/task_record.schema.json``
-#: says the same; ``tests/test_record_schemas.py`` checks that they agree.
-_REQUIRED: tuple[tuple[str, type | tuple[type, ...], bool], ...] = (
-    ("nodeid", str, False),
-    ("file", str, False),
-    ("suite", str, False),
-    ("task_id", str, False),
-    ("model", str, False),
-    ("outcome", str, False),
-    ("reward", _NUMBER, True),
-    ("first_attempt_reward", _NUMBER, True),
-    ("pass_threshold", _NUMBER, True),
-    ("attempts", int, False),
-    ("repaired", bool, False),
-    ("incomplete", bool, False),
-    ("failure_kind", str, True),
-    ("repair", Mapping, False),
-    ("loop", Mapping, True),
-    ("last_feedback", str, True),
-    ("usage", Mapping, False),
-    ("error", str, True),
-    ("verdict", Mapping, True),
-    ("max_tokens", int, True),
-    ("min_score", _NUMBER, True),
-    ("start_ms", int, False),
-    ("duration_ms", int, False),
-    ("rollout_dir", str, True),
-    ("verifier_dir", str, True),
+#: The required fields, in the order they are written. The schema in
+#: ``schemas/task_record.schema.json`` says the same; ``tests/test_record_schemas.py``
+#: checks that they agree.
+REQUIRED_FIELDS = (
+    "nodeid",
+    "file",
+    "suite",
+    "task_id",
+    "model",
+    "outcome",
+    "reward",
+    "first_attempt_reward",
+    "pass_threshold",
+    "attempts",
+    "repaired",
+    "incomplete",
+    "failure_kind",
+    "repair",
+    "loop",
+    "last_feedback",
+    "usage",
+    "error",
+    "verdict",
+    "max_tokens",
+    "min_score",
+    "start_ms",
+    "duration_ms",
+    "rollout_dir",
+    "verifier_dir",
 )
 #: Fields set later by the glue, written only when set.
-_OPTIONAL = (
+OPTIONAL_FIELDS = (
     "rounds",
     "sampling",
     "message",
@@ -232,9 +231,10 @@ _OPTIONAL = (
     "reducer",
     "control",
 )
+_KNOWN = frozenset((*REQUIRED_FIELDS, *OPTIONAL_FIELDS, "failure", "schema_version"))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TaskRecord:
     """One task's result as the run-level reports see it (the details stay in
     result.json). ``failure`` is None for a task that reached its verdicts; ``extras``
@@ -245,20 +245,20 @@ class TaskRecord:
     suite: str
     task_id: str
     model: str
-    outcome: str
+    outcome: Outcome
     reward: float | None
     first_attempt_reward: float | None
     pass_threshold: float | None
     attempts: int
     repaired: bool
     incomplete: bool
-    failure_kind: str | None
-    repair: Mapping[str, Any]
-    loop: Mapping[str, Any] | None
+    failure_kind: FailureKind | None
+    repair: RepairSettings
+    loop: LoopRecord | None
     last_feedback: str | None
-    usage: Mapping[str, Any]
+    usage: Usage
     error: str | None
-    verdict: Mapping[str, Any] | None
+    verdict: VerdictRecord | None
     max_tokens: int | None
     min_score: float | None
     start_ms: int
@@ -267,13 +267,13 @@ class TaskRecord:
     verifier_dir: str | None
     failure: Failure | None = None
     #: reward and tokens of each attempt (round 0 the first try): the repair curve's input
-    rounds: list[Any] | None = None
+    rounds: tuple[Round, ...] | None = None
     #: the sampling settings sent with its requests (Sampling.public(); {} when none)
-    sampling: Mapping[str, Any] | None = None
+    sampling: JsonObject | None = None
     message: str | None = None
     trace: str | None = None
     resumed: bool = False
-    reruns: list[Any] | None = None
+    reruns: tuple[Rerun, ...] | None = None
     crashed_worker: str | None = None
     #: which run of the task this is (1..K) and how the K runs become its score, set
     #: when the task runs more than once (epochs)
@@ -281,106 +281,213 @@ class TaskRecord:
     reducer: str | None = None
     #: set on a control's record (artifacts/controls.py): which control, what it expected,
     #: whether it behaved; a control is never scored
-    control: Mapping[str, Any] | None = None
-    extras: Mapping[str, Any] = field(default_factory=dict)
+    control: ControlRecord | None = None
+    extras: JsonObject = field(default_factory=dict)
     schema_version: int = TASK_RECORD_VERSION
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The record as a JSON object: the required fields, ``schema_version`` and
         ``failure`` always; the glue's fields only when set."""
-        data: dict[str, Any] = {"schema_version": self.schema_version}
-        for name, _, _ in _REQUIRED:
-            data[name] = getattr(self, name)
-        data["failure"] = None if self.failure is None else self.failure.to_json()
-        for name in _OPTIONAL:
-            value = getattr(self, name)
-            if value is not None and value is not False:
+        loop, verdict, failure = self.loop, self.verdict, self.failure
+        data: JsonObject = {
+            "schema_version": self.schema_version,
+            "nodeid": self.nodeid,
+            "file": self.file,
+            "suite": self.suite,
+            "task_id": self.task_id,
+            "model": self.model,
+            "outcome": self.outcome,
+            "reward": self.reward,
+            "first_attempt_reward": self.first_attempt_reward,
+            "pass_threshold": self.pass_threshold,
+            "attempts": self.attempts,
+            "repaired": self.repaired,
+            "incomplete": self.incomplete,
+            "failure_kind": self.failure_kind,
+            "repair": self.repair.to_json(),
+            "loop": None if loop is None else loop.to_json(),
+            "last_feedback": self.last_feedback,
+            "usage": self.usage.to_json(),
+            "error": self.error,
+            "verdict": None if verdict is None else verdict.to_json(),
+            "max_tokens": self.max_tokens,
+            "min_score": self.min_score,
+            "start_ms": self.start_ms,
+            "duration_ms": self.duration_ms,
+            "rollout_dir": self.rollout_dir,
+            "verifier_dir": self.verifier_dir,
+            "failure": None if failure is None else failure.to_json(),
+        }
+        if self.rounds is not None:
+            data["rounds"] = [one.to_json() for one in self.rounds]
+        if self.sampling is not None:
+            data["sampling"] = self.sampling
+        for name, value in (("message", self.message), ("trace", self.trace)):
+            if value is not None:
                 data[name] = value
+        if self.resumed:
+            data["resumed"] = True
+        if self.reruns is not None:
+            data["reruns"] = [one.to_json() for one in self.reruns]
+        if self.crashed_worker is not None:
+            data["crashed_worker"] = self.crashed_worker
+        if self.epoch is not None:
+            data["epoch"] = self.epoch
+        if self.reducer is not None:
+            data["reducer"] = self.reducer
+        if self.control is not None:
+            data["control"] = self.control.to_json()
         data.update(self.extras)
         return data
 
     @classmethod
-    def from_json(cls, data: Any) -> TaskRecord:
+    def from_json(cls, data: object) -> TaskRecord:
         """The record ``data`` holds; ValueError naming the field when it is not one."""
-        obj = _object(data, "task record")
+        obj = json_object(data, "task record")
         where = f"task record {obj.get('nodeid')!r}" if "nodeid" in obj else "task record"
-        values: dict[str, Any] = {}
-        for name, kind, nullable in _REQUIRED:
-            check = _optional if nullable else _typed
-            values[name] = check(obj, name, kind, where)
+        outcome = read_str(obj, "outcome", where)
+        if outcome not in OUTCOMES:
+            raise ValueError(
+                f"{where}.outcome: expected one of {', '.join(OUTCOMES)}, got {outcome!r}"
+            )
+        kind = nullable_str(obj, "failure_kind", where)
+        if kind is not None and kind not in FAILURE_KINDS:
+            raise ValueError(
+                f"{where}.failure_kind: expected one of {', '.join(FAILURE_KINDS)}, got {kind!r}"
+            )
         version = obj.get("schema_version", TASK_RECORD_VERSION)
         if not isinstance(version, int) or isinstance(version, bool):
             raise ValueError(f"{where}.schema_version: expected int, got {type(version).__name__}")
+        loop = _required(obj, "loop", where)
+        verdict = _required(obj, "verdict", where)
         failure = obj.get("failure")
-        known = {name for name, _, _ in _REQUIRED} | set(_OPTIONAL) | {"failure", "schema_version"}
+        rounds = obj.get("rounds")
+        reruns = obj.get("reruns")
+        control = obj.get("control")
         return cls(
-            **values,
+            nodeid=read_str(obj, "nodeid", where),
+            file=read_str(obj, "file", where),
+            suite=read_str(obj, "suite", where),
+            task_id=read_str(obj, "task_id", where),
+            model=read_str(obj, "model", where),
+            outcome=outcome,
+            reward=nullable_number(obj, "reward", where),
+            first_attempt_reward=nullable_number(obj, "first_attempt_reward", where),
+            pass_threshold=nullable_number(obj, "pass_threshold", where),
+            attempts=read_int(obj, "attempts", where),
+            repaired=read_bool(obj, "repaired", where),
+            incomplete=read_bool(obj, "incomplete", where),
+            failure_kind=kind,
+            repair=RepairSettings.from_json(_required(obj, "repair", where), f"{where}.repair"),
+            loop=None if loop is None else LoopRecord.from_json(loop, f"{where}.loop"),
+            last_feedback=nullable_str(obj, "last_feedback", where),
+            usage=_usage(_required(obj, "usage", where), where),
+            error=nullable_str(obj, "error", where),
+            verdict=None
+            if verdict is None
+            else VerdictRecord.from_json(verdict, f"{where}.verdict"),
+            max_tokens=nullable_int(obj, "max_tokens", where),
+            min_score=nullable_number(obj, "min_score", where),
+            start_ms=read_int(obj, "start_ms", where),
+            duration_ms=read_int(obj, "duration_ms", where),
+            rollout_dir=nullable_str(obj, "rollout_dir", where),
+            verifier_dir=nullable_str(obj, "verifier_dir", where),
             failure=None if failure is None else Failure.from_json(failure),
-            rounds=_maybe(obj, "rounds", list, where),
-            sampling=_maybe(obj, "sampling", dict, where),
-            message=_maybe(obj, "message", str, where),
-            trace=_maybe(obj, "trace", str, where),
-            resumed=bool(_maybe(obj, "resumed", bool, where)),
-            reruns=_maybe(obj, "reruns", list, where),
-            crashed_worker=_maybe(obj, "crashed_worker", str, where),
-            epoch=_maybe(obj, "epoch", int, where),
-            reducer=_maybe(obj, "reducer", str, where),
-            control=_maybe(obj, "control", Mapping, where),
-            extras={k: v for k, v in obj.items() if k not in known},
+            rounds=None
+            if rounds is None
+            else tuple(
+                Round.from_json(one, f"{where}.rounds") for one in _list(rounds, "rounds", where)
+            ),
+            sampling=maybe_json_object(obj, "sampling", where),
+            message=maybe_str(obj, "message", where),
+            trace=maybe_str(obj, "trace", where),
+            resumed=bool(maybe_bool(obj, "resumed", where)),
+            reruns=None
+            if reruns is None
+            else tuple(
+                Rerun.from_json(one, f"{where}.reruns") for one in _list(reruns, "reruns", where)
+            ),
+            crashed_worker=maybe_str(obj, "crashed_worker", where),
+            epoch=maybe_int(obj, "epoch", where),
+            reducer=maybe_str(obj, "reducer", where),
+            control=None
+            if control is None
+            else ControlRecord.from_json(control, f"{where}.control"),
+            extras={k: cast(JsonValue, v) for k, v in obj.items() if k not in _KNOWN},
             schema_version=version,
         )
 
-    def with_fields(self, **changes: Any) -> TaskRecord:
+    def with_fields(self, **changes: object) -> TaskRecord:
         """A copy with ``changes`` (the record itself never changes)."""
-        return replace(self, **changes)
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    @property
+    def is_control(self) -> bool:
+        """Whether this is a control's record (never scored)."""
+        return self.control is not None
 
 
-def _maybe(obj: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
-    return None if obj.get(key) is None else _typed(obj, key, kind, where)
+def _required(obj: Obj, key: str, where: str) -> object:
+    if key not in obj:
+        raise ValueError(f"{where}: the required field {key!r} is missing")
+    return obj[key]
+
+
+def _list(value: object, key: str, where: str) -> list[object]:
+    if not isinstance(value, list):
+        raise ValueError(f"{where}.{key}: expected list, got {type(value).__name__}")
+    return cast(list[object], value)
+
+
+def _usage(value: object, where: str) -> Usage:
+    try:
+        return Usage.from_json(value)
+    except ValueError as exc:
+        raise ValueError(f"{where}.{exc}") from None
 
 
 SUMMARY_VERSION = 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunSummary:
     """The run's summary.json: its identity, totals, scores and the task records.
     ``sections`` holds the other top-level fields (settings, coverage, gate, and any a
     newer writer adds) as they are."""
 
     run_id: str
-    tool: Mapping[str, Any]
+    tool: JsonObject
     start_ms: int
     stop_ms: int
     partial: bool
-    totals: Mapping[str, Any]
-    scores: list[Mapping[str, Any]]
+    totals: JsonObject
+    scores: list[JsonValue]
     tasks: list[TaskRecord]
-    sections: Mapping[str, Any] = field(default_factory=dict)
+    sections: JsonObject = field(default_factory=dict)
     schema_version: int = SUMMARY_VERSION
 
     @classmethod
-    def from_json(cls, data: Any) -> RunSummary:
+    def from_json(cls, data: object) -> RunSummary:
         """The summary ``data`` holds; ValueError naming the field when it is not one."""
         where = "summary"
-        obj = _object(data, where)
-        tasks = _typed(obj, "tasks", list, where)
+        obj = json_object(data, where)
+        tasks = read_list(obj, "tasks", where)
         own = {f.name for f in fields(cls)} - {"sections"}
         return cls(
-            run_id=_typed(obj, "run_id", str, where),
-            tool=_typed(obj, "tool", Mapping, where),
-            start_ms=_typed(obj, "start_ms", int, where),
-            stop_ms=_typed(obj, "stop_ms", int, where),
-            partial=_typed(obj, "partial", bool, where),
-            totals=_typed(obj, "totals", Mapping, where),
-            scores=_typed(obj, "scores", list, where),
+            run_id=read_str(obj, "run_id", where),
+            tool=read_json_object(obj, "tool", where),
+            start_ms=read_int(obj, "start_ms", where),
+            stop_ms=read_int(obj, "stop_ms", where),
+            partial=read_bool(obj, "partial", where),
+            totals=read_json_object(obj, "totals", where),
+            scores=cast(list[JsonValue], read_list(obj, "scores", where)),
             tasks=[TaskRecord.from_json(task) for task in tasks],
-            sections={k: v for k, v in obj.items() if k not in own},
-            schema_version=_typed(obj, "schema_version", int, where),
+            sections={k: cast(JsonValue, v) for k, v in obj.items() if k not in own},
+            schema_version=read_int(obj, "schema_version", where),
         )
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"schema_version": self.schema_version}
+    def to_json(self) -> JsonObject:
+        data: JsonObject = {"schema_version": self.schema_version}
         data.update(
             run_id=self.run_id,
             tool=self.tool,
