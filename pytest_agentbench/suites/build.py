@@ -152,8 +152,8 @@ class TaskBuilder:
             return data[key] if key in data and clean(raw.bad, (key,)) else default
 
         task_id = self._task_id(raw)
-        text, choices = optional_text(pick("input")), texts(pick("choices", []))
-        task_vars, marks = table(pick("vars", {})), texts(pick("marks", []))
+        text, choices = as_optional_text(pick("input")), as_texts(pick("choices", []))
+        task_vars, marks = as_table(pick("vars", {})), as_texts(pick("marks", []))
         for key in task_vars:
             if key in RESERVED_FIELDS:
                 self.add(i, raw.locate(("vars", key)), reserved_name(key))
@@ -161,7 +161,7 @@ class TaskBuilder:
             if (problem := mark_problem(mark)) is not None:
                 self.add(i, raw.locate(("marks", j)), problem)
         if "template" in data:
-            template, template_path = optional_text(pick("template")), raw.locate(("template",))
+            template, template_path = as_optional_text(pick("template")), raw.locate(("template",))
             known = []
         else:
             template, template_path = defaults.template, defaults.template_path
@@ -180,7 +180,9 @@ class TaskBuilder:
         for j, reply in enumerate(replies):
             if clean(raw.bad, ("scripted", j)):
                 self._check_reply(i, raw.locate(("scripted", j)), reply)
-        by_model = {name: items(r) for name, r in table(pick("scripted_by_model", {})).items()}
+        by_model = {
+            name: as_items(r) for name, r in as_table(pick("scripted_by_model", {})).items()
+        }
         for model, model_replies in by_model.items():
             for j, reply in enumerate(model_replies):
                 if clean(raw.bad, ("scripted_by_model", model, j)):
@@ -205,15 +207,15 @@ class TaskBuilder:
             input=text,
             prompt=prompt,
             target=data.get("target"),
-            system=optional_text(settings["system"]),
+            system=as_optional_text(settings["system"]),
             verifier=verifier,
             choices=tuple(choices),
-            repairs=whole(settings["repairs"]),
-            repair_mode=word(settings["repair_mode"], REPAIR_MODES),
-            feedback=word(settings["feedback"], FEEDBACK_LEVELS),
-            timeout_s=None if timeout_s is None else number(timeout_s),
-            max_tokens=None if max_tokens is None else whole(max_tokens),
-            pass_threshold=number(settings["pass_threshold"]),
+            repairs=as_whole(settings["repairs"]),
+            repair_mode=as_word(settings["repair_mode"], REPAIR_MODES),
+            feedback=as_word(settings["feedback"], FEEDBACK_LEVELS),
+            timeout_s=None if timeout_s is None else as_number(timeout_s),
+            max_tokens=None if max_tokens is None else as_whole(max_tokens),
+            pass_threshold=as_number(settings["pass_threshold"]),
             min_score=defaults.min_score,
             scripted=tuple(replies),
             scripted_by_model={name: tuple(r) for name, r in by_model.items()},
@@ -223,10 +225,10 @@ class TaskBuilder:
             marks=tuple(dict.fromkeys([*defaults.marks, *marks])),
             files={**defaults.files, **files} if files else defaults.files,
             files_dir=files_dir or defaults.files_dir,
-            mode=word(settings["mode"], TASK_MODES),
-            max_turns=whole(settings["max_turns"]),
-            tools=DEFAULT_TOOLS if tools is None else tuple(texts(tools)),
-            max_tool_output=whole(settings["max_tool_output"]),
+            mode=as_word(settings["mode"], TASK_MODES),
+            max_turns=as_whole(settings["max_turns"]),
+            tools=DEFAULT_TOOLS if tools is None else tuple(as_texts(tools)),
+            max_tool_output=as_whole(settings["max_tool_output"]),
             oracle=oracle,
             sampling=own.over(defaults.sampling),
         )
@@ -240,7 +242,7 @@ class TaskBuilder:
         value = raw.data.get("oracle")
         if not clean(raw.bad, ("oracle",)) or value is None:
             return ()
-        replies = [value] if isinstance(value, str) else items(value)
+        replies = [value] if isinstance(value, str) else as_items(value)
         for j, reply in enumerate(replies):
             where = raw.locate(("oracle",) if isinstance(value, str) else ("oracle", j))
             self._check_reply(raw.index, where, reply)
@@ -252,7 +254,7 @@ class TaskBuilder:
         found = fit_problems(self.verifiers[task.verifier.kind], task)
         own, suite = raw.data.get("verifier") or {}, defaults.verifier or {}
         for at, text in found:
-            self.add(raw.index, fit_path(at, table(own), suite, raw.locate), text)
+            self.add(raw.index, fit_path(at, as_table(own), suite, raw.locate), text)
         return not found
 
     def sampling(
@@ -260,7 +262,7 @@ class TaskBuilder:
     ) -> Sampling:
         """A well-formed ``sampling`` table (the schema checked it) as Sampling, each
         setting the run's protocol cannot send recorded as a problem where it is written."""
-        settings = table(value)
+        settings = as_table(value)
         for key, reason in self.sampling_check(settings) if self.sampling_check else ():
             self.add(index, where(key), f"cannot be sent: {reason}")
         try:
@@ -272,7 +274,7 @@ class TaskBuilder:
 
     def check_tools(self, index: int | None, names: JsonValue, where: Callable[[int], str]) -> None:
         """Every tool name a suite or task asks for must be a tool this run has."""
-        for j, name in enumerate(texts(names)):
+        for j, name in enumerate(as_texts(names)):
             if name not in self.tools:
                 self.add(index, where(j), unknown_name(name, sorted(self.tools)))
 
@@ -289,7 +291,7 @@ class TaskBuilder:
                 self.add(index, where(()), problem)
                 return {}, None
             return {}, directory
-        found = {name: text for name, text in table(value).items() if isinstance(text, str)}
+        found = {name: text for name, text in as_table(value).items() if isinstance(text, str)}
         for name in found:
             pure = PurePosixPath(name)
             if not name.strip() or "\x00" in name or pure.is_absolute() or ".." in pure.parts:
@@ -329,12 +331,12 @@ class TaskBuilder:
         the suite's, else the default kind; None when broken (the reason recorded)."""
         if not clean(raw.bad, ("verifier",)):
             return None
-        own = table(raw.data.get("verifier") or {})
+        own = as_table(raw.data.get("verifier") or {})
         inherits = "kind" not in own
         if inherits and not defaults.verifier_ok:
             return None
         options = {**(defaults.verifier or {"kind": DEFAULT_VERIFIER}), **own}
-        kind = text(options.pop("kind") if inherits else own["kind"])
+        kind = as_text(options.pop("kind") if inherits else own["kind"])
         if not inherits:
             options = {k: v for k, v in own.items() if k != "kind"}
         elif not own and defaults.verifier is not None:
@@ -397,44 +399,44 @@ def _wrong(value: JsonValue, expected: str) -> TypeError:
     return TypeError(f"expected {expected} (the suite schema checked it), got {value!r}")
 
 
-def text(value: JsonValue) -> str:
+def as_text(value: JsonValue) -> str:
     if isinstance(value, str):
         return value
     raise _wrong(value, "a string")
 
 
-def optional_text(value: JsonValue) -> str | None:
-    return None if value is None else text(value)
+def as_optional_text(value: JsonValue) -> str | None:
+    return None if value is None else as_text(value)
 
 
-def number(value: JsonValue) -> float:
+def as_number(value: JsonValue) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     raise _wrong(value, "a number")
 
 
-def whole(value: JsonValue) -> int:
+def as_whole(value: JsonValue) -> int:
     """An integer (JSON Schema's ``integer`` takes 2.0 too)."""
-    return int(number(value))
+    return int(as_number(value))
 
 
-def items(value: JsonValue) -> list[JsonValue]:
+def as_items(value: JsonValue) -> list[JsonValue]:
     if isinstance(value, list):
         return value
     raise _wrong(value, "an array")
 
 
-def texts(value: JsonValue) -> list[str]:
-    return [text(item) for item in items(value)]
+def as_texts(value: JsonValue) -> list[str]:
+    return [as_text(item) for item in as_items(value)]
 
 
-def table(value: JsonValue) -> JsonObject:
+def as_table(value: JsonValue) -> JsonObject:
     if isinstance(value, dict):
         return value
     raise _wrong(value, "an object")
 
 
-def word(value: JsonValue, words: tuple[W, ...]) -> W:
+def as_word(value: JsonValue, words: tuple[W, ...]) -> W:
     """The word of a closed set (its ``Literal``) that ``value`` is."""
     for one in words:
         if value == one:

@@ -25,12 +25,12 @@ from pytest_agentbench.suites.build import (
     SamplingCheck,
     SuiteDefaults,
     TaskBuilder,
-    number,
-    optional_text,
-    table,
-    text,
-    texts,
-    whole,
+    as_number,
+    as_optional_text,
+    as_table,
+    as_text,
+    as_texts,
+    as_whole,
 )
 from pytest_agentbench.suites.dataset import FindDataset, dataset_rows
 from pytest_agentbench.suites.read import DEFAULT_MAX_FILE_BYTES, read_document
@@ -191,7 +191,7 @@ class _Loader(TaskBuilder):
         settings: JsonObject = {
             key: value for key in TASK_SETTINGS if (value := pick(key)) is not None
         }
-        name = optional_text(pick("name"))
+        name = as_optional_text(pick("name"))
         if name is None:
             name = self.path.stem.removeprefix("bench_") or self.path.stem
             problem = None if "name" in suite else id_problem(name)
@@ -199,26 +199,26 @@ class _Loader(TaskBuilder):
                 self.add(None, "", f"the suite name {show(name)} (from the file name) {problem}")
         elif (problem := id_problem(name)) is not None:
             self.add(None, "$.suite.name", problem)
-        template = optional_text(
+        template = as_optional_text(
             pick("template", None if "template" in suite else DEFAULT_TEMPLATE)
         )
         known = template_fields(template)[1] if template is not None else []
         for problem in known:
             self.add(None, "$.suite.template", problem)
-        suite_vars = table(pick("vars", {}))
+        suite_vars = as_table(pick("vars", {}))
         for key in suite_vars:
             if key in RESERVED_FIELDS:
                 self.add(None, json_path(("suite", "vars", key)), reserved_name(key))
-        marks = texts(pick("marks", []))
+        marks = as_texts(pick("marks", []))
         for i, mark in enumerate(marks):
             if (problem := mark_problem(mark)) is not None:
                 self.add(None, json_path(("suite", "marks", i)), problem)
         verifier = pick("verifier")
         verifier_ok = "verifier" not in suite or verifier is not None
         if verifier is not None:
-            verifier = table(verifier)
+            verifier = as_table(verifier)
             options = {k: v for k, v in verifier.items() if k != "kind"}
-            for parts, problem in self.verifier_problems(text(verifier["kind"]), options):
+            for parts, problem in self.verifier_problems(as_text(verifier["kind"]), options):
                 self.add(None, json_path(("suite", "verifier", *parts)), problem)
                 verifier_ok = False
         files, files_dir = self.files(
@@ -231,14 +231,14 @@ class _Loader(TaskBuilder):
         min_score = pick("min_score")
         return SuiteDefaults(
             name=name,
-            description=text(pick("description", "")),
+            description=as_text(pick("description", "")),
             settings=settings,
             sampling=sampling,
             files=files,
             files_dir=files_dir,
-            min_score=None if min_score is None else number(min_score),
-            epochs=whole(pick("epochs", 1)),
-            reducer=text(pick("reducer", "mean")),
+            min_score=None if min_score is None else as_number(min_score),
+            epochs=as_whole(pick("epochs", 1)),
+            reducer=as_text(pick("reducer", "mean")),
             template=template,
             template_path="$.suite.template" if "template" in suite else "",
             template_problems=known,
@@ -263,7 +263,7 @@ class _Loader(TaskBuilder):
 
     def _dataset_tasks(self, suite: JsonObject, bad: set[Parts]) -> list[RawTask]:
         """One raw task per dataset row (``suites/dataset.py`` reads and maps them)."""
-        self.dataset = text(suite["dataset"])
+        self.dataset = as_text(suite["dataset"])
         if not clean(bad, ("suite", "fields")) or not clean(bad, ("suite", "columns")):
             return []
         found, rows, locate = dataset_rows(self.path, suite, self.max_bytes, self.find_dataset)
