@@ -169,7 +169,8 @@ class RecordCollector:
             records.append(record)
         else:
             earlier = records[at]
-            runs = list(earlier.get("reruns") or [])
+            reruns = earlier.get("reruns")
+            runs = list(reruns) if isinstance(reruns, list) else []
             runs.append({name: earlier.get(name) for name in RERUN_FIELDS})
             records[at] = record = {**record, "reruns": runs}
         self._finished(record)

@@ -7,14 +7,24 @@ heavier than this module and the settings is imported.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_agentbench.stash import STATE_KEY
 
 if TYPE_CHECKING:
-    pass
+    from pathlib import Path
+    from types import FrameType
+
+    from execnet import XSpec
+
+    from pytest_agentbench.model_fixture import BenchModel
+    from pytest_agentbench.pytest_compat import WorkerNode
+    from pytest_agentbench.run import SignalHandler
+    from pytest_agentbench.settings import Settings
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -89,7 +99,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         slots = probe_slots(settings.base_url)
         if slots is not None:
-            settings = _replace(
+            settings = replace(
                 settings, concurrency=slots, concurrency_given=True, concurrency_from_slots=True
             )
     workerinput = getattr(config, "workerinput", None)
@@ -144,7 +154,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(TimeoutTakeover(), "agentbench-timeout")
 
 
-def _interrupt_on_sigterm() -> Any:
+def _interrupt_on_sigterm() -> SignalHandler:
     """Make SIGTERM end the run like Ctrl-C does, so the reports of what finished are
     written (marked partial); returns the previous handler, or None where not installed."""
     import signal
@@ -153,34 +163,28 @@ def _interrupt_on_sigterm() -> Any:
     if threading.current_thread() is not threading.main_thread():
         return None
 
-    def interrupt(signum: int, frame: Any) -> None:
+    def interrupt(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
     return signal.signal(signal.SIGTERM, interrupt)
 
 
-def _with_base_url(settings: Any, url: str | None) -> Any:
+def _with_base_url(settings: Settings, url: str | None) -> Settings:
     """``settings`` with the scripted server's ``url`` for each scripted model that has no
     base URL of its own."""
     if url is None:
         return settings
 
-    def served(one: Any) -> Any:
+    def served(one: Settings) -> Settings:
         needs = one.model.provider == "scripted" and not one.base_url
-        return _replace(one, base_url=url) if needs else one
+        return replace(one, base_url=url) if needs else one
 
     models = tuple(served(one) for one in settings.models)
-    return _replace(served(settings), models=models)
-
-
-def _replace(settings: Any, **changes: Any) -> Any:
-    from dataclasses import replace
-
-    return replace(settings, **changes)
+    return replace(served(settings), models=models)
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node: Any) -> None:
+def pytest_configure_node(node: WorkerNode) -> None:
     """xdist: hand each worker the run id, folder and scripted server URL."""
     state = node.config.stash.get(STATE_KEY, None)
     if state is not None:
@@ -188,7 +192,7 @@ def pytest_configure_node(node: Any) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_xdist_setupnodes(config: pytest.Config, specs: list[Any]) -> None:
+def pytest_xdist_setupnodes(config: pytest.Config, specs: Sequence[XSpec]) -> None:
     """xdist, before it starts the workers: they get the keys over the execnet channel,
     never in their start-up environment, so no worker (nor a restarted one) has a window
     before its own guard in which another process could read them from
@@ -273,7 +277,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_make_collect_report(collector: pytest.Collector) -> Any:
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
     """A plain directory's collection also holds the bench files pytest skips for not
     being regular files, each a collection error saying why (packages are left as they
     are). Added to pytest's own report, so its directory collection stays as it is."""
@@ -290,7 +296,7 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Any:
     return report
 
 
-def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Collector | None:
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     state = parent.config.stash.get(STATE_KEY, None)
     if state is None:
         return None
@@ -357,7 +363,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 @pytest.fixture
-def agentbench_model(request: pytest.FixtureRequest) -> Any:
+def agentbench_model(request: pytest.FixtureRequest) -> BenchModel:
     """The run's model for an ordinary test: ``agentbench_model.generate(prompt)`` (see
     model_fixture.py). The test then counts as a task of the run. Skipped without
     ``--agentbench``."""
@@ -385,7 +391,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """Put the task's record on its report, and make the report's duration the rollout's
     own wall time (not the time the item waited for it among the rollouts in flight), so
     ``--durations``, junitxml and pytest-split time tasks, not the queue. A task item whose
@@ -404,11 +412,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             record = model.record(item, report)
             if record["outcome"] != "passed" and (reason := plugin_reason(state, record)):
                 record["message"] = reason
-            report.agentbench = record
+            report.agentbench = record  # type: ignore[attr-defined]
         return report
     record = getattr(item, "record", None)
     if report.skipped and record is None:  # skipped before it ran (an xfail task has one)
-        report.agentbench_skipped = True
+        report.agentbench_skipped = True  # type: ignore[attr-defined]
         return report
     if record is None and call.excinfo is not None:
         from pytest_agentbench.collector import stand_in_record
@@ -420,15 +428,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             record = {**record, "message": reason}
         item.record = record  # type: ignore[attr-defined]
     if call.when == "call" and record is not None:
-        report.agentbench = record
+        report.agentbench = record  # type: ignore[attr-defined]
         if not record.get("resumed"):
             report.duration = max(0, int(record.get("duration_ms") or 0)) / 1000
     elif call.when == "setup" and record is not None and report.failed:
-        report.agentbench = record
+        report.agentbench = record  # type: ignore[attr-defined]
     return report
 
 
-def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+def pytest_report_teststatus(
+    report: pytest.TestReport, config: pytest.Config
+) -> tuple[str, str, tuple[str, Mapping[str, bool]]] | None:
     record = getattr(report, "agentbench", None)
     outcome: str = report.outcome  # pytest-rerunfailures adds "rerun" to pytest's three
     if not record or report.when != "call" or outcome == "rerun" or report.skipped:
@@ -476,7 +486,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     write_reports(session, exitstatus, state)
 
 
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
+) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is None or state.run.is_worker:
         return

@@ -12,16 +12,61 @@ wrong result.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Protocol, TypeGuard
 
 import pytest
+
+if TYPE_CHECKING:
+    from _pytest._io import TerminalWriter
+    from execnet import XSpec
+
+# --- xdist's and pytest-timeout's objects, as this plugin reads them -------------------
+# Neither ships type information: each Protocol names what is read of one of their
+# objects (xdist's own annotations say the same), so the rest of the plugin is typed.
+
+
+class WorkerNode(Protocol):
+    """xdist's ``WorkerController``: one worker, as the controller's hooks see it."""
+
+    @property
+    def config(self) -> pytest.Config: ...
+
+    @property
+    def workerinput(self) -> dict[str, object]: ...
+
+    @property
+    def shutting_down(self) -> bool: ...
+
+
+class Scheduling(Protocol):
+    """xdist's scheduler, as ``pytest_handlecrashitem`` hands it."""
+
+    def mark_test_pending(self, item: str) -> None: ...
+
+
+class WorkerInteractor(Protocol):
+    """xdist's ``WorkerInteractor`` of a worker process (its queue is read with getattr:
+    see worker_queue)."""
+
+    @property
+    def session(self) -> pytest.Session: ...
+
+
+class TimeoutSettings(Protocol):
+    """pytest-timeout's ``Settings`` (a namedtuple), as its timer hook hands it."""
+
+    @property
+    def timeout(self) -> float: ...
+
+    def _replace(self, *, timeout: float) -> TimeoutSettings: ...
+
 
 # --- pytest: the live status line -----------------------------------------------------
 
 
-def terminal_stream(config: pytest.Config) -> tuple[Any, IO[str]] | None:
+def terminal_stream(config: pytest.Config) -> tuple[TerminalWriter, IO[str]] | None:
     """pytest's terminal writer and the raw stream under it; None when there is none.
 
     The live status line writes backspaces that must not move the writer's own column
@@ -36,12 +81,12 @@ def terminal_stream(config: pytest.Config) -> tuple[Any, IO[str]] | None:
     return None if stream is None else (writer, stream)
 
 
-def uncaptured(config: pytest.Config) -> Callable[[], AbstractContextManager[Any]] | None:
+def uncaptured(config: pytest.Config) -> Callable[[], AbstractContextManager[None]] | None:
     """A context manager factory that suspends output capture (global and fixture), or
     None. ``CaptureManager.global_and_fixture_disabled`` is what pytest's own live
     logging uses; the capture manager's class is not exported."""
     capture = config.pluginmanager.get_plugin("capturemanager")
-    found: Callable[[], AbstractContextManager[Any]] | None = getattr(
+    found: Callable[[], AbstractContextManager[None]] | None = getattr(
         capture, "global_and_fixture_disabled", None
     )
     return found
@@ -50,17 +95,23 @@ def uncaptured(config: pytest.Config) -> Callable[[], AbstractContextManager[Any
 # --- xdist worker: what this worker was sent ----------------------------------------
 
 
-def find_interactor(config: pytest.Config) -> Any:
+def find_interactor(config: pytest.Config) -> WorkerInteractor | None:
     """xdist's ``WorkerInteractor`` of this worker process, or None. xdist registers it
     as a plugin without a name; its queue (``torun``) is the only record of the items the
     controller sent this worker, which bounds what may run ahead here."""
     for plugin in config.pluginmanager.get_plugins():
-        if type(plugin).__name__ == "WorkerInteractor" and hasattr(plugin, "torun"):
+        if _is_interactor(plugin):
             return plugin
     return None
 
 
-def worker_queue(config: pytest.Config, interactor: Any, item: Any, size: int) -> list[Any]:
+def _is_interactor(plugin: object) -> TypeGuard[WorkerInteractor]:
+    return type(plugin).__name__ == "WorkerInteractor" and hasattr(plugin, "torun")
+
+
+def worker_queue(
+    config: pytest.Config, interactor: WorkerInteractor | None, item: pytest.Item, size: int
+) -> list[pytest.Item]:
     """``item``, then the items xdist sent this worker to run after it, ``size`` in all.
 
     Reads ``WorkerInteractor.nextitem_index`` (the next item, already taken off the
@@ -70,7 +121,7 @@ def worker_queue(config: pytest.Config, interactor: Any, item: Any, size: int) -
     queue (another xdist version) gives just ``item``: slower, never wrong."""
     if interactor is None or size <= 1:
         return [item]
-    indices: list[Any] = []
+    indices: list[object] = []
     following = getattr(interactor, "nextitem_index", None)
     if isinstance(following, int):
         indices.append(following)
@@ -88,13 +139,15 @@ def worker_queue(config: pytest.Config, interactor: Any, item: Any, size: int) -
     return ahead
 
 
-def _pending(queue: Any) -> list[Any]:
+def _pending(queue: object) -> list[object]:
     lock = getattr(queue, "lock", None)
     if callable(lock):
         with lock() as pending:
             return list(pending)
+    if not isinstance(queue, Iterable):  # None, or a queue of another xdist version
+        return []
     try:
-        return list(queue or ())
+        return list(queue)
     except RuntimeError:  # changed while copied: look ahead less this once
         return []
 
@@ -119,7 +172,7 @@ def report_worker(report: pytest.TestReport) -> str:
     return str(getattr(gateway, "id", "?"))
 
 
-def give_workers_env(specs: list[Any], env: dict[str, str]) -> None:
+def give_workers_env(specs: Sequence[XSpec], env: dict[str, str]) -> None:
     """Have every xdist worker of ``specs`` (execnet ``XSpec``s, as handed to
     ``pytest_xdist_setupnodes``) set ``env`` in its ``os.environ`` over the execnet
     channel, right after it starts and before it imports pytest, so the values never
@@ -136,7 +189,7 @@ def give_workers_env(specs: list[Any], env: dict[str, str]) -> None:
         spec.env.update(env)
 
 
-def deep_load_scheduler(config: pytest.Config, log: Any, depth: int) -> Any:
+def deep_load_scheduler(config: pytest.Config, log: object, depth: int) -> object | None:
     """xdist's ``load`` scheduler, keeping at least ``depth`` items queued on each worker
     while items are left (None when this xdist has no such scheduler to extend).
 
@@ -157,19 +210,19 @@ def deep_load_scheduler(config: pytest.Config, log: Any, depth: int) -> Any:
     if not hasattr(LoadScheduling, "_send_tests"):
         return None
 
-    # xdist ships no type information, so its class is Any here: subclassing Any is the
-    # one thing strict mypy refuses in this module.
+    # xdist ships no type information, so mypy cannot see its class: subclassing an
+    # unknown class is the one thing strict mypy refuses in this module.
     class DeepLoadScheduling(LoadScheduling):  # type: ignore[misc]
         def schedule(self) -> None:
             super().schedule()
             for node in list(self.node2pending):
                 self._top_up(node)
 
-        def check_schedule(self, node: Any, duration: float = 0) -> None:
+        def check_schedule(self, node: WorkerNode, duration: float = 0) -> None:
             super().check_schedule(node, duration)
             self._top_up(node)
 
-        def _top_up(self, node: Any) -> None:
+        def _top_up(self, node: WorkerNode) -> None:
             pending = self.node2pending.get(node)
             if pending is None or node.shutting_down or not self.pending:
                 return
@@ -183,7 +236,9 @@ def deep_load_scheduler(config: pytest.Config, log: Any, depth: int) -> Any:
 # --- pytest-timeout ------------------------------------------------------------------
 
 
-def set_timeout_timer(item: pytest.Item, settings: Any, timeout_s: float) -> Any:
+def set_timeout_timer(
+    item: pytest.Item, settings: TimeoutSettings, timeout_s: float
+) -> bool | None:
     """Set pytest-timeout's own timer for ``item`` at ``timeout_s`` instead of its limit.
 
     pytest-timeout's hook ``pytest_timeout_set_timer`` lets a plugin take the timer over
@@ -192,4 +247,5 @@ def set_timeout_timer(item: pytest.Item, settings: Any, timeout_s: float) -> Any
     import pytest_timeout
 
     later = settings._replace(timeout=timeout_s)
-    return pytest_timeout.pytest_timeout_set_timer(item=item, settings=later)
+    handled: bool | None = pytest_timeout.pytest_timeout_set_timer(item=item, settings=later)
+    return handled

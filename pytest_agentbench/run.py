@@ -16,12 +16,14 @@
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import FrameType
+from typing import TYPE_CHECKING, NotRequired, TypeAlias, TypedDict
 
 import pytest
 
@@ -34,6 +36,7 @@ from pytest_agentbench.urls import url_secrets
 
 if TYPE_CHECKING:
     from pytest_agentbench.artifacts.baseline import BaselineRun
+    from pytest_agentbench.core.jsontypes import JsonObject
     from pytest_agentbench.report.compare import RecordComparison
     from pytest_agentbench.report.gate import GateResult
     from pytest_agentbench.scripted.server import ScriptedServer
@@ -43,6 +46,23 @@ if TYPE_CHECKING:
 SECRET_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 #: Environment variables whose URL credentials (``user:password@``) are secrets too.
 SECRET_URL_ENV = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
+
+#: A signal's handler as ``signal.signal`` takes and returns it.
+SignalHandler: TypeAlias = Callable[[int, FrameType | None], object] | int | signal.Handlers | None
+
+
+class WorkerInput(TypedDict):
+    """What an xdist worker is sent to join the run (``RunState.worker_input``), in its
+    ``workerinput`` beside xdist's own keys (``workerid`` among them)."""
+
+    agentbench_run_id: str
+    agentbench_run_dir: str
+    agentbench_start_ms: int
+    agentbench_base_url: str | None
+    agentbench_scripted_url: str | None
+    agentbench_limit: str | None
+    agentbench_marks_dir: str
+    workerid: NotRequired[str]
 
 
 def resume_dir(out_dir: Path, target: str) -> Path:
@@ -108,14 +128,14 @@ class ResultSink:
     """What reached the run. ``records`` holds one record per task (collector.py keeps
     it so); the counts say what the run meant to cover, for ``coverage``."""
 
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[JsonObject] = field(default_factory=list)
     failed_reports: int = 0
     selected: int = 0
     deselected: int = 0
     skipped: set[str] = field(default_factory=set)
     #: Node ids run in this session: a rerun runs again, never resumes (execution.py).
     ran_here: set[str] = field(default_factory=set)
-    coverage: dict[str, Any] | None = None
+    coverage: JsonObject | None = None
     gate: GateResult | None = None
     #: --agentbench-baseline: the earlier run, and this run compared with it at the end.
     baseline: BaselineRun | None = None
@@ -139,7 +159,7 @@ class RunState:
         self.inflight = inflight or InFlight(run.config, run.settings, run.is_worker)
         self.results = ResultSink()
         self.hooks = PluginHooks(run.config.pluginmanager)
-        self.restore_sigterm: Any = None
+        self.restore_sigterm: SignalHandler = None
         #: Keys dropped from the C environment while xdist workers may be started
         #: (plugin.pytest_xdist_setupnodes), given back at the end of the run.
         self.withheld_env: tuple[str, ...] = ()
@@ -161,9 +181,7 @@ class RunState:
         return cls(run, RunServices(config, settings, server=server))
 
     @classmethod
-    def for_worker(
-        cls, config: pytest.Config, settings: Settings, info: Mapping[str, Any]
-    ) -> RunState:
+    def for_worker(cls, config: pytest.Config, settings: Settings, info: WorkerInput) -> RunState:
         """An xdist worker joining the run ``info`` (``worker_input``) describes."""
         run = RunConfig(
             config,
@@ -185,7 +203,7 @@ class RunState:
         )
         return cls(run, services)
 
-    def worker_input(self) -> dict[str, Any]:
+    def worker_input(self) -> WorkerInput:
         """What an xdist worker needs to join this run."""
         return {
             "agentbench_run_id": self.run.run_id,

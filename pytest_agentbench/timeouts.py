@@ -13,9 +13,12 @@ asked (with ``signal`` that becomes a ``timeout`` record too; see collector.py).
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, SupportsFloat, SupportsIndex
 
 import pytest
+
+if TYPE_CHECKING:
+    from pytest_agentbench.pytest_compat import TimeoutSettings
 
 
 def pytest_timeout_s(item: pytest.Item) -> float | None:
@@ -25,7 +28,7 @@ def pytest_timeout_s(item: pytest.Item) -> float | None:
     config = item.config
     if not config.pluginmanager.hasplugin("timeout"):
         return None
-    value: Any = None
+    value: object = None
     marker = item.get_closest_marker("timeout")
     if marker is not None:
         value = marker.kwargs.get("timeout", marker.args[0] if marker.args else None)
@@ -35,8 +38,10 @@ def pytest_timeout_s(item: pytest.Item) -> float | None:
         value = os.environ.get("PYTEST_TIMEOUT") or None
     if value is None:
         value = config.getini("timeout") or None
+    if not isinstance(value, str | bytes | SupportsFloat | SupportsIndex):
+        return None  # None, or no number pytest-timeout could read either
     try:
-        limit = float(value) if value is not None else None
+        limit = float(value)
     except (TypeError, ValueError):
         return None  # pytest-timeout reports its own bad values
     return limit if limit and limit > 0 else None
@@ -53,7 +58,7 @@ class TimeoutTakeover:
     backstop; the limit itself goes to the rollout (TaskItem.runtest)."""
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_timeout_set_timer(self, item: pytest.Item, settings: Any) -> Any:
+    def pytest_timeout_set_timer(self, item: pytest.Item, settings: TimeoutSettings) -> bool | None:
         if getattr(item, "task", None) is None:
             return None
         from pytest_agentbench.pytest_compat import set_timeout_timer

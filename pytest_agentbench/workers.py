@@ -17,9 +17,9 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -34,6 +34,8 @@ from pytest_agentbench.errors import VerifierError
 from pytest_agentbench.verifiers.base import Check, Verdict, Verifier
 
 if TYPE_CHECKING:
+    from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+    from pytest_agentbench.pytest_compat import Scheduling, WorkerNode
     from pytest_agentbench.run import RunState
 
 
@@ -67,7 +69,7 @@ class MarkedVerifier:
         self.kind = inner.kind
         self.options_schema = inner.options_schema
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)
 
     def verify(self, check: Check) -> Verdict:
@@ -122,7 +124,7 @@ def _lock(fd: int) -> bool:
     return True
 
 
-def _parse(data: bytes) -> dict[str, Any] | None:
+def _parse(data: bytes) -> JsonObject | None:
     try:
         mark = json.loads(data)
     except ValueError:
@@ -130,7 +132,7 @@ def _parse(data: bytes) -> dict[str, Any] | None:
     return mark if isinstance(mark, dict) else None
 
 
-def _read_mark(path: Path) -> dict[str, Any] | None:
+def _read_mark(path: Path) -> JsonObject | None:
     try:
         return _parse(path.read_bytes())
     except OSError:
@@ -147,7 +149,7 @@ def crash_record(
     start_ms: int | None,
     now_ms: int,
     sample: tuple[str, str, int] | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The harness-error record the controller reports for ``nodeid``, which xdist says
     worker ``worker`` was running when it died. The worker's marks say whether this task
     was being verified then, or which others were. ``sample`` is the item's (task id,
@@ -200,14 +202,14 @@ def interrupted_only(nodeid: str, worker: str, marks_dir: Path | None) -> bool:
     return bool(marks) and not any(_names(m, nodeid) for m in marks)
 
 
-def _names(mark: Mapping[str, Any], nodeid: str) -> bool:
+def _names(mark: Mapping[str, JsonValue], nodeid: str) -> bool:
     """Whether a mark's item (absolute suite path ``::`` item name; a mark without one:
     its task key) is the item ``nodeid`` (rootdir-relative path ``::`` item name)."""
     node = str(mark.get("node") or mark.get("key", ""))
     return node == nodeid or node.endswith("/" + nodeid)
 
 
-def _marks(directory: Path | None) -> list[dict[str, Any]]:
+def _marks(directory: Path | None) -> list[JsonObject]:
     if directory is None or not directory.is_dir():
         return []
     found = []
@@ -227,7 +229,9 @@ class XdistController:
     def __init__(self, state: RunState) -> None:
         self.state = state
 
-    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+    def pytest_handlecrashitem(
+        self, crashitem: str, report: pytest.TestReport, sched: Scheduling
+    ) -> None:
         from pytest_agentbench.pytest_compat import report_worker
 
         worker = report_worker(report)
@@ -241,7 +245,7 @@ class XdistController:
         report.agentbench_rerun = True  # type: ignore[attr-defined]
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: object) -> object | None:
         """``--dist load`` (xdist's default) with rollouts in flight: each worker keeps
         enough items queued to fill its pool (see pytest_compat.deep_load_scheduler)."""
         concurrency = self.state.settings.concurrency
@@ -252,7 +256,7 @@ class XdistController:
         return deep_load_scheduler(config, log, depth=concurrency + 1)
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+    def pytest_xdist_node_collection_finished(self, node: WorkerNode, ids: Sequence[str]) -> None:
         """The tasks a worker collected and selected: what the run plans to cover."""
         from fnmatch import fnmatch
         from pathlib import PurePath
@@ -266,7 +270,7 @@ class XdistController:
         results = self.state.results
         results.selected = max(results.selected, len(tasks))
 
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+    def pytest_testnodedown(self, node: WorkerNode, error: object | None) -> None:
         """A worker's count of tasks its selection left out (see pytest_deselected), and
         the plugin hooks that raised there."""
         output = getattr(node, "workeroutput", None) or {}
@@ -276,7 +280,9 @@ class XdistController:
             results = self.state.results
             results.deselected = max(results.deselected, deselected)
 
-    def pytest_report_teststatus(self, report: pytest.TestReport) -> Any:
+    def pytest_report_teststatus(
+        self, report: pytest.TestReport
+    ) -> tuple[str, str, tuple[str, Mapping[str, bool]]] | None:
         if getattr(report, "agentbench_rerun", False):
             return "rerun", "R", ("RERUN", {"yellow": True})
         return None
