@@ -15,15 +15,16 @@ import importlib.util
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from types import ModuleType
+from typing import TypeVar
 
 from pytest_agentbench.errors import SuiteError
 
 _MARK = "__agentbench_task__"
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 
 
-def task(**fields: Any) -> Callable[[F], F]:
+def task(**fields: object) -> Callable[[F], F]:
     """Declare the decorated function a task of its ``bench_*.py`` suite (see above)."""
 
     def declare(function: F) -> F:
@@ -33,7 +34,7 @@ def task(**fields: Any) -> Callable[[F], F]:
     return declare
 
 
-def suite_document(path: Path) -> dict[str, Any]:
+def suite_document(path: Path) -> dict[str, object]:
     """The suite document of the ``bench_*.py`` module at ``path``; SuiteError naming the
     file (and the function) when the module cannot be imported or a task not built."""
     module = _import(path)
@@ -41,7 +42,7 @@ def suite_document(path: Path) -> dict[str, Any]:
     suite = getattr(module, "SUITE", {})
     if not isinstance(suite, Mapping):
         raise SuiteError(where, [f"SUITE must be a dict of suite defaults; got {_type(suite)}"])
-    tasks: list[Any] = []
+    tasks: list[object] = []
     problems: list[str] = []
     for name, value in vars(module).items():
         fields = getattr(value, _MARK, None)
@@ -72,7 +73,7 @@ def suite_document(path: Path) -> dict[str, Any]:
     return {"suite": dict(suite), "task": tasks}
 
 
-def _import(path: Path) -> Any:
+def _import(path: Path) -> ModuleType:
     """Import the file as a module of its own name (its folder on sys.path meanwhile, so
     it may import its neighbours)."""
     name = f"agentbench_bench.{path.stem}_{abs(hash(str(path.resolve()))):x}"
@@ -94,5 +95,5 @@ def _import(path: Path) -> Any:
     return module
 
 
-def _type(value: Any) -> str:
+def _type(value: object) -> str:
     return type(value).__name__

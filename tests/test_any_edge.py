@@ -35,7 +35,6 @@ BUDGET: dict[str, int] = {
     "items.py": 12,
     "model_fixture.py": 6,
     "plugin_hooks.py": 10,
-    "python_tasks.py": 6,
     "services.py": 2,
     # --- artifacts
     "artifacts/baseline.py": 4,
@@ -83,15 +82,6 @@ BUDGET: dict[str, int] = {
     "scripted/wire_chat.py": 24,
     "scripted/wire_responses.py": 31,
     # --- suites
-    "suites/__init__.py": 1,
-    "suites/controls.py": 10,
-    "suites/dataset.py": 25,
-    "suites/fit.py": 3,
-    "suites/load.py": 26,
-    "suites/perturb.py": 3,
-    "suites/read.py": 6,
-    "suites/task.py": 6,
-    "suites/validate.py": 7,
     # --- verifiers
     "verifiers/base.py": 4,
     "verifiers/checks.py": 15,

@@ -13,11 +13,14 @@ from pytest_agentbench.core.records import CTRF_STATUSES, OUTCOMES, CtrfStatus, 
 from pytest_agentbench.core.sampling import REASONING_EFFORTS, ReasoningEffort, Sampling
 from pytest_agentbench.core.stats import REDUCERS, Reducer
 from pytest_agentbench.core.stream import WIRE_PROTOCOLS, WireProtocol
+from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.sampling_wire import PROTOCOL_NAMES
+from pytest_agentbench.option_values import choice
 from pytest_agentbench.report.compare import PairMetric, Verdict
 from pytest_agentbench.report.gate import GATE_ON, GateOn
 from pytest_agentbench.sandbox.isolation import ISOLATION_MODES, Isolation
 from pytest_agentbench.settings import Settings
+from pytest_agentbench.suites.build import as_word
 from pytest_agentbench.suites.task import (
     CONTROL_EXPECTS,
     FEEDBACK_LEVELS,
@@ -112,3 +115,16 @@ def test_a_settings_field_of_a_closed_set_has_its_literal(
     record: type, name: str, alias: Any
 ) -> None:
     assert get_type_hints(record)[name] == alias
+
+
+def test_a_word_read_is_the_word_of_its_set_and_nothing_else() -> None:
+    """The command line's and the suite's readers hand back the set's own word (its
+    Literal); any other value is refused, never passed on as a plain string."""
+    assert choice("agentbench gate on", "lower", GATE_ON) == "lower"
+    assert choice("agentbench gate on", None, GATE_ON) is None
+    with pytest.raises(AgentbenchError, match="gate on: expected one of point, lower"):
+        choice("agentbench gate on", "upper", GATE_ON)
+    assert as_word("stateless", REPAIR_MODES) == "stateless"
+    # the schema lists the same words (above): another value reaching here is a bug
+    with pytest.raises(TypeError, match="one of conversation, stateless"):
+        as_word("sideways", REPAIR_MODES)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_agentbench.suites.task import Task, VerifierConfig
 
@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 __all__ = ["Suite", "Task", "VerifierConfig", "load_suite"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     # Loading pulls in jsonschema; importing Task alone (the runner does) must stay light.
     if name in ("Suite", "load_suite"):
         from pytest_agentbench.suites import load

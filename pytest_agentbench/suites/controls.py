@@ -20,9 +20,9 @@ import random
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from pytest_agentbench.suites.task import Control, Task
+from pytest_agentbench.core.jsontypes import JsonValue
+from pytest_agentbench.suites.task import Control, Replies, Task
 
 POSITIVE = "positive"
 EMPTY = "empty"
@@ -67,7 +67,7 @@ class Planned:
     missing: str = ""
 
 
-def known_good(task: Task) -> tuple[tuple[Any, ...], str] | None:
+def known_good(task: Task) -> tuple[Replies, str] | None:
     """The task's known-good answer as scripted replies, and where it came from; None
     when none can be derived."""
     if task.oracle:
@@ -101,14 +101,15 @@ def _target_answer(task: Task) -> str | None:
             return chr(ord("A") + expected_index(target, task.choices))
         except Exception:  # the verifier's collection check reports a bad target
             return None
-    if isinstance(target, list) and target and all(isinstance(t, str) for t in target):
-        return target[0] if task.verifier.kind == "exact" else "\n".join(target)
+    texts = [t for t in target if isinstance(t, str)] if isinstance(target, list) else []
+    if texts and isinstance(target, list) and len(texts) == len(target):
+        return texts[0] if task.verifier.kind == "exact" else "\n".join(texts)
     if isinstance(target, bool) or not isinstance(target, str | int | float):
         return None
     return str(target)
 
 
-def _completed(task: Task, oracle: tuple[Any, ...]) -> tuple[Any, ...]:
+def _completed(task: Task, oracle: Replies) -> Replies:
     """A code oracle that is a function body (HumanEval) completed with the task's input,
     when only the two together compile."""
     if task.verifier.kind not in CODE_KINDS or task.mode == "agent" or len(oracle) != 1:
@@ -133,7 +134,7 @@ def _code_of(answer: str) -> str:
     return max(blocks, key=len) if blocks else answer
 
 
-def _text(reply: Any) -> str:
+def _text(reply: JsonValue) -> str:
     if isinstance(reply, str):
         return reply
     if isinstance(reply, Mapping) and isinstance(reply.get("text"), str):
@@ -141,7 +142,7 @@ def _text(reply: Any) -> str:
     return ""
 
 
-def _function_names(task: Task, answer: tuple[Any, ...] | None) -> list[str]:
+def _function_names(task: Task, answer: Replies | None) -> list[str]:
     """The top-level functions the answer should define: the verifier's ``entry_point``,
     and those of the known-good code, else of the task's input (a HumanEval prompt holds
     the signature)."""
@@ -157,12 +158,12 @@ def _function_names(task: Task, answer: tuple[Any, ...] | None) -> list[str]:
 
 
 def negatives(
-    task: Task, answer: tuple[Any, ...] | None, others: Sequence[tuple[Task, tuple[Any, ...]]]
-) -> list[tuple[Control, tuple[Any, ...]]]:
+    task: Task, answer: Replies | None, others: Sequence[tuple[Task, Replies]]
+) -> list[tuple[Control, Replies]]:
     """The negative controls of ``task``: each a Control and its scripted replies.
     ``others`` are the suite's other tasks with their known-good answers; the first whose
     answer differs from this task's gives the ``other-task`` control."""
-    found: list[tuple[Control, tuple[Any, ...]]] = [
+    found: list[tuple[Control, Replies]] = [
         (Control(EMPTY, "fail", "an empty answer"), ("",)),
         (Control(REFUSAL, "fail", "a refusal"), (REFUSAL_TEXT,)),
     ]
@@ -184,7 +185,7 @@ def negatives(
     return found
 
 
-def control_run(task: Task, control: Control, replies: tuple[Any, ...]) -> Task:
+def control_run(task: Task, control: Control, replies: Replies) -> Task:
     """The copy of ``task`` a control runs: the control's replies, no repair round."""
     return dataclasses.replace(task, scripted=replies, repairs=0, control=control)
 

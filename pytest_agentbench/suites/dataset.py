@@ -18,8 +18,8 @@ import string
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.suites.read import parse_record, read_text
 from pytest_agentbench.suites.validate import (
     Parts,
@@ -43,7 +43,7 @@ class Row:
     """One dataset row: the line it starts on, and its record or why it has none."""
 
     line: int
-    record: dict[str, Any] | None
+    record: JsonObject | None
     problem: str | None = None
 
 
@@ -87,6 +87,7 @@ def _json_rows(text: str) -> Iterator[Row]:
         return
     while True:
         try:
+            value: JsonValue
             value, end = decoder.raw_decode(text, position)
         except json.JSONDecodeError as exc:
             raise ValueError(f"JSON syntax error at line {exc.lineno}: {exc.msg}") from None
@@ -137,7 +138,8 @@ def _csv_rows(text: str, columns: list[str] | None, max_bytes: int) -> Iterator[
                 got = f"has {len(values)} values; {named} {len(columns)} columns"
                 yield Row(line, None, f"the row {got}")
             else:
-                yield Row(line, dict(zip(columns, values, strict=True)))
+                record: JsonObject = dict(zip(columns, values, strict=True))
+                yield Row(line, record)
     except csv.Error as exc:
         raise ValueError(f"CSV error at line {reader.line_num}: {exc}") from None
 
@@ -158,19 +160,21 @@ class MappedRow:
     ``(path, text)`` (path ``""`` for the row as a whole) and the task keys they break."""
 
     line: int
-    data: dict[str, Any] | None
+    data: JsonObject | None
     problems: list[tuple[str, str]]
     broken: frozenset[Parts] = frozenset()
 
 
 def dataset_rows(
-    manifest: Path, table: Mapping[str, Any], max_bytes: int, find: FindDataset | None = None
+    manifest: Path, table: Mapping[str, JsonValue], max_bytes: int, find: FindDataset | None = None
 ) -> tuple[list[tuple[str, str]], list[MappedRow], Callable[[Parts], str]]:
     """The manifest's problems (``(path, text)``), its rows mapped through
     ``table["fields"]``, and how to print a path inside a row's task table. No rows when
     the field specs are broken or the file cannot be read. ``find`` (a plugin's hook) may
-    give the dataset a local path; else it is a file next to the manifest."""
-    name, fields = table["dataset"], table.get("fields", {})
+    give the dataset a local path; else it is a file next to the manifest. ``table`` is
+    the suite table, its ``dataset``, ``fields`` and ``columns`` checked by the schema."""
+    name, fields, columns = str(table["dataset"]), table.get("fields"), table.get("columns")
+    fields = fields if isinstance(fields, dict) else {}
     problems = [(json_path(parts), text) for parts, text in spec_problems(fields)]
     try:
         local = find(name, manifest) if find is not None else None
@@ -182,7 +186,8 @@ def dataset_rows(
             json_path,
         )
     try:
-        rows = read_rows(local or manifest.parent / name, table.get("columns"), max_bytes)
+        named = [str(column) for column in columns] if isinstance(columns, list) else None
+        rows = read_rows(local or manifest.parent / name, named, max_bytes)
     except ValueError as exc:
         text = str(exc)
         if not text.startswith(("names no file", "has an unknown")):
@@ -210,7 +215,7 @@ def dataset_rows(
 # -- field specs ------------------------------------------------------------------------------
 
 
-def spec_problems(fields: Mapping[str, Any]) -> list[tuple[Parts, str]]:
+def spec_problems(fields: Mapping[str, JsonValue]) -> list[tuple[Parts, str]]:
     """What is wrong with the field specs of ``fields`` (its structure already checked by
     the schema), as paths under ``suite.fields``."""
     found: list[tuple[Parts, str]] = []
@@ -219,12 +224,12 @@ def spec_problems(fields: Mapping[str, Any]) -> list[tuple[Parts, str]]:
             continue
         if ("field" in spec) == ("template" in spec):
             found.append((parts, 'must have one of "field" or "template"'))
-        elif isinstance(spec.get("template"), str):
-            found.extend(((*parts, "template"), text) for text in _template_problems(spec))
+        elif isinstance(template := spec.get("template"), str):
+            found.extend(((*parts, "template"), text) for text in _template_problems(template))
     return [(("suite", "fields", *parts), text) for parts, text in found]
 
 
-def _specs(fields: Mapping[str, Any]) -> Iterator[tuple[Parts, Any]]:
+def _specs(fields: Mapping[str, JsonValue]) -> Iterator[tuple[Parts, JsonValue]]:
     for key in DATASET_KEYS:
         spec = fields.get(key)
         if isinstance(spec, list):
@@ -237,9 +242,9 @@ def _specs(fields: Mapping[str, Any]) -> Iterator[tuple[Parts, Any]]:
             yield from (((group, name), spec) for name, spec in table.items())
 
 
-def _template_problems(spec: Mapping[str, Any]) -> list[str]:
+def _template_problems(template: str) -> list[str]:
     try:
-        parsed = list(string.Formatter().parse(spec["template"]))
+        parsed = list(string.Formatter().parse(template))
     except ValueError as exc:
         return [f"is not a valid template: {exc} (write {{{{ and }}}} for braces)"]
     return [
@@ -252,37 +257,42 @@ def _template_problems(spec: Mapping[str, Any]) -> list[str]:
 class FieldMap:
     """Turns one dataset record into a task table through ``suite.fields``."""
 
-    def __init__(self, fields: Mapping[str, Any]) -> None:
+    def __init__(self, fields: Mapping[str, JsonValue]) -> None:
         self.fields = fields
-        names = fields.get("vars", [])
-        self.vars: dict[str, Any] = (
-            {name: name for name in names} if isinstance(names, list) else dict(names)
+        names, options = fields.get("vars", []), fields.get("verifier")
+        #: A var's field spec by the var's name (a list of names: each its own field).
+        self.vars: dict[str, JsonValue] = (
+            {str(name): name for name in names}
+            if isinstance(names, list)
+            else names
+            if isinstance(names, dict)
+            else {}
         )
-        self.options: dict[str, Any] = dict(fields.get("verifier", {}))
+        self.options: dict[str, JsonValue] = options if isinstance(options, dict) else {}
 
-    def task(self, record: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[Parts, str]]]:
+    def task(self, record: Mapping[str, JsonValue]) -> tuple[JsonObject, list[tuple[Parts, str]]]:
         """The task table made from ``record``, and the problems at its task keys: a
         field the record lacks (``input``, a mapped field, a var, a verifier option), a
         value a spec cannot use."""
-        task: dict[str, Any] = {}
+        task: JsonObject = {}
         missing: list[tuple[Parts, str]] = []
 
-        def fill(parts: Parts, spec: Any, where: str, required: bool) -> None:
-            value, problem = _value(spec, record, where, required)
-            if problem is not None:
-                missing.append((parts, problem))
-            elif value is not _ABSENT:
+        def fill(parts: Parts, spec: JsonValue, where: str, required: bool) -> None:
+            value = _value(spec, record, where, required)
+            if not isinstance(value, _Missing):
                 _put(task, parts, value)
+            elif value.problem is not None:
+                missing.append((parts, value.problem))
 
         for key in DATASET_KEYS:
             spec = self.fields.get(key, key)
             required = key == "input" or key in self.fields
             if isinstance(spec, list):
                 values = [_value(item, record, f"fields.{key}", True) for item in spec]
-                if problems := [p for _, p in values if p is not None]:
-                    missing.extend(((key,), p) for p in problems)
+                if problems := [v.problem for v in values if isinstance(v, _Missing)]:
+                    missing.extend(((key,), str(p)) for p in problems)
                 else:
-                    task[key] = [v for v, _ in values]
+                    task[key] = [v for v in values if not isinstance(v, _Missing)]
                 continue
             fill((key,), spec, f"fields.{key}", required)
         for name, spec in self.vars.items():
@@ -317,14 +327,15 @@ class FieldMap:
         return json_path((source, *rest)) if source is not None else json_path(here)
 
 
-class _Absent:
-    pass
+@dataclass(frozen=True)
+class _Missing:
+    """A field spec's value the record does not give: ``problem`` says why (None when an
+    optional field is simply not there)."""
+
+    problem: str | None
 
 
-_ABSENT: Any = _Absent()
-
-
-def _source(spec: Any) -> str | None:
+def _source(spec: JsonValue) -> str | None:
     """The record field a spec reads (None for a template: it reads several)."""
     if isinstance(spec, str):
         return spec
@@ -333,26 +344,28 @@ def _source(spec: Any) -> str | None:
     return None
 
 
-def _put(task: dict[str, Any], parts: Parts, value: Any) -> None:
+def _put(task: JsonObject, parts: Parts, value: JsonValue) -> None:
     if len(parts) == 1:
         task[str(parts[0])] = value
-    else:
-        task.setdefault(str(parts[0]), {})[str(parts[1])] = value
+    elif isinstance(table := task.setdefault(str(parts[0]), {}), dict):
+        table[str(parts[1])] = value
 
 
-def _value(spec: Any, record: Mapping[str, Any], where: str, required: bool) -> tuple[Any, Any]:
-    """``(value, None)`` or ``(_ABSENT, problem)``; ``(_ABSENT, None)`` when an optional
-    field is simply not there."""
-    table: Mapping[str, Any] = spec if isinstance(spec, dict) else {"field": spec}
+def _value(
+    spec: JsonValue, record: Mapping[str, JsonValue], where: str, required: bool
+) -> JsonValue | _Missing:
+    """The value ``spec`` reads from ``record``, or why there is none."""
+    table: Mapping[str, JsonValue] = spec if isinstance(spec, dict) else {"field": spec}
+    value: JsonValue
     if "template" in table:
         value, problem = _render(str(table["template"]), record, where)
         if problem is not None:
-            return _ABSENT, problem
+            return _Missing(problem)
     else:
         name = str(table["field"])
         if name not in record:
             problem = f"the record has no field {show(name)} ({where})" if required else None
-            return _ABSENT, problem
+            return _Missing(problem)
         value = record[name]
     join = table.get("join")
     if isinstance(join, str) and isinstance(value, list):
@@ -361,14 +374,16 @@ def _value(spec: Any, record: Mapping[str, Any], where: str, required: bool) -> 
     if isinstance(after, str):
         what = f"the field {show(table['field'])}" if "field" in table else "the template"
         if not isinstance(value, str):
-            return _ABSENT, f"{what} must be text to look for {show(after)}; got {type_name(value)}"
+            return _Missing(
+                f"{what} must be text to look for {show(after)}; got {type_name(value)}"
+            )
         if after not in value:
-            return _ABSENT, f"{what} has no {show(after)} ({where}.after)"
+            return _Missing(f"{what} has no {show(after)} ({where}.after)")
         value = value.rsplit(after, 1)[1].strip()
-    return value, None
+    return value
 
 
-def _render(template: str, record: Mapping[str, Any], where: str) -> tuple[str, str | None]:
+def _render(template: str, record: Mapping[str, JsonValue], where: str) -> tuple[str, str | None]:
     names = [name for _, name, _, _ in string.Formatter().parse(template) if name]
     absent = [name for name in dict.fromkeys(names) if name not in record]
     if absent:
@@ -377,7 +392,7 @@ def _render(template: str, record: Mapping[str, Any], where: str) -> tuple[str, 
     return template.format_map({name: _text(record[name]) for name in names}), None
 
 
-def _text(value: Any) -> str:
+def _text(value: JsonValue) -> str:
     """A record value as template text: strings as they are, a list one item per line,
     null as nothing, anything else as JSON."""
     if isinstance(value, str):

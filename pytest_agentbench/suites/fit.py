@@ -11,14 +11,13 @@ that crashes is itself reported as a problem, a bug of the plugin that provides 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from pytest_agentbench.errors import VerifierError
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.suites.validate import Parts, json_path, show
 
 
-def fit_problems(verifier: Any, task: Task) -> list[tuple[Parts, str]]:
+def fit_problems(verifier: object, task: Task) -> list[tuple[Parts, str]]:
     """The problems ``verifier.check_task`` finds in ``task``, as (place, text); none
     when the verifier defines no check."""
     check = getattr(verifier, "check_task", None)
@@ -42,8 +41,8 @@ def fit_problems(verifier: Any, task: Task) -> list[tuple[Parts, str]]:
 
 def fit_path(
     at: Parts,
-    own: Mapping[str, Any],
-    suite: Mapping[str, Any],
+    own: Mapping[str, object],
+    suite: Mapping[str, object],
     locate: Callable[[Parts], str],
 ) -> str:
     """Where a problem at ``at`` was written: ``locate`` turns a path inside the task

@@ -21,8 +21,8 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
+from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.suites.validate import render_choices
 
@@ -56,7 +56,7 @@ def perturbed_id(task_id: str, name: str) -> str:
     return f"{task_id}{SEPARATOR}{name}"
 
 
-def _with_input(task: Task, text: str, name: str, seed: int, **changes: Any) -> Task:
+def _with_input(task: Task, text: str, name: str, seed: int) -> Task:
     """The task with ``text`` as its input, in the prompt where the input stood (the
     whole prompt when the template did not place it verbatim)."""
     if task.input and task.input in task.prompt:
@@ -71,7 +71,6 @@ def _with_input(task: Task, text: str, name: str, seed: int, **changes: Any) -> 
         perturbation=name,
         original_id=task.id,
         perturbation_seed=seed,
-        **changes,
     )
 
 
@@ -100,7 +99,7 @@ def _shuffle(task: Task, seed: int) -> Task | None:
     )
 
 
-def _remap(target: Any, choices: tuple[str, ...], order: list[int]) -> Any:
+def _remap(target: JsonValue, choices: tuple[str, ...], order: list[int]) -> JsonValue:
     """The target naming the same option after the choices were put in ``order``
     (``order[new] = old``): an index stays an index, a letter a letter; the text of an
     option still names it. A target the choice verifier would refuse stays as it is."""

@@ -11,8 +11,8 @@ import os
 import stat
 import tomllib
 from pathlib import Path
-from typing import Any
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.suites.validate import show, type_name
 
 FORMATS = {".toml": "toml", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
@@ -130,10 +130,11 @@ def read_text(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> str:
         raise ValueError(f"{path} is not UTF-8 text (bad byte at line {line})") from None
 
 
-def read_document(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[Any, str]:
+def read_document(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[object, str]:
     """The parsed file and its format (``toml``, ``json``, ``yaml``); raises ValueError
     for an unknown extension, an unreadable, special or oversized file, or a syntax error
-    (with line/column)."""
+    (with line/column). The document is whatever the file holds (``object``): TOML and
+    YAML can hold dates, YAML keys that are not strings; the loader checks it is JSON."""
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise ValueError(f"unknown suite format {show(path.suffix)}; use .toml, .json or .yaml")
@@ -155,13 +156,13 @@ def _reason(exc: Exception) -> str:
     return "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
 
 
-def _parse_yaml(text: str) -> Any:
+def _parse_yaml(text: str) -> object:
     try:
         import yaml
     except ImportError:
         raise ValueError('YAML suites need PyYAML: pip install "pytest-agentbench[yaml]"') from None
     try:
-        document = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        document: object = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -188,7 +189,7 @@ def alias_growth(value: object) -> int:
         return 0
     sizes: dict[int, int] = {}
     unique = 0
-    stack: list[tuple[dict[Any, Any] | list[Any], bool]] = [(value, False)]
+    stack: list[tuple[dict[object, object] | list[object], bool]] = [(value, False)]
     while stack:
         item, leaving = stack.pop()
         children = list(item.values()) if isinstance(item, dict) else item
@@ -204,10 +205,10 @@ def alias_growth(value: object) -> int:
     return sizes[id(value)] - unique
 
 
-def parse_record(line: str) -> dict[str, Any]:
+def parse_record(line: str) -> JsonObject:
     """One JSONL line as a dataset record; raises ValueError saying why it is not one."""
     try:
-        record = json.loads(line)
+        record: JsonValue = json.loads(line)
     except json.JSONDecodeError as exc:
         raise ValueError(f"the line is not valid JSON: {exc.msg} (column {exc.colno})") from None
     except (ValueError, RecursionError) as exc:

@@ -5,16 +5,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 from pytest_agentbench.core.choices import FEEDBACK_LEVELS as FEEDBACK_LEVELS
 from pytest_agentbench.core.choices import REPAIR_MODES as REPAIR_MODES
 from pytest_agentbench.core.choices import FeedbackLevel as FeedbackLevel
 from pytest_agentbench.core.choices import RepairMode as RepairMode
+from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.core.sampling import Sampling
 
 #: The tools an agent task gets unless it names its own (the built-in ones).
 DEFAULT_TOOLS = ("bash", "read_file", "write_file", "list_files")
+
+#: Scripted replies as written in a suite (strings or tables): one per attempt, or one
+#: per model call of an agent task.
+Replies = tuple[JsonValue, ...]
 
 #: How a task's attempts are generated (suite ``mode``).
 TaskMode = Literal["answer", "agent"]
@@ -29,7 +34,7 @@ class VerifierConfig:
     """Which verifier judges a task, and its options (the suite's table minus ``kind``)."""
 
     kind: str
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, JsonValue] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,7 @@ class Task:
     path: Path
     input: str
     prompt: str
-    target: Any = None
+    target: JsonValue = None
     system: str | None = None
     verifier: VerifierConfig = field(default_factory=lambda: VerifierConfig("exact"))
     choices: tuple[str, ...] = ()
@@ -87,8 +92,8 @@ class Task:
     max_tokens: int | None = None
     pass_threshold: float = 1.0
     min_score: float | None = None
-    scripted: tuple[Any, ...] = ()
-    vars: Mapping[str, Any] = field(default_factory=dict)
+    scripted: Replies = ()
+    vars: Mapping[str, JsonValue] = field(default_factory=dict)
     marks: tuple[str, ...] = ()
     files: Mapping[str, str] = field(default_factory=dict)
     files_dir: Path | None = None
@@ -96,11 +101,11 @@ class Task:
     max_turns: int = 20
     tools: tuple[str, ...] = DEFAULT_TOOLS
     max_tool_output: int = 10_000
-    oracle: tuple[Any, ...] = ()
+    oracle: Replies = ()
     control: Control | None = None
     sampling: Sampling = field(default_factory=Sampling)
     #: The scripted model's replies by model name (a model not named gets ``scripted``).
-    scripted_by_model: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    scripted_by_model: Mapping[str, Replies] = field(default_factory=dict)
     #: Runs of the task (``epochs``) and how their rewards become its score (``reducer``).
     epochs: int = 1
     reducer: str = "mean"

@@ -17,13 +17,16 @@ import string
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
-from typing import Any
 
 import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 from jsonschema.protocols import Validator
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+
 Parts = tuple[str | int, ...]
+#: Judges one scripted reply, given the reply and its JSON path; raises ValueError.
+ReplyCheck = Callable[[JsonValue, str], None]
 
 #: Template fields every task defines itself; vars may not take these names.
 RESERVED_FIELDS = ("input", "choices", "target")
@@ -59,10 +62,10 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @functools.cache
-def suite_schema() -> dict[str, Any]:
+def suite_schema() -> JsonObject:
     """The JSON Schema shipped with the package (``suites/suite.schema.json``)."""
     text = resources.files(__package__).joinpath("suite.schema.json").read_text("utf-8")
-    schema: dict[str, Any] = json.loads(text)
+    schema: JsonObject = json.loads(text)
     return schema
 
 
@@ -76,11 +79,14 @@ def document_validator() -> Validator:
 def record_validator() -> Validator:
     """A validator for one task made from a dataset record (``input`` checked apart)."""
     defs = suite_schema()["$defs"]
-    task = {key: value for key, value in defs["task"].items() if key != "required"}
+    task = defs.get("task") if isinstance(defs, dict) else None
+    if not isinstance(defs, dict) or not isinstance(task, dict):
+        raise TypeError("suite.schema.json has no $defs.task object")  # a packaging bug
+    task = {key: value for key, value in task.items() if key != "required"}
     return jsonschema.Draft202012Validator({**task, "$defs": defs})
 
 
-def options_validator(kind: str, schema: Mapping[str, Any]) -> Validator:
+def options_validator(kind: str, schema: Mapping[str, object]) -> Validator:
     """A validator for a verifier's ``options_schema`` in the draft it declares (2020-12
     when it declares none). Raises ValueError when the schema itself is broken."""
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
@@ -105,7 +111,7 @@ def reserved_name(key: str) -> str:
 
 
 def reply_problem(
-    check: Callable[[Any, str], None] | None, reply: Any, path: str, object_word: str
+    check: ReplyCheck | None, reply: JsonValue, path: str, object_word: str
 ) -> str | None:
     """Why a scripted reply at ``path`` is refused, or None: ``check`` raises ValueError
     to refuse it; without one, a reply must be a string or a table."""
@@ -358,7 +364,7 @@ def render_choices(choices: Sequence[str]) -> str:
 
 
 def render_prompt(
-    template: str, input: str, choices: Sequence[str], vars: Mapping[str, Any]
+    template: str, input: str, choices: Sequence[str], vars: Mapping[str, JsonValue]
 ) -> tuple[str | None, list[str]]:
     """The prompt for one task, or None with every reason it cannot be rendered.
 
@@ -366,9 +372,10 @@ def render_prompt(
     the template does not place are appended after a blank line.
     """
     roots, problems = template_fields(template)
-    fields: dict[str, Any] = {**vars, "input": input}
+    fields: dict[str, JsonValue] = {**vars, "input": input}
+    shown = render_choices(choices)
     if choices:
-        fields["choices"] = render_choices(choices)
+        fields["choices"] = shown
     for root in dict.fromkeys(roots):
         if root == "choices" and not choices:
             problems.append("uses {choices}, but the task has no choices")
@@ -382,5 +389,5 @@ def render_prompt(
     except (ValueError, LookupError, AttributeError, TypeError) as exc:
         return None, [f"cannot be rendered: {type(exc).__name__}: {exc}"]
     if choices and "choices" not in roots:
-        prompt += "\n\n" + fields["choices"]
+        prompt += "\n\n" + shown
     return prompt, []
