@@ -121,9 +121,6 @@ BUDGET: dict[str, int] = {
     "suites/read.py": 6,
     "suites/task.py": 6,
     "suites/validate.py": 7,
-    # --- verifiers
-    "verifiers/inner_checks.py": 11,
-    "verifiers/inner_ctrf.py": 3,
 }
 
 
