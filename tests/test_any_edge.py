@@ -83,19 +83,6 @@ BUDGET: dict[str, int] = {
     "scripted/wire_responses.py": 31,
     # --- suites
     # --- verifiers
-    "verifiers/base.py": 4,
-    "verifiers/checks.py": 15,
-    "verifiers/choice.py": 2,
-    "verifiers/code.py": 13,
-    "verifiers/command.py": 7,
-    "verifiers/inner_checks.py": 11,
-    "verifiers/inner_ctrf.py": 3,
-    "verifiers/inner_pytest.py": 1,
-    "verifiers/json_schema.py": 13,
-    "verifiers/number.py": 2,
-    "verifiers/sandboxed.py": 6,
-    "verifiers/stamped.py": 14,
-    "verifiers/text.py": 8,
 }
 
 

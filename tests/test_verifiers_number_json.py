@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from verifiers_support import judge
+from verifiers_support import VERIFIERS, assert_well_formed, judge, verifier_task
 
+from pytest_agentbench.verifiers.base import Check
 from pytest_agentbench.verifiers.json_schema import compiled_validator, parse_answer
 from pytest_agentbench.verifiers.number import extract_number
 
@@ -244,6 +245,24 @@ def test_json_schema_cannot_judge(target: Any, options: dict[str, Any], fragment
     assert verdict.error is not None
     assert verdict.error.startswith("json_schema verifier: ")
     assert fragment in verdict.error
+
+
+@pytest.mark.parametrize(
+    ("options", "fragment"),
+    [
+        ({"expected": ["a"]}, "options.expected must be an object, not list"),
+        ({"schema": "object"}, "options.schema must be an object, not str"),
+    ],
+)
+def test_json_schema_called_directly_with_options_of_the_wrong_kind_cannot_judge(
+    options: dict[str, Any], fragment: str
+) -> None:
+    """A plugin or a test calling the verifier without its options schema gets a verdict
+    naming the option, not a crash (before, ``expected`` as a list raised AttributeError)."""
+    task = verifier_task("json_schema", options)
+    verdict = VERIFIERS["json_schema"].verify(Check('{"a": 1}', task, options))
+    assert_well_formed(verdict)
+    assert verdict.error is not None and fragment in verdict.error
 
 
 def test_json_schema_with_a_schema_option_takes_an_object_target_as_expected_values() -> None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.suites.task import Task
 
 
@@ -24,7 +25,7 @@ class Verdict:
 
     reward: float
     metrics: Mapping[str, float] = field(default_factory=dict)
-    details: Mapping[str, Any] = field(default_factory=dict)
+    details: Mapping[str, JsonValue] = field(default_factory=dict)
     feedback: str = ""
     error: str | None = None
 
@@ -37,9 +38,19 @@ class Check:
 
     answer: str
     task: Task
-    options: Mapping[str, Any]
+    options: Mapping[str, JsonValue]
     verifier_dir: Path | None = None
     workspace: Path | None = None
+
+
+def number_option(options: Mapping[str, JsonValue], name: str, default: float) -> float:
+    """``float(options.get(name, default))``: the suite's schema has made the option a
+    number; another value fails as ``float`` would (TypeError, or ValueError for a string
+    that is no number)."""
+    value = options.get(name, default)
+    if isinstance(value, int | float | str):
+        return float(value)
+    raise TypeError(f"option {name!r} must be a number, not {type(value).__name__}")
 
 
 @dataclass(frozen=True)
@@ -74,7 +85,7 @@ class Verifier(Protocol):
         """The ``verifier.kind`` a suite names this family by."""
 
     @property
-    def options_schema(self) -> Mapping[str, Any]:
+    def options_schema(self) -> Mapping[str, JsonValue]:
         """The JSON Schema of the options a suite may give (read-only: a frozen record or
         a plain class attribute both satisfy it)."""
 
@@ -87,7 +98,7 @@ class FunctionVerifier:
 
     kind: str
     function: Callable[[Check], Verdict]
-    options_schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "object"})
+    options_schema: JsonObject = field(default_factory=lambda: {"type": "object"})
     task_check: Callable[[Task], Iterable[ConfigProblem]] | None = None
 
     def verify(self, check: Check) -> Verdict:

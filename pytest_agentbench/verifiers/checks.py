@@ -11,9 +11,10 @@ model as ``python_tests`` (docs/sandbox.md), at a fraction of pytest's start-up 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.errors import SandboxError, VerifierError
 from pytest_agentbench.sandbox import CommandResult, Workspace
 from pytest_agentbench.suites.task import Task
@@ -31,6 +32,7 @@ from pytest_agentbench.verifiers.sandboxed import (
 from pytest_agentbench.verifiers.stamped import (
     MODULE_OPTION,
     SCORINGS,
+    InnerReport,
     ctrf_document,
     run_details,
     run_inner,
@@ -42,9 +44,30 @@ from pytest_agentbench.verifiers.text import cannot_judge, excerpt, unusable
 _RUNNER_MODULE = "agentbench_inner_checks"
 
 
-def _plan(check: Check) -> dict[str, Any]:
-    """What to run: ``{"test": code, "entry_point": name}`` (check mode) or
-    ``{"asserts": [...]}``, plus ``setup``. Raises VerifierError saying what to write."""
+@dataclass(frozen=True, slots=True)
+class ChecksPlan:
+    """What to run: HumanEval's ``test`` code, whose ``check(candidate)`` is given the
+    solution's ``entry_point`` (check mode), or MBPP's ``asserts``; ``setup`` runs first."""
+
+    setup: str
+    test: str | None = None
+    entry_point: str = ""
+    asserts: tuple[str, ...] = ()
+
+    def orders(self) -> JsonObject:
+        """The plan as the runner's orders (``inner_checks.main``)."""
+        if self.test is not None:
+            return {
+                "setup": self.setup,
+                "test": self.test,
+                "entry_point": self.entry_point,
+                "check": inner_checks.CHECK_CASE,
+            }
+        return {"setup": self.setup, "asserts": [*self.asserts]}
+
+
+def _plan(check: Check) -> ChecksPlan:
+    """What to run (``ChecksPlan``). Raises VerifierError saying what to write."""
     options = check.options
     test = options.get("test")
     asserts = options.get("asserts")
@@ -59,7 +82,7 @@ def _plan(check: Check) -> dict[str, Any]:
             "python_checks verifier: give options.test or options.asserts, not both"
         )
     setup = options.get("setup", "")
-    plan: dict[str, Any] = {"setup": setup if isinstance(setup, str) else ""}
+    setup = setup if isinstance(setup, str) else ""
     if isinstance(test, str) and test.strip():
         entry = options.get("entry_point")
         if not isinstance(entry, str) or not entry.isidentifier():
@@ -72,11 +95,12 @@ def _plan(check: Check) -> dict[str, Any]:
             raise VerifierError(
                 "python_checks verifier: the test code defines no function check(candidate)"
             )
-        return {**plan, "test": test, "entry_point": entry, "check": inner_checks.CHECK_CASE}
+        return ChecksPlan(setup, test=test, entry_point=entry)
     if isinstance(asserts, list) and asserts and all(isinstance(a, str) for a in asserts):
-        for number, line in enumerate(asserts, start=1):
+        lines = [str(a) for a in asserts]
+        for number, line in enumerate(lines, start=1):
             _parse(line.strip(), f"assert {number}")
-        return {**plan, "asserts": [line.strip() for line in asserts]}
+        return ChecksPlan(setup, asserts=tuple(line.strip() for line in lines))
     raise VerifierError(
         "python_checks verifier: set options.test (code defining check(candidate), with "
         "options.entry_point) or options.asserts (a list of assert lines), or make the "
@@ -93,33 +117,33 @@ def _parse(source: str, where: str) -> ast.Module:
         ) from None
 
 
-def expected_cases(plan: dict[str, Any]) -> list[str]:
+def expected_cases(plan: ChecksPlan) -> list[str]:
     """The cases the task defines, from its code alone (never from the run)."""
-    if "test" in plan:
-        return inner_checks.assertion_names(ast.parse(plan["test"]), plan["check"])
-    return [f"assert_{n}" for n in range(1, len(plan["asserts"]) + 1)]
+    if plan.test is not None:
+        return inner_checks.assertion_names(ast.parse(plan.test), inner_checks.CHECK_CASE)
+    return [f"assert_{n}" for n in range(1, len(plan.asserts) + 1)]
 
 
 def run_checks(
-    workspace: Workspace, plan: dict[str, Any], module: str, check: Check
-) -> tuple[CommandResult, Any, str]:
+    workspace: Workspace, plan: ChecksPlan, module: str, check: Check
+) -> tuple[CommandResult, InnerReport | None, str]:
     """Run the checks in ``python -I -S -B`` (``stamped.run_inner``; ``-S`` skips ``site``, a
     third of a bare start-up, more with editable installs: the runner puts this
     interpreter's site-packages directories on ``sys.path`` itself, without running
     ``.pth`` files); the result, the trusted report (or None) and why not."""
-    orders = {
-        **plan,
+    orders: JsonObject = {
+        **plan.orders(),
         "runner_module": _RUNNER_MODULE,
         "module": module,
         "solution": f"{module}.py",
-        "paths": site_paths(),
+        "paths": [*site_paths()],
     }
     runner = Path(inner_checks.__file__).resolve()
     flags = ("-I", "-S", "-B")
     return run_inner(workspace, check, runner, orders, key=inner_checks.EXTRA_KEY, flags=flags)
 
 
-def _case(test: dict[str, Any], why_missing: str) -> dict[str, Any]:
+def _case(test: JsonObject, why_missing: str) -> JsonObject:
     """A reported case with only the CTRF fields we write; one the run never got to fails
     with ``why_missing``."""
     status = test.get("status")
@@ -132,30 +156,27 @@ def _case(test: dict[str, Any], why_missing: str) -> dict[str, Any]:
             "rawStatus": "not_run",
             "message": f"did not run: {why_missing}",
         }
-    clean: dict[str, Any] = {
+    clean: JsonObject = {
         "name": str(test["name"]),
         "status": status,
         "duration": duration if isinstance(duration, int) and duration >= 0 else 0,
     }
     for key in ("rawStatus", "message"):
-        if isinstance(test.get(key), str):
-            clean[key] = test[key]
+        value = test.get(key)
+        if isinstance(value, str):
+            clean[key] = value
     return clean
 
 
 def score(
-    expected: list[str], report: dict[str, Any] | None, why_missing: str
-) -> tuple[int, int, list[dict[str, Any]]]:
+    expected: list[str], report: InnerReport | None, why_missing: str
+) -> tuple[int, int, list[JsonObject]]:
     """(passed, total, the CTRF tests): every expected case counts once; a case the run did
     not report fails; ``skipped`` (an assertion a passing check never reached) is left out
     of the total."""
-    reported = report["results"]["tests"] if report is not None else []
-    by_name = {
-        str(t["name"]): t
-        for t in reported
-        if isinstance(t, dict) and isinstance(t.get("name"), str)
-    }
-    tests: list[dict[str, Any]] = []
+    reported = report.tests if report is not None else []
+    by_name = {str(t["name"]): t for t in reported if isinstance(t.get("name"), str)}
+    tests: list[JsonObject] = []
     for name in expected:
         tests.append(_case(by_name.get(name) or {"name": name}, why_missing))
     passed = sum(1 for t in tests if t["status"] == "passed")
@@ -163,8 +184,8 @@ def score(
     return passed, total, tests
 
 
-def _ctrf(report: dict[str, Any] | None, tests: list[dict[str, Any]]) -> dict[str, Any]:
-    tool = {"name": "agentbench-checks"}
+def _ctrf(report: InnerReport | None, tests: list[JsonObject]) -> JsonObject:
+    tool: JsonObject = {"name": "agentbench-checks"}
     return ctrf_document(report, tests, tool, "pytest-agentbench python_checks")
 
 
@@ -199,7 +220,7 @@ def verify_python_checks(check: Check) -> Verdict:
             containment = workspace.containment()
     except SandboxError as exc:
         return cannot_judge(VerifierError(f"python_checks verifier: {exc}"), got=got)
-    stamp = report["results"]["extra"][inner_checks.EXTRA_KEY] if report else {}
+    stamp = report.stamp if report is not None else {}
     why = why_unreported(result, problem, "the run")
     passed, total, tests = score(expected, report, why)
     tampered, killed, tests = untrusted(result, stamp, tests, shown=5)
@@ -213,13 +234,14 @@ def verify_python_checks(check: Check) -> Verdict:
     else:
         reward = passed / total if total else 0.0
     failing = [t for t in tests if t["status"] == "failed"]
-    details: dict[str, Any] = {
+    failures: JsonObject = {str(t["name"]): t.get("message", "") for t in failing}
+    details: JsonObject = {
         "got": got,
         "extraction": extraction,
         "module": module,
-        "mode": "check" if "test" in plan else "asserts",
+        "mode": "check" if plan.test is not None else "asserts",
         "failed_tests": [t["name"] for t in failing],
-        "failures": {t["name"]: t.get("message", "") for t in failing},
+        "failures": failures,
         "report": "complete" if stamp.get("complete") else (problem or why),
         "setup_error": stamp.get("setup_error") or None,
         **run_details(result, tampered, killed, containment),

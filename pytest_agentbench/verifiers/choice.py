@@ -12,8 +12,8 @@ import re
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.errors import VerifierError
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
@@ -69,7 +69,7 @@ def _fold(text: str) -> str:
     return " ".join(text.split()).strip(" .,;:!?\"'").casefold()
 
 
-def expected_index(target: Any, choices: Sequence[str]) -> int:
+def expected_index(target: object, choices: Sequence[str]) -> int:
     """The 0-based index of the right option; raises VerifierError saying what to fix."""
     count = len(choices)
     if count == 0:
@@ -187,7 +187,7 @@ def verify_choice(check: Check) -> Verdict:
     extraction = extract_choice(check.answer, choices)
     chosen = extraction.letter
     valid = chosen is not None and chosen in LETTERS[: len(choices)]
-    details: dict[str, Any] = {
+    details: JsonObject = {
         "expected": expected,
         "expected_text": choices[index],
         "chosen": chosen,

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
+from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.errors import SandboxError, VerifierError
 from pytest_agentbench.sandbox import CommandResult, Workspace
 from pytest_agentbench.suites.task import Task
@@ -33,6 +33,7 @@ from pytest_agentbench.verifiers.stamped import (
     MODULE_OPTION,
     SCORINGS,
     STATUSES,
+    InnerReport,
     ctrf_document,
     run_details,
     run_inner,
@@ -79,14 +80,16 @@ def tests_source(check: Check, module: str) -> str:
 _PYTEST_ARGS = ["-q", "-p", "no:cacheprovider", "--noconftest", "-c", "/dev/null"]
 
 
-def run_tests(workspace: Workspace, test_file: str, check: Check) -> tuple[CommandResult, Any, str]:
+def run_tests(
+    workspace: Workspace, test_file: str, check: Check
+) -> tuple[CommandResult, InnerReport | None, str]:
     """Run pytest on ``test_file`` through ``inner_pytest.py`` (``stamped.run_inner``);
     the result, the trusted report (or None) and why not."""
-    orders = {
+    orders: JsonObject = {
         "runner_module": _RUNNER_MODULE,
         "plugin": str(Path(inner_ctrf.__file__).resolve()),
         "plugin_module": _PLUGIN_MODULE,
-        "args": _PYTEST_ARGS,
+        "args": [*_PYTEST_ARGS],
         "test_file": test_file,
         "solution": test_file,
     }
@@ -95,22 +98,23 @@ def run_tests(workspace: Workspace, test_file: str, check: Check) -> tuple[Comma
     return run_inner(workspace, check, runner, orders, key=inner_ctrf.EXTRA_KEY, env=env)
 
 
-def _ctrf_test(test: dict[str, Any]) -> dict[str, Any]:
+def _ctrf_test(test: JsonObject) -> JsonObject:
     """A reported test with only the CTRF fields we write, each of the right type."""
     status = test.get("status")
     duration = test.get("duration")
-    clean: dict[str, Any] = {
+    clean: JsonObject = {
         "name": str(test["name"]),
         "status": status if status in STATUSES else "other",
         "duration": duration if isinstance(duration, int) and duration >= 0 else 0,
     }
     for key in ("rawStatus", "message", "trace", "filePath"):
-        if isinstance(test.get(key), str):
-            clean[key] = test[key]
+        value = test.get(key)
+        if isinstance(value, str):
+            clean[key] = value
     return clean
 
 
-def _not_run(nodeid: str, reason: str) -> dict[str, Any]:
+def _not_run(nodeid: str, reason: str) -> JsonObject:
     return {
         "name": nodeid,
         "status": "failed",
@@ -121,16 +125,17 @@ def _not_run(nodeid: str, reason: str) -> dict[str, Any]:
 
 
 def score(
-    expected: ExpectedTests, reported: list[dict[str, Any]], test_file: str, why_missing: str
-) -> tuple[int, int, list[dict[str, Any]]]:
+    expected: ExpectedTests, reported: list[JsonObject], test_file: str, why_missing: str
+) -> tuple[int, int, list[JsonObject]]:
     """(passed, total, the CTRF tests to keep): every expected case counts, a case that
     did not run fails, results for tests the task did not write are left out."""
-    by_name: dict[str, list[dict[str, Any]]] = {}
+    by_name: dict[str, list[JsonObject]] = {}
     for test in reported:
-        if isinstance(test, dict) and isinstance(test.get("name"), str):
-            by_name.setdefault(base_name(test["name"]), []).append(test)
+        name = test.get("name")
+        if isinstance(name, str):
+            by_name.setdefault(base_name(name), []).append(test)
     passed = total = 0
-    kept: list[dict[str, Any]] = []
+    kept: list[JsonObject] = []
     for name, count in expected.items():
         results = by_name.get(name, [])
         cases = count if count is not None else max(1, len(results))
@@ -143,9 +148,11 @@ def score(
     return passed, total, kept
 
 
-def _ctrf(report: dict[str, Any] | None, tests: list[dict[str, Any]]) -> dict[str, Any]:
-    version = ((report or {}).get("results", {}).get("tool") or {}).get("version")
-    tool = {"name": "pytest", **({"version": version} if isinstance(version, str) else {})}
+def _ctrf(report: InnerReport | None, tests: list[JsonObject]) -> JsonObject:
+    version = report.tool.get("version") if report is not None else None
+    tool: JsonObject = {"name": "pytest"}
+    if isinstance(version, str):
+        tool["version"] = version
     return ctrf_document(report, tests, tool, "pytest-agentbench python_tests")
 
 
@@ -180,13 +187,14 @@ def verify_python_tests(check: Check) -> Verdict:
             containment = workspace.containment()
     except SandboxError as exc:
         return cannot_judge(VerifierError(f"python_tests verifier: {exc}"), got=got)
-    stamp = report["results"]["extra"][inner_ctrf.EXTRA_KEY] if report else {}
-    errors = [e for e in stamp.get("collection_errors", []) if isinstance(e, dict)]
+    stamp = report.stamp if report is not None else {}
+    listed = stamp.get("collection_errors", [])
+    errors = [e for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []
     if errors:
         why = f"the tests could not be collected: {errors[0].get('message', '')}"
     else:
         why = why_unreported(result, problem, "the test run")
-    reported = [] if report is None else report["results"]["tests"]
+    reported = [] if report is None else report.tests
     passed, total, tests = score(expected, reported, test_file, why)
     tampered, killed, tests = untrusted(result, stamp, tests)
     if tampered or killed:
@@ -199,13 +207,14 @@ def verify_python_tests(check: Check) -> Verdict:
     reward = (1.0 if passed == total else 0.0) if all_or_nothing else fraction
     failing = [test for test in tests if test.get("status") != "passed"]
     names = list(dict.fromkeys(base_name(str(test["name"])) for test in failing))
-    details: dict[str, Any] = {
+    failures: JsonObject = {base_name(str(t["name"])): t.get("message", "") for t in failing}
+    details: JsonObject = {
         "got": got,
         "extraction": extraction,
         "module": module,
         "tests_file": test_file,
-        "failed_tests": names,
-        "failures": {base_name(str(t["name"])): t.get("message", "") for t in failing},
+        "failed_tests": [*names],
+        "failures": failures,
         "report": "complete" if stamp.get("complete") else (problem or why),
         **run_details(result, tampered, killed, containment),
     }

@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TypeGuard
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.errors import SandboxError, VerifierError
 from pytest_agentbench.sandbox import CommandResult, Workspace
 from pytest_agentbench.suites.task import Task
@@ -38,11 +39,11 @@ ANSWER_FILE = "answer.txt"
 _TAIL = 2000
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _reward(value: Any, source: str) -> float:
+def _reward(value: object, source: str) -> float:
     if not _finite(value):
         raise VerifierError(f"command verifier: {source} must hold a finite number; got {value!r}")
     if not 0 <= value <= 1:
@@ -50,17 +51,17 @@ def _reward(value: Any, source: str) -> float:
     return float(value)
 
 
-def parse_reward_json(text: str) -> tuple[float, dict[str, float], dict[str, Any]]:
+def parse_reward_json(text: str) -> tuple[float, dict[str, float], JsonObject]:
     """(reward, metrics, details) from a ``reward.json``; raises VerifierError."""
     try:
-        data = json.loads(text)
+        data: JsonValue = json.loads(text)
     except ValueError as exc:
         raise VerifierError(f"command verifier: reward.json is not JSON ({exc})") from None
     if not isinstance(data, dict) or "reward" not in data:
         raise VerifierError('command verifier: reward.json must be an object with a "reward" key')
     reward = _reward(data["reward"], 'reward.json "reward"')
     metrics: dict[str, float] = {}
-    details: dict[str, Any] = {}
+    details: JsonObject = {}
     nested = data.get("metrics")
     if isinstance(nested, Mapping):
         for name, value in nested.items():
@@ -70,8 +71,9 @@ def parse_reward_json(text: str) -> tuple[float, dict[str, float], dict[str, Any
                     f"got {value!r}"
                 )
             metrics[str(name)] = float(value)
-    if isinstance(data.get("details"), Mapping):
-        details.update(data["details"])
+    found = data.get("details")
+    if isinstance(found, Mapping):
+        details.update(found)
     for name, value in data.items():
         if name in ("reward", "metrics", "details"):
             continue
@@ -95,7 +97,7 @@ def parse_reward_txt(text: str) -> float:
 
 def _judge(
     workspace: Workspace, result: CommandResult
-) -> tuple[float, dict[str, float], dict[str, Any], str]:
+) -> tuple[float, dict[str, float], JsonObject, str]:
     """(reward, metrics, details, where the reward came from)."""
     for name in REWARD_FILES:
         path = workspace.path / name
@@ -117,13 +119,14 @@ def _last_line(result: CommandResult) -> str:
     return ""
 
 
-def check_report(run: str, why: str, result: CommandResult) -> dict[str, Any]:
+def check_report(run: str, why: str, result: CommandResult) -> JsonObject:
     """A one-test CTRF report of a check that failed without a reward file (its exit
     status, or a limit, decided): the failure line then says why, not a count."""
-    test = {
+    duration = max(0, int(result.elapsed_s * 1000))
+    test: JsonObject = {
         "name": "check",
         "status": "failed",
-        "duration": max(0, int(result.elapsed_s * 1000)),
+        "duration": duration,
         "rawStatus": "failed",
         "message": why,
         "trace": f"$ {run}\n{(result.stdout + result.stderr)[-_TAIL:]}",
@@ -135,7 +138,7 @@ def check_report(run: str, why: str, result: CommandResult) -> dict[str, Any]:
         "generatedBy": "pytest-agentbench command",
         "results": {
             "tool": {"name": "command"},
-            "summary": {**summary, "start": 0, "stop": test["duration"]},
+            "summary": {**summary, "start": 0, "stop": duration},
             "tests": [test],
         },
     }
@@ -178,7 +181,7 @@ def verify_command(check: Check) -> Verdict:
             write_artifact(check, "test-stdout.txt", result.stdout)
             if result.stderr:
                 write_artifact(check, "test-stderr.txt", result.stderr)
-            details: dict[str, Any] = {
+            details: JsonObject = {
                 "got": got,
                 "extraction": "whole answer",
                 "run": run,

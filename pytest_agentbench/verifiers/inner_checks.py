@@ -28,8 +28,10 @@ import contextlib
 import os
 import sys
 import time
+from collections.abc import Mapping
 from json import dumps
-from typing import Any
+from types import CodeType
+from typing import TypedDict
 
 EXTRA_KEY = "pytest-agentbench.checks"
 MESSAGE_LIMIT = 1000
@@ -43,7 +45,43 @@ _write, _lseek, _ftruncate, _clock, _getppid = (
     time.time,
     os.getppid,
 )
-_armed: dict[str, Any] = {}
+
+
+class _Test(TypedDict, total=False):
+    """One case of the report, in CTRF's words."""
+
+    name: str
+    status: str
+    rawStatus: str
+    duration: int
+    message: str
+
+
+class _Armed(TypedDict, total=False):
+    """The run's state, set by ``main`` before any solution code runs."""
+
+    nonce: str
+    fd: int
+    start: int
+    tests: dict[str, _Test]
+    order: list[str]
+    tampered: list[str]
+    setup_error: str
+    ppid: int
+    own: dict[str, object]
+    snapshot: dict[str, object]
+    namespace: dict[str, object]
+    sources: list[str]
+
+
+class _Progress(TypedDict):
+    """The assertion of ``check`` that is running (its index) and when it started."""
+
+    current: int | None
+    started: float | None
+
+
+_armed: _Armed = {}
 _WATCHED_EVENTS = ("sys.settrace", "sys.setprofile")
 
 
@@ -136,14 +174,14 @@ def _check_tampering() -> None:
             _armed["tampered"].append(key)
 
 
-def _audit(event: str, args: tuple[Any, ...]) -> None:
+def _audit(event: str, args: tuple[object, ...]) -> None:
     """A trace or profile function can jump over an assert; none may be set once the
     solution runs (the runner sets none itself)."""
     if event in _WATCHED_EVENTS and event not in _armed["tampered"]:
         _armed["tampered"].append(event)
 
 
-def _report(complete: bool) -> dict[str, Any]:
+def _report(complete: bool) -> dict[str, object]:
     tests = [_armed["tests"][name] for name in _armed["order"]]
     return {
         "reportFormat": "CTRF",
@@ -203,7 +241,7 @@ def _unreached(status: str, raw: str, message: str) -> None:
             test["status"], test["rawStatus"], test["message"] = status, raw, message
 
 
-def _load_solution(path: str, module: str) -> tuple[dict[str, Any] | None, str]:
+def _load_solution(path: str, module: str) -> tuple[dict[str, object] | None, str]:
     """The solution's globals after running it as module ``module``; None and why not."""
     import importlib.util
 
@@ -220,14 +258,14 @@ def _load_solution(path: str, module: str) -> tuple[dict[str, Any] | None, str]:
 
 
 def _run_check(
-    orders: dict[str, Any],
-    compiled: Any,
+    name: str,
+    entry_point: str,
+    compiled: CodeType,
     names: list[str],
     sources: list[str],
-    namespace: dict[str, Any],
+    namespace: dict[str, object],
 ) -> None:
-    name = orders["check"]
-    state: dict[str, Any] = {"current": None, "started": None}
+    state: _Progress = {"current": None, "started": None}
 
     def enter(index: int) -> None:
         current = state["current"]
@@ -246,11 +284,11 @@ def _run_check(
     try:
         exec(compiled, namespace)
         function = namespace.get(name)
-        candidate = namespace.get(orders["entry_point"])
+        candidate = namespace.get(entry_point)
         if not callable(function):
             raise LookupError(f"the test code defines no function {name!r}")
         if candidate is None:
-            raise LookupError(f"the solution defines no {orders['entry_point']!r}")
+            raise LookupError(f"the solution defines no {entry_point!r}")
         function(candidate)
     except BaseException as exc:
         current = state["current"]
@@ -271,7 +309,7 @@ def _run_check(
     _unreached("skipped", "not_reached", "not reached: the check returned without running it")
 
 
-def _run_asserts(compiled: list[Any], names: list[str], namespace: dict[str, Any]) -> None:
+def _run_asserts(compiled: list[CodeType], names: list[str], namespace: dict[str, object]) -> None:
     for code, name, source in zip(compiled, names, _armed["sources"], strict=True):
         started = _clock()
         try:
@@ -283,43 +321,62 @@ def _run_asserts(compiled: list[Any], names: list[str], namespace: dict[str, Any
         _flush()
 
 
-def main(orders: dict[str, Any], nonce: str, fd: int) -> None:
+def _text(orders: Mapping[str, object], key: str, default: str | None = None) -> str:
+    value = orders.get(key, default)
+    if not isinstance(value, str):
+        raise SystemExit(f"orders: {key} must be a string, not {type(value).__name__}")
+    return value
+
+
+def _texts(orders: Mapping[str, object], key: str) -> list[str]:
+    value = orders.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise SystemExit(f"orders: {key} must be a list of strings")
+    return [str(item) for item in value]
+
+
+def main(orders: Mapping[str, object], nonce: str, fd: int) -> None:
     """Run the checks ``orders`` describe and report through ``fd``, stamped ``nonce``."""
     _armed.update(
-        nonce=nonce,
-        fd=fd,
-        start=int(_clock() * 1000),
-        tests={},
-        order=[],
-        tampered=[],
-        setup_error="",
-        ppid=_getppid(),
-        own={"_flush": _flush, "_record": _record, "_report": _report, "dumps": dumps},
+        {
+            "nonce": nonce,
+            "fd": fd,
+            "start": int(_clock() * 1000),
+            "tests": {},
+            "order": [],
+            "tampered": [],
+            "setup_error": "",
+            "ppid": _getppid(),
+            "own": {"_flush": _flush, "_record": _record, "_report": _report, "dumps": dumps},
+        }
     )
     check_mode = "test" in orders
+    check_name = _text(orders, "check") if check_mode else ""
+    entry_point = _text(orders, "entry_point") if check_mode else ""
     if check_mode:
-        tree = ast.parse(orders["test"], "checks.py")
-        names = assertion_names(tree, orders["check"])
-        function = check_function(tree, orders["check"])
+        tree = ast.parse(_text(orders, "test"), "checks.py")
+        names = assertion_names(tree, check_name)
+        function = check_function(tree, check_name)
         nodes = _asserts_of(function) if function is not None else []
         sources = [f"assert {ast.unparse(node.test)}" for node in nodes]
-        _instrument(tree, orders["check"])
+        _instrument(tree, check_name)
         compiled_check = compile(tree, "checks.py", "exec")
     else:
-        names = [f"assert_{n}" for n in range(1, len(orders["asserts"]) + 1)]
-        sources = [text.strip() for text in orders["asserts"]]
+        asserts = _texts(orders, "asserts")
+        names = [f"assert_{n}" for n in range(1, len(asserts) + 1)]
+        sources = [text.strip() for text in asserts]
         compiled_list = [
             compile(text, f"assert_{n}", "exec") for n, text in enumerate(sources, start=1)
         ]
     _armed["sources"] = sources
-    setup = compile(orders.get("setup", ""), "setup", "exec")
+    setup = compile(_text(orders, "setup", ""), "setup", "exec")
     for name in names:
         _record(name, "other")
     _armed["snapshot"] = _snapshot()
     _flush()
     sys.addaudithook(_audit)  # cannot be removed: sees every trace or profile function set
-    sys.path.extend([*orders.get("paths", []), orders["workspace"]])
-    namespace, problem = _load_solution(orders["solution"], orders["module"])
+    sys.path.extend([*_texts(orders, "paths"), _text(orders, "workspace")])
+    namespace, problem = _load_solution(_text(orders, "solution"), _text(orders, "module"))
     if namespace is not None:
         namespace["__name__"] = "__agentbench_checks__"
         try:
@@ -330,7 +387,7 @@ def main(orders: dict[str, Any], nonce: str, fd: int) -> None:
         _armed["setup_error"] = problem
         _unreached("failed", "not_run", f"did not run: {problem}")
     elif check_mode:
-        _run_check(orders, compiled_check, names, sources, namespace)
+        _run_check(check_name, entry_point, compiled_check, names, sources, namespace)
     else:
         _run_asserts(compiled_list, names, namespace)
     _flush(complete=True)

@@ -20,7 +20,7 @@ import os
 import sys
 import time
 from json import dumps
-from typing import Any
+from typing import TypedDict
 
 import pytest
 
@@ -65,22 +65,53 @@ _write, _lseek, _ftruncate, _clock, _getppid = (
     time.time,
     os.getppid,
 )
-_armed: dict[str, Any] = {}
+
+
+class _Test(TypedDict, total=False):
+    """One test of the report, in CTRF's words."""
+
+    name: str
+    status: str
+    duration: int
+    filePath: str
+    rawStatus: str
+    message: str
+    trace: str
+
+
+class _Armed(TypedDict, total=False):
+    """The run's state once armed (``arm``); empty before, and then nothing is recorded."""
+
+    nonce: str
+    fd: int
+    start: int
+    tests: dict[str, _Test]
+    order: list[str]
+    collection_errors: list[dict[str, str]]
+    snapshot: dict[str, tuple[object, ...]] | None
+    tampered: list[str]
+    config: pytest.Config | None
+    ppid: int
+
+
+_armed: _Armed = {}
 
 
 def arm(nonce: str, fd: int) -> None:
     """Called by the harness's bootstrap before pytest starts."""
     _armed.update(
-        nonce=nonce,
-        fd=fd,
-        start=int(_clock() * 1000),
-        tests={},
-        order=[],
-        collection_errors=[],
-        snapshot=None,
-        tampered=[],
-        config=None,
-        ppid=_getppid(),
+        {
+            "nonce": nonce,
+            "fd": fd,
+            "start": int(_clock() * 1000),
+            "tests": {},
+            "order": [],
+            "collection_errors": [],
+            "snapshot": None,
+            "tampered": [],
+            "config": None,
+            "ppid": _getppid(),
+        }
     )
 
 
@@ -130,7 +161,7 @@ def _message(report: pytest.TestReport | pytest.CollectReport) -> str:
     return _cut(text.splitlines()[-1] if text else "", MESSAGE_LIMIT)
 
 
-def _report(complete: bool, exitstatus: int | None) -> dict[str, Any]:
+def _report(complete: bool, exitstatus: int | None) -> dict[str, object]:
     tests = [_armed["tests"][nodeid] for nodeid in _armed["order"]]
     counts = {status: 0 for status in ("passed", "failed", "skipped", "pending", "other")}
     for test in tests:
@@ -190,7 +221,7 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if not _armed:
         return
-    tests: dict[str, dict[str, Any]] = _armed["tests"]
+    tests = _armed["tests"]
     test = tests.get(report.nodeid)
     if test is None:
         path, _, _ = report.nodeid.partition("::")

@@ -14,21 +14,32 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from typing import Any
+from collections.abc import Mapping
 
 import pytest
 
 
-def main(orders: dict[str, Any], nonce: str, fd: int) -> None:
+def _text(orders: Mapping[str, object], key: str) -> str:
+    value = orders[key]
+    if not isinstance(value, str):
+        raise SystemExit(f"orders: {key} must be a string, not {type(value).__name__}")
+    return value
+
+
+def main(orders: Mapping[str, object], nonce: str, fd: int) -> None:
     """Run the task's tests as ``orders`` say; report through ``fd``, stamped ``nonce``."""
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    spec = importlib.util.spec_from_file_location(orders["plugin_module"], orders["plugin"])
+    module, path = _text(orders, "plugin_module"), _text(orders, "plugin")
+    spec = importlib.util.spec_from_file_location(module, path)
     if spec is None or spec.loader is None:
-        raise SystemExit(f"cannot load {orders['plugin']}")
+        raise SystemExit(f"cannot load {path}")
     plugin = importlib.util.module_from_spec(spec)
-    sys.modules[orders["plugin_module"]] = plugin
+    sys.modules[module] = plugin
     spec.loader.exec_module(plugin)
     plugin.arm(nonce, fd)
-    args = [*orders["args"], "--rootdir", orders["workspace"], orders["test_file"]]
-    del orders, spec
+    given = orders["args"]
+    if not isinstance(given, list):
+        raise SystemExit(f"orders: args must be a list, not {type(given).__name__}")
+    args = [*map(str, given), "--rootdir", _text(orders, "workspace"), _text(orders, "test_file")]
+    del orders, spec, given
     raise SystemExit(pytest.main(args, plugins=[plugin]))

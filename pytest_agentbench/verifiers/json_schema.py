@@ -14,7 +14,6 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 from urllib.parse import unquote
 
 from jsonschema import validators
@@ -22,6 +21,7 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator
 from referencing.exceptions import Unresolvable
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.errors import VerifierError
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
@@ -39,7 +39,7 @@ _ERRORS_KEPT = 10
 class ParsedAnswer:
     """The JSON value found in an answer, or ``error`` (a sentence) when there is none."""
 
-    value: Any
+    value: JsonValue
     method: str
     error: str | None = None
 
@@ -79,7 +79,7 @@ def parse_answer(answer: str) -> ParsedAnswer:
     return ParsedAnswer(None, "first JSON value in the text", first_error)
 
 
-def _schema_key(schema: Mapping[str, Any], source: str) -> str:
+def _schema_key(schema: Mapping[str, JsonValue], source: str) -> str:
     def plain(value: object) -> object:
         if isinstance(value, Mapping):
             return dict(value)
@@ -100,7 +100,7 @@ def _validator(schema_json: str) -> Validator:
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
-def compiled_validator(schema: Mapping[str, Any], source: str = "schema") -> Validator:
+def compiled_validator(schema: Mapping[str, JsonValue], source: str = "schema") -> Validator:
     """The validator for ``schema``; raises VerifierError when the schema itself is
     invalid or has no JSON Schema keyword at all (an expected object given as a schema
     would accept everything)."""
@@ -132,7 +132,7 @@ def _json_path(parts: Iterable[str | int]) -> str:
     return path
 
 
-def _violation(error: ValidationError) -> dict[str, str]:
+def _violation(error: ValidationError) -> JsonObject:
     """A violation for feedback; ``const`` and ``enum`` messages list the allowed values,
     which may be the very answer, so they are replaced."""
     if error.validator == "const":
@@ -144,7 +144,7 @@ def _violation(error: ValidationError) -> dict[str, str]:
     return {"path": _json_path(error.absolute_path), "message": message}
 
 
-def _same(left: Any, right: Any) -> bool:
+def _same(left: object, right: object) -> bool:
     """JSON equality: 1 equals 1.0, but true is not 1."""
     if isinstance(left, bool) or isinstance(right, bool):
         return isinstance(left, bool) and isinstance(right, bool) and left == right
@@ -157,10 +157,14 @@ def _same(left: Any, right: Any) -> bool:
     return type(left) is type(right) and left == right
 
 
-def _schema_for(check: Check) -> tuple[Mapping[str, Any] | None, str | None]:
+def _schema_for(check: Check) -> tuple[Mapping[str, JsonValue] | None, str | None]:
     schema = check.options.get("schema")
-    if schema is not None:
+    if isinstance(schema, Mapping):
         return schema, "options.schema"
+    if schema is not None:
+        raise VerifierError(
+            f"json_schema verifier: options.schema must be an object, not {type(schema).__name__}"
+        )
     if isinstance(check.task.target, Mapping):
         return check.task.target, "target"
     if check.options.get("expected") is not None:
@@ -187,12 +191,12 @@ def check_json_schema(task: Task) -> list[ConfigProblem]:
     return []
 
 
-def _check_local_refs(schema: Mapping[str, Any], source: str) -> None:
+def _check_local_refs(schema: Mapping[str, JsonValue], source: str) -> None:
     """Raise VerifierError for a ``$ref`` JSON pointer into the schema itself that points
     at nothing. Only checked when no nested ``$id`` changes the base of a reference (then
     resolution is left to jsonschema, at run time)."""
     refs: list[str] = []
-    stack: list[Any] = [schema]
+    stack: list[object] = [schema]
     while stack:
         node = stack.pop()
         if isinstance(node, Mapping):
@@ -206,7 +210,7 @@ def _check_local_refs(schema: Mapping[str, Any], source: str) -> None:
     for ref in refs:
         if ref != "#" and not ref.startswith("#/"):
             continue
-        target: Any = schema
+        target: object = schema
         for token in filter(None, unquote(ref[1:]).split("/")):
             key = token.replace("~1", "/").replace("~0", "~")
             if isinstance(target, Mapping) and key in target:
@@ -227,17 +231,23 @@ def _schema_is_option(check: Check) -> bool:
 def verify_json_schema(check: Check) -> Verdict:
     """Reward 0 unless the answer is JSON valid under the schema; then 1, or the fraction
     of ``expected`` fields whose values are equal."""
-    expected = check.options.get("expected")
+    given = check.options.get("expected")
     schema_given = check.options.get("schema") is not None
-    if expected is None and schema_given and isinstance(check.task.target, Mapping):
-        expected = check.task.target
+    if given is None and schema_given and isinstance(check.task.target, Mapping):
+        given = dict(check.task.target)
     try:
+        if given is not None and not isinstance(given, Mapping):
+            raise VerifierError(
+                f"json_schema verifier: options.expected must be an object, not "
+                f"{type(given).__name__}"
+            )
+        expected = None if given is None else dict(given)
         schema, source = _schema_for(check)
         validator = None if schema is None else compiled_validator(schema, source or "schema")
     except VerifierError as exc:
         return cannot_judge(exc, got=excerpt(check.answer))
     parsed = parse_answer(check.answer)
-    details: dict[str, Any] = {
+    details: JsonObject = {
         "expected": expected,
         "schema_source": source,
         "got": excerpt(check.answer),
@@ -260,7 +270,7 @@ def verify_json_schema(check: Check) -> Verdict:
         problem = f"json_schema verifier: {source} has a $ref that cannot be resolved: {exc}"
         return cannot_judge(VerifierError(problem), got=excerpt(check.answer))
     violations = [_violation(e) for e in errors]
-    details["schema_errors"] = violations[:_ERRORS_KEPT]
+    details["schema_errors"] = [*violations[:_ERRORS_KEPT]]
     metrics.update(json_valid=1, schema_errors=len(errors))
     feedback = ""
     if violations:
@@ -271,7 +281,7 @@ def verify_json_schema(check: Check) -> Verdict:
     reward = 0.0 if violations else 1.0
     if expected is not None:
         found, wrong = _compare_fields(parsed.value, expected)
-        details["fields"] = {"matched": found, "mismatched": wrong}
+        details["fields"] = {"matched": [*found], "mismatched": [*wrong]}
         metrics.update(fields_found=len(found), fields_total=len(expected))
         if not violations and expected:
             reward = len(found) / len(expected)
@@ -284,7 +294,7 @@ def verify_json_schema(check: Check) -> Verdict:
     return Verdict(reward=reward, metrics=metrics, details=details, feedback=feedback)
 
 
-def _schema_errors(validator: Validator, value: Any) -> list[ValidationError]:
+def _schema_errors(validator: Validator, value: JsonValue) -> list[ValidationError]:
     errors = list(itertools.islice(validator.iter_errors(value), _ERRORS_COUNTED))
     return sorted(
         errors,
@@ -292,7 +302,9 @@ def _schema_errors(validator: Validator, value: Any) -> list[ValidationError]:
     )
 
 
-def _compare_fields(value: Any, expected: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+def _compare_fields(
+    value: JsonValue, expected: Mapping[str, JsonValue]
+) -> tuple[list[str], list[str]]:
     """The expected field names whose values the answer matches, and the others."""
     if not isinstance(value, Mapping):
         return [], list(expected)

@@ -14,11 +14,17 @@ import math
 import re
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
 
+from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.errors import VerifierError
 from pytest_agentbench.suites.task import Task
-from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
+from pytest_agentbench.verifiers.base import (
+    Check,
+    ConfigProblem,
+    FunctionVerifier,
+    Verdict,
+    number_option,
+)
 from pytest_agentbench.verifiers.text import cannot_judge, excerpt, unusable
 
 # Not glued to a word or a decimal point ("x2", "v1.2.3", the 4 of "3/4" stay out); a
@@ -111,7 +117,7 @@ def extract_number(answer: str) -> NumberExtraction:
     return NumberExtraction(None, "no number found")
 
 
-def _target_value(target: Any) -> Decimal:
+def _target_value(target: object) -> Decimal:
     """The target as a decimal; raises VerifierError when it is not one number."""
     if isinstance(target, int) and not isinstance(target, bool):
         return Decimal(target)
@@ -150,12 +156,12 @@ def verify_number(check: Check) -> Verdict:
         expected = _target_value(check.task.target)
     except VerifierError as exc:
         return cannot_judge(exc, got=excerpt(check.answer))
-    tolerance = Decimal(repr(float(check.options.get("tolerance", 0))))
-    relative = Decimal(repr(float(check.options.get("relative", 0))))
+    tolerance = Decimal(repr(number_option(check.options, "tolerance", 0)))
+    relative = Decimal(repr(number_option(check.options, "relative", 0)))
     allowed = max(tolerance, _CONTEXT.multiply(relative, abs(expected)))
     extraction = extract_number(check.answer)
     token = extraction.token
-    details: dict[str, Any] = {
+    details: JsonObject = {
         "expected": check.task.target,
         "got": excerpt(check.answer),
         "extraction": extraction.method,

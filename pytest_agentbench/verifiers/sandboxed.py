@@ -14,11 +14,11 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from pytest_agentbench.artifacts.jsonio import write_json_atomic, write_text_atomic
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.errors import SandboxError
 from pytest_agentbench.sandbox import (
     ISOLATION_MODES,
@@ -30,14 +30,14 @@ from pytest_agentbench.sandbox import (
 )
 from pytest_agentbench.sandbox.cpuslots import cpu_slot
 from pytest_agentbench.sandbox.process import sandbox_env
-from pytest_agentbench.verifiers.base import Check
+from pytest_agentbench.verifiers.base import Check, number_option
 
 DEFAULT_TIMEOUT_S = 30.0
 #: The largest report an inner run may send (bigger is not trusted).
 REPORT_LIMIT = 32 * 1024 * 1024
 
 #: Options every code-running verifier takes (merged into its options schema).
-SANDBOX_OPTIONS: dict[str, Any] = {
+SANDBOX_OPTIONS: JsonObject = {
     "timeout_s": {
         "type": "number",
         "exclusiveMinimum": 0,
@@ -53,7 +53,7 @@ SANDBOX_OPTIONS: dict[str, Any] = {
         "description": "Address-space limit of the command, in MiB.",
     },
     "isolation": {
-        "enum": list(ISOLATION_MODES),
+        "enum": [*ISOLATION_MODES],
         "default": "auto",
         "description": "auto: the best isolation available; strict: refuse to run "
         "without bubblewrap; basic: no namespaces.",
@@ -61,12 +61,13 @@ SANDBOX_OPTIONS: dict[str, Any] = {
 }
 
 
-def limits_from(options: Mapping[str, Any]) -> Limits:
+def limits_from(options: Mapping[str, JsonValue]) -> Limits:
     """The sandbox limits a verifier's options ask for."""
+    timeout_s = number_option(options, "timeout_s", DEFAULT_TIMEOUT_S)
     return Limits(
-        timeout_s=float(options.get("timeout_s", DEFAULT_TIMEOUT_S)),
-        cpu_s=float(options.get("timeout_s", DEFAULT_TIMEOUT_S)),
-        memory_mb=int(options.get("memory_mb", 1024)),
+        timeout_s=timeout_s,
+        cpu_s=timeout_s,
+        memory_mb=int(number_option(options, "memory_mb", 1024)),
     )
 
 
@@ -117,7 +118,7 @@ def run_forked(
     files: Mapping[str, str],
     runner: Path,
     runner_module: str,
-    orders: Mapping[str, Any],
+    orders: Mapping[str, JsonValue],
     nonce: str,
     check: Check,
     env: Mapping[str, str] | None = None,
@@ -174,7 +175,7 @@ def _copy_back(
 def _remove_tree(path: Path) -> None:
     """Remove ``path`` even where the code under test made directories read-only."""
 
-    def retry(function: Any, target: str, _: Any) -> None:
+    def retry(function: Callable[[str], object], target: str, _: object) -> None:
         with contextlib.suppress(OSError):
             os.chmod(os.path.dirname(target), stat.S_IRWXU)
             os.chmod(target, stat.S_IRWXU)
@@ -241,7 +242,7 @@ def discard_foreign_files(check: Check) -> list[str]:
     return removed
 
 
-def write_artifact(check: Check, name: str, content: str | Mapping[str, Any]) -> None:
+def write_artifact(check: Check, name: str, content: str | Mapping[str, JsonValue]) -> None:
     """Write ``verifier/<name>`` atomically (JSON for a mapping); nothing without a
     rollout directory."""
     if check.verifier_dir is None:

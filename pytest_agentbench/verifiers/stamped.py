@@ -17,9 +17,11 @@ import secrets
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import IO, Literal, get_args
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.records import CTRF_STATUSES
 from pytest_agentbench.sandbox import CommandResult, Workspace
 from pytest_agentbench.verifiers.base import Check
@@ -37,7 +39,7 @@ STATUSES = CTRF_STATUSES
 Scoring = Literal["fraction", "all"]
 SCORINGS: tuple[Scoring, ...] = get_args(Scoring)
 #: The ``module`` option of both verifiers (merged into their options schemas).
-MODULE_OPTION: dict[str, Any] = {
+MODULE_OPTION: JsonObject = {
     "type": "string",
     "pattern": "^[A-Za-z_][A-Za-z0-9_]*$",
     "default": "solution",
@@ -62,7 +64,31 @@ runner.main(orders, orders.pop("nonce"), orders.pop("fd"))
 """
 
 
-def read_report(channel: Any, nonce: str, key: str) -> tuple[dict[str, Any] | None, str]:
+@dataclass(frozen=True, slots=True)
+class InnerReport:
+    """A trusted report of an inner run (stamped with the run's nonce): its ``tests``
+    (the objects among them), the runner's ``stamp`` (``results.extra[key]``), and the
+    ``summary`` and ``tool`` objects of its ``results`` (empty when it has none)."""
+
+    tests: list[JsonObject]
+    stamp: JsonObject
+    summary: JsonObject
+    tool: JsonObject
+
+
+def _member(value: JsonValue, key: str) -> JsonValue:
+    """``value[key]`` of a JSON object; KeyError when there is none, TypeError when
+    ``value`` is no object."""
+    if not isinstance(value, dict):
+        raise TypeError(f"{type(value).__name__} has no member {key!r}")
+    return value[key]
+
+
+def _object(value: JsonValue) -> JsonObject:
+    return value if isinstance(value, dict) else {}
+
+
+def read_report(channel: IO[bytes], nonce: str, key: str) -> tuple[InnerReport | None, str]:
     """The inner run's report when its ``extra[key]`` carries ``nonce``; else None and why."""
     channel.seek(0)
     raw = channel.read(REPORT_LIMIT + 1)
@@ -71,27 +97,32 @@ def read_report(channel: Any, nonce: str, key: str) -> tuple[dict[str, Any] | No
     if len(raw) > REPORT_LIMIT:
         return None, "the test report is too large to trust"
     try:
-        report = json.loads(raw)
-        stamp = report["results"]["extra"][key]
-        tests = report["results"]["tests"]
-        signed = isinstance(stamp["nonce"], str) and hmac.compare_digest(stamp["nonce"], nonce)
+        report: JsonValue = json.loads(raw)
+        results = _member(report, "results")
+        stamp = _member(_member(results, "extra"), key)
+        tests = _member(results, "tests")
+        stamped = _member(stamp, "nonce")
+        signed = isinstance(stamped, str) and hmac.compare_digest(stamped, nonce)
     except (ValueError, KeyError, TypeError):
         return None, "the test report is not readable"
     if not signed or not isinstance(tests, list):
         return None, "the test report does not come from our test run"
-    return report, ""
+    assert isinstance(results, dict) and isinstance(stamp, dict)  # members were read
+    found = [test for test in tests if isinstance(test, dict)]
+    summary, tool = _object(results.get("summary")), _object(results.get("tool"))
+    return InnerReport(found, stamp, summary, tool), ""
 
 
 def run_inner(
     workspace: Workspace,
     check: Check,
     runner: Path,
-    orders: Mapping[str, Any],
+    orders: Mapping[str, JsonValue],
     *,
     key: str,
     flags: Sequence[str] = ("-I", "-B"),
     env: Mapping[str, str] | None = None,
-) -> tuple[CommandResult, dict[str, Any] | None, str]:
+) -> tuple[CommandResult, InnerReport | None, str]:
     """Run ``runner``'s ``main(orders, nonce, fd)``; the result, the trusted report (or None)
     and why not. ``orders["solution"]`` is relative to the workspace; the runner gets it
     joined to ``orders["workspace"]``, its workspace's path. Where the fork server may take
@@ -105,13 +136,13 @@ def run_inner(
         report, problem = read_report(io.BytesIO(raw), nonce, key)
         return result, report, problem
     with tempfile.TemporaryFile() as channel:
-        fresh = {
+        fresh: JsonObject = {
             **orders,
             "runner": str(runner),
             "nonce": nonce,
             "fd": channel.fileno(),
             "workspace": str(workspace.path),
-            "solution": str(workspace.path / orders["solution"]),
+            "solution": str(workspace.path / str(orders["solution"])),
         }
         result = run_sandboxed(
             workspace,
@@ -152,14 +183,15 @@ def why_unreported(result: CommandResult, problem: str, run: str) -> str:
 
 def untrusted(
     result: CommandResult,
-    stamp: Mapping[str, Any],
-    tests: list[dict[str, Any]],
+    stamp: Mapping[str, JsonValue],
+    tests: list[JsonObject],
     shown: int | None = None,
-) -> tuple[list[str], str | None, list[dict[str, Any]]]:
+) -> tuple[list[str], str | None, list[JsonObject]]:
     """(what the run tampered with, why the verifier was killed, the tests): when either is
     set the run proves nothing and every test fails, its message naming the tampered places
     (the first ``shown`` of them)."""
-    tampered = [str(t) for t in stamp.get("tampered", [])]
+    listed = stamp.get("tampered", [])
+    tampered = [str(t) for t in listed] if isinstance(listed, list) else []
     killed = killed_verifier(result) or (
         "its parent process died" if stamp.get("orphaned") else None
     )
@@ -175,11 +207,11 @@ def untrusted(
 
 
 def run_details(
-    result: CommandResult, tampered: list[str], killed: str | None, containment: Any
-) -> dict[str, Any]:
+    result: CommandResult, tampered: list[str], killed: str | None, containment: JsonValue
+) -> JsonObject:
     """The verdict details every stamped run ends with."""
     return {
-        "tampered": tampered,
+        "tampered": [*tampered],
         "verifier_killed": killed,
         "exit_code": result.exit_code,
         "killed_by": result.killed_by,
@@ -189,18 +221,20 @@ def run_details(
 
 
 def ctrf_document(
-    report: dict[str, Any] | None,
-    tests: list[dict[str, Any]],
-    tool: dict[str, Any],
+    report: InnerReport | None,
+    tests: list[JsonObject],
+    tool: JsonObject,
     generated_by: str,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The CTRF report of ``tests``, timed as the inner ``report`` was (0 without one)."""
-    counts = dict.fromkeys(STATUSES, 0)
+    counts: dict[str, int] = dict.fromkeys(STATUSES, 0)
     for test in tests:
-        counts[test["status"]] += 1
-    summary = (report or {}).get("results", {}).get("summary", {})
-    start = summary.get("start") if isinstance(summary.get("start"), int) else 0
-    stop = summary.get("stop") if isinstance(summary.get("stop"), int) else start
+        counts[str(test["status"])] += 1
+    summary = report.summary if report is not None else {}
+    start = summary.get("start")
+    start = start if isinstance(start, int) else 0
+    stop = summary.get("stop")
+    stop = stop if isinstance(stop, int) else start
     return {
         "reportFormat": "CTRF",
         "specVersion": "0.0.0",
@@ -208,6 +242,6 @@ def ctrf_document(
         "results": {
             "tool": tool,
             "summary": {"tests": len(tests), **counts, "start": start, "stop": max(start, stop)},
-            "tests": tests,
+            "tests": [*tests],
         },
     }

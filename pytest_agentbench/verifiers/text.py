@@ -14,13 +14,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Protocol
 
 import regex
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.errors import VerifierError
 from pytest_agentbench.suites.task import Task
-from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
+from pytest_agentbench.verifiers.base import (
+    Check,
+    ConfigProblem,
+    FunctionVerifier,
+    Verdict,
+    number_option,
+)
 
 #: How much of an answer ``details["got"]`` keeps, so a runaway answer never bloats
 #: ``reward.json`` past what the evidence miner reads.
@@ -36,7 +43,7 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     return f"{text[:limit]}… [{len(text) - limit} more characters]"
 
 
-def cannot_judge(error: VerifierError, **details: Any) -> Verdict:
+def cannot_judge(error: VerifierError, **details: JsonValue) -> Verdict:
     """The verdict for a verifier that could not judge: reward 0 and the error's message."""
     return Verdict(reward=0.0, details=details, error=str(error))
 
@@ -46,7 +53,7 @@ def unusable(at: tuple[str, ...], error: VerifierError) -> ConfigProblem:
     return ConfigProblem(at, f"cannot be used: {error}")
 
 
-def _target_strings(kind: str, target: Any) -> list[str]:
+def _target_strings(kind: str, target: object) -> list[str]:
     """The acceptable strings of a target; raises VerifierError saying what to write."""
     if isinstance(target, str):
         items = [target]
@@ -64,11 +71,13 @@ def _target_strings(kind: str, target: Any) -> list[str]:
     return items
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _normalizer(options: Mapping[str, Any], *, strip: bool) -> tuple[Callable[[str], str], str]:
+def _normalizer(
+    options: Mapping[str, JsonValue], *, strip: bool
+) -> tuple[Callable[[str], str], str]:
     """A function applying the comparison options to a string, and a description of it."""
     case_sensitive = bool(options.get("case_sensitive", True))
     collapse = bool(options.get("normalize_whitespace", False))
@@ -178,10 +187,26 @@ def verify_includes(check: Check) -> Verdict:
     )
 
 
+class PatternMatch(Protocol):
+    """What the verifier reads of a ``regex`` match."""
+
+    def group(self, index: int, /) -> str: ...
+    def start(self) -> int: ...
+    def end(self) -> int: ...
+
+
+class CompiledPattern(Protocol):
+    """What the verifier uses of a compiled ``regex`` pattern (the package ships no
+    types): matching with a time limit."""
+
+    def search(self, text: str, *, timeout: float) -> PatternMatch | None: ...
+    def fullmatch(self, text: str, *, timeout: float) -> PatternMatch | None: ...
+
+
 _FLAGS = {"i": regex.IGNORECASE, "m": regex.MULTILINE, "s": regex.DOTALL}
 
 
-def _compile(pattern: str, flags: str, source: str) -> Any:
+def _compile(pattern: str, flags: str, source: str) -> CompiledPattern:
     if set(flags) - set(_FLAGS):
         raise VerifierError(
             f"regex verifier: options.flags may only contain i, m, s; got {flags!r}"
@@ -190,15 +215,16 @@ def _compile(pattern: str, flags: str, source: str) -> Any:
     for letter in flags:
         bits |= _FLAGS[letter]
     try:
-        return regex.compile(pattern, bits | regex.VERSION0)
+        compiled: CompiledPattern = regex.compile(pattern, bits | regex.VERSION0)
     except regex.error as exc:
         raise VerifierError(
             f"regex verifier: invalid pattern {excerpt(pattern, 120)!r} in {source}: "
             f"{exc.msg} at position {exc.pos}"
         ) from None
+    return compiled
 
 
-def _pattern(task: Task, options: Mapping[str, Any]) -> tuple[Any, str, str]:
+def _pattern(task: Task, options: Mapping[str, JsonValue]) -> tuple[CompiledPattern, str, str]:
     """The compiled pattern, its text and where it came from; raises VerifierError."""
     pattern = options.get("pattern")
     source = "options.pattern"
@@ -235,7 +261,7 @@ def verify_regex(check: Check) -> Verdict:
     except VerifierError as exc:
         return cannot_judge(exc, got=excerpt(check.answer))
     answer = check.answer.strip() if fullmatch else check.answer
-    limit = float(check.options.get("timeout_s", REGEX_TIMEOUT_S))
+    limit = number_option(check.options, "timeout_s", REGEX_TIMEOUT_S)
     try:
         if fullmatch:
             match = compiled.fullmatch(answer, timeout=limit)
@@ -247,7 +273,7 @@ def verify_regex(check: Check) -> Verdict:
             f"{excerpt(pattern, 80)!r} ({source}) backtracks catastrophically on a "
             f"{len(answer)}-character answer; simplify it or raise options.timeout_s"
         ) from None
-    details: dict[str, Any] = {
+    details: JsonObject = {
         "expected": pattern,
         "flags": flags,
         "got": excerpt(check.answer),
@@ -265,7 +291,7 @@ def verify_regex(check: Check) -> Verdict:
     return Verdict(reward=0.0, metrics={"matched": 0}, details=details, feedback=feedback)
 
 
-_CASE = {
+_CASE: JsonObject = {
     "type": "boolean",
     "default": True,
     "description": "Compare letter case exactly; false compares case-insensitively.",
