@@ -71,16 +71,6 @@ BUDGET: dict[str, int] = {
     "report/terminal.py": 4,
     # --- schemas
     "schemas/__init__.py": 4,
-    # --- scripted
-    "scripted/__init__.py": 1,
-    "scripted/book.py": 3,
-    "scripted/script.py": 11,
-    "scripted/server.py": 23,
-    "scripted/usage.py": 9,
-    "scripted/wire.py": 16,
-    "scripted/wire_anthropic.py": 39,
-    "scripted/wire_chat.py": 24,
-    "scripted/wire_responses.py": 31,
     # --- suites
     # --- verifiers
 }

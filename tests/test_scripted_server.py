@@ -3,6 +3,7 @@ admin endpoints, stopping, the reply format and the standalone tool."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import subprocess
@@ -383,6 +384,8 @@ def test_reply_parse_accepts_strings_and_tables():
         ({"error": {"status": 200}}, "'status' must be an HTTP error status 400-599"),
         ({"error": {"status": 500, "why": "x"}}, "unknown key(s) 'why'"),
         ({"usage": 5}, "'usage' must be a table"),
+        # served as JSON: a TOML date in it was taken, then broke the reply when served
+        ({"usage": {"input_tokens": datetime.date(2026, 1, 1)}}, "'usage' must be a table"),
         (7, "a reply must be a string or a table, got int"),
     ],
 )

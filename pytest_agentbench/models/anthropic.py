@@ -38,6 +38,7 @@ from pytest_agentbench.models.http import (
 )
 from pytest_agentbench.models.sampling_wire import apply_sampling
 from pytest_agentbench.models.sse import StringSlot
+from pytest_agentbench.models.think import Channel
 from pytest_agentbench.models.usage import normalise_anthropic_usage, recovered_usage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -128,7 +129,7 @@ class _Received:
     done: bool = False
     #: The stream's repeating text or thinking delta once learned, and its channel.
     slot: StringSlot | None = None
-    slot_channel: str = "text"
+    slot_channel: Channel = "text"
     slot_tries: int = 0
     slot_previous: JsonObject | None = None
 
@@ -157,7 +158,7 @@ class _Received:
             if channel == "thinking" and self.thinking_at in self.reasoning_parts:
                 self.reasoning_parts[self.thinking_at].append(piece)
             if emit is not ignore_events:
-                emit(StreamEvent(channel, piece))  # type: ignore[arg-type]
+                emit(StreamEvent(channel, piece))
 
 
 class AnthropicClient(ProtocolClient[_Received]):
@@ -337,6 +338,7 @@ class AnthropicClient(ProtocolClient[_Received]):
         """After a text or thinking delta (decoded from ``text``): learn where its text
         sits, so the next deltas that differ only there skip decoding."""
         kind = delta.get("type")
+        key: Channel
         if kind == "text_delta" or kind == "text":
             key = "text"
         elif kind == "thinking_delta" or kind == "thinking":

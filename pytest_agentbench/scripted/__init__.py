@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_agentbench.scripted.script import (
     REPLY_KEYS,
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from pytest_agentbench.scripted.server import ScriptedServer, is_loopback
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """The server on first use: a run against a real model reads scripted replies of its
     suites (``script``) but never starts the server (http.server and its imports)."""
     if name in ("ScriptedServer", "is_loopback"):

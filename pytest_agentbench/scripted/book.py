@@ -15,8 +15,8 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Mapping
-from typing import Any
 
+from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.scripted.script import Reply
 
 
@@ -59,13 +59,13 @@ class ScriptBook:
         with self._lock:
             return sorted(self._scripts)
 
-    def _key(self, key: str | None, model: Any) -> str | None:
+    def _key(self, key: str | None, model: JsonValue) -> str | None:
         """The script key that answers (None: the default script)."""
         if key is None and isinstance(model, str) and model in self._scripts:
             key = model
         return key if key in self._scripts else None
 
-    def script(self, key: str | None, model: Any) -> tuple[Reply, ...]:
+    def script(self, key: str | None, model: JsonValue) -> tuple[Reply, ...]:
         """The replies of the script that would answer (empty when none matches)."""
         with self._lock:
             chosen = self._key(key, model)
@@ -73,7 +73,7 @@ class ScriptBook:
             return replies or ()
 
     def pick(
-        self, key: str | None, model: Any, turn: int | None, request_id: str = ""
+        self, key: str | None, model: JsonValue, turn: int | None, request_id: str = ""
     ) -> tuple[str | None, int, Reply] | None:
         """The script key, turn and reply answering a request; None when no script
         matches. ``request_id`` fingerprints the request (path and body); without an

@@ -13,7 +13,9 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypeGuard
+
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 
 #: Every key a reply table may have; anything else is a mistake worth reporting.
 REPLY_KEYS = (
@@ -67,7 +69,7 @@ class ScriptedToolCall:
 TOOL_CALL_KEYS = ("name", "arguments", "id")
 
 
-def _parse_tool_call(obj: Any, where: str, index: int) -> ScriptedToolCall:
+def _parse_tool_call(obj: object, where: str, index: int) -> ScriptedToolCall:
     here = f"{where}: tool_calls[{index}]"
     if not isinstance(obj, Mapping):
         raise ValueError(f"{here} must be a table with name and arguments")
@@ -98,7 +100,7 @@ class Reply:
     text: str = ""
     thinking: str = ""
     redacted_thinking: str = ""
-    usage: Mapping[str, Any] | None = None
+    usage: Mapping[str, JsonValue] | None = None
     delay_s: float = 0.0
     chunk_delay_s: float = 0.0
     chunk_size: int = DEFAULT_CHUNK_SIZE
@@ -130,7 +132,7 @@ class Reply:
         return self.text * self.repeat
 
     @classmethod
-    def parse(cls, obj: Any, where: str) -> Reply:
+    def parse(cls, obj: object, where: str) -> Reply:
         """Build a Reply from a string or a table; raises ValueError naming ``where``."""
         if isinstance(obj, Reply):
             return obj
@@ -147,8 +149,10 @@ class Reply:
                 f"expected some of: {', '.join(REPLY_KEYS)}"
             )
         usage = obj.get("usage")
-        if usage is not None and not isinstance(usage, Mapping):
-            raise ValueError(f"{where}: 'usage' must be a table of provider usage fields")
+        if usage is not None:
+            usage = dict(usage) if isinstance(usage, Mapping) else None
+            if not _json_object(usage):
+                raise ValueError(f"{where}: 'usage' must be a table of provider usage fields")
         tool_calls = obj.get("tool_calls", ())
         if not isinstance(tool_calls, Sequence) or isinstance(tool_calls, str):
             raise ValueError(f"{where}: 'tool_calls' must be a list")
@@ -159,7 +163,7 @@ class Reply:
             text=_string(obj, "text", where, ""),
             thinking=_string(obj, "thinking", where, ""),
             redacted_thinking=_string(obj, "redacted_thinking", where, ""),
-            usage=dict(usage) if usage is not None else None,
+            usage=usage,
             errors=_parse_errors(obj.get("error"), where),
             delay_s=_seconds(obj, "delay_s", where),
             chunk_delay_s=_seconds(obj, "chunk_delay_s", where),
@@ -172,14 +176,30 @@ class Reply:
         )
 
 
-def _string(obj: Mapping[str, Any], key: str, where: str, default: str) -> str:
+def _json_object(value: object) -> TypeGuard[JsonObject]:
+    """Whether ``value`` is a JSON object (string keys, JSON values all the way down): what
+    a reply's declared usage is served as."""
+    return isinstance(value, dict) and all(
+        isinstance(key, str) and _json_value(item) for key, item in value.items()
+    )
+
+
+def _json_value(value: object) -> bool:
+    if value is None or isinstance(value, str | int | float):
+        return True
+    if isinstance(value, list):
+        return all(_json_value(item) for item in value)
+    return _json_object(value)
+
+
+def _string(obj: Mapping[str, object], key: str, where: str, default: str) -> str:
     value = obj.get(key, default)
     if not isinstance(value, str):
         raise ValueError(f"{where}: {key!r} must be a string, got {type(value).__name__}")
     return value
 
 
-def _seconds(obj: Mapping[str, Any], key: str, where: str) -> float:
+def _seconds(obj: Mapping[str, object], key: str, where: str) -> float:
     value = obj.get(key, 0.0)
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
         raise ValueError(f"{where}: {key!r} must be a number of seconds >= 0, got {value!r}")
@@ -188,7 +208,7 @@ def _seconds(obj: Mapping[str, Any], key: str, where: str) -> float:
     return float(value)
 
 
-def _count(obj: Mapping[str, Any], key: str, where: str, default: int) -> int:
+def _count(obj: Mapping[str, object], key: str, where: str, default: int) -> int:
     value = obj.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{where}: {key!r} must be an integer >= 1, got {value!r}")
@@ -201,14 +221,14 @@ def _at_most(value: int, key: str, where: str) -> int:
     return value
 
 
-def _flag(obj: Mapping[str, Any], key: str, where: str) -> bool:
+def _flag(obj: Mapping[str, object], key: str, where: str) -> bool:
     value = obj.get(key, False)
     if not isinstance(value, bool):
         raise ValueError(f"{where}: {key!r} must be true or false, got {value!r}")
     return value
 
 
-def _parse_errors(obj: Any, where: str) -> tuple[ReplyError, ...]:
+def _parse_errors(obj: object, where: str) -> tuple[ReplyError, ...]:
     """``error``: one table (answering every attempt of the turn, or its ``times``
     first), or a list of tables answering the turn's attempts in order (each for its
     ``times`` attempts, default 1) before the reply itself."""
@@ -224,7 +244,7 @@ def _parse_errors(obj: Any, where: str) -> tuple[ReplyError, ...]:
     return (_parse_error(obj, f"{where}: 'error'", default_times=None),)
 
 
-def _parse_error(obj: Any, where: str, default_times: int | None) -> ReplyError:
+def _parse_error(obj: object, where: str, default_times: int | None) -> ReplyError:
     if not isinstance(obj, Mapping):
         raise ValueError(f"{where} must be a table with keys {', '.join(ERROR_KEYS)}")
     unknown = sorted(str(k) for k in obj if k not in ERROR_KEYS)
@@ -253,7 +273,7 @@ def _parse_error(obj: Any, where: str, default_times: int | None) -> ReplyError:
     )
 
 
-def parse_replies(obj: Any, where: str) -> tuple[Reply, ...]:
+def parse_replies(obj: object, where: str) -> tuple[Reply, ...]:
     """A script: a non-empty list of replies. Raises ValueError naming ``where[index]``."""
     if isinstance(obj, str | Mapping) or not isinstance(obj, Sequence):
         raise ValueError(f"{where}: expected a list of replies, got {type(obj).__name__}")
@@ -262,7 +282,7 @@ def parse_replies(obj: Any, where: str) -> tuple[Reply, ...]:
     return tuple(Reply.parse(item, f"{where}[{index}]") for index, item in enumerate(obj))
 
 
-def parse_scripts(obj: Any, where: str) -> dict[str, tuple[Reply, ...]]:
+def parse_scripts(obj: object, where: str) -> dict[str, tuple[Reply, ...]]:
     """A table of script key → list of replies. Raises ValueError naming the key."""
     if not isinstance(obj, Mapping):
         raise ValueError(f"{where}: expected a table of script key -> list of replies")

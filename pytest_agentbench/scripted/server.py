@@ -27,9 +27,9 @@ import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 from urllib.parse import unquote
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.scripted.book import ScriptBook
 from pytest_agentbench.scripted.script import Reply, parse_replies, parse_scripts
 from pytest_agentbench.scripted.wire import Wire
@@ -74,8 +74,8 @@ class ScriptedServer:
 
     def __init__(
         self,
-        scripts: Mapping[str, Sequence[Any]] | None = None,
-        default: Sequence[Any] | None = None,
+        scripts: Mapping[str, Sequence[object]] | None = None,
+        default: Sequence[object] | None = None,
         *,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -91,7 +91,7 @@ class ScriptedServer:
         self._book = ScriptBook(REQUEST_LOG)
         if default is not None:
             self._book.set_default(parse_replies(default, "default"))
-        self._requests: deque[dict[str, Any]] = deque(maxlen=REQUEST_LOG)
+        self._requests: deque[JsonObject] = deque(maxlen=REQUEST_LOG)
         self._request_count = 0
         self._in_flight = 0
         self._max_in_flight = 0
@@ -147,17 +147,17 @@ class ScriptedServer:
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
-    def add_scripts(self, scripts: Mapping[str, Sequence[Any]]) -> None:
+    def add_scripts(self, scripts: object) -> None:
         """Register or replace scripts; raises ValueError naming a bad key and index.
         A replaced script restarts its turn counter only when its replies changed."""
         self._book.add_scripts(parse_scripts(scripts, "scripts"))
 
-    def set_default(self, replies: Sequence[Any] | None) -> None:
+    def set_default(self, replies: object) -> None:
         """Set (or with None, remove) the script for requests that name no known key."""
         self._book.set_default(parse_replies(replies, "default") if replies is not None else None)
 
     @property
-    def requests(self) -> list[dict[str, Any]]:
+    def requests(self) -> list[JsonObject]:
         with self._lock:
             return list(self._requests)
 
@@ -179,7 +179,7 @@ class ScriptedServer:
     def script_keys(self) -> list[str]:
         return self._book.keys()
 
-    def _record(self, entry: dict[str, Any]) -> None:
+    def _record(self, entry: JsonObject) -> None:
         with self._lock:
             self._requests.append(entry)
             self._request_count += 1
@@ -199,22 +199,28 @@ def _header_text(value: str) -> str | None:
         return None
 
 
+#: What socketserver hands a TCP server for each connection (typeshed's ``_RequestType``).
+_Request = socket.socket | tuple[bytes, socket.socket]
+
+
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 512
     provider: ScriptedServer
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._connections: set[socket.socket] = set()
+    def __init__(
+        self, server_address: tuple[str, int], handler: type[BaseHTTPRequestHandler]
+    ) -> None:
+        self._connections: set[_Request] = set()
         self._connections_lock = threading.Lock()
-        super().__init__(*args, **kwargs)
+        super().__init__(server_address, handler)
 
-    def process_request(self, request: Any, client_address: Any) -> None:
+    def process_request(self, request: _Request, client_address: object) -> None:
         with self._connections_lock:
             self._connections.add(request)
         super().process_request(request, client_address)
 
-    def shutdown_request(self, request: Any) -> None:
+    def shutdown_request(self, request: _Request) -> None:
         with self._connections_lock:
             self._connections.discard(request)
         super().shutdown_request(request)
@@ -224,10 +230,11 @@ class _HTTPServer(ThreadingHTTPServer):
         with self._connections_lock:
             connections = list(self._connections)
         for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
+            if isinstance(connection, socket.socket):  # (always, over TCP)
+                with contextlib.suppress(OSError):
+                    connection.shutdown(socket.SHUT_RDWR)
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
+    def handle_error(self, request: _Request, client_address: object) -> None:
         if isinstance(sys.exc_info()[1], OSError):
             return  # a client went away or the server is stopping: nothing to report
         super().handle_error(request, client_address)
@@ -251,7 +258,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
         # delayed ACKs would add ~40 ms to every keep-alive request.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
     @property
@@ -267,11 +274,11 @@ class _ChatHandler(BaseHTTPRequestHandler):
         if route == "/_agentbench/health":
             self._send_json(200, {"ok": True})
         elif route == "/_agentbench/stats":
-            self._send_json(200, self._provider.stats)
+            self._send_json(200, dict[str, JsonValue](self._provider.stats))
         elif route == "/_agentbench/requests":
-            self._send_json(200, self._provider.requests)
+            self._send_json(200, list[JsonValue](self._provider.requests))
         elif route == "/models":
-            models = [
+            models: list[JsonValue] = [
                 {"id": key, "object": "model", "created": 0, "owned_by": "agentbench"}
                 for key in self._provider.script_keys
             ]
@@ -297,7 +304,9 @@ class _ChatHandler(BaseHTTPRequestHandler):
         else:
             self._send_error(404, f"unknown endpoint POST {self.path}")
 
-    def _read_json(self) -> dict[str, Any] | None:
+    def _read_json(self) -> JsonObject | None:
+        """The request's JSON object (the JSON edge of the server: decoded here, narrowed
+        at once); None when it is not one, after answering with the error."""
         length = self.headers.get("content-length")
         if length is None or not length.isdigit():
             self.close_connection = True
@@ -305,7 +314,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
             return None
         raw = self.rfile.read(int(length))
         try:
-            body = json.loads(raw)
+            body: JsonValue = json.loads(raw)
         except ValueError as exc:
             self._send_error(400, f"the request body is not valid JSON: {exc}")
             return None
@@ -314,7 +323,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
             return None
         return body
 
-    def _register(self, body: dict[str, Any]) -> None:
+    def _register(self, body: JsonObject) -> None:
         try:
             if "scripts" in body:
                 self._provider.add_scripts(body["scripts"])
@@ -323,9 +332,9 @@ class _ChatHandler(BaseHTTPRequestHandler):
         except ValueError as exc:
             self._send_error(400, str(exc))
             return
-        self._send_json(200, {"ok": True, "keys": self._provider.script_keys})
+        self._send_json(200, {"ok": True, "keys": list[JsonValue](self._provider.script_keys)})
 
-    def _generate(self, body: dict[str, Any], wire: Wire) -> None:
+    def _generate(self, body: JsonObject, wire: Wire) -> None:
         key = self.headers.get("x-agentbench-script")
         if key is not None:
             key = _header_text(key)
@@ -347,7 +356,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
             self._route().encode() + json.dumps(body, sort_keys=True).encode()
         ).hexdigest()
         picked = None if refusal else book.pick(key, body.get("model"), turn, request_id)
-        entry = {
+        entry: JsonObject = {
             "path": self.path,
             "key": picked[0] if picked else key,
             "turn": picked[1] if picked else turn,
@@ -378,7 +387,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
             )
             self._send_error(error.status, error.message, error.type, extra, wire=wire)
             return
-        model = body["model"] if isinstance(body.get("model"), str) else "scripted"
+        model = named if isinstance(named := body.get("model"), str) else "scripted"
         if reply.usage is not None:
             usage = wire.declared_usage(reply.usage)
         else:
@@ -389,7 +398,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
             self._complete(wire, reply, model, usage, body)
 
     def _complete(
-        self, wire: Wire, reply: Reply, model: str, usage: dict[str, Any], body: dict[str, Any]
+        self, wire: Wire, reply: Reply, model: str, usage: JsonObject, body: JsonObject
     ) -> None:
         if reply.hang:
             self._start_chunked("application/json")
@@ -412,8 +421,8 @@ class _ChatHandler(BaseHTTPRequestHandler):
         wire: Wire,
         reply: Reply,
         model: str,
-        usage: dict[str, Any] | None,
-        body: dict[str, Any],
+        usage: JsonObject | None,
+        body: JsonObject,
     ) -> None:
         self._start_chunked("text/event-stream; charset=utf-8")
         if reply.hang:
@@ -476,7 +485,9 @@ class _ChatHandler(BaseHTTPRequestHandler):
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
 
-    def _send_json(self, status: int, obj: Any, headers: Mapping[str, str] | None = None) -> None:
+    def _send_json(
+        self, status: int, obj: JsonValue, headers: Mapping[str, str] | None = None
+    ) -> None:
         data = json.dumps(obj).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import WireProtocol
 
 #: The usage shape of a protocol: the protocol's name.
@@ -36,7 +36,7 @@ _ANTHROPIC_ONLY = ("cache_read_input_tokens", "cache_creation_input_tokens")
 _RESPONSES_ONLY = ("input_tokens_details", "output_tokens_details", "total_tokens")
 
 
-def usage_shape(usage: Mapping[str, Any]) -> Shape | None:
+def usage_shape(usage: Mapping[str, JsonValue]) -> Shape | None:
     """Which protocol's shape ``usage`` is in; None when it names none of their fields.
     ``input_tokens`` + ``output_tokens`` alone is Anthropic's (Responses always sends
     ``total_tokens``)."""
@@ -51,11 +51,11 @@ def usage_shape(usage: Mapping[str, Any]) -> Shape | None:
     return None
 
 
-def _int(value: Any) -> int | None:
+def _int(value: JsonValue) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _detail(usage: Mapping[str, Any], table: str, name: str) -> int | None:
+def _detail(usage: Mapping[str, JsonValue], table: str, name: str) -> int | None:
     details = usage.get(table)
     return _int(details.get(name)) if isinstance(details, Mapping) else None
 
@@ -79,7 +79,7 @@ class _Counts:
         return _add(self.uncached, self.cache_read or 0, self.cache_write or 0)
 
 
-def _counts(usage: Mapping[str, Any], shape: Shape) -> _Counts:
+def _counts(usage: Mapping[str, JsonValue], shape: Shape) -> _Counts:
     if shape == "anthropic":
         return _Counts(
             uncached=_int(usage.get("input_tokens")),
@@ -100,10 +100,10 @@ def _counts(usage: Mapping[str, Any], shape: Shape) -> _Counts:
     )
 
 
-def _render(counts: _Counts, shape: Shape) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _render(counts: _Counts, shape: Shape) -> JsonObject:
+    out: JsonObject = {}
 
-    def put(name: str, value: Any) -> None:
+    def put(name: str, value: JsonValue) -> None:
         if value is not None:
             out[name] = value
 
@@ -124,7 +124,7 @@ def _render(counts: _Counts, shape: Shape) -> dict[str, Any]:
     return out
 
 
-def serve_usage(usage: Mapping[str, Any], shape: Shape) -> dict[str, Any]:
+def serve_usage(usage: Mapping[str, JsonValue], shape: Shape) -> JsonObject:
     """``usage`` as the protocol ``shape`` reports it (see the module docstring)."""
     declared = usage_shape(usage)
     if declared is None or declared == shape:

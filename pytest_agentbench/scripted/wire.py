@@ -11,8 +11,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.scripted.script import Reply
 
 
@@ -31,26 +32,30 @@ class Wire(Protocol):
     ``body`` is the request's JSON: a reply is rendered for the request it answers (a
     stop sequence it asked for, for example)."""
 
-    def check(self, body: Mapping[str, Any], replies: Sequence[Reply]) -> Refusal | None:
+    def check(self, body: Mapping[str, JsonValue], replies: Sequence[Reply]) -> Refusal | None:
         """A check the real API makes on a request (``replies``: the script that would
         answer it), or None when it passes."""
         ...
 
-    def default_usage(self, reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
+    def default_usage(self, reply: Reply, body: Mapping[str, JsonValue]) -> JsonObject:
         """The native usage reported when the reply declares none."""
         ...
 
-    def declared_usage(self, usage: Mapping[str, Any]) -> dict[str, Any]:
+    def declared_usage(self, usage: Mapping[str, JsonValue]) -> JsonObject:
         """A reply's declared usage in this protocol's shape (``scripted/usage.py``)."""
         ...
 
-    def stream_usage(self, body: Mapping[str, Any]) -> bool:
+    def stream_usage(self, body: Mapping[str, JsonValue]) -> bool:
         """Whether a streamed reply carries usage (Chat Completions: only when asked)."""
         ...
 
     def completion(
-        self, reply: Reply, model: str, usage: Mapping[str, Any], body: Mapping[str, Any]
-    ) -> dict[str, Any]:
+        self,
+        reply: Reply,
+        model: str,
+        usage: Mapping[str, JsonValue],
+        body: Mapping[str, JsonValue],
+    ) -> JsonObject:
         """The JSON body of a non-streamed reply."""
         ...
 
@@ -58,8 +63,8 @@ class Wire(Protocol):
         self,
         reply: Reply,
         model: str,
-        usage: Mapping[str, Any] | None,
-        body: Mapping[str, Any],
+        usage: Mapping[str, JsonValue] | None,
+        body: Mapping[str, JsonValue],
     ) -> list[bytes]:
         """The SSE events of a streamed reply, each ending in a blank line. A truncated
         reply stops about half-way, before any finishing event."""
@@ -67,7 +72,7 @@ class Wire(Protocol):
 
     def error_body(
         self, status: int, message: str, error_type: str, param: str | None = None
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """The JSON body of an error response. An empty ``error_type`` means the
         status's own type in this protocol (429 → OpenAI ``requests`` with code
         ``rate_limit_exceeded``, Anthropic ``rate_limit_error``; 529 → Anthropic
@@ -77,7 +82,7 @@ class Wire(Protocol):
 
 def openai_error_body(
     status: int, message: str, error_type: str, param: str | None = None
-) -> dict[str, Any]:
+) -> JsonObject:
     """An OpenAI error (Chat Completions and Responses share it). By default a 429 is a
     request-rate limit (type ``requests``, code ``rate_limit_exceeded``), another 5xx a
     ``server_error``, anything else an ``invalid_request_error``."""
@@ -92,7 +97,7 @@ def openai_error_body(
     return {"error": {"message": message, "type": error_type, "param": param, "code": code}}
 
 
-def stop_at(reply: Reply, sequences: Any, finish_reason: str) -> tuple[Reply, str | None]:
+def stop_at(reply: Reply, sequences: JsonValue, finish_reason: str) -> tuple[Reply, str | None]:
     """The reply as generated for a request with stop sequences (a string or a list of
     strings): when its text contains one, it ends just before the earliest match (the
     sequence is not sent, nor anything after it: no tool calls) with ``finish_reason``;
@@ -118,20 +123,20 @@ def words(text: str) -> int:
     return len(text.split())
 
 
-def content_words(content: Any) -> int:
+def content_words(content: JsonValue) -> int:
     """Words in a message content: a string, or a list of parts with ``text``."""
     if isinstance(content, str):
         return words(content)
     if isinstance(content, list):
         return sum(
-            words(part["text"])
+            words(text)
             for part in content
-            if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+            if isinstance(part, dict) and isinstance(text := part.get("text"), str)
         )
     return 0
 
 
-def message_words(messages: Any) -> int:
+def message_words(messages: JsonValue) -> int:
     """Words in every message's content."""
     if not isinstance(messages, list):
         return 0

@@ -14,8 +14,8 @@ import hashlib
 import json
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.scripted.script import Reply, ScriptedToolCall
 from pytest_agentbench.scripted.usage import serve_usage
 from pytest_agentbench.scripted.wire import Refusal, stop_at, words
@@ -47,7 +47,7 @@ _ERROR_TYPES = {
 _GENERIC_ERROR_TYPES = ("", "invalid_request_error", "server_error")
 
 
-def _block_words(content: Any) -> int:
+def _block_words(content: JsonValue) -> int:
     """Words in a message's content: a string, or blocks with ``text`` (text blocks) or
     ``content`` (tool results, whose content is itself a string or text blocks)."""
     if isinstance(content, str):
@@ -58,14 +58,15 @@ def _block_words(content: Any) -> int:
     for block in content:
         if not isinstance(block, Mapping):
             continue
-        if isinstance(block.get("text"), str):
-            total += words(block["text"])
+        text = block.get("text")
+        if isinstance(text, str):
+            total += words(text)
         elif "content" in block:
             total += _block_words(block["content"])
     return total
 
 
-def _default_usage(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
+def _default_usage(reply: Reply, body: Mapping[str, JsonValue]) -> JsonObject:
     """Words stand in for tokens: the system prompt and every message → ``input_tokens``,
     text + thinking → ``output_tokens``; nothing is cached."""
     messages = body.get("messages")
@@ -82,15 +83,15 @@ def _default_usage(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _fit(reply: Reply, body: Mapping[str, Any]) -> tuple[Reply, str | None]:
+def _fit(reply: Reply, body: Mapping[str, JsonValue]) -> tuple[Reply, str | None]:
     """The reply as generated for this request: cut at its ``stop_sequences`` (stop
     reason ``stop_sequence``), with the matched sequence."""
     return stop_at(reply, body.get("stop_sequences"), "stop_sequence")
 
 
-def _reasoning(reply: Reply) -> list[dict[str, Any]]:
+def _reasoning(reply: Reply) -> list[JsonValue]:
     """The reply's thinking and redacted_thinking blocks, whole."""
-    blocks: list[dict[str, Any]] = []
+    blocks: list[JsonValue] = []
     if reply.thinking:
         thinking = reply.thinking
         blocks.append({"type": "thinking", "thinking": thinking, "signature": _signature(thinking)})
@@ -116,14 +117,15 @@ def _tool_id(call: ScriptedToolCall, index: int) -> str:
     return f"toolu_scripted_{index}" if call.id == f"call_{index}" else call.id
 
 
-def _tool_input(arguments: str) -> Any:
+def _tool_input(arguments: str) -> JsonValue:
     try:
-        return json.loads(arguments)
+        value: JsonValue = json.loads(arguments)
     except ValueError:
         return arguments
+    return value
 
 
-def _message(model: str, content: list[Any], usage: Mapping[str, Any]) -> dict[str, Any]:
+def _message(model: str, content: list[JsonValue], usage: Mapping[str, JsonValue]) -> JsonObject:
     return {
         "id": f"msg_{uuid.uuid4().hex[:24]}",
         "type": "message",
@@ -137,8 +139,8 @@ def _message(model: str, content: list[Any], usage: Mapping[str, Any]) -> dict[s
 
 
 def _completion(
-    reply: Reply, model: str, usage: Mapping[str, Any], body: Mapping[str, Any]
-) -> dict[str, Any]:
+    reply: Reply, model: str, usage: Mapping[str, JsonValue], body: Mapping[str, JsonValue]
+) -> JsonObject:
     """The ``message`` of a non-streamed reply: thinking, redacted_thinking, text, then
     tool_use blocks."""
     reply, sequence = _fit(reply, body)
@@ -154,11 +156,11 @@ def _completion(
     return message
 
 
-def _event(name: str, data: Mapping[str, Any]) -> bytes:
+def _event(name: str, data: Mapping[str, JsonValue]) -> bytes:
     return f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode()
 
 
-def _block_events(index: int, start: dict[str, Any], deltas: list[dict[str, Any]]) -> list[bytes]:
+def _block_events(index: int, start: JsonObject, deltas: list[JsonValue]) -> list[bytes]:
     return [
         _event("content_block_start", {"index": index, "content_block": start}),
         *(_event("content_block_delta", {"index": index, "delta": d}) for d in deltas),
@@ -170,11 +172,11 @@ def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def _split_usage(usage: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _split_usage(usage: Mapping[str, JsonValue]) -> tuple[JsonObject, JsonObject]:
     """The usage of ``message_start`` (input and cache fields, output_tokens at most 1) and
     of ``message_delta`` (the cumulative output_tokens); merged, they are ``usage`` again."""
     start = {name: value for name, value in usage.items() if name != "output_tokens"}
-    delta: dict[str, Any] = {}
+    delta: JsonObject = {}
     if "output_tokens" in usage:
         output = usage["output_tokens"]
         start["output_tokens"] = min(output, 1) if isinstance(output, int) else output
@@ -183,7 +185,7 @@ def _split_usage(usage: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, An
 
 
 def _stream_events(
-    reply: Reply, model: str, usage: Mapping[str, Any] | None, body: Mapping[str, Any]
+    reply: Reply, model: str, usage: Mapping[str, JsonValue] | None, body: Mapping[str, JsonValue]
 ) -> list[bytes]:
     """``message_start``, one content block each for thinking (thinking_delta pieces, then
     a signature_delta), redacted_thinking (whole at its start), text and every tool call
@@ -194,9 +196,11 @@ def _stream_events(
     start_usage, delta_usage = _split_usage(usage or {})
     message = _message(model, [], start_usage)
     size = reply.chunk_size
-    blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    blocks: list[tuple[JsonObject, list[JsonValue]]] = []
     if reply.thinking:
-        deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(reply.thinking, size)]
+        deltas: list[JsonValue] = [
+            {"type": "thinking_delta", "thinking": p} for p in _pieces(reply.thinking, size)
+        ]
         deltas.append({"type": "signature_delta", "signature": _signature(reply.thinking)})
         blocks.append(({"type": "thinking", "thinking": "", "signature": ""}, deltas))
     if reply.redacted_thinking:
@@ -206,7 +210,12 @@ def _stream_events(
         deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(text, size)]
         blocks.append(({"type": "text", "text": ""}, deltas))
     for index, call in enumerate(reply.tool_calls):
-        start = {"type": "tool_use", "id": _tool_id(call, index), "name": call.name, "input": {}}
+        start: JsonObject = {
+            "type": "tool_use",
+            "id": _tool_id(call, index),
+            "name": call.name,
+            "input": {},
+        }
         pieces = _pieces(call.arguments, size)
         blocks.append((start, [{"type": "input_json_delta", "partial_json": p} for p in pieces]))
     body_events = [event for i, block in enumerate(blocks) for event in _block_events(i, *block)]
@@ -214,7 +223,7 @@ def _stream_events(
     head = [_event("message_start", {"message": message})]
     if reply.truncate:
         return head + body_events[: (len(body_events) + 1) // 2]
-    finish = {"stop_reason": _stop_reason(reply), "stop_sequence": sequence}
+    finish: JsonObject = {"stop_reason": _stop_reason(reply), "stop_sequence": sequence}
     tail = [
         _event("message_delta", {"delta": finish, "usage": delta_usage}),
         _event("message_stop", {}),
@@ -222,7 +231,7 @@ def _stream_events(
     return head + body_events + tail
 
 
-def _comparable(block: Any) -> tuple[Any, ...] | None:
+def _comparable(block: JsonValue) -> tuple[JsonValue, ...] | None:
     """A reasoning block as the API compares it; None for any other block."""
     if not isinstance(block, Mapping):
         return None
@@ -233,7 +242,7 @@ def _comparable(block: Any) -> tuple[Any, ...] | None:
     return None
 
 
-def _check_reasoning(body: Mapping[str, Any], replies: Sequence[Reply]) -> Refusal | None:
+def _check_reasoning(body: Mapping[str, JsonValue], replies: Sequence[Reply]) -> Refusal | None:
     """What the API checks of reasoning sent back: every thinking block's signature must
     match its text (it was not edited), and when tool results answer the last assistant
     turn, that turn must start with the reasoning blocks it was generated with, unchanged
@@ -262,12 +271,14 @@ def _check_reasoning(body: Mapping[str, Any], replies: Sequence[Reply]) -> Refus
                 )
     if last is None or last + 1 >= len(messages):
         return None
-    answer = messages[last + 1].get("content") if isinstance(messages[last + 1], Mapping) else None
+    following = messages[last + 1]
+    answer = following.get("content") if isinstance(following, dict) else None
     if not isinstance(answer, list) or not any(
         isinstance(b, Mapping) and b.get("type") == "tool_result" for b in answer
     ):
         return None
-    content = messages[last].get("content")
+    assistant = messages[last]
+    content = assistant.get("content") if isinstance(assistant, dict) else None
     blocks = content if isinstance(content, list) else []
     calls = [
         (b.get("id"), b.get("name"))
@@ -302,35 +313,39 @@ def _check_reasoning(body: Mapping[str, Any], replies: Sequence[Reply]) -> Refus
 class AnthropicWire:
     """The Wire of ``POST /v1/messages``. Streamed replies always carry usage."""
 
-    def check(self, body: Mapping[str, Any], replies: Sequence[Reply]) -> Refusal | None:
+    def check(self, body: Mapping[str, JsonValue], replies: Sequence[Reply]) -> Refusal | None:
         return _check_reasoning(body, replies)
 
-    def default_usage(self, reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
+    def default_usage(self, reply: Reply, body: Mapping[str, JsonValue]) -> JsonObject:
         return _default_usage(_fit(reply, body)[0], body)
 
-    def declared_usage(self, usage: Mapping[str, Any]) -> dict[str, Any]:
+    def declared_usage(self, usage: Mapping[str, JsonValue]) -> JsonObject:
         return serve_usage(usage, "anthropic")
 
-    def stream_usage(self, body: Mapping[str, Any]) -> bool:
+    def stream_usage(self, body: Mapping[str, JsonValue]) -> bool:
         return True
 
     def completion(
-        self, reply: Reply, model: str, usage: Mapping[str, Any], body: Mapping[str, Any]
-    ) -> dict[str, Any]:
+        self,
+        reply: Reply,
+        model: str,
+        usage: Mapping[str, JsonValue],
+        body: Mapping[str, JsonValue],
+    ) -> JsonObject:
         return _completion(reply, model, usage, body)
 
     def stream_events(
         self,
         reply: Reply,
         model: str,
-        usage: Mapping[str, Any] | None,
-        body: Mapping[str, Any],
+        usage: Mapping[str, JsonValue] | None,
+        body: Mapping[str, JsonValue],
     ) -> list[bytes]:
         return _stream_events(reply, model, usage, body)
 
     def error_body(
         self, status: int, message: str, error_type: str, param: str | None = None
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """An Anthropic error (it has no ``param``). A script's own ``type`` is kept; the
         server's generic types become the status's Anthropic type (404 →
         ``not_found_error``, 429 → ``rate_limit_error``, 500 → ``api_error``, 529 →

@@ -8,8 +8,8 @@ import json
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.scripted.script import Reply
 from pytest_agentbench.scripted.usage import serve_usage
 from pytest_agentbench.scripted.wire import (
@@ -21,14 +21,14 @@ from pytest_agentbench.scripted.wire import (
 )
 
 
-def _default_usage(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
+def _default_usage(reply: Reply, body: Mapping[str, JsonValue]) -> JsonObject:
     """The usage reported when a reply declares none: whitespace-separated words stand in
     for tokens (all request messages → prompt, thinking + text + tool call arguments →
     completion)."""
     prompt = message_words(body.get("messages"))
     completion = words(reply.full_text) + words(reply.thinking)
     completion += sum(words(call.arguments) for call in reply.tool_calls)
-    usage: dict[str, Any] = {
+    usage: JsonObject = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
@@ -38,7 +38,7 @@ def _default_usage(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
     return usage
 
 
-def _fit(reply: Reply, body: Mapping[str, Any]) -> Reply:
+def _fit(reply: Reply, body: Mapping[str, JsonValue]) -> Reply:
     """The reply as generated for this request: cut before the earliest of its ``stop``
     sequences (finish reason ``stop``; the API does not say which one matched)."""
     return stop_at(reply, body.get("stop"), "stop")[0]
@@ -55,11 +55,11 @@ def _finish_reason(reply: Reply) -> str:
     )
 
 
-def _completion(reply: Reply, model: str, usage: Mapping[str, Any]) -> dict[str, Any]:
+def _completion(reply: Reply, model: str, usage: Mapping[str, JsonValue]) -> JsonObject:
     """The ``chat.completion`` object of a non-streamed reply; content is null when a
     reply that calls tools says nothing."""
     content = reply.full_text or (None if reply.tool_calls else "")
-    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+    message: JsonObject = {"role": "assistant", "content": content, "refusal": None}
     if reply.thinking:
         message["reasoning_content"] = reply.thinking
     if reply.tool_calls:
@@ -71,7 +71,7 @@ def _completion(reply: Reply, model: str, usage: Mapping[str, Any]) -> dict[str,
             }
             for call in reply.tool_calls
         ]
-    choice = {
+    choice: JsonObject = {
         "index": 0,
         "message": message,
         "logprobs": None,
@@ -87,14 +87,14 @@ def _completion(reply: Reply, model: str, usage: Mapping[str, Any]) -> dict[str,
     }
 
 
-def _stream_events(reply: Reply, model: str, usage: Mapping[str, Any] | None) -> list[bytes]:
+def _stream_events(reply: Reply, model: str, usage: Mapping[str, JsonValue] | None) -> list[bytes]:
     """The SSE events of a streamed reply: a role chunk (``content`` "" or, for a reply that
     only calls tools, null; ``refusal`` null), thinking then text deltas of
     ``chunk_size`` characters, each tool call (a fragment with its index, id, type and
     name, then its arguments in ``chunk_size`` pieces), the finish chunk, the usage chunk
     (when ``usage`` is given, i.e. the client asked for it), ``[DONE]``. A truncated reply
     stops after about half of its deltas, with no finish, usage or ``[DONE]``."""
-    base: dict[str, Any] = {
+    base: JsonObject = {
         "id": _completion_id(),
         "object": "chat.completion.chunk",
         "created": int(time.time()),
@@ -103,10 +103,10 @@ def _stream_events(reply: Reply, model: str, usage: Mapping[str, Any] | None) ->
     if usage is not None:
         base["usage"] = None
 
-    def event(choices: list[dict[str, Any]], **extra: Any) -> bytes:
+    def event(choices: list[JsonValue], **extra: JsonValue) -> bytes:
         return b"data: " + json.dumps({**base, "choices": choices, **extra}).encode() + b"\n\n"
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    def chunk(delta: JsonObject, finish: str | None = None) -> bytes:
         return event([{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}])
 
     size, thinking, text = reply.chunk_size, reply.thinking, reply.full_text
@@ -115,8 +115,13 @@ def _stream_events(reply: Reply, model: str, usage: Mapping[str, Any] | None) ->
     ]
     deltas += [chunk({"content": text[i : i + size]}) for i in range(0, len(text), size)]
     for index, call in enumerate(reply.tool_calls):
-        function = {"name": call.name, "arguments": ""}
-        first = {"index": index, "id": call.id, "type": "function", "function": function}
+        function: JsonObject = {"name": call.name, "arguments": ""}
+        first: JsonObject = {
+            "index": index,
+            "id": call.id,
+            "type": "function",
+            "function": function,
+        }
         deltas.append(chunk({"tool_calls": [first]}))
         deltas += [
             chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
@@ -137,7 +142,7 @@ def _stream_events(reply: Reply, model: str, usage: Mapping[str, Any] | None) ->
 class ChatWire:
     """The Wire of ``POST /v1/chat/completions``."""
 
-    def check(self, body: Mapping[str, Any], replies: Sequence[Reply]) -> Refusal | None:
+    def check(self, body: Mapping[str, JsonValue], replies: Sequence[Reply]) -> Refusal | None:
         """One choice per request: ``n`` other than 1 is refused as the API refuses a bad
         value, rather than silently answering with one choice."""
         n = body.get("n")
@@ -149,33 +154,37 @@ class ChatWire:
             "n",
         )
 
-    def default_usage(self, reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
+    def default_usage(self, reply: Reply, body: Mapping[str, JsonValue]) -> JsonObject:
         return _default_usage(_fit(reply, body), body)
 
-    def declared_usage(self, usage: Mapping[str, Any]) -> dict[str, Any]:
+    def declared_usage(self, usage: Mapping[str, JsonValue]) -> JsonObject:
         return serve_usage(usage, "chat")
 
-    def stream_usage(self, body: Mapping[str, Any]) -> bool:
+    def stream_usage(self, body: Mapping[str, JsonValue]) -> bool:
         options = body.get("stream_options")
         return isinstance(options, Mapping) and options.get("include_usage") is True
 
     def completion(
-        self, reply: Reply, model: str, usage: Mapping[str, Any], body: Mapping[str, Any]
-    ) -> dict[str, Any]:
+        self,
+        reply: Reply,
+        model: str,
+        usage: Mapping[str, JsonValue],
+        body: Mapping[str, JsonValue],
+    ) -> JsonObject:
         return _completion(_fit(reply, body), model, usage)
 
     def stream_events(
         self,
         reply: Reply,
         model: str,
-        usage: Mapping[str, Any] | None,
-        body: Mapping[str, Any],
+        usage: Mapping[str, JsonValue] | None,
+        body: Mapping[str, JsonValue],
     ) -> list[bytes]:
         return _stream_events(_fit(reply, body), model, usage)
 
     def error_body(
         self, status: int, message: str, error_type: str, param: str | None = None
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         return openai_error_body(status, message, error_type, param)
 
 

@@ -15,8 +15,8 @@ import json
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.scripted.script import Reply
 from pytest_agentbench.scripted.usage import serve_usage
 from pytest_agentbench.scripted.wire import Refusal, content_words, openai_error_body, words
@@ -37,7 +37,7 @@ def _item_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex}{uuid.uuid4().hex[:16]}"
 
 
-def _input_words(items: Any) -> int:
+def _input_words(items: JsonValue) -> int:
     """Words in the input: a plain string, or items whose text is a message ``content``
     (string or parts) or a ``function_call_output``'s ``output``."""
     if isinstance(items, str):
@@ -55,7 +55,7 @@ def _input_words(items: Any) -> int:
     return total
 
 
-def _default_usage(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
+def _default_usage(reply: Reply, body: Mapping[str, JsonValue]) -> JsonObject:
     """The usage reported when a reply declares none: whitespace-separated words stand in
     for tokens (instructions + input text → input; text + thinking → output)."""
     instructions = body.get("instructions")
@@ -90,10 +90,10 @@ class _Rendering:
     def final_status(self) -> str:
         return "incomplete" if self.incomplete_reason else "completed"
 
-    def reasoning_item(self, summary: list[dict[str, Any]]) -> dict[str, Any]:
+    def reasoning_item(self, summary: list[JsonValue]) -> JsonObject:
         return {"id": self.reasoning_id, "type": "reasoning", "summary": summary}
 
-    def message_item(self, status: str, content: list[dict[str, Any]]) -> dict[str, Any]:
+    def message_item(self, status: str, content: list[JsonValue]) -> JsonObject:
         return {
             "id": self.message_id,
             "type": "message",
@@ -102,7 +102,7 @@ class _Rendering:
             "role": "assistant",
         }
 
-    def call_item(self, index: int, status: str, arguments: str) -> dict[str, Any]:
+    def call_item(self, index: int, status: str, arguments: str) -> JsonObject:
         call = self.reply.tool_calls[index]
         return {
             "id": self.call_ids[index],
@@ -113,10 +113,10 @@ class _Rendering:
             "name": call.name,
         }
 
-    def output(self) -> list[dict[str, Any]]:
+    def output(self) -> list[JsonValue]:
         """The finished output items."""
         status = self.final_status
-        items: list[dict[str, Any]] = []
+        items: list[JsonValue] = []
         if self.reasoning_id:
             items.append(self.reasoning_item([_summary_part(self.reply.thinking)]))
         if self.message_id:
@@ -126,8 +126,8 @@ class _Rendering:
         return items
 
     def response(
-        self, status: str, output: list[dict[str, Any]], usage: Mapping[str, Any] | None
-    ) -> dict[str, Any]:
+        self, status: str, output: list[JsonValue], usage: Mapping[str, JsonValue] | None
+    ) -> JsonObject:
         finished = status in ("completed", "incomplete")
         return {
             "id": self.response_id,
@@ -160,11 +160,11 @@ class _Rendering:
         }
 
 
-def _summary_part(text: str) -> dict[str, Any]:
+def _summary_part(text: str) -> JsonObject:
     return {"type": "summary_text", "text": text}
 
 
-def _text_part(text: str) -> dict[str, Any]:
+def _text_part(text: str) -> JsonObject:
     return {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
 
 
@@ -172,18 +172,22 @@ def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def _completion(reply: Reply, model: str, usage: Mapping[str, Any]) -> dict[str, Any]:
+def _completion(reply: Reply, model: str, usage: Mapping[str, JsonValue]) -> JsonObject:
     """The ``response`` object of a non-streamed reply."""
     rendering = _Rendering(reply, model)
     return rendering.response(rendering.final_status, rendering.output(), usage)
 
 
-def _event_payloads(rendering: _Rendering) -> Iterator[dict[str, Any]]:
+def _event_payloads(rendering: _Rendering) -> Iterator[JsonObject]:
     """Every event between ``response.in_progress`` and the final one, in order."""
     reply, size = rendering.reply, rendering.reply.chunk_size
     index = 0
     if rendering.reasoning_id:
-        where = {"item_id": rendering.reasoning_id, "output_index": index, "summary_index": 0}
+        where: JsonObject = {
+            "item_id": rendering.reasoning_id,
+            "output_index": index,
+            "summary_index": 0,
+        }
         yield {
             "type": "response.output_item.added",
             "output_index": index,
@@ -242,13 +246,13 @@ def _event_payloads(rendering: _Rendering) -> Iterator[dict[str, Any]]:
         index += 1
 
 
-def _stream_events(reply: Reply, model: str, usage: Mapping[str, Any] | None) -> list[bytes]:
+def _stream_events(reply: Reply, model: str, usage: Mapping[str, JsonValue] | None) -> list[bytes]:
     """The SSE events of a streamed reply, each with its ``event:`` name and a
     ``sequence_number`` counting from 0. The last is ``response.completed`` (or
     ``response.incomplete``) carrying the whole response with usage. A truncated reply
     stops after about half of its deltas, before any finishing event."""
     rendering = _Rendering(reply, model)
-    payloads = [
+    payloads: list[JsonObject] = [
         {"type": "response.created", "response": rendering.response("in_progress", [], None)},
         {"type": "response.in_progress", "response": rendering.response("in_progress", [], None)},
         *_event_payloads(rendering),
@@ -272,35 +276,39 @@ def _stream_events(reply: Reply, model: str, usage: Mapping[str, Any] | None) ->
 class ResponsesWire:
     """The Wire of ``POST /v1/responses``."""
 
-    def check(self, body: Mapping[str, Any], replies: Sequence[Reply]) -> Refusal | None:
+    def check(self, body: Mapping[str, JsonValue], replies: Sequence[Reply]) -> Refusal | None:
         return None
 
-    def default_usage(self, reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
+    def default_usage(self, reply: Reply, body: Mapping[str, JsonValue]) -> JsonObject:
         return _default_usage(reply, body)
 
-    def declared_usage(self, usage: Mapping[str, Any]) -> dict[str, Any]:
+    def declared_usage(self, usage: Mapping[str, JsonValue]) -> JsonObject:
         return serve_usage(usage, "responses")
 
-    def stream_usage(self, body: Mapping[str, Any]) -> bool:
+    def stream_usage(self, body: Mapping[str, JsonValue]) -> bool:
         return True
 
     def completion(
-        self, reply: Reply, model: str, usage: Mapping[str, Any], body: Mapping[str, Any]
-    ) -> dict[str, Any]:
+        self,
+        reply: Reply,
+        model: str,
+        usage: Mapping[str, JsonValue],
+        body: Mapping[str, JsonValue],
+    ) -> JsonObject:
         return _completion(reply, model, usage)
 
     def stream_events(
         self,
         reply: Reply,
         model: str,
-        usage: Mapping[str, Any] | None,
-        body: Mapping[str, Any],
+        usage: Mapping[str, JsonValue] | None,
+        body: Mapping[str, JsonValue],
     ) -> list[bytes]:
         return _stream_events(reply, model, usage)
 
     def error_body(
         self, status: int, message: str, error_type: str, param: str | None = None
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         return openai_error_body(status, message, error_type, param)
 
 
