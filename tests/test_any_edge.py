@@ -26,19 +26,15 @@ EDGE: dict[str, str] = {}
 #: Modules not yet at zero, with the count they may not exceed. Remove a line at zero.
 BUDGET: dict[str, int] = {
     # --- (glue)
-    "builtins.py": 1,
     "collector.py": 8,
     "errors.py": 2,
     "execution.py": 8,
     "finish.py": 6,
     "hookspecs.py": 1,
-    "inflight.py": 10,
     "items.py": 12,
     "model_fixture.py": 6,
     "model_list.py": 8,
-    "plugin_hooks.py": 10,
     "python_tasks.py": 6,
-    "services.py": 2,
     "settings.py": 26,
     # --- artifacts
     "artifacts/baseline.py": 4,
@@ -57,8 +53,6 @@ BUDGET: dict[str, int] = {
     # --- core
     "core/records.py": 11,
     "core/sampling.py": 9,
-    "core/stats.py": 1,
-    "core/stream.py": 5,
     "core/task_record.py": 31,
     "core/usage.py": 4,
     # --- models
