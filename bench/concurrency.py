@@ -31,6 +31,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 LATENCY_S = 0.2
 HERE = Path(__file__).resolve().parent
@@ -45,7 +46,8 @@ def read_events(parser: object, chunk: bytes, texts: list[str]) -> None:
     assert isinstance(parser, SSEParser)
     for _, data, _ in parser.feed_fields(chunk):
         if data != "[DONE]":
-            for choice in parse_json(data)["choices"]:
+            chunk_json: Any = parse_json(data)  # the bench server's own chunks: shape known
+            for choice in chunk_json["choices"]:
                 texts.append(choice["delta"].get("content") or "")
 
 

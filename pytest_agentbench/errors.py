@@ -18,7 +18,10 @@ task or the endpoint, and what was expected. No message ever contains an API key
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_agentbench.core.jsontypes import JsonObject
 
 #: HTTP statuses that mean "slow down" (429, and Anthropic's 529 overloaded): a provider
 #: answering with one raises RateLimited, any other error status ProviderError.
@@ -56,9 +59,9 @@ class ModelError(AgentbenchError):
         self.endpoint = endpoint
         self.status = status
         self.detail = detail
-        self.partial: Any = None
+        self.partial: object = None
         self.retry_after: float | None = None
-        self.retries: list[dict[str, Any]] = []
+        self.retries: list[JsonObject] = []
         self.retry_note = ""
         super().__init__(message)
 

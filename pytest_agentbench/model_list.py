@@ -8,8 +8,8 @@ Parsed here, resolved into one Settings per model by settings.py.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.base import ModelSpec
@@ -17,8 +17,10 @@ from pytest_agentbench.sandbox.environ_guard import secret_like
 
 #: A model name: what item ids, rollout folders and the summary call the model.
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+/-]{0,79}$")
+#: A model line's sampling value, as read (Sampling.parse checks its range).
+SamplingValue = int | float | str
 #: The sampling settings a model line may set, and how each is read.
-_SAMPLING_KEYS = {
+_SAMPLING_KEYS: dict[str, Callable[[str], SamplingValue]] = {
     "temperature": float,
     "top_p": float,
     "top_k": int,
@@ -40,7 +42,7 @@ class ModelEntry:
     name: str | None = None
     base_url: str | None = None
     key_env: str | None = None
-    sampling: dict[str, Any] = field(default_factory=dict)
+    sampling: dict[str, SamplingValue] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -82,8 +84,8 @@ def parse_model_line(line: str, number: int) -> ModelEntry:
         spec = ModelSpec.parse(words[0])
     except AgentbenchError as exc:
         raise AgentbenchError(f"{where}: {exc}") from None
-    entry: dict[str, Any] = {"base_url": None, "key_env": None}
-    sampling: dict[str, Any] = {}
+    entry: dict[str, str | None] = {"base_url": None, "key_env": None}
+    sampling: dict[str, SamplingValue] = {}
     for word in words[1:]:
         key, eq, value = word.partition("=")
         if not eq or not value:
@@ -108,19 +110,19 @@ def parse_model_line(line: str, number: int) -> ModelEntry:
     return ModelEntry(spec, name, entry["base_url"], key_env, sampling)
 
 
-def model_entries(cli: Any, ini_lines: Any, single: Any) -> list[ModelEntry]:
-    """The run's models: the command line's (each ``--agentbench-model``), else the ini's
-    ``agentbench_models`` lines, else ``single`` (the ini's or environment's one spec);
-    empty when nothing names a model (the scripted default). Two models with one name
-    are refused: they would share item ids and rollout folders."""
-    if isinstance(cli, str):
-        cli = [cli]
-    if cli:
-        entries = [parse_model_arg(str(text)) for text in cli]
-    elif ini_lines:
+def model_entries(cli: object, ini_lines: object, single: object) -> list[ModelEntry]:
+    """The run's models: the command line's (each ``--agentbench-model``: a list, or one
+    text), else the ini's ``agentbench_models`` lines (a list), else ``single`` (the ini's
+    or environment's one spec); empty when nothing names a model (the scripted default).
+    Two models with one name are refused: they would share item ids and rollout folders."""
+    given = [cli] if isinstance(cli, str) else _texts(cli)
+    lines = _texts(ini_lines)
+    if given:
+        entries = [parse_model_arg(text) for text in given]
+    elif lines:
         entries = [
             parse_model_line(line, number)
-            for number, line in enumerate(ini_lines, start=1)
+            for number, line in enumerate(lines, start=1)
             if line.strip() and not line.strip().startswith("#")
         ]
     elif single:
@@ -138,7 +140,14 @@ def model_entries(cli: Any, ini_lines: Any, single: Any) -> list[ModelEntry]:
     return entries
 
 
-def parse_reducer(value: Any, where: str) -> str:
+def _texts(value: object) -> list[str]:
+    """A list option's (or ini key's) values as texts; none when it is not a list."""
+    if isinstance(value, list | tuple):
+        return [str(text) for text in value]
+    return []
+
+
+def parse_reducer(value: object, where: str) -> str:
     """A reducer name: mean, median, max, majority, ``pass@K`` or ``pass^K`` (K >= 1)."""
     text = str(value).strip()
     if text in PLAIN_REDUCERS:
@@ -152,8 +161,10 @@ def parse_reducer(value: Any, where: str) -> str:
     )
 
 
-def parse_epochs(value: Any, where: str) -> int:
+def parse_epochs(value: object, where: str) -> int:
     try:
+        if not isinstance(value, int | float | str):
+            raise TypeError(value)
         number = int(value)
     except (TypeError, ValueError):
         raise AgentbenchError(f"{where}: expected a whole number, got {value!r}") from None

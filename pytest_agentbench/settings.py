@@ -1,24 +1,62 @@
-"""One frozen Settings, resolved once per run: CLI beats ini beats environment beats default."""
+"""One frozen Settings, resolved once per run: CLI beats ini beats environment beats default.
+
+Each value is read and checked by ``option_values.py``, the sampling settings by
+``sampling_options.py``; the closed sets are the ``Literal`` types of ``core/choices.py``.
+"""
 
 from __future__ import annotations
 
 import functools
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
+from pytest_agentbench.core.choices import (
+    FEEDBACK_LEVELS,
+    GATE_ON,
+    ISOLATION_MODES,
+    REPAIR_MODES,
+    FeedbackLevel,
+    GateOn,
+    Isolation,
+    RepairMode,
+)
+from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.sampling import Sampling, sampling_problems
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.model_list import ModelEntry, model_entries, parse_epochs, parse_reducer
 from pytest_agentbench.models.base import ModelSpec
 from pytest_agentbench.models.sampling_wire import PROTOCOL_NAMES, protocol_of, sampling_refusals
-from pytest_agentbench.report.gate import GATE_ON
-from pytest_agentbench.sandbox.isolation import ISOLATION_MODES
-from pytest_agentbench.suites.task import FEEDBACK_LEVELS, REPAIR_MODES
+from pytest_agentbench.option_values import (
+    MAX_OPTION_NUMBER,
+    OptionReader,
+    choice,
+    first,
+    fraction,
+    int_option,
+    number,
+    optional_int,
+    perturbations,
+    range_text,
+    shard,
+    task_range,
+    text,
+)
+from pytest_agentbench.sampling_options import resolve_sampling
 from pytest_agentbench.urls import public_url
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "HOSTED_NEED_KEY",
+    "MAX_OPTION_NUMBER",
+    "PROVIDER_ENV",
+    "Settings",
+    "resolve_sampling",
+    "resolve_settings",
+    "with_models",
+]
 
 DEFAULT_FILES = ("bench_*.toml", "bench_*.yaml", "bench_*.yml", "bench_*.json", "bench_*.py")
 DEFAULT_OUT = "agentbench-results"
@@ -59,11 +97,11 @@ class Settings:
     files: tuple[str, ...] = DEFAULT_FILES
     stream: bool = True
     repairs: int | None = None
-    repair_mode: str | None = None
-    feedback: str | None = None
+    repair_mode: RepairMode | None = None
+    feedback: FeedbackLevel | None = None
     min_score: float | None = None
     errors_as_failures: bool = False
-    gate_on: str = "point"
+    gate_on: GateOn = "point"
     concurrency: int = DEFAULT_CONCURRENCY
     concurrency_given: bool = False
     concurrency_from_slots: bool = False
@@ -81,7 +119,7 @@ class Settings:
     loop_kill: int = 80
     loop_kill_seconds: float = 10.0
     loop_kill_tokens: int = 1024
-    sandbox: str | None = None
+    sandbox: Isolation | None = None
     markdown: Path | None = None
     controls: bool = False
     canary: bool = False
@@ -93,6 +131,7 @@ class Settings:
     models: tuple[Settings, ...] = ()
     #: Runs of each task (None: the suite's ``epochs``, else 1) and the reducer of its
     #: samples (None: the suite's ``reducer``, else mean); both override every suite.
+    #: A reducer is no closed set (``pass@K`` takes any K): model_list.parse_reducer checks it.
     epochs: int | None = None
     reducer: str | None = None
 
@@ -126,7 +165,7 @@ class Settings:
         """A short hash of the settings that change results (never the key)."""
         return _fingerprint(self)
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> JsonObject:
         """The settings as recorded in summary.json (no secrets)."""
         return {
             "model": self.model.label,
@@ -155,7 +194,7 @@ class Settings:
             "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
             "controls": self.controls,
             "canary": self.canary,
-            "limit": _limit_text(self.limit),
+            "limit": range_text(self.limit),
             "sample": self.sample,
             "sample_seed": self.seed_of_sample() if self.sample is not None else None,
             "sampling": self.sampling.public(),
@@ -178,247 +217,103 @@ class Settings:
         }
 
 
-def _first(*values: Any) -> Any:
-    for value in values:
-        if value is not None and value != "" and value != []:
-            return value
-    return None
-
-
-#: The largest number any numeric option takes (a day in seconds, ten million tokens,
-#: megabytes, requests per minute): far beyond it the clock arithmetic overflows and a
-#: task ends in an OverflowError instead of an outcome.
-MAX_OPTION_NUMBER = 10_000_000
-
-
-def _number(
-    name: str,
-    value: Any,
-    kind: Callable[[Any], Any],
-    minimum: float,
-    maximum: float = MAX_OPTION_NUMBER,
-) -> Any:
-    try:
-        number = kind(value)
-    except (TypeError, ValueError, OverflowError):
-        raise AgentbenchError(f"{name}: expected a number, got {value!r}") from None
-    if number < minimum:
-        raise AgentbenchError(f"{name}: expected a number >= {minimum}, got {value!r}")
-    if not number <= maximum:  # NaN too
-        raise AgentbenchError(f"{name}: expected a number <= {maximum:g}, got {value!r}")
-    return number
-
-
-def _fraction(name: str, value: Any) -> float:
-    number = float(_number(name, value, float, 0.0))
-    if number > 1:
-        raise AgentbenchError(f"{name}: expected a score from 0 to 1, got {value!r}")
-    return number
-
-
-def _int_option(
-    option: Callable[[str], Any],
-    ini: Callable[[str], Any],
-    name: str,
-    default: int,
-    low: int,
-    high: int,
-) -> int:
-    value = _first(option(name), ini(name))
-    if value is None:
-        return default
-    number = int(_number(name.replace("_", " "), value, int, low))
-    if number > high:
-        raise AgentbenchError(f"{name.replace('_', ' ')}: expected {low} to {high}, got {value!r}")
-    return number
-
-
-def _optional_int(
-    option: Callable[[str], Any], ini: Callable[[str], Any], name: str, low: int
-) -> int | None:
-    value = _first(option(name), ini(name))
-    if value is None:
-        return None
-    return int(_number(name.replace("_", " "), value, int, low, 2**63 - 1))
-
-
-def _shard(value: Any) -> tuple[int, int] | None:
-    """``K/N`` (1 <= K <= N) as a pair, None when not given."""
-    if value is None:
-        return None
-    k, sep, n = str(value).partition("/")
-    if sep and k.strip().isdigit() and n.strip().isdigit():
-        shard, total = int(k), int(n)
-        if 1 <= shard <= total:
-            return shard, total
-    raise AgentbenchError(f"agentbench shard: expected K/N with 1 <= K <= N, got {value!r}")
-
-
-def _limit(value: Any) -> tuple[int | None, int | None] | None:
-    """``N`` (the first N tasks) or ``START:STOP`` (0-based, STOP excluded, either may be
-    left out) as a pair, None when not given."""
-    if value is None:
-        return None
-    text = str(value).strip()
-    start, _, stop = text.rpartition(":") if ":" in text else ("", "", text)
-    parts = [part.strip() for part in (start, stop)]
-    if all(not part or part.isdigit() for part in parts) and any(parts):
-        low, high = (int(part) if part else None for part in parts)
-        if low is None or high is None or low <= high:
-            return low, high
-    raise AgentbenchError(
-        f"agentbench limit: expected N or START:STOP (0-based, STOP excluded), got {value!r}"
-    )
-
-
-def _limit_text(limit: tuple[int | None, int | None] | None) -> str | None:
-    if limit is None:
-        return None
-    start, stop = ("" if end is None else str(end) for end in limit)
-    return f"{start}:{stop}"
-
-
-def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str | None:
-    if value is None:
-        return None
-    if value not in choices:
-        raise AgentbenchError(f"{name}: expected one of {', '.join(choices)}, got {value!r}")
-    return str(value)
-
-
-def resolve_settings(
-    option: Callable[[str], Any],
-    ini: Callable[[str], Any],
-    env: Mapping[str, str],
-) -> Settings:
+def resolve_settings(option: OptionReader, ini: OptionReader, env: Mapping[str, str]) -> Settings:
     """Build Settings from the CLI (``option``), ini file (``ini``) and environment.
 
     Raises AgentbenchError for values a user must fix (unknown provider, bad number).
     """
+
+    def given(name: str) -> object:
+        """The option ``agentbench_<name>``, else the ini key of the same name."""
+        return first(option(f"agentbench_{name}"), ini(f"agentbench_{name}"))
+
     enabled = bool(option("agentbench"))
     entries = model_entries(
         option("agentbench_model"),
         ini("agentbench_models"),
-        _first(ini("agentbench_model"), env.get("AGENTBENCH_MODEL")),
+        first(ini("agentbench_model"), env.get("AGENTBENCH_MODEL")),
     )
-    model_text = entries[0].spec.label if entries else None
     model = entries[0].spec if entries else ModelSpec("scripted", "scripted")
     key_var, url_var = PROVIDER_ENV.get(model.provider, (None, None))  # a plugin's: none
-    base_url = _first(
-        option("agentbench_base_url"),
-        ini("agentbench_base_url"),
-        env.get(url_var) if url_var else None,
-    )
+    base_url = first(given("base_url"), env.get(url_var) if url_var else None)
     api_key = env.get(key_var) if key_var else None
-    epochs = _first(option("agentbench_epochs"), ini("agentbench_epochs"))
-    reducer = _first(option("agentbench_reducer"), ini("agentbench_reducer"))
-    timeout = _first(option("agentbench_timeout"), ini("agentbench_timeout"))
-    max_tokens = _first(option("agentbench_max_tokens"), ini("agentbench_max_tokens"))
-    max_file_mb = _first(option("agentbench_max_file_mb"), ini("agentbench_max_file_mb"))
-    files = ini("agentbench_files") or list(DEFAULT_FILES)
-    repairs = _first(option("agentbench_repairs"), ini("agentbench_repairs"))
+    epochs, reducer = given("epochs"), given("reducer")
+    timeout, max_tokens, max_file_mb = given("timeout"), given("max_tokens"), given("max_file_mb")
+    files = ini("agentbench_files")
+    repairs = given("repairs")
     if repairs is not None:
-        repairs = _number("agentbench repairs", repairs, int, 0)
+        repairs = number("agentbench repairs", repairs, int, 0)
         if repairs > 10:
             raise AgentbenchError(f"agentbench repairs: expected 0 to 10, got {repairs}")
-    min_score = _first(option("agentbench_min_score"), ini("agentbench_min_score"))
+    min_score, kill_seconds = given("min_score"), given("loop_kill_seconds")
     retry_errors = bool(option("agentbench_retry_errors"))
-    kill_seconds = _first(
-        option("agentbench_loop_kill_seconds"), ini("agentbench_loop_kill_seconds")
-    )
     resume = option("agentbench_resume") or ("latest" if retry_errors else None)
-    concurrency = _first(option("agentbench_concurrency"), ini("agentbench_concurrency"))
-    max_connections = _first(
-        option("agentbench_max_connections"), ini("agentbench_max_connections")
-    )
-    rpm = _first(option("agentbench_rpm"), ini("agentbench_rpm"))
-    markdown = _first(option("agentbench_markdown"), ini("agentbench_markdown"))
-    baseline = _first(option("agentbench_baseline"), ini("agentbench_baseline"))
-    perturb = _first(option("agentbench_perturb"), ini("agentbench_perturb"))
+    concurrency, max_connections, rpm = given("concurrency"), given("max_connections"), given("rpm")
+    markdown, baseline, html = given("markdown"), given("baseline"), given("html")
     if option("agentbench_fail_on_regression") and not baseline:
         raise AgentbenchError(
             "--agentbench-fail-on-regression compares with a baseline: "
             "give --agentbench-baseline RUN_DIR (or the agentbench_baseline ini key)"
         )
-    html = _first(option("agentbench_html"), ini("agentbench_html"))
-    repair_mode = _choice(
-        "agentbench repair mode",
-        _first(option("agentbench_repair_mode"), ini("agentbench_repair_mode")),
-        REPAIR_MODES,
-    )
-    feedback = _choice(
-        "agentbench feedback",
-        _first(option("agentbench_feedback"), ini("agentbench_feedback")),
-        FEEDBACK_LEVELS,
-    )
+    repair_mode = choice("agentbench repair mode", given("repair_mode"), REPAIR_MODES)
+    feedback = choice("agentbench feedback", given("feedback"), FEEDBACK_LEVELS)
     settings = Settings(
         enabled=enabled,
         model=model,
-        model_configured=model_text is not None,
+        model_configured=bool(entries),
         base_url=str(base_url).rstrip("/") if base_url else None,
         api_key=api_key or None,
-        out_dir=Path(_first(option("agentbench_out"), ini("agentbench_out"), DEFAULT_OUT)),
-        timeout_s=_number("agentbench timeout", timeout, float, 0.001, 86400)
+        out_dir=Path(str(first(given("out"), DEFAULT_OUT))),
+        timeout_s=number("agentbench timeout", timeout, float, 0.001, 86400)
         if timeout is not None
         else None,
-        max_tokens=_number("agentbench max tokens", max_tokens, int, 1)
+        max_tokens=number("agentbench max tokens", max_tokens, int, 1)
         if max_tokens is not None
         else None,
-        files=tuple(files),
+        files=tuple(map(str, files)) if isinstance(files, list) and files else DEFAULT_FILES,
         stream=not option("agentbench_no_stream"),
         repairs=repairs,
         repair_mode=repair_mode,
         feedback=feedback,
-        min_score=_fraction("agentbench min score", min_score) if min_score is not None else None,
+        min_score=fraction("agentbench min score", min_score) if min_score is not None else None,
         errors_as_failures=bool(option("agentbench_errors_as_failures")),
-        gate_on=_choice(
-            "agentbench gate on",
-            _first(option("agentbench_gate_on"), ini("agentbench_gate_on")),
-            GATE_ON,
-        )
-        or "point",
-        resume=resume,
+        gate_on=choice("agentbench gate on", given("gate_on"), GATE_ON) or "point",
+        resume=text(resume),
         retry_errors=retry_errors,
-        max_retries=_int_option(option, ini, "agentbench_max_retries", 3, 0, 20),
-        max_file_mb=float(_number("agentbench max file mb", max_file_mb, float, 0.000001))
+        max_retries=int_option(option, ini, "agentbench_max_retries", 3, 0, 20),
+        max_file_mb=number("agentbench max file mb", max_file_mb, float, 0.000001)
         if max_file_mb is not None
         else 64.0,
-        breaker_threshold=_int_option(option, ini, "agentbench_breaker", 5, 0, 1000),
-        sandbox=_choice(
-            "agentbench sandbox",
-            _first(option("agentbench_sandbox"), ini("agentbench_sandbox")),
-            ISOLATION_MODES,
-        ),
-        loop_kill=_int_option(option, ini, "agentbench_loop_kill", 80, 0, 100),
-        loop_kill_tokens=_int_option(option, ini, "agentbench_loop_kill_tokens", 1024, 1, 10**7),
-        loop_kill_seconds=float(
-            _number("agentbench loop kill seconds", kill_seconds, float, 0.0, 86400)
-            if kill_seconds is not None
-            else 10.0
-        ),
-        shard=_shard(_first(option("agentbench_shard"), ini("agentbench_shard"))),
-        limit=_limit(_first(option("agentbench_limit"), ini("agentbench_limit"))),
-        sample=_optional_int(option, ini, "agentbench_sample", 1),
-        sample_seed=_optional_int(option, ini, "agentbench_sample_seed", 0),
+        breaker_threshold=int_option(option, ini, "agentbench_breaker", 5, 0, 1000),
+        sandbox=choice("agentbench sandbox", given("sandbox"), ISOLATION_MODES),
+        loop_kill=int_option(option, ini, "agentbench_loop_kill", 80, 0, 100),
+        loop_kill_tokens=int_option(option, ini, "agentbench_loop_kill_tokens", 1024, 1, 10**7),
+        loop_kill_seconds=number("agentbench loop kill seconds", kill_seconds, float, 0.0, 86400)
+        if kill_seconds is not None
+        else 10.0,
+        shard=shard(given("shard")),
+        limit=task_range(given("limit")),
+        sample=optional_int(option, ini, "agentbench_sample", 1),
+        sample_seed=optional_int(option, ini, "agentbench_sample_seed", 0),
         concurrency_given=concurrency is not None,
-        concurrency=_number("agentbench concurrency", concurrency, int, 1, 1024)
+        concurrency=number("agentbench concurrency", concurrency, int, 1, 1024)
         if concurrency is not None
         else DEFAULT_CONCURRENCY,
-        max_connections=_number("agentbench max connections", max_connections, int, 1)
+        max_connections=number("agentbench max connections", max_connections, int, 1)
         if max_connections is not None
         else None,
-        rpm=float(_number("agentbench rpm", rpm, float, 0.001)) if rpm is not None else None,
-        markdown=Path(markdown) if markdown else None,
+        rpm=number("agentbench rpm", rpm, float, 0.001) if rpm is not None else None,
+        markdown=Path(str(markdown)) if markdown else None,
         controls=bool(option("agentbench_controls")),
         canary=bool(option("agentbench_canary")),
         sampling=resolve_sampling(option, ini, model),
         epochs=parse_epochs(epochs, "agentbench epochs") if epochs is not None else None,
         reducer=parse_reducer(reducer, "agentbench reducer") if reducer is not None else None,
-        baseline=Path(baseline) if baseline else None,
+        baseline=Path(str(baseline)) if baseline else None,
         fail_on_regression=bool(option("agentbench_fail_on_regression")),
-        perturb=_perturbations(perturb),
-        seed=_int_option(option, ini, "agentbench_seed", 0, 0, MAX_OPTION_NUMBER),
-        html=Path(html) if html else None,
+        perturb=perturbations(given("perturb")),
+        seed=int_option(option, ini, "agentbench_seed", 0, 0, MAX_OPTION_NUMBER),
+        html=Path(str(html)) if html else None,
     )
     return with_models(settings, entries, option, ini, env)
 
@@ -426,8 +321,8 @@ def resolve_settings(
 def with_models(
     settings: Settings,
     entries: list[ModelEntry],
-    option: Callable[[str], Any],
-    ini: Callable[[str], Any],
+    option: OptionReader,
+    ini: OptionReader,
     env: Mapping[str, str],
 ) -> Settings:
     """``settings`` for the first model, holding one Settings per model when there are
@@ -438,7 +333,7 @@ def with_models(
     lineup = []
     for entry in entries:
         key_var, url_var = PROVIDER_ENV.get(entry.spec.provider, (None, None))
-        base_url = _first(
+        base_url = first(
             entry.base_url,
             option("agentbench_base_url"),
             ini("agentbench_base_url"),
@@ -470,97 +365,10 @@ def with_models(
     return replace(lineup[0], models=tuple(lineup))
 
 
-#: How each sampling setting is read from the ini file (the command line types its own).
-_SAMPLING_INI: dict[str, Callable[[Any], Any]] = {
-    "temperature": float,
-    "top_p": float,
-    "top_k": int,
-    "seed": int,
-    "stop": list,
-    "reasoning_effort": str,
-    "thinking_budget": int,
-    "extra_body": json.loads,
-}
-
-
-def resolve_sampling(
-    option: Callable[[str], Any], ini: Callable[[str], Any], model: ModelSpec
-) -> Sampling:
-    """The run's sampling settings, each from the command line, else the ini file.
-    Raises AgentbenchError naming the option and key for a bad value, or for a setting the
-    model's protocol has no field for."""
-    values: dict[str, Any] = {}
-    for key, read in _SAMPLING_INI.items():
-        name = _option_name(key)
-        value = option(f"agentbench_{name}")
-        if value is None or value == []:
-            value = ini(f"agentbench_{name}")
-            if value in (None, "", []):
-                continue
-            try:
-                value = read(value)
-            except ValueError:
-                raise AgentbenchError(
-                    f"{_sampling_source(key)}: expected {_KIND[key]}, got {value!r}"
-                ) from None
-        elif key == "extra_body":
-            try:
-                value = json.loads(value)
-            except ValueError as exc:
-                raise AgentbenchError(
-                    f"{_sampling_source(key)}: expected a JSON object, got {value!r} ({exc})"
-                ) from None
-        values[key] = value
-    for key, reason in sampling_problems(values):
-        raise AgentbenchError(f"{_sampling_source(key)}: {reason}")
-    protocol = protocol_of(model)
-    for key, reason in sampling_refusals(protocol, values):
-        raise AgentbenchError(
-            f"{_sampling_source(key)}: {reason} (the model {model.label} speaks "
-            f"{PROTOCOL_NAMES[protocol]})"
-        )
-    return Sampling.parse(values)
-
-
-_KIND = {
-    "temperature": "a number",
-    "top_p": "a number",
-    "top_k": "an integer",
-    "seed": "an integer",
-    "stop": "lines of text",
-    "reasoning_effort": "a word",
-    "thinking_budget": "an integer",
-    "extra_body": "a JSON object",
-}
-
-
-def _option_name(key: str) -> str:
-    """The option and ini name of a sampling setting: the model's seed is
-    ``--agentbench-sampling-seed``, as ``--agentbench-seed`` is the run's own seed
-    (perturbations, samples)."""
-    return "sampling_seed" if key == "seed" else key
-
-
-def _sampling_source(key: str) -> str:
-    name = _option_name(key)
-    return f"--agentbench-{name.replace('_', '-')} / agentbench_{name}"
-
-
-def _perturbations(value: Any) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    from pytest_agentbench.suites.perturb import parse_perturbations
-
-    try:
-        return parse_perturbations(str(value))
-    except ValueError as exc:
-        raise AgentbenchError(f"--agentbench-perturb: {exc}") from None
-
-
 @functools.lru_cache(maxsize=16)
 def _fingerprint(settings: Settings) -> str:
     """Settings.fingerprint, computed once per Settings (every task writes it)."""
-    material: dict[str, Any] = {
+    material: JsonObject = {
         "model": settings.model.label,
         "base_url": settings.base_url if settings.model.provider != "scripted" else None,
         "timeout_s": settings.timeout_s,

@@ -4,19 +4,20 @@ runtime tuple; the JSON Schemas and the command-line choices list exactly those 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, get_args
+from typing import Any, get_args, get_type_hints
 
 import pytest
 
 from pytest_agentbench import schemas
 from pytest_agentbench.core.records import CTRF_STATUSES, OUTCOMES, CtrfStatus, Outcome
-from pytest_agentbench.core.sampling import REASONING_EFFORTS, ReasoningEffort
+from pytest_agentbench.core.sampling import REASONING_EFFORTS, ReasoningEffort, Sampling
 from pytest_agentbench.core.stats import REDUCERS, Reducer
 from pytest_agentbench.core.stream import WIRE_PROTOCOLS, WireProtocol
 from pytest_agentbench.models.sampling_wire import PROTOCOL_NAMES
 from pytest_agentbench.report.compare import PairMetric, Verdict
 from pytest_agentbench.report.gate import GATE_ON, GateOn
 from pytest_agentbench.sandbox.isolation import ISOLATION_MODES, Isolation
+from pytest_agentbench.settings import Settings
 from pytest_agentbench.suites.task import (
     CONTROL_EXPECTS,
     FEEDBACK_LEVELS,
@@ -95,3 +96,19 @@ def test_a_code_verifiers_options_list_the_scoring_and_isolation_words(kind: str
     options = verifier.options_schema
     assert list(enums(options, "scoring")) == [list(get_args(Scoring))]
     assert list(enums(options, "isolation")) == [list(get_args(Isolation))]
+
+
+@pytest.mark.parametrize(
+    ("record", "name", "alias"),
+    [
+        (Settings, "repair_mode", RepairMode | None),
+        (Settings, "feedback", FeedbackLevel | None),
+        (Settings, "gate_on", GateOn),
+        (Settings, "sandbox", Isolation | None),
+        (Sampling, "reasoning_effort", ReasoningEffort | None),
+    ],
+)
+def test_a_settings_field_of_a_closed_set_has_its_literal(
+    record: type, name: str, alias: Any
+) -> None:
+    assert get_type_hints(record)[name] == alias

@@ -12,10 +12,11 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import TypeGuard
 
 from pytest_agentbench.core.choices import REASONING_EFFORTS as REASONING_EFFORTS
 from pytest_agentbench.core.choices import ReasoningEffort as ReasoningEffort
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 
 #: The settings, in the order they are documented and recorded.
 SAMPLING_FIELDS = (
@@ -55,7 +56,7 @@ class Sampling:
     top_k: int | None = None
     seed: int | None = None
     stop: tuple[str, ...] | None = None
-    reasoning_effort: str | None = None
+    reasoning_effort: ReasoningEffort | None = None
     thinking_budget: int | None = None
     #: A JSON object as canonical text (sorted keys), merged last into the body.
     extra_body: str | None = None
@@ -71,60 +72,77 @@ class Sampling:
         return replace(self, **changes)
 
     @property
-    def extra(self) -> dict[str, Any]:
+    def extra(self) -> JsonObject:
         """``extra_body`` as an object ({} when not set)."""
-        value = json.loads(self.extra_body) if self.extra_body else {}
+        value: JsonValue = json.loads(self.extra_body) if self.extra_body else {}
         return value if isinstance(value, dict) else {}
 
-    def public(self) -> dict[str, Any]:
-        """The fields that are set, as JSON values (what records and reports show)."""
-        out: dict[str, Any] = {}
-        for name in SAMPLING_FIELDS:
-            value = getattr(self, name)
-            if value is None:
-                continue
-            if name == "stop":
-                value = list(value)
-            elif name == "extra_body":
-                value = self.extra
-            out[name] = value
-        return out
+    def public(self) -> JsonObject:
+        """The fields that are set, as JSON values (what records and reports show), in
+        the order of SAMPLING_FIELDS."""
+        every: JsonObject = {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "top_k": self.top_k,
+            "seed": self.seed,
+            "stop": None if self.stop is None else list(self.stop),
+            "reasoning_effort": self.reasoning_effort,
+            "thinking_budget": self.thinking_budget,
+            "extra_body": None if self.extra_body is None else self.extra,
+        }
+        return {name: value for name, value in every.items() if value is not None}
 
     @classmethod
-    def parse(cls, values: Mapping[str, Any]) -> Sampling:
+    def parse(cls, values: Mapping[str, object]) -> Sampling:
         """Build from a table of settings (a suite's ``sampling``, the options). Raises
         ValueError naming the first bad setting and what it expected."""
         problems = sampling_problems(values)
         if problems:
             key, text = problems[0]
             raise ValueError(f"{key}: {text}")
+        # sampling_problems has checked each value's type: these only narrow it
         stop = values.get("stop")
         extra = values.get("extra_body")
         return cls(
-            temperature=_maybe(float, values.get("temperature")),
-            top_p=_maybe(float, values.get("top_p")),
-            top_k=_maybe(int, values.get("top_k")),
-            seed=_maybe(int, values.get("seed")),
-            stop=None if stop is None else ((stop,) if isinstance(stop, str) else tuple(stop)),
-            reasoning_effort=_maybe(str, values.get("reasoning_effort")),
-            thinking_budget=_maybe(int, values.get("thinking_budget")),
+            temperature=_float(values.get("temperature")),
+            top_p=_float(values.get("top_p")),
+            top_k=_int(values.get("top_k")),
+            seed=_int(values.get("seed")),
+            stop=(stop,) if isinstance(stop, str) else _texts(stop),
+            reasoning_effort=_effort(values.get("reasoning_effort")),
+            thinking_budget=_int(values.get("thinking_budget")),
             extra_body=None if extra is None else json.dumps(extra, sort_keys=True),
         )
 
 
-def _maybe(kind: Any, value: Any) -> Any:
-    return None if value is None else kind(value)
+def _float(value: object) -> float | None:
+    return float(value) if _is_number(value) else None
 
 
-def _number(value: Any, integer: bool = False) -> bool:
+def _int(value: object) -> int | None:
+    return int(value) if _is_integer(value) else None
+
+
+def _texts(value: object) -> tuple[str, ...] | None:
+    return tuple(str(s) for s in value) if isinstance(value, list | tuple) else None
+
+
+def _effort(value: object) -> ReasoningEffort | None:
+    return next((effort for effort in REASONING_EFFORTS if effort == value), None)
+
+
+def _is_number(value: object) -> TypeGuard[float]:
+    """A finite int or float (not a bool)."""
     if isinstance(value, bool):
         return False
-    if integer:
-        return isinstance(value, int)
     return isinstance(value, int | float) and math.isfinite(value)
 
 
-def sampling_problems(values: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _is_integer(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def sampling_problems(values: Mapping[str, object]) -> list[tuple[str, str]]:
     """Every bad setting in ``values`` as ``(key, problem)``; unset
     (None) values are fine. The suite schema says the same for suite files."""
     problems: list[tuple[str, str]] = []
@@ -136,19 +154,19 @@ def sampling_problems(values: Mapping[str, Any]) -> list[tuple[str, str]]:
         if key not in SAMPLING_FIELDS:
             problems.append((key, f"unknown setting; expected one of {', '.join(SAMPLING_FIELDS)}"))
     number = values.get("temperature")
-    if number is not None and not (_number(number) and 0 <= number <= 2):
+    if number is not None and not (_is_number(number) and 0 <= number <= 2):
         bad("temperature", "a number from 0 to 2")
     number = values.get("top_p")
-    if number is not None and not (_number(number) and 0 <= number <= 1):
+    if number is not None and not (_is_number(number) and 0 <= number <= 1):
         bad("top_p", "a number from 0 to 1")
     number = values.get("top_k")
-    if number is not None and not (_number(number, True) and 1 <= number <= 1_000_000):
+    if number is not None and not (_is_integer(number) and 1 <= number <= 1_000_000):
         bad("top_k", "an integer from 1 to 1000000")
     number = values.get("seed")
-    if number is not None and not (_number(number, True) and 0 <= number <= MAX_SEED):
+    if number is not None and not (_is_integer(number) and 0 <= number <= MAX_SEED):
         bad("seed", f"an integer from 0 to {MAX_SEED}")
     number = values.get("thinking_budget")
-    if number is not None and not (_number(number, True) and 1 <= number <= 10_000_000):
+    if number is not None and not (_is_integer(number) and 1 <= number <= 10_000_000):
         bad("thinking_budget", "an integer from 1 to 10000000")
     effort = values.get("reasoning_effort")
     if effort is not None and effort not in REASONING_EFFORTS:

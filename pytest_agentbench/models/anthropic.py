@@ -12,10 +12,10 @@ import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import httpx
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import EventSink, StreamEvent
 from pytest_agentbench.errors import (
     RATE_LIMIT_STATUSES,
@@ -70,7 +70,7 @@ _ERROR_STATUSES = {
 _SLOT_READS = ("type", "index", "delta", "error")
 
 
-def map_stop_reason(native: Any) -> FinishReason | None:
+def map_stop_reason(native: JsonValue) -> FinishReason | None:
     """Anthropic's stop reason in the closed set; None when none was reported."""
     if not native:
         return None
@@ -85,7 +85,7 @@ class _ToolBlock:
     position: int
     id: str
     name: str
-    input: Any = None
+    input: JsonValue = None
     parts: list[str] = field(default_factory=list)
 
     @property
@@ -119,18 +119,18 @@ class _Received:
     thinking: list[str] = field(default_factory=list)
     tools: dict[int, _ToolBlock] = field(default_factory=dict)
     #: thinking / redacted_thinking blocks by index; a thinking block's text is in parts
-    reasoning: dict[int, dict[str, Any]] = field(default_factory=dict)
+    reasoning: dict[int, JsonObject] = field(default_factory=dict)
     reasoning_parts: dict[int, list[str]] = field(default_factory=dict)
     thinking_at: int | None = None
     stop_reason: str | None = None
-    usage: dict[str, Any] | None = None
+    usage: JsonObject | None = None
     final: bool = False
     done: bool = False
     #: The stream's repeating text or thinking delta once learned, and its channel.
     slot: StringSlot | None = None
     slot_channel: str = "text"
     slot_tries: int = 0
-    slot_previous: dict[str, Any] | None = None
+    slot_previous: JsonObject | None = None
 
     @property
     def anything(self) -> bool:
@@ -139,7 +139,7 @@ class _Received:
     def tool_calls(self) -> tuple[ToolCall, ...]:
         return tuple(block.call() for block in self.tools.values())
 
-    def reasoning_blocks(self) -> tuple[dict[str, Any], ...]:
+    def reasoning_blocks(self) -> tuple[JsonObject, ...]:
         """The thinking and redacted_thinking blocks as the API sent them, in order."""
         blocks = []
         for index in sorted(self.reasoning):
@@ -160,7 +160,7 @@ class _Received:
                 emit(StreamEvent(channel, piece))  # type: ignore[arg-type]
 
 
-class AnthropicClient(ProtocolClient):
+class AnthropicClient(ProtocolClient[_Received]):
     """A ModelClient for ``POST {base_url}/v1/messages`` (``base_url`` like
     ``https://api.anthropic.com``; one ending in ``/v1`` works too).
 
@@ -186,14 +186,14 @@ class AnthropicClient(ProtocolClient):
             headers["x-api-key"] = api_key
         self._connect(spec, f"{self.base_url.removesuffix('/v1')}/v1/messages", headers, trust_env)
 
-    def build_body(self, request: ModelRequest) -> dict[str, Any]:
+    def build_body(self, request: ModelRequest) -> JsonObject:
         """The Messages request body for ``request`` (tools without a description omit it).
         With a thinking budget and no max_tokens, the default limit leaves room for it (the
         API wants max_tokens above the budget)."""
         limit = request.max_tokens
         if limit is None:
             limit = DEFAULT_MAX_TOKENS + (request.sampling.thinking_budget or 0)
-        body: dict[str, Any] = {"model": self.spec.model, "max_tokens": limit}
+        body: JsonObject = {"model": self.spec.model, "max_tokens": limit}
         if request.system:
             body["system"] = request.system
         body["messages"] = anthropic_messages(request.messages)
@@ -274,7 +274,7 @@ class AnthropicClient(ProtocolClient):
         received.done = True
 
     def _take_block(
-        self, index: int, block: Mapping[str, Any], received: _Received, emit: EventSink
+        self, index: int, block: JsonObject, received: _Received, emit: EventSink
     ) -> None:
         """A content block as it starts (streamed) or whole (not streamed)."""
         kind = block.get("type")
@@ -300,7 +300,7 @@ class AnthropicClient(ProtocolClient):
             emit(StreamEvent("tool_call", data=data))
 
     def _take_delta(
-        self, index: int, delta: Mapping[str, Any], received: _Received, emit: EventSink
+        self, index: int, delta: JsonObject, received: _Received, emit: EventSink
     ) -> None:
         kind = delta.get("type")
         if kind == "text_delta" or kind == "text":
@@ -321,7 +321,8 @@ class AnthropicClient(ProtocolClient):
             signature = delta.get("signature")
             if isinstance(signature, str):
                 block = received.reasoning[index]
-                block["signature"] = block.get("signature", "") + signature
+                before = block.get("signature", "")
+                block["signature"] = (before if isinstance(before, str) else "") + signature
         elif kind == "input_json_delta" and index in received.tools:
             piece = delta.get("partial_json")
             if isinstance(piece, str) and piece:
@@ -332,9 +333,7 @@ class AnthropicClient(ProtocolClient):
                     emit(StreamEvent("tool_call", data={**data, "arguments_delta": piece}))
 
     @staticmethod
-    def _learn_slot(
-        text: str, data: dict[str, Any], delta: dict[str, Any], received: _Received
-    ) -> None:
+    def _learn_slot(text: str, data: JsonObject, delta: JsonObject, received: _Received) -> None:
         """After a text or thinking delta (decoded from ``text``): learn where its text
         sits, so the next deltas that differ only there skip decoding."""
         kind = delta.get("type")
@@ -353,11 +352,11 @@ class AnthropicClient(ProtocolClient):
         received.slot = StringSlot.learn(text, data, ("delta",), key, previous, _SLOT_READS)
         received.slot_channel = key
 
-    def _take_stop(self, native: Any, received: _Received, emit: EventSink) -> None:
+    def _take_stop(self, native: JsonValue, received: _Received, emit: EventSink) -> None:
         received.stop_reason = str(native)
         emit(StreamEvent("finish", data={"finish_reason": map_stop_reason(native)}))
 
-    def _decode(self, data: str, what: str) -> dict[str, Any]:
+    def _decode(self, data: str, what: str) -> JsonObject:
         """Parse one JSON object from the provider; an ``error`` object becomes an error."""
         obj = self._json_object(data, what)
         if obj.get("type") == "error" or "error" in obj:
@@ -376,7 +375,7 @@ class AnthropicClient(ProtocolClient):
     def _generation(
         self,
         received: _Received,
-        body: dict[str, Any],
+        body: JsonObject,
         started: float,
         error: str | None = None,
     ) -> Generation:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.sampling import Sampling
 from pytest_agentbench.core.stream import EventSink, StreamEvent
 from pytest_agentbench.core.usage import Usage
@@ -100,7 +101,7 @@ class ToolSpec:
 
     name: str
     description: str = ""
-    parameters: Mapping[str, Any] = field(
+    parameters: Mapping[str, JsonValue] = field(
         default_factory=lambda: {"type": "object", "properties": {}}
     )
 
@@ -112,10 +113,10 @@ class ToolCall:
 
     id: str
     name: str
-    arguments: Mapping[str, Any] | None
+    arguments: Mapping[str, JsonValue] | None
     raw_arguments: str = ""
 
-    def as_message_part(self) -> dict[str, Any]:
+    def as_message_part(self) -> JsonObject:
         """The neutral form used in ``ModelRequest.messages``."""
         return {"id": self.id, "name": self.name, "arguments": dict(self.arguments or {})}
 
@@ -141,7 +142,7 @@ class ModelRequest:
     (models/sampling_wire.py); unset ones are not sent.
     """
 
-    messages: tuple[Mapping[str, Any], ...]
+    messages: tuple[Mapping[str, JsonValue], ...]
     system: str | None = None
     tools: tuple[ToolSpec, ...] = ()
     max_tokens: int | None = None
@@ -161,13 +162,13 @@ class Generation:
     tool_calls: tuple[ToolCall, ...] = ()
     finish_reason: FinishReason | None = None
     usage: Usage = field(default_factory=Usage)
-    usage_native: Mapping[str, Any] | None = None
-    exchange: Mapping[str, Any] = field(default_factory=dict)
+    usage_native: Mapping[str, JsonValue] | None = None
+    exchange: Mapping[str, JsonValue] = field(default_factory=dict)
     elapsed_s: float = 0.0
     #: Protocol-native reasoning blocks the provider requires back, unchanged, when the
     #: conversation continues after this turn's tool calls (Anthropic ``thinking`` with its
     #: ``signature``, ``redacted_thinking``); empty for protocols that need none.
-    reasoning_blocks: tuple[Mapping[str, Any], ...] = ()
+    reasoning_blocks: tuple[Mapping[str, JsonValue], ...] = ()
 
 
 class ModelClient(Protocol):

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import EventSink, StreamEvent
 from pytest_agentbench.models.base import FinishReason, ToolCall, ToolSpec
 from pytest_agentbench.models.http import ignore_events
@@ -20,11 +20,11 @@ _SLOT_PATH = ("choices", 0, "delta")
 _SLOT_READS = ("choices", "usage", "error")
 
 
-def chat_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+def chat_tools(tools: Sequence[ToolSpec]) -> list[JsonValue]:
     """Tool definitions as Chat Completions ``function`` tools."""
-    out = []
+    out: list[JsonValue] = []
     for tool in tools:
-        function: dict[str, Any] = {"name": tool.name}
+        function: JsonObject = {"name": tool.name}
         if tool.description:
             function["description"] = tool.description
         function["parameters"] = dict(tool.parameters)
@@ -32,21 +32,22 @@ def chat_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     return out
 
 
-def chat_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def chat_messages(messages: Sequence[Mapping[str, JsonValue]]) -> list[JsonValue]:
     """The neutral turns as Chat Completions messages: an assistant's tool calls get
     JSON-string arguments (content null when it said nothing); a tool result becomes a
     ``tool`` message answering its call; other turns pass as they are."""
-    out: list[dict[str, Any]] = []
+    out: list[JsonValue] = []
     for message in messages:
         role = message.get("role")
-        if role == "assistant" and message.get("tool_calls"):
-            calls = [
+        tool_calls = message.get("tool_calls")
+        if role == "assistant" and tool_calls:
+            calls: list[JsonValue] = [
                 {
                     "id": call["id"],
                     "type": "function",
                     "function": {"name": call["name"], "arguments": _arguments_text(call)},
                 }
-                for call in message["tool_calls"]
+                for call in _calls(tool_calls)
             ]
             content = message.get("content") or None
             out.append({"role": "assistant", "content": content, "tool_calls": calls})
@@ -63,13 +64,25 @@ def chat_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
     return out
 
 
-def _arguments_text(call: Mapping[str, Any]) -> str:
+def _calls(tool_calls: JsonValue) -> list[JsonObject]:
+    """A neutral assistant turn's ``tool_calls``: a list of call objects (anything else
+    is a caller's mistake, named)."""
+    if not isinstance(tool_calls, list | tuple) or not all(isinstance(c, dict) for c in tool_calls):
+        raise TypeError(f"tool_calls must be a list of call objects, got {tool_calls!r}")
+    return [call for call in tool_calls if isinstance(call, dict)]
+
+
+def _arguments_text(call: JsonObject) -> str:
     """A neutral call's arguments as the JSON text the model is shown; a string (e.g. the
     model's own malformed arguments) is sent back as it was."""
     arguments = call.get("arguments")
     if isinstance(arguments, str):
         return arguments
-    return json.dumps(dict(arguments or {}), ensure_ascii=False)
+    if not arguments:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise TypeError(f"tool call arguments must be an object or a string: {arguments!r}")
+    return json.dumps(arguments, ensure_ascii=False)
 
 
 @dataclass
@@ -101,7 +114,7 @@ _FINISH_REASONS: dict[str, FinishReason] = {
 }
 
 
-def map_finish_reason(native: Any) -> FinishReason | None:
+def map_finish_reason(native: JsonValue) -> FinishReason | None:
     """The provider's finish reason in the closed set; None when none was reported."""
     if not native:
         return None
@@ -118,19 +131,19 @@ class ChatReceived:
     thinking: list[str] = field(default_factory=list)
     calls: dict[int, StreamedCall] = field(default_factory=dict)
     finish: str | None = None
-    usage: dict[str, Any] | None = None
+    usage: JsonObject | None = None
     done: bool = False
     #: The stream's repeating delta once learned: its slot and the channel of its text.
     slot: StringSlot | None = None
     slot_channel: Channel = "text"
     slot_tries: int = 0
-    slot_previous: dict[str, Any] | None = None
+    slot_previous: JsonObject | None = None
 
     @property
     def anything(self) -> bool:
         return bool(self.text or self.thinking or self.calls or self.usage or self.finish)
 
-    def learn_slot(self, data: str, chunk: dict[str, Any], delta: dict[str, Any]) -> None:
+    def learn_slot(self, data: str, chunk: JsonObject, delta: JsonObject) -> None:
         """After a chunk (decoded from ``data``) whose only effect was the text of one
         delta field: learn where that text sits, so the next chunks that differ only there
         skip decoding. Only when the chunk reports no usage and no finish reason, and from
@@ -173,7 +186,7 @@ class ChatReceived:
     def tool_calls(self) -> tuple[ToolCall, ...]:
         return tuple(self.calls[index].tool_call(index) for index in sorted(self.calls))
 
-    def take_message(self, message: Mapping[str, Any], emit: EventSink) -> None:
+    def take_message(self, message: JsonObject, emit: EventSink) -> None:
         """A message or a stream delta (a JSON object): thinking (``reasoning_content``, or
         ``reasoning`` as vLLM/Ollama name it), content (through the think splitter), tool
         calls."""
@@ -211,7 +224,7 @@ class ChatReceived:
         if emit is not ignore_events:
             emit(StreamEvent(channel, piece))
 
-    def _take_tool_call(self, position: int, fragment: Mapping[str, Any], emit: EventSink) -> None:
+    def _take_tool_call(self, position: int, fragment: JsonObject, emit: EventSink) -> None:
         """One ``tool_calls`` entry: a call's first fragment carries its id and name, later
         ones (same ``index``) pieces of its arguments. A server that sends no index gets
         the entry's position; empty ids and names in later fragments change nothing."""
@@ -221,10 +234,12 @@ class ChatReceived:
         call = self.calls.setdefault(index, StreamedCall())
         function = fragment.get("function")
         function = function if isinstance(function, dict) else {}
-        if isinstance(fragment.get("id"), str) and not call.id:
-            call.id = fragment["id"]
-        if isinstance(function.get("name"), str) and not call.name:
-            call.name = function["name"]
+        call_id = fragment.get("id")
+        if isinstance(call_id, str) and not call.id:
+            call.id = call_id
+        name = function.get("name")
+        if isinstance(name, str) and not call.name:
+            call.name = name
         piece = function.get("arguments")
         if isinstance(piece, dict):
             piece = json.dumps(piece, ensure_ascii=False)
@@ -236,5 +251,5 @@ class ChatReceived:
             emit(StreamEvent("tool_call", data=data))
 
 
-def _text(value: Any) -> bool:
+def _text(value: JsonValue) -> bool:
     return isinstance(value, str) and bool(value)

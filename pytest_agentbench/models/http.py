@@ -9,10 +9,12 @@ import ssl
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Generic, Protocol, TypeVar
 
 import httpx
 
+from pytest_agentbench.core.jsontypes import JsonObject
+from pytest_agentbench.core.stream import EventSink, StreamEvent
 from pytest_agentbench.errors import (
     RATE_LIMIT_STATUSES,
     ModelError,
@@ -21,10 +23,17 @@ from pytest_agentbench.errors import (
     RateLimited,
     TransportError,
 )
-from pytest_agentbench.models.base import FinishReason, Generation, ToolCall, Usage
+from pytest_agentbench.models.base import (
+    FinishReason,
+    Generation,
+    ModelRequest,
+    ModelSpec,
+    ToolCall,
+    Usage,
+)
 from pytest_agentbench.models.deadline import Watchdog
 from pytest_agentbench.models.overflow import context_overflow, error_object, overflow_error
-from pytest_agentbench.models.sse import SSEParser, parse_json
+from pytest_agentbench.models.sse import SSEParser, StringSlot, parse_json
 from pytest_agentbench.urls import public_url
 
 CONNECT_TIMEOUT_S = 10.0
@@ -95,7 +104,7 @@ class ErrorMapping:
     has ``spec`` (its label names the model) and ``public_endpoint`` (no credentials);
     ``idle_timeout_s``, when the client has one, names the idle-timeout case."""
 
-    spec: Any
+    spec: ModelSpec
     public_endpoint: str
 
     def _status_error(self, response: httpx.Response) -> ProviderError:
@@ -124,7 +133,7 @@ class ErrorMapping:
         error.retry_after = retry_after_seconds(response.headers)
         return error
 
-    def _timeout_error(self, request: Any) -> ModelTimeout:
+    def _timeout_error(self, request: ModelRequest) -> ModelTimeout:
         return ModelTimeout(
             f"{self.spec.label}: no complete reply from {self.public_endpoint} within the "
             f"{request.timeout_s:g} s deadline",
@@ -132,7 +141,7 @@ class ErrorMapping:
         )
 
     def _transport_error(
-        self, exc: httpx.HTTPError, request: Any, deadline: float | None, fired: bool
+        self, exc: httpx.HTTPError, request: ModelRequest, deadline: float | None, fired: bool
     ) -> ModelError:
         past_deadline = deadline is not None and time.monotonic() >= deadline - 0.001
         if fired or (isinstance(exc, httpx.TimeoutException) and past_deadline):
@@ -185,19 +194,42 @@ def _reads_as_stream(response: httpx.Response, asked: bool) -> bool:
     return response.read().lstrip().startswith(_SSE_STARTS)
 
 
-def attach_partial(error: ModelError, partial: Any) -> ModelError:
+def attach_partial(error: ModelError, partial: Generation | None) -> ModelError:
     """Give ``error`` the contract every client keeps: ``partial`` (what arrived, or None)
     and ``retry_after`` (None unless the server said)."""
     error.partial = partial
     return error
 
 
-def ignore_events(event: Any) -> None:
+def ignore_events(event: StreamEvent) -> None:
     """The event sink of a request nobody listens to: clients skip building the stream
     events of text and tool-call deltas for it (``emit is ignore_events``)."""
 
 
-class ProtocolClient(ErrorMapping):
+class Received(Protocol):
+    """What has arrived of one reply, as the shared request life reads it (each client
+    keeps its own record of the rest)."""
+
+    status: int | None
+    #: The reply is complete: later events are ignored.
+    done: bool
+    #: The stream's repeating delta once learned (``StringSlot``), else None.
+    slot: StringSlot | None
+
+    @property
+    def anything(self) -> bool:
+        """Whether anything arrived (a partial reply is worth keeping)."""
+        ...
+
+    def take_slot(self, piece: str, emit: EventSink) -> None:
+        """The text of an event that matched ``slot``."""
+        ...
+
+
+ReceivedT = TypeVar("ReceivedT", bound=Received)
+
+
+class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
     """The request life every protocol client shares: build the body, POST it, map the
     HTTP status, arm the deadline watchdog, read the stream or the body, and turn any
     failure into our error tree with what arrived kept as ``partial``. Exceptions raised by
@@ -211,7 +243,7 @@ class ProtocolClient(ErrorMapping):
     endpoint: str
 
     def _connect(
-        self, spec: Any, endpoint: str, headers: Mapping[str, str], trust_env: bool
+        self, spec: ModelSpec, endpoint: str, headers: Mapping[str, str], trust_env: bool
     ) -> None:
         """Set the endpoint and the options of this model's keep-alive HTTP/1.1 clients:
         one per thread (see ``_http``), sharing one TLS context."""
@@ -219,18 +251,14 @@ class ProtocolClient(ErrorMapping):
         self.endpoint = endpoint
         self.public_endpoint = public_url(endpoint)
         self._url = httpx.URL(endpoint)  # parsed once, not on every request
-        self._client_options: dict[str, Any] = {
-            "headers": {
-                "user-agent": "pytest-agentbench",
-                "content-type": "application/json",
-                **headers,
-            },
-            "http1": True,
-            "http2": False,
-            "trust_env": trust_env,
-            "limits": httpx.Limits(max_connections=64, max_keepalive_connections=8),
+        self._headers = {
+            "user-agent": "pytest-agentbench",
+            "content-type": "application/json",
+            **headers,
         }
-        self._tls: Any = None
+        self._trust_env = trust_env
+        self._limits = httpx.Limits(max_connections=64, max_keepalive_connections=8)
+        self._tls: ssl.SSLContext | None = None
         self._local = threading.local()
         self._clients: list[httpx.Client] = []
         self._clients_lock = threading.Lock()
@@ -251,9 +279,15 @@ class ProtocolClient(ErrorMapping):
                     # a plain-HTTP endpoint (a local server) was ~20 ms of CPU per run
                     self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
                 elif self._tls is None:
-                    trust_env = self._client_options["trust_env"]
-                    self._tls = httpx.create_ssl_context(verify=True, trust_env=trust_env)
-                client = httpx.Client(verify=self._tls, **self._client_options)
+                    self._tls = httpx.create_ssl_context(verify=True, trust_env=self._trust_env)
+                client = httpx.Client(
+                    verify=self._tls,
+                    headers=self._headers,
+                    http1=True,
+                    http2=False,
+                    trust_env=self._trust_env,
+                    limits=self._limits,
+                )
                 if self._closed:
                     client.close()  # requests after close() fail as with a closed client
                 else:
@@ -280,17 +314,17 @@ class ProtocolClient(ErrorMapping):
         tool_calls: tuple[ToolCall, ...],
         finish_reason: FinishReason | None,
         usage: Usage,
-        native_usage: Mapping[str, Any] | None,
-        native_finish: Mapping[str, Any],
+        native_usage: JsonObject | None,
+        native_finish: JsonObject,
         status: int | None,
-        body: Mapping[str, Any],
+        body: JsonObject,
         started: float,
         error: str | None,
     ) -> Generation:
         """The Generation of a request, with its trajectory entry: the request body and
         the reply as received (``native_finish`` holds the protocol's own finish fields)."""
         elapsed = time.monotonic() - started
-        reply: dict[str, Any] = {
+        reply: JsonObject = {
             "status": status,
             "text": text,
             "thinking": thinking,
@@ -318,14 +352,14 @@ class ProtocolClient(ErrorMapping):
             elapsed_s=elapsed,
         )
 
-    def _read_events(self, response: httpx.Response, received: Any, emit: Any) -> None:
+    def _read_events(self, response: httpx.Response, received: ReceivedT, emit: EventSink) -> None:
         """Every SSE event of the stream to ``_on_stream_event(type, data, received,
         emit)`` until ``received.done``. Once the handler has learned ``received.slot``
         (the stream's repeating delta), an event that matches it goes straight to
         ``received.take_slot`` with its text, undecoded, and a chunk that is exactly one
         such event is not even parsed."""
         parser = SSEParser()
-        on_event = self._on_stream_event  # type: ignore[attr-defined]
+        on_event = self._on_stream_event
         framed = framed_for = None
         for chunk in response.iter_bytes():
             if framed is not None and not received.done:
@@ -347,7 +381,7 @@ class ProtocolClient(ErrorMapping):
                 framed_for = received.slot
                 framed = parser.framed(framed_for) if framed_for is not None else None
 
-    def _json_object(self, data: str, what: str) -> dict[str, Any]:
+    def _json_object(self, data: str, what: str) -> JsonObject:
         """``data`` decoded as the JSON object it must be; anything else is a
         TransportError naming the endpoint and what arrived."""
         try:
@@ -362,36 +396,38 @@ class ProtocolClient(ErrorMapping):
             )
         return obj
 
-    def _with_partial(self, error: ModelError, received: Any, body: Any, started: float) -> Any:
+    def _with_partial(
+        self, error: ModelError, received: ReceivedT, body: JsonObject, started: float
+    ) -> ModelError:
         """``error`` with what arrived as its ``partial`` Generation (None when nothing
         did)."""
         self._settle(received)
         partial = None
         if received.anything:
-            partial = self._generation(received, body, started, error=str(error))  # type: ignore[attr-defined]
+            partial = self._generation(received, body, started, error=str(error))
         return attach_partial(error, partial)
 
     @staticmethod
-    def _settle(received: Any) -> None:
+    def _settle(received: ReceivedT) -> None:
         """What a client completes in ``received`` before a partial reply is assembled
         (nothing, unless the client holds text back)."""
 
-    def request_headers(self, request: Any) -> dict[str, str]:
+    def request_headers(self, request: ModelRequest) -> dict[str, str]:
         """Headers specific to one request (none here; the scripted clients add some)."""
         return {}
 
     def _timeouts(self, deadline: float | None) -> httpx.Timeout:
         return timeout_for(deadline)
 
-    def generate(self, request: Any, on_event: Any = None) -> Any:
+    def generate(self, request: ModelRequest, on_event: EventSink | None = None) -> Generation:
         """One request, no retries (RetryingClient adds them). The reply is read as what
         the server sent, whatever was asked: an SSE stream (``text/event-stream``) as a
         stream, one JSON body as a body (servers and proxies that ignore ``stream``)."""
-        body = self.build_body(request)  # type: ignore[attr-defined]
+        body = self.build_body(request)
         content = _BODY_ENCODER.encode(body).encode()
         started = time.monotonic()
         deadline = started + request.timeout_s if request.timeout_s is not None else None
-        received = self._new_received()  # type: ignore[attr-defined]
+        received = self._new_received()
         watchdog = Watchdog(deadline)
         emit = on_event or ignore_events
         streamed = request.stream
@@ -409,9 +445,9 @@ class ProtocolClient(ErrorMapping):
                 watchdog.arm(response)
                 streamed = _reads_as_stream(response, request.stream)
                 if streamed:
-                    self._read_stream(response, received, emit)  # type: ignore[attr-defined]
+                    self._read_stream(response, received, emit)
                 else:
-                    self._read_body(response, received, emit)  # type: ignore[attr-defined]
+                    self._read_body(response, received, emit)
         except ModelError as exc:
             error = self._timeout_error(request) if watchdog.fired else exc
             raise self._with_partial(error, received, body, started) from None
@@ -420,9 +456,40 @@ class ProtocolClient(ErrorMapping):
             raise self._with_partial(error, received, body, started) from exc
         finally:
             watchdog.finish()
-        generation = self._generation(received, body, started)  # type: ignore[attr-defined]
+        generation = self._generation(received, body, started)
         if streamed != request.stream:
             # the server chose: one JSON body for a streamed request, or a stream for a
             # non-streamed one; both are valid answers, read as what they are
-            generation.exchange["response"]["streamed"] = streamed
+            reply = generation.exchange["response"]
+            if isinstance(reply, dict):  # (always: _assemble makes it)
+                reply["streamed"] = streamed
         return generation
+
+    # What each protocol client supplies (see the class docstring).
+
+    def build_body(self, request: ModelRequest) -> JsonObject:
+        """The protocol's request body for ``request``."""
+        raise NotImplementedError
+
+    def _new_received(self) -> ReceivedT:
+        raise NotImplementedError
+
+    def _read_stream(self, response: httpx.Response, received: ReceivedT, emit: EventSink) -> None:
+        raise NotImplementedError
+
+    def _read_body(self, response: httpx.Response, received: ReceivedT, emit: EventSink) -> None:
+        raise NotImplementedError
+
+    def _on_stream_event(
+        self, event_type: str, data: str, received: ReceivedT, emit: EventSink
+    ) -> None:
+        raise NotImplementedError
+
+    def _generation(
+        self,
+        received: ReceivedT,
+        body: JsonObject,
+        started: float,
+        error: str | None = None,
+    ) -> Generation:
+        raise NotImplementedError

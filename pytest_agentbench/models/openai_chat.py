@@ -11,10 +11,10 @@ content (local reasoning models) is split into the thinking channel.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import httpx
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import EventSink, StreamEvent
 from pytest_agentbench.errors import (
     RATE_LIMIT_STATUSES,
@@ -40,7 +40,7 @@ from pytest_agentbench.models.think import ThinkSplitter
 from pytest_agentbench.models.usage import count, normalise_chat_usage, recovered_usage
 
 
-class OpenAIChatClient(ProtocolClient):
+class OpenAIChatClient(ProtocolClient[ChatReceived]):
     """A ModelClient for ``POST {base_url}/chat/completions``.
 
     ``generate`` raises ProviderError (RateLimited for 429/529; ``retry_after`` holds the
@@ -70,13 +70,13 @@ class OpenAIChatClient(ProtocolClient):
             headers["authorization"] = f"Bearer {api_key}"
         self._connect(spec, f"{self.base_url}/chat/completions", headers, trust_env)
 
-    def build_body(self, request: ModelRequest) -> dict[str, Any]:
+    def build_body(self, request: ModelRequest) -> JsonObject:
         """The Chat Completions request body for ``request``."""
-        messages: list[dict[str, Any]] = []
+        messages: list[JsonValue] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
         messages.extend(chat_messages(request.messages))
-        body: dict[str, Any] = {"model": self.spec.model, "messages": messages}
+        body: JsonObject = {"model": self.spec.model, "messages": messages}
         if request.tools:
             body["tools"] = chat_tools(request.tools)
         if request.max_tokens is not None:
@@ -148,12 +148,12 @@ class OpenAIChatClient(ProtocolClient):
         received.done = True
 
     @staticmethod
-    def _take_finish(native: Any, received: ChatReceived, emit: EventSink) -> None:
+    def _take_finish(native: JsonValue, received: ChatReceived, emit: EventSink) -> None:
         received.flush(emit)
         received.finish = str(native)
         emit(StreamEvent("finish", data={"finish_reason": map_finish_reason(received.finish)}))
 
-    def _decode(self, data: str, what: str) -> dict[str, Any]:
+    def _decode(self, data: str, what: str) -> JsonObject:
         """Parse one JSON object from the provider; an ``error`` object becomes an error."""
         obj = self._json_object(data, what)
         error = obj.get("error")
@@ -188,7 +188,7 @@ class OpenAIChatClient(ProtocolClient):
     def _generation(
         self,
         received: ChatReceived,
-        body: dict[str, Any],
+        body: JsonObject,
         started: float,
         error: str | None = None,
     ) -> Generation:

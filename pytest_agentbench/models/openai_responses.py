@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import httpx
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import EventSink, StreamEvent
 from pytest_agentbench.errors import (
     ProviderError,
@@ -65,6 +65,11 @@ def map_finish_reason(
     return "other"
 
 
+#: Which thinking part a delta belongs to: the item id and the summary (or content) index
+#: as the event gave them (a new part starts a new paragraph).
+_Part = tuple[JsonValue, JsonValue]
+
+
 @dataclass
 class _Call:
     """One function call as it arrives: ``call_id`` and name first, arguments in pieces."""
@@ -82,27 +87,25 @@ class _Received:
     status: int | None = None
     text: list[str] = field(default_factory=list)
     thinking: list[str] = field(default_factory=list)
-    calls: dict[Any, _Call] = field(default_factory=dict)
-    thinking_part: tuple[Any, Any] | None = None
+    calls: dict[JsonValue, _Call] = field(default_factory=dict)
+    thinking_part: _Part | None = None
     response_status: str | None = None
     incomplete_reason: str | None = None
-    usage: dict[str, Any] | None = None
+    usage: JsonObject | None = None
     done: bool = False  # the final response arrived: later events are ignored
     #: The stream's repeating text or thinking delta once learned: its slot, channel and
     #: thinking part.
     slot: StringSlot | None = None
     slot_channel: str = "text"
-    slot_part: tuple[Any, Any] | None = None
+    slot_part: _Part | None = None
     slot_tries: int = 0
-    slot_previous: dict[str, Any] | None = None
+    slot_previous: JsonObject | None = None
 
     @property
     def anything(self) -> bool:
         return bool(self.text or self.thinking or self.calls or self.usage)
 
-    def learn_slot(
-        self, text: str, data: dict[str, Any], channel: str, part: tuple[Any, Any] | None
-    ) -> None:
+    def learn_slot(self, text: str, data: JsonObject, channel: str, part: _Part | None) -> None:
         """After a text or thinking delta (decoded from ``text``): learn where its delta
         sits, so the next deltas that differ only there skip decoding."""
         delta = data.get("delta")
@@ -122,9 +125,9 @@ class _Received:
             if emit is not ignore_events:
                 emit(StreamEvent("text", delta))
         else:
-            self.add_thinking(self.slot_part, delta, emit)  # type: ignore[arg-type]
+            self.add_thinking(self.slot_part, delta, emit)
 
-    def add_thinking(self, part: tuple[Any, Any], delta: str, emit: EventSink) -> None:
+    def add_thinking(self, part: _Part | None, delta: str, emit: EventSink) -> None:
         """Summary parts are separate paragraphs: a new part starts after a blank line."""
         if self.thinking and part != self.thinking_part:
             delta = "\n\n" + delta
@@ -133,7 +136,7 @@ class _Received:
         if emit is not ignore_events:
             emit(StreamEvent("thinking", delta))
 
-    def add_call(self, output_index: Any, item: Mapping[str, Any], emit: EventSink) -> _Call:
+    def add_call(self, output_index: JsonValue, item: JsonObject, emit: EventSink) -> _Call:
         call = _Call(len(self.calls), str(item.get("call_id") or ""), str(item.get("name") or ""))
         self.calls[output_index] = call
         self.add_arguments(call, "", emit)
@@ -161,11 +164,11 @@ def _tool_call(call: _Call) -> ToolCall:
     )
 
 
-def _input_items(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _input_items(messages: Iterable[Mapping[str, JsonValue]]) -> list[JsonValue]:
     """Neutral messages as Responses input items: assistant tool calls become
     ``function_call`` items after the assistant's text, tool results
     ``function_call_output`` items (the API has no error flag; the text says it)."""
-    items: list[dict[str, Any]] = []
+    items: list[JsonValue] = []
     for message in messages:
         role = message.get("role")
         if role == "tool":
@@ -174,10 +177,14 @@ def _input_items(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             items.append({"type": "function_call_output", "call_id": call_id, "output": output})
             continue
         content = message.get("content")
-        calls = message.get("tool_calls") or ()
+        calls = message.get("tool_calls") or []
         if content or not calls:
             items.append({"role": role, "content": content or ""})
+        if not isinstance(calls, list | tuple):
+            raise TypeError(f"tool_calls must be a list of call objects, got {calls!r}")
         for call in calls:
+            if not isinstance(call, dict):
+                raise TypeError(f"tool_calls must be a list of call objects, got {calls!r}")
             arguments = call.get("arguments")
             if not isinstance(arguments, str):
                 arguments = json.dumps(arguments if arguments is not None else {})
@@ -188,7 +195,7 @@ def _input_items(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return items
 
 
-class OpenAIResponsesClient(ProtocolClient):
+class OpenAIResponsesClient(ProtocolClient[_Received]):
     """A ModelClient for ``POST {base_url}/responses`` (base URL like
     ``https://api.openai.com/v1``).
 
@@ -214,11 +221,11 @@ class OpenAIResponsesClient(ProtocolClient):
             headers["authorization"] = f"Bearer {api_key}"
         self._connect(spec, f"{self.base_url}/responses", headers, trust_env)
 
-    def build_body(self, request: ModelRequest) -> dict[str, Any]:
+    def build_body(self, request: ModelRequest) -> JsonObject:
         """The Responses request body for ``request``. Tools are sent with ``strict:
         false``: the API would otherwise enforce strict mode, which rejects schemas with
         optional properties, and tools behave as they do over Chat Completions."""
-        body: dict[str, Any] = {"model": self.spec.model}
+        body: JsonObject = {"model": self.spec.model}
         if request.system:
             body["instructions"] = request.system
         body["input"] = _input_items(request.messages)
@@ -290,7 +297,7 @@ class OpenAIResponsesClient(ProtocolClient):
             raise self._event_error(data, "error event")
 
     @staticmethod
-    def _complete_arguments(call: _Call, arguments: Any, emit: EventSink) -> None:
+    def _complete_arguments(call: _Call, arguments: JsonValue, emit: EventSink) -> None:
         """A finished item's arguments: whatever the deltas have not delivered yet."""
         sent = "".join(call.arguments)
         if isinstance(arguments, str) and arguments != sent and arguments.startswith(sent):
@@ -304,7 +311,7 @@ class OpenAIResponsesClient(ProtocolClient):
             raise self._event_error(error if isinstance(error, Mapping) else {}, "response")
         self._take_final(obj, received, emit)
 
-    def _take_final(self, obj: Mapping[str, Any], received: _Received, emit: EventSink) -> None:
+    def _take_final(self, obj: JsonObject, received: _Received, emit: EventSink) -> None:
         """The finished response: usage, status, and any channel the stream did not
         deliver (some compatible servers send only the final output)."""
         text, thinking, calls = map(bool, (received.text, received.thinking, received.calls))
@@ -337,7 +344,7 @@ class OpenAIResponsesClient(ProtocolClient):
         )
         emit(StreamEvent("finish", data={"finish_reason": finish}))
 
-    def _decode(self, data: str, what: str) -> dict[str, Any]:
+    def _decode(self, data: str, what: str) -> JsonObject:
         """Parse one JSON object from the provider; an ``error`` object becomes an error."""
         obj = self._json_object(data, what)
         error = obj.get("error")
@@ -345,7 +352,7 @@ class OpenAIResponsesClient(ProtocolClient):
             raise self._event_error(error, what)
         return obj
 
-    def _event_error(self, error: Mapping[str, Any], what: str) -> ProviderError:
+    def _event_error(self, error: JsonObject, what: str) -> ProviderError:
         """An error the provider reported inside a 200 response (``response.failed``, an
         ``error`` event, a failed response object)."""
         code = error.get("code")
@@ -363,7 +370,7 @@ class OpenAIResponsesClient(ProtocolClient):
     def _generation(
         self,
         received: _Received,
-        body: dict[str, Any],
+        body: JsonObject,
         started: float,
         error: str | None = None,
     ) -> Generation:
@@ -396,20 +403,20 @@ class OpenAIResponsesClient(ProtocolClient):
         )
 
 
-def _parts(item: Mapping[str, Any], key: str, kind: str | None = None) -> list[str]:
+def _parts(item: JsonObject, key: str, kind: str | None = None) -> list[str]:
     """The texts of an output item's parts (``summary`` or ``content``), optionally of
     one part type only."""
     parts = item.get(key)
     if not isinstance(parts, list):
         return []
-    return [
-        part["text"]
-        for part in parts
-        if isinstance(part, Mapping)
-        and isinstance(part.get("text"), str)
-        and (kind is None or part.get("type") == kind)
-    ]
+    texts = []
+    for part in parts:
+        if isinstance(part, dict) and (kind is None or part.get("type") == kind):
+            text = part.get("text")
+            if isinstance(text, str):
+                texts.append(text)
+    return texts
 
 
-def _text(value: Any) -> bool:
+def _text(value: JsonValue) -> bool:
     return isinstance(value, str) and bool(value)

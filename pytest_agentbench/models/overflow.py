@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
 
+from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.errors import ContextOverflow
 
 #: How servers say a request does not fit the model's context: llama.cpp's error type
@@ -34,11 +34,11 @@ _OVERFLOW_COUNTS = (
 )
 
 
-def _int(value: Any) -> int | None:
+def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def context_overflow(error: Any, text: str = "") -> tuple[int | None, int | None] | None:
+def context_overflow(error: JsonValue, text: str = "") -> tuple[int | None, int | None] | None:
     """``(prompt_tokens, context_tokens)`` when a provider error says the request does not
     fit the model's context (either count None when unknown); None for any other error.
     ``error`` is the body's ``error`` object (or a Responses ``error``), ``text`` the raw
@@ -86,10 +86,10 @@ def overflow_error(
     )
 
 
-def error_object(text: str) -> Any:
+def error_object(text: str) -> JsonValue:
     """The ``error`` member of a JSON error body (None when there is none)."""
     try:
-        body = json.loads(text)
+        body: JsonValue = json.loads(text)
     except ValueError:
         return None
-    return body.get("error") if isinstance(body, Mapping) else None
+    return body.get("error") if isinstance(body, dict) else None

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.errors import ModelTimeout, RateLimited, TransportError
@@ -49,7 +49,7 @@ class Permit:
 
     epoch: int
     waited_s: float = 0.0
-    handle: Any = None
+    handle: object = None
 
 
 class Limit(Protocol):
@@ -113,7 +113,7 @@ class SharedLimit:
             parts.append(f"{self.rpm:g} requests/min")
         return ", ".join(parts) or "adaptive only"
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, int | None]:
         """Counters for reports and tests: the window now, requests in flight now and at
         most, grants, rate limits seen, and how often the window shrank."""
         with self._cond:

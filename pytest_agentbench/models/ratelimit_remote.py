@@ -12,12 +12,12 @@ adaptive window and the bucket would need a read-modify-write of shared state pe
 from __future__ import annotations
 
 import contextlib
+import io
 import socket
 import socketserver
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from pytest_agentbench.models.ratelimit import (
     LimitClosed,
@@ -35,7 +35,7 @@ class _Line:
     """One connection to the service, with a buffered reader for its replies."""
 
     sock: socket.socket
-    reader: Any
+    reader: io.BufferedReader
 
     def close(self) -> None:
         with contextlib.suppress(OSError):

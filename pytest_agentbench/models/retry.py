@@ -16,8 +16,8 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.errors import ContextOverflow, ModelError, ProviderError, TransportError
 from pytest_agentbench.models.base import Generation, ModelClient, ModelRequest
@@ -129,7 +129,7 @@ class RetryingClient:
         budget_end = started + request.timeout_s if request.timeout_s is not None else None
         ends = [t for t in (budget_end, self._policy_end(started)) if t is not None]
         deadline = min(ends) if ends else None
-        retries: list[dict[str, Any]] = []
+        retries: list[JsonObject] = []
         attempt = 1
         current = request
         while True:
@@ -164,7 +164,7 @@ class RetryingClient:
                         request, timeout_s=max(budget_end - self._clock(), 0.001)
                     )
                 continue
-            exchange = {**generation.exchange, "retries": retries}
+            exchange: JsonObject = {**generation.exchange, "retries": _as_json(retries)}
             return dataclasses.replace(generation, exchange=exchange)
 
     def _wait(self, seconds: float) -> bool:
@@ -179,7 +179,7 @@ class RetryingClient:
         return started + deadline_s if deadline_s is not None else None
 
     def _stop_reason(
-        self, error: ModelError, attempt: int, retries: list[dict[str, Any]]
+        self, error: ModelError, attempt: int, retries: list[JsonObject]
     ) -> str | None:
         """Why ``error`` ends the call (None: retry it). Not retryable after retries says
         so; not retryable at the first attempt says nothing."""
@@ -202,14 +202,19 @@ def _retry_after(error: ModelError) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _finish(error: ModelError, retries: list[dict[str, Any]], note: str) -> None:
+def _finish(error: ModelError, retries: list[JsonObject], note: str) -> None:
     """Record the retries on the error (and its partial) and say in its message why the
     retrying stopped."""
     error.retries = list(retries)
     partial = error.partial
     if isinstance(partial, Generation):
-        exchange = {**partial.exchange, "retries": list(retries)}
+        exchange: JsonObject = {**partial.exchange, "retries": _as_json(retries)}
         error.partial = dataclasses.replace(partial, exchange=exchange)
     if note and error.args:
         error.retry_note = note
         error.args = (f"{error.args[0]} ({note})", *error.args[1:])
+
+
+def _as_json(retries: list[JsonObject]) -> list[JsonValue]:
+    """The retry entries as a JSON list (a copy: the caller's list stays its own)."""
+    return list[JsonValue](retries)

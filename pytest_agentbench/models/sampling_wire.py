@@ -7,8 +7,9 @@ The protocols: ``chat`` (Chat Completions: openai, openai-compat, scripted), ``r
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
+from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.sampling import Sampling
 from pytest_agentbench.core.stream import WireProtocol
 from pytest_agentbench.models.base import ModelSpec
@@ -53,7 +54,9 @@ def protocol_of(spec: ModelSpec) -> WireProtocol:
     return "chat"
 
 
-def sampling_refusals(protocol: WireProtocol, values: dict[str, Any]) -> list[tuple[str, str]]:
+def sampling_refusals(
+    protocol: WireProtocol, values: Mapping[str, object]
+) -> list[tuple[str, str]]:
     """``(setting, reason)`` for each set value (``Sampling.public()`` form) that
     ``protocol`` cannot carry or takes in a narrower range."""
     refusals = [
@@ -77,9 +80,7 @@ def sampling_refusals(protocol: WireProtocol, values: dict[str, Any]) -> list[tu
     return refusals
 
 
-def apply_sampling(
-    protocol: WireProtocol, body: dict[str, Any], sampling: Sampling
-) -> dict[str, Any]:
+def apply_sampling(protocol: WireProtocol, body: JsonObject, sampling: Sampling) -> JsonObject:
     """Put each set setting in ``body`` under ``protocol``'s field, then merge
     ``extra_body`` last (it may override a sampling field, never the harness's own keys:
     those are refused when the settings are read). Returns ``body``."""

@@ -12,8 +12,8 @@ tasks run (the run calls it for every client; it does nothing for any other clie
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 from urllib.parse import quote
 
 import httpx
@@ -35,6 +35,23 @@ REGISTER_TIMEOUT_S = 30.0
 #: Kept as they are in the script header: printable ASCII except ``%``, so a plain key
 #: reads the same on the wire and only ``%``, controls and non-ASCII are encoded.
 _HEADER_SAFE = "".join(chr(c) for c in range(0x20, 0x7F) if chr(c) != "%")
+
+
+class ScriptedTask(Protocol):
+    """What registering a task's script reads of it (a suite's Task): its script key, id
+    and file for messages, and its scripted replies as the suite wrote them."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def path(self) -> object: ...
+
+    @property
+    def scripted(self) -> Sequence[object]: ...
 
 
 class _ScriptBook:
@@ -61,14 +78,14 @@ class _ScriptBook:
         turn = request.metadata.get(REQUEST_CALL, "0")
         return {"x-agentbench-script": key, "x-agentbench-turn": turn}
 
-    def register(self, tasks: Iterable[Any]) -> None:
+    def register(self, tasks: Iterable[ScriptedTask]) -> None:
         """Register the scripted replies of tasks not registered yet, in one POST.
 
         Raises SuiteError for a reply the server could not play (naming the suite file,
         task and index), ProviderError / TransportError when the server refuses or is down.
         """
         with self._book_lock:
-            scripts: dict[str, list[Any]] = {}
+            scripts: dict[str, list[object]] = {}
             for task in tasks:
                 if task.key in self._registered or task.key in scripts or not task.scripted:
                     continue
@@ -133,7 +150,7 @@ def scripted_client(spec: ModelSpec, base_url: str) -> ModelClient:
     return ScriptedClient(spec, base_url)
 
 
-def register_scripts(client: ModelClient, tasks: Iterable[Any]) -> None:
+def register_scripts(client: ModelClient, tasks: Iterable[ScriptedTask]) -> None:
     """Register the tasks' scripted replies when ``client`` is a scripted client (the bare
     client, not a retrying or limiting wrapper around it); any other client needs nothing
     before a task runs, so this does nothing for it."""

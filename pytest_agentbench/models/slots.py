@@ -8,9 +8,9 @@ gives up after a short timeout and the default stands.
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
+
+from pytest_agentbench.core.jsontypes import JsonValue
 
 PROBE_TIMEOUT_S = 2.0
 MAX_SLOTS = 256
@@ -23,7 +23,7 @@ def probe_slots(base_url: str, timeout_s: float = PROBE_TIMEOUT_S) -> int | None
         response = httpx.get(f"{root}/slots", timeout=timeout_s, trust_env=False)
         if response.status_code != 200:
             return None
-        data: Any = response.json()
+        data: JsonValue = response.json()
     except (httpx.HTTPError, ValueError):
         return None
     if isinstance(data, dict):

@@ -19,18 +19,24 @@ import json
 import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
+
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 #: The C scanner behind ``json.loads``, called without the wrapper's two regex matches.
 #: ``JSONDecoder.__init__`` sets ``scan_once``; typeshed does not declare it.
-_SCAN_JSON: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_SCAN_JSON: Callable[[str, int], tuple[JsonValue, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+#: A step into a decoded JSON value: an object's key or a list's index.
+PathStep = str | int
 
 
-def parse_json(text: str) -> Any:
+def parse_json(text: str) -> JsonValue:
     """Exactly ``json.loads(text)`` (same value, same errors), cheaper for the common case
-    of a JSON object with no surrounding whitespace: a stream's event data."""
+    of a JSON object with no surrounding whitespace: a stream's event data. The value is
+    what JSON decodes to (``JsonValue``): a reader narrows it with ``isinstance``."""
     if text[:1] == "{" and text[-1:] == "}":
         try:
             value, end = _SCAN_JSON(text, 0)
@@ -38,7 +44,8 @@ def parse_json(text: str) -> Any:
             end = -1
         if end == len(text):
             return value
-    return json.loads(text)
+    decoded: JsonValue = json.loads(text)
+    return decoded
 
 
 @dataclass(frozen=True)
@@ -263,10 +270,10 @@ class StringSlot:
     def learn(
         cls,
         text: str,
-        obj: Any,
-        path: tuple[Any, ...],
+        obj: JsonObject,
+        path: tuple[PathStep, ...],
         key: str,
-        previous: Mapping[str, Any],
+        previous: Mapping[str, JsonValue],
         reads: Collection[str] = (),
     ) -> StringSlot | None:
         """The slot of ``obj[path…][key]`` (a string) in ``text``, the JSON text ``obj``
@@ -279,7 +286,7 @@ class StringSlot:
             return None
         if not isinstance(value, str):
             return None
-        holes: list[tuple[str, Any, bool]] = [(key, value, True)]
+        holes: list[tuple[str, str | int, bool]] = [(key, value, True)]
         for name, seen in obj.items():
             if name in reads or name == key or previous.get(name) == seen:
                 continue
@@ -335,7 +342,7 @@ class StringSlot:
         return cast(str, token) if is_value else value
 
 
-def _probe(seen: Any) -> Any:
+def _probe(seen: str | int) -> str | int:
     """A value of the same type as ``seen`` and different from it."""
     if isinstance(seen, int):
         return seen + 1
@@ -343,7 +350,7 @@ def _probe(seen: Any) -> Any:
 
 
 def _find(
-    text: str, name: str, seen: Any, taken: list[tuple[int, int, str]]
+    text: str, name: str, seen: str | int, taken: list[tuple[int, int, str]]
 ) -> tuple[int, int, str] | None:
     """The span of the token after the first ``"name":`` whose value is ``seen`` (same
     type) and that overlaps no span already taken, with a probe token to put there."""
@@ -361,9 +368,9 @@ def _find(
 
 def _proven(
     text: str,
-    obj: Any,
-    path: tuple[Any, ...],
-    holes: list[tuple[str, Any, bool]],
+    obj: JsonObject,
+    path: tuple[PathStep, ...],
+    holes: list[tuple[str, str | int, bool]],
     spans: list[tuple[int, int, str]],
 ) -> bool:
     """True when the text with each span's probe decodes to ``obj`` with exactly the
@@ -373,22 +380,27 @@ def _proven(
         pieces += [text[position:start], probe]
         position = end
     try:
-        decoded = parse_json("".join(pieces) + text[position:])
+        decoded = _at(parse_json("".join(pieces) + text[position:]), ())
         container = _at(decoded, path)
     except (ValueError, LookupError, TypeError):
         return False
     for name, seen, is_value in holes:
         where = container if is_value else decoded
-        probe = _probe(seen)
-        if where.get(name) != probe or where[name].__class__ is not probe.__class__:
+        changed = _probe(seen)
+        if where.get(name) != changed or where[name].__class__ is not changed.__class__:
             return False
         where[name] = seen
     return bool(decoded == obj)
 
 
-def _at(obj: Any, path: tuple[Any, ...]) -> Any:
+def _at(obj: JsonValue, path: tuple[PathStep, ...]) -> JsonObject:
     """``obj[path[0]][path[1]]…``, which must be a dict (LookupError / TypeError if not)."""
     for step in path:
+        if isinstance(obj, list) and isinstance(step, int):
+            obj = obj[step]
+            continue
+        if not isinstance(obj, dict) or not isinstance(step, str):
+            raise TypeError("no such step")
         obj = obj[step]
     if not isinstance(obj, dict):
         raise TypeError("not an object")

@@ -10,22 +10,22 @@ stays None; a sum with an unknown term is unknown.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.core.usage import Usage
 
 
-def count(value: Any) -> int | None:
+def count(value: object) -> int | None:
     """An integer token count, or None for anything else (bools, floats, strings)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _detail(native: Mapping[str, Any], group: str, name: str) -> int | None:
+def _detail(native: Mapping[str, JsonValue], group: str, name: str) -> int | None:
     details = native.get(group)
     return count(details.get(name)) if isinstance(details, Mapping) else None
 
 
-def normalise_chat_usage(native: Mapping[str, Any] | None) -> Usage:
+def normalise_chat_usage(native: Mapping[str, JsonValue] | None) -> Usage:
     """Chat Completions usage, normalised. ``prompt_tokens`` is the whole input and
     ``cached_tokens`` a subset of it, so ``input`` is the uncached remainder. A field the
     provider did not report stays None."""
@@ -55,7 +55,7 @@ def normalise_chat_usage(native: Mapping[str, Any] | None) -> Usage:
     )
 
 
-def normalise_responses_usage(native: Mapping[str, Any] | None) -> Usage:
+def normalise_responses_usage(native: Mapping[str, JsonValue] | None) -> Usage:
     """OpenAI Responses usage: ``input_tokens`` is the whole input, ``cached_tokens`` a
     subset; ``output_tokens`` includes ``reasoning_tokens``."""
     if not native:
@@ -75,7 +75,7 @@ def normalise_responses_usage(native: Mapping[str, Any] | None) -> Usage:
     )
 
 
-def normalise_anthropic_usage(native: Mapping[str, Any] | None) -> Usage:
+def normalise_anthropic_usage(native: Mapping[str, JsonValue] | None) -> Usage:
     """Anthropic Messages usage: ``input_tokens`` is the uncached remainder; cache reads
     (``cache_read_input_tokens``) and writes (``cache_creation_input_tokens``) add to it."""
     if not native:

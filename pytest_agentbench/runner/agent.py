@@ -19,8 +19,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.records import Attempt, Failure, FailureKind, failure_kind
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.core.usage import sum_usage
@@ -32,9 +33,16 @@ from pytest_agentbench.models.base import (
     ModelClient,
     ModelRequest,
     ToolCall,
+    ToolSpec,
 )
 from pytest_agentbench.models.usage import recovered_usage
-from pytest_agentbench.runner.loopguard import KillPolicy, LoopGuard, LoopKilled
+from pytest_agentbench.runner.loopguard import (
+    ChannelPeak,
+    GuardSummary,
+    KillPolicy,
+    LoopGuard,
+    LoopKilled,
+)
 from pytest_agentbench.runner.tools import (
     BASH_TIMEOUT_S,
     Tool,
@@ -73,7 +81,7 @@ class ToolLoopWatch:
         self.policy = policy
         self.calls: list[str] = []
 
-    def add(self, signature: str, at_s: float) -> dict[str, Any] | None:
+    def add(self, signature: str, at_s: float) -> JsonObject | None:
         """Record one call (``canonical_call``); the kill evidence when the calls now end
         in a loop, else None. Shorter periods are tried first, so a cycle of identical
         calls is reported as period 1."""
@@ -114,7 +122,7 @@ class AgentRun:
     ``plain`` when it was a plain answer (one generation, no tools): its records keep
     the answer shape (no turn numbers, no tool calls, the native usage kept)."""
 
-    messages: list[dict[str, Any]]
+    messages: list[JsonObject]
     plain: bool = False
     stop: AgentStop = "answered"
     error: str | None = None
@@ -124,12 +132,12 @@ class AgentRun:
     thinking: str = ""
     finish_reason: str | None = None
     turns: int = 0
-    usages: list[dict[str, Any]] = field(default_factory=list)
-    usage_native: dict[str, Any] | None = None
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    guards: list[dict[str, Any]] = field(default_factory=list)
-    killed: dict[str, Any] | None = None
-    trajectory: list[dict[str, Any]] = field(default_factory=list)
+    usages: list[JsonObject] = field(default_factory=list)
+    usage_native: JsonObject | None = None
+    tool_calls: list[JsonObject] = field(default_factory=list)
+    guards: list[GuardSummary] = field(default_factory=list)
+    killed: JsonObject | None = None
+    trajectory: list[JsonObject] = field(default_factory=list)
     elapsed_s: float = 0.0
 
     def fill(self, attempt: Attempt) -> None:
@@ -147,30 +155,27 @@ class AgentRun:
             attempt.turns = self.turns
             attempt.tool_calls = self.tool_calls
 
-    def loop_record(self) -> dict[str, Any] | None:
+    def loop_record(self) -> JsonObject | None:
         """The attempt's loop record in the shape of one generation's (``LoopGuard``):
         the kill (text or tools), whether thinking recovered, and per channel the highest
         verdict over all turns. None when no generation was watched (the first call
         failed)."""
         if not self.guards:
             return None
-        channels: dict[str, dict[str, Any]] = {}
-        for record in self.guards:
-            for name, verdict in record["channels"].items():
+        channels: dict[str, ChannelPeak] = {}
+        for summary in self.guards:
+            for name, peak in summary.channels.items():
                 best = channels.get(name)
-                if best is None or (verdict["confirmed"], verdict["score"]) > (
-                    best["confirmed"],
-                    best["score"],
-                ):
-                    channels[name] = verdict
-        recovered = any(record["recovered"] for record in self.guards) and self.killed is None
-        return {"killed": self.killed, "recovered": recovered, "channels": channels}
+                if best is None or peak.rank > best.rank:
+                    channels[name] = peak
+        recovered = any(summary.recovered for summary in self.guards) and self.killed is None
+        return GuardSummary(self.killed, recovered, channels).as_dict()
 
 
-def _call_part(call: ToolCall) -> dict[str, Any]:
+def _call_part(call: ToolCall) -> JsonObject:
     """The neutral assistant tool-call part; malformed arguments are sent back as the
     model wrote them."""
-    arguments: Any = call.raw_arguments if call.arguments is None else dict(call.arguments)
+    arguments: JsonValue = call.raw_arguments if call.arguments is None else dict(call.arguments)
     return {"id": call.id, "name": call.name, "arguments": arguments}
 
 
@@ -179,7 +184,7 @@ def _preview(call: ToolCall) -> str:
     return text if len(text) <= ARGUMENTS_PREVIEW else text[: ARGUMENTS_PREVIEW - 1] + "…"
 
 
-def _error_entry(exc: ModelError) -> dict[str, Any]:
+def _error_entry(exc: ModelError) -> JsonObject:
     partial = getattr(exc, "partial", None)
     if isinstance(partial, Generation):
         return dict(partial.exchange)
@@ -229,10 +234,28 @@ class AgentSession:
         self.calls = 0
 
     @classmethod
-    def plain(cls, task: Task, client: ModelClient, **options: Any) -> AgentSession:
+    def plain(
+        cls,
+        task: Task,
+        client: ModelClient,
+        *,
+        max_tokens: int | None = None,
+        stream: bool = True,
+        kill_policy: KillPolicy | None = None,
+        tool_loop: ToolLoopPolicy | None = None,
+    ) -> AgentSession:
         """A session for plain answers: no tools, no workspace, one model call per
         attempt, whose reply is the answer (tool calls in it are not run)."""
-        return cls(task, client, {}, None, **options)
+        return cls(
+            task,
+            client,
+            {},
+            None,
+            max_tokens=max_tokens,
+            stream=stream,
+            kill_policy=kill_policy,
+            tool_loop=tool_loop,
+        )
 
     @classmethod
     def open(
@@ -243,7 +266,10 @@ class AgentSession:
         root: Path,
         *,
         isolation: str = "auto",
-        **options: Any,
+        max_tokens: int | None = None,
+        stream: bool = True,
+        kill_policy: KillPolicy | None = None,
+        tool_loop: ToolLoopPolicy | None = None,
     ) -> AgentSession:
         """A session with a fresh workspace at ``root`` seeded from the task's files
         (what an earlier run left there is removed). Raises SandboxError or
@@ -253,7 +279,16 @@ class AgentSession:
         elif root.exists():
             shutil.rmtree(root)
         workspace = Workspace.create(root, task.files, task.files_dir, isolation=isolation)
-        return cls(task, client, tools, workspace, **options)
+        return cls(
+            task,
+            client,
+            tools,
+            workspace,
+            max_tokens=max_tokens,
+            stream=stream,
+            kill_policy=kill_policy,
+            tool_loop=tool_loop,
+        )
 
     def close(self) -> list[str]:
         """Prune the kept workspace to KEEP_BYTES; returns the files removed (none without
@@ -262,7 +297,7 @@ class AgentSession:
 
     def attempt(
         self,
-        messages: Sequence[Mapping[str, Any]],
+        messages: Sequence[Mapping[str, JsonValue]],
         *,
         index: int,
         deadline: float,
@@ -299,7 +334,7 @@ class AgentSession:
         run: AgentRun,
         turn: int,
         index: int,
-        specs: tuple[Any, ...],
+        specs: tuple[ToolSpec, ...],
         watch: ToolLoopWatch,
         deadline: float,
         on_event: EventSink | None,
@@ -326,7 +361,7 @@ class AgentSession:
         except LoopKilled as exc:
             run.text, run.thinking = guard.answer, guard.thinking
             run.usages.append(recovered_usage(guard.answer, guard.thinking).as_dict())
-            run.guards.append(guard.record())
+            run.guards.append(guard.summary())
             run.killed = exc.evidence
             run.stop, run.error = "loop_killed", str(exc)
             run.failure_detail = Failure.of("loop_killed", run.error)
@@ -342,22 +377,23 @@ class AgentSession:
             run.trajectory.append({**where, **_error_entry(exc)})
             return False
         elapsed = time.monotonic() - t0
-        run.guards.append(guard.record())
+        run.guards.append(guard.summary())
         self._took(run, generation)
         if run.plain:
             run.trajectory.append(dict(generation.exchange))
             return False  # the reply is the answer: no tools were offered, none are run
-        entry: dict[str, Any] = {
+        tool_results: list[JsonValue] = []
+        entry: JsonObject = {
             **where,
             **generation.exchange,
             "usage": run.usages[-1],
             "model_s": round(elapsed, 3),
-            "tool_results": [],
+            "tool_results": tool_results,
         }
         run.trajectory.append(entry)
         if not generation.tool_calls:
             return False
-        assistant: dict[str, Any] = {
+        assistant: JsonObject = {
             "role": "assistant",
             "content": generation.text,
             "tool_calls": [_call_part(call) for call in generation.tool_calls],
@@ -367,7 +403,9 @@ class AgentSession:
             # results (Anthropic thinking with tools); other protocols ignore the key
             assistant["reasoning_blocks"] = [dict(b) for b in generation.reasoning_blocks]
         run.messages.append(assistant)
-        return self._run_tools(run, generation.tool_calls, turn, entry, watch, deadline, start)
+        return self._run_tools(
+            run, generation.tool_calls, turn, entry, tool_results, watch, deadline, start
+        )
 
     @staticmethod
     def _took(run: AgentRun, generation: Generation) -> None:
@@ -383,7 +421,8 @@ class AgentSession:
         run: AgentRun,
         calls: Sequence[ToolCall],
         turn: int,
-        entry: dict[str, Any],
+        entry: JsonObject,
+        tool_results: list[JsonValue],
         watch: ToolLoopWatch,
         deadline: float,
         start: float,
@@ -409,7 +448,7 @@ class AgentSession:
                 result = call_tool(self.tools, workspace, call, max_output)
             run.messages.append(result.as_message())
             run.tool_calls.append(_call_record(call, result, turn))
-            entry["tool_results"].append(
+            tool_results.append(
                 {
                     "id": result.call_id,
                     "name": result.name,
@@ -423,7 +462,7 @@ class AgentSession:
         return True
 
 
-def _call_record(call: ToolCall, result: ToolResult, turn: int) -> dict[str, Any]:
+def _call_record(call: ToolCall, result: ToolResult, turn: int) -> JsonObject:
     """One tool call as ``result.json`` keeps it (arguments cut, no output)."""
     return {
         "turn": turn,

@@ -13,8 +13,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import StreamEvent
 from pytest_agentbench.runner.loopwatch import LoopVerdict, LoopWatch
 
@@ -36,7 +36,7 @@ class KillPolicy:
 class LoopKilled(Exception):
     """Raised from the event sink to cancel a looping stream; ``evidence`` says why."""
 
-    def __init__(self, evidence: dict[str, Any]) -> None:
+    def __init__(self, evidence: JsonObject) -> None:
         self.evidence = evidence
         super().__init__(
             f"loop killed: period {evidence['period']} ×{evidence['repetitions']:g} in "
@@ -44,17 +44,50 @@ class LoopKilled(Exception):
         )
 
 
-def _verdict_dict(verdict: LoopVerdict) -> dict[str, Any]:
-    cycle = verdict.cycle
-    return {
-        "state": verdict.state,
-        "score": round(verdict.score, 3),
-        "confirmed": verdict.confirmed,
-        "period": cycle.period if cycle else None,
-        "repetitions": round(cycle.repetitions, 1) if cycle else None,
-        "numeric": cycle.numeric if cycle else None,
-        "excerpt": cycle.excerpt if cycle else None,
-    }
+@dataclass(frozen=True, slots=True)
+class ChannelPeak:
+    """A channel's highest verdict over one generation, with its score ``trace``
+    (``[seconds, characters, score]`` points)."""
+
+    verdict: LoopVerdict
+    trace: list[list[float]]
+
+    @property
+    def rank(self) -> tuple[bool, float]:
+        """What makes one peak higher than another: a confirmed loop, then the score (as
+        recorded, to three places)."""
+        return self.verdict.confirmed, round(self.verdict.score, 3)
+
+    def as_dict(self) -> JsonObject:
+        """The record's shape; ``trace`` only when the score ever rose above 0."""
+        verdict, cycle = self.verdict, self.verdict.cycle
+        record: JsonObject = {
+            "state": verdict.state,
+            "score": round(verdict.score, 3),
+            "confirmed": verdict.confirmed,
+            "period": cycle.period if cycle else None,
+            "repetitions": round(cycle.repetitions, 1) if cycle else None,
+            "numeric": cycle.numeric if cycle else None,
+            "excerpt": cycle.excerpt if cycle else None,
+        }
+        if round(verdict.score, 3) > 0:
+            points: list[JsonValue] = [list[JsonValue](point) for point in self.trace]
+            record["trace"] = points
+        return record
+
+
+@dataclass(frozen=True, slots=True)
+class GuardSummary:
+    """What one guard saw of its generation: the kill evidence (None when not killed),
+    whether the thinking recovered from a loop, and each channel's peak."""
+
+    killed: JsonObject | None
+    recovered: bool
+    channels: dict[str, ChannelPeak]
+
+    def as_dict(self) -> JsonObject:
+        channels: JsonObject = {name: peak.as_dict() for name, peak in self.channels.items()}
+        return {"killed": self.killed, "recovered": self.recovered, "channels": channels}
 
 
 class LoopGuard:
@@ -70,7 +103,7 @@ class LoopGuard:
         self._holding: dict[str, tuple[float, int]] = {}
         self._detected: dict[str, float] = {}
         self._trace: dict[str, list[list[float]]] = {"thinking": [], "answer": []}
-        self.killed: dict[str, Any] | None = None
+        self.killed: JsonObject | None = None
 
     @property
     def answer(self) -> str:
@@ -158,15 +191,19 @@ class LoopGuard:
 
         return sink
 
-    def record(self) -> dict[str, Any]:
-        """Per channel the highest verdict seen (with its score ``trace`` over the stream,
-        ``[seconds, characters, score]`` points, when the score ever rose above 0);
-        ``recovered`` when the thinking looped
-        (confirmed) yet the model went on to answer without being killed."""
-        peaks = {name: _verdict_dict(watch.peak) for name, watch in self._watches.items()}
-        for name, peak in peaks.items():
-            if peak["score"] > 0:
-                peak["trace"] = self._trace[name]
-        thinking_looped = peaks["thinking"]["confirmed"]
+    def summary(self) -> GuardSummary:
+        """Per channel the highest verdict seen, with its score trace; ``recovered`` when
+        the thinking looped (confirmed) yet the model went on to answer without being
+        killed."""
+        peaks = {
+            name: ChannelPeak(watch.peak, self._trace[name])
+            for name, watch in self._watches.items()
+        }
+        thinking_looped = peaks["thinking"].verdict.confirmed
         recovered = bool(thinking_looped and self.killed is None and self.answer.strip())
-        return {"killed": self.killed, "recovered": recovered, "channels": peaks}
+        return GuardSummary(self.killed, recovered, peaks)
+
+    def record(self) -> JsonObject:
+        """``summary()`` as the loop record keeps it (per channel the peak verdict, with
+        its ``trace`` when the score ever rose above 0)."""
+        return self.summary().as_dict()

@@ -61,9 +61,12 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar, cast
 
 from pytest_agentbench.sandbox.cpuslots import slot_count
+
+#: A job's result, as ``result()`` hands it back.
+R = TypeVar("R")
 
 
 class RolloutPool:
@@ -91,9 +94,9 @@ class RolloutPool:
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)  # workers wait here for a job
         self._done = threading.Condition(self._lock)  # result() waits here
-        self._plan: deque[tuple[str, Callable[[], Any]]] = deque()
+        self._plan: deque[tuple[str, Callable[[], object]]] = deque()
         self._known: set[str] = set()  # planned, running or finished, not yet collected
-        self._finished: dict[str, tuple[bool, Any]] = {}
+        self._finished: dict[str, tuple[bool, object]] = {}
         self._running: set[str] = set()
         self._uncollected = 0  # started and not yet collected
         self._awaited: str | None = None
@@ -104,7 +107,7 @@ class RolloutPool:
         self._place = threading.Condition(self._lock)  # step_back() waits here
         self._closed = False
 
-    def plan(self, key: str, job: Callable[[], Any]) -> None:
+    def plan(self, key: str, job: Callable[[], object]) -> None:
         """Queue ``job`` under ``key`` unless it is known already or the pool closed."""
         with self._lock:
             if key in self._known or self._closed:
@@ -155,7 +158,7 @@ class RolloutPool:
                     self._wake_worker()  # planned ones that the others left
             _current.pool, _current.counted = self, True
             try:
-                outcome: tuple[bool, Any] = (True, job())
+                outcome: tuple[bool, object] = (True, job())
             except BaseException as exc:  # handed to the caller of result()
                 outcome = (False, exc)
             with self._lock:
@@ -200,11 +203,12 @@ class RolloutPool:
     def result(
         self,
         key: str,
-        job: Callable[[], Any],
+        job: Callable[[], R],
         on_wait: Callable[[], None] | None = None,
         interval_s: float = 0.25,
-    ) -> Any:
+    ) -> R:
         """The result of the job under ``key``; the job's own exception is raised here.
+        ``job`` is the one planned under ``key`` (the same rollout): its result is ``R``.
         ``on_wait`` is called every ``interval_s`` while waiting (the live status line).
         A collected result is forgotten, so a long run keeps only what is ahead."""
         with self._lock:
@@ -237,10 +241,11 @@ class RolloutPool:
         if closed:  # the pool closed before this job could start
             return job()
         if not ok:
+            assert isinstance(value, BaseException)
             raise value
-        return value
+        return cast(R, value)  # planned under ``key``: a result of the same job
 
-    def _front(self, key: str, job: Callable[[], Any]) -> None:
+    def _front(self, key: str, job: Callable[[], object]) -> None:
         """With the lock held: make sure ``key`` runs next if it has not started."""
         if key in self._finished:
             return

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.suites.task import FeedbackLevel, Task
 from pytest_agentbench.verifiers.base import Verdict
 
@@ -31,7 +31,7 @@ def repairs_allowed(task: Task) -> int:
     return task.repairs
 
 
-def check_counts(metrics: Mapping[str, Any]) -> tuple[float, float] | None:
+def check_counts(metrics: Mapping[str, object]) -> tuple[float, float] | None:
     """(passed, total) from a ``<x>_found|_passed|_ok`` metric and its ``<x>_total``."""
     for name, value in metrics.items():
         for suffix in _PAIRED:
@@ -64,12 +64,12 @@ def feedback_text(verdict: Verdict, level: FeedbackLevel) -> str:
 
 def repair_request(
     task: Task,
-    messages: Sequence[Mapping[str, Any]],
+    messages: Sequence[Mapping[str, JsonValue]],
     answer: str,
     verdict: Verdict,
     attempts_left: int,
     cut_off: bool,
-) -> tuple[list[dict[str, Any]], str]:
+) -> tuple[list[JsonObject], str]:
     """The messages of the next attempt and the feedback text sent with them."""
     parts = [feedback_text(verdict, task.feedback)]
     if cut_off:

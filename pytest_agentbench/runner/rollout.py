@@ -10,8 +10,9 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.records import Attempt, Failure, FailureKind, Outcome, Rollout
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.core.task_record import FailureStage
@@ -56,7 +57,9 @@ def _runs_sandboxed(verifier: Verifier) -> bool:
     return isinstance(properties, Mapping) and "timeout_s" in properties
 
 
-def _bounded_options(verifier: Verifier, options: Mapping[str, Any], deadline: float) -> Any:
+def _bounded_options(
+    verifier: Verifier, options: Mapping[str, JsonValue], deadline: float
+) -> JsonObject | None:
     """``options`` with ``timeout_s`` cut to what is left of the task, for a verifier that
     has that option (the sandboxed ones), so its command stops at the task's deadline.
     None when the verifier has no such option."""
@@ -150,12 +153,17 @@ def _open_session(
     tools: Mapping[str, Tool] | None,
     verifier_dir: Path | None,
     isolation: str | None,
-    **options: Any,
+    *,
+    max_tokens: int | None,
+    stream: bool,
+    kill_policy: KillPolicy,
 ) -> AgentSession:
     """The session whose attempts generate the answers: the agent loop over a fresh
     workspace in agent mode, else the same loop with no tools and one turn."""
     if task.mode != "agent":
-        return AgentSession.plain(task, client, **options)
+        return AgentSession.plain(
+            task, client, max_tokens=max_tokens, stream=stream, kill_policy=kill_policy
+        )
     if verifier_dir is None:
         raise AgentbenchError(f"task {task.id!r}: agent mode needs a rollout directory")
     from pytest_agentbench.runner.tools import BUILTIN_TOOLS
@@ -164,7 +172,16 @@ def _open_session(
         tools = {tool.name: tool for tool in BUILTIN_TOOLS}
     mode = isolation or str(task.verifier.options.get("isolation", "auto"))
     root = verifier_dir.parent / "workspace"
-    return AgentSession.open(task, client, tools, root, isolation=mode, **options)
+    return AgentSession.open(
+        task,
+        client,
+        tools,
+        root,
+        isolation=mode,
+        max_tokens=max_tokens,
+        stream=stream,
+        kill_policy=kill_policy,
+    )
 
 
 def _where(verifier_dir: Path | None) -> str | None:
@@ -172,7 +189,7 @@ def _where(verifier_dir: Path | None) -> str | None:
     return None if verifier_dir is None else str(verifier_dir)
 
 
-def _workspace_entry(agent: AgentSession) -> dict[str, Any] | None:
+def _workspace_entry(agent: AgentSession) -> JsonObject | None:
     """The trajectory's last entry in agent mode: where the workspace was kept, what was
     pruned from it, and the containment its commands ran under. None without one."""
     pruned = agent.close()
@@ -180,7 +197,7 @@ def _workspace_entry(agent: AgentSession) -> dict[str, Any] | None:
         return None
     return {
         "workspace": str(agent.workspace.path),
-        "pruned": pruned,
+        "pruned": [*pruned],
         "containment": agent.workspace.containment(),
         "model_calls": agent.calls,
     }
@@ -217,9 +234,9 @@ def run_rollout(
     started_at = time.time()
     start = time.monotonic()
     deadline = start + timeout_s
-    messages: list[dict[str, Any]] = [{"role": "user", "content": task.prompt}]
+    messages: list[JsonObject] = [{"role": "user", "content": task.prompt}]
     attempts: list[Attempt] = []
-    trajectory: list[dict[str, Any]] = []
+    trajectory: list[JsonObject] = []
     total_attempts = 1 + repairs_allowed(task)
     outcome: Outcome = "failed"
     error: str | None = None

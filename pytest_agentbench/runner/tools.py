@@ -16,13 +16,13 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.errors import AgentbenchError, SandboxError
 from pytest_agentbench.models.base import ToolCall, ToolSpec
 from pytest_agentbench.sandbox import Limits, Workspace
 
-ToolFunction = Callable[[Workspace, Mapping[str, Any]], str]
+ToolFunction = Callable[[Workspace, Mapping[str, JsonValue]], str]
 
 #: A ``bash`` call's wall clock when the agent loop sets none (``command_limits``).
 BASH_TIMEOUT_S = 60.0
@@ -63,7 +63,7 @@ class ToolResult:
     output_chars: int
     elapsed_s: float
 
-    def as_message(self) -> dict[str, Any]:
+    def as_message(self) -> JsonObject:
         """The neutral ``tool`` turn answering the call."""
         return {
             "role": "tool",
@@ -104,7 +104,7 @@ def cap_output(text: str, limit: int) -> tuple[str, bool]:
     return text[:head] + marker + (text[-tail:] if tail else ""), True
 
 
-def _bash(workspace: Workspace, arguments: Mapping[str, Any]) -> str:
+def _bash(workspace: Workspace, arguments: Mapping[str, JsonValue]) -> str:
     result = workspace.run(str(arguments["command"]), limits=current_limits())
     parts = [result.stdout.rstrip("\n")] if result.stdout else []
     if result.stderr:
@@ -116,23 +116,23 @@ def _bash(workspace: Workspace, arguments: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def _read_file(workspace: Workspace, arguments: Mapping[str, Any]) -> str:
+def _read_file(workspace: Workspace, arguments: Mapping[str, JsonValue]) -> str:
     return workspace.read_file(str(arguments["path"]))
 
 
-def _write_file(workspace: Workspace, arguments: Mapping[str, Any]) -> str:
+def _write_file(workspace: Workspace, arguments: Mapping[str, JsonValue]) -> str:
     path, content = str(arguments["path"]), str(arguments["content"])
     workspace.write_file(path, content)
     return f"wrote {len(content.encode('utf-8'))} bytes to {path}"
 
 
-def _list_files(workspace: Workspace, arguments: Mapping[str, Any]) -> str:
+def _list_files(workspace: Workspace, arguments: Mapping[str, JsonValue]) -> str:
     path = str(arguments.get("path") or ".")
     found = workspace.list_files(path)
     return "\n".join(found) if found else f"(no files under {path})"
 
 
-def _object(properties: Mapping[str, Any], required: Sequence[str]) -> dict[str, Any]:
+def _object(properties: Mapping[str, JsonValue], required: Sequence[str]) -> JsonObject:
     return {
         "type": "object",
         "properties": dict(properties),
@@ -141,7 +141,7 @@ def _object(properties: Mapping[str, Any], required: Sequence[str]) -> dict[str,
     }
 
 
-_PATH = {"type": "string", "description": "A path relative to the workspace root."}
+_PATH: JsonObject = {"type": "string", "description": "A path relative to the workspace root."}
 
 BUILTIN_TOOLS: tuple[Tool, ...] = (
     Tool(
@@ -181,7 +181,7 @@ BUILTIN_TOOLS: tuple[Tool, ...] = (
 )
 
 
-def _schema_problem(tool: Tool, arguments: Mapping[str, Any]) -> str | None:
+def _schema_problem(tool: Tool, arguments: Mapping[str, JsonValue]) -> str | None:
     from jsonschema import Draft202012Validator
 
     validator = Draft202012Validator(dict(tool.spec.parameters))

@@ -31,8 +31,9 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
+from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.errors import SandboxError
 from pytest_agentbench.sandbox.environ_guard import guard_harness
 from pytest_agentbench.sandbox.isolation import _TOOL_PATH, bwrap_args, plan_for
@@ -334,7 +335,7 @@ class ForkServer:
         files: Mapping[str, str],
         runner: str,
         runner_module: str,
-        orders: Mapping[str, Any],
+        orders: Mapping[str, JsonValue],
         nonce: str,
         limits: Limits,
         env: Mapping[str, str],
@@ -429,17 +430,14 @@ def _read_line(proc: subprocess.Popen[bytes], deadline: float) -> bytes:
                 return b"".join(chunks)
 
 
-_launches: queue.Queue[tuple[Callable[[], Any], list[Any], threading.Event]] = queue.Queue()
+_launches: queue.Queue[tuple[Callable[[], None], threading.Event]] = queue.Queue()
 _launcher: list[threading.Thread] = []
 
 
 def _launch_loop() -> None:
     while True:
-        start, box, done = _launches.get()
-        try:
-            box.append(start())
-        except BaseException as exc:  # handed back to the caller
-            box.append(exc)
+        call, done = _launches.get()
+        call()
         done.set()
 
 
@@ -454,14 +452,21 @@ def _from_launcher(start: Callable[[], T]) -> T:
             )
             thread.start()
             _launcher.append(thread)
-    box: list[Any] = []
+    results: list[T] = []
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            results.append(start())
+        except BaseException as exc:  # handed back to the caller
+            errors.append(exc)
+
     done = threading.Event()
-    _launches.put((start, box, done))
+    _launches.put((call, done))
     done.wait()
-    if isinstance(box[0], BaseException):
-        raise box[0]
-    result: T = box[0]
-    return result
+    if errors:
+        raise errors[0]
+    return results[0]
 
 
 _servers: dict[tuple[int, str], ForkServer] = {}

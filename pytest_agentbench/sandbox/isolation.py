@@ -23,12 +23,12 @@ import os
 import shutil
 import subprocess
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pytest_agentbench.core.choices import ISOLATION_MODES as ISOLATION_MODES
 from pytest_agentbench.core.choices import Isolation as Isolation
+from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.errors import SandboxError
 from pytest_agentbench.sandbox.environ_guard import guard_harness
 from pytest_agentbench.sandbox.pidcap import pids_root
@@ -53,8 +53,15 @@ class Plan:
     processes: str
     detail: str
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def as_dict(self) -> JsonObject:
+        return {
+            "level": self.level,
+            "tool": self.tool,
+            "network": self.network,
+            "readonly_host": self.readonly_host,
+            "processes": self.processes,
+            "detail": self.detail,
+        }
 
 
 def _tool(name: str) -> str | None:
@@ -259,7 +266,7 @@ def plan_for(isolation: str = "auto") -> Plan:
     return Plan("basic", None, True, False, processes, detail)
 
 
-def containment(isolation: str = "auto") -> dict[str, Any]:
+def containment(isolation: str = "auto") -> JsonObject:
     """What isolation sandboxed commands get on this machine: ``level`` (``strong`` /
     ``basic``), ``tool`` (``bwrap`` / ``unshare`` / None), ``network`` (True when a command
     can reach the network), ``readonly_host``, ``processes`` (the process bound) and

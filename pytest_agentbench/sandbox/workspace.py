@@ -13,8 +13,8 @@ import shutil
 import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any
 
+from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.errors import SandboxError
 from pytest_agentbench.sandbox.isolation import plan_for
 from pytest_agentbench.sandbox.process import (
@@ -180,7 +180,7 @@ class Workspace:
             pass_fds=pass_fds,
         )
 
-    def containment(self) -> dict[str, Any]:
+    def containment(self) -> JsonObject:
         """The containment this workspace's commands get (see ``sandbox.containment``)."""
         return plan_for(self.isolation).as_dict()
 
