@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -59,7 +59,7 @@ def pytest_agentbench_tools() -> Iterable[Tool]:
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_agentbench_load_suite(path: Path) -> Mapping[str, Any] | None:
+def pytest_agentbench_load_suite(path: Path) -> Mapping[str, object] | None:
     """Python bench files (``bench_*.py``, see python_tasks.py); TOML, JSON and YAML
     suites are read by the suite loader itself."""
     if path.suffix != ".py":

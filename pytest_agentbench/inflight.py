@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import pytest
 
 from pytest_agentbench.runner.pool import RolloutPool
 
 if TYPE_CHECKING:
+    from pytest_agentbench.items import TaskItem
+    from pytest_agentbench.pytest_compat import WorkerInteractor
     from pytest_agentbench.report.live import LiveStatus, StatusWriter
     from pytest_agentbench.settings import Settings
+
+#: What a job makes of a task item: its record.
+R = TypeVar("R")
 
 
 class InFlight:
@@ -28,18 +33,19 @@ class InFlight:
         self.config = config
         self.settings = settings
         self.is_worker = is_worker
-        self.queue: list[Any] = []
+        self.queue: list[TaskItem] = []
         self.positions: dict[str, int] = {}
         self.pool: RolloutPool | None = None
         self.live: LiveStatus | None = None
         self.status: StatusWriter | None = None
         self._planned_to = 0
-        self._interactor: Any = None
+        #: xdist's worker interactor; False once looked for and not found
+        self._interactor: WorkerInteractor | Literal[False] | None = None
         #: set when the run stops (-x, Ctrl-C, SIGTERM, the end): a rollout still running
         #: then ends because its client was closed under it
         self.closing = False
 
-    def set_queue(self, items: list[Any]) -> None:
+    def set_queue(self, items: list[TaskItem]) -> None:
         """The task items this process will run, in pytest's order (after selection)."""
         self.queue = items
         self.positions = {item.nodeid: i for i, item in enumerate(items)}
@@ -48,7 +54,7 @@ class InFlight:
         if (wants_pool or self.live is not None) and self.pool is None and items:
             self.pool = RolloutPool(self.settings.concurrency)
 
-    def record_for(self, item: Any, job: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    def record_for(self, item: TaskItem, job: Callable[[TaskItem], R]) -> R:
         """The record of ``item``'s rollout. With a pool, the rollouts of the next items in
         the queue are planned too: the pool keeps its size in flight and runs at most
         ``pool.ahead`` uncollected; ``job(item)`` runs one."""
@@ -59,7 +65,7 @@ class InFlight:
             pool.plan(ahead.nodeid, functools.partial(job, ahead))
         status, live = self.status, self.live
         if status is None or live is None:
-            record: dict[str, Any] = pool.result(item.nodeid, lambda: job(item))
+            record: R = pool.result(item.nodeid, lambda: job(item))
             return record
 
         def show() -> None:
@@ -71,17 +77,22 @@ class InFlight:
         finally:
             status.clear()
 
-    def _following(self, item: Any, size: int) -> list[Any]:
+    def _following(self, item: TaskItem, size: int) -> list[TaskItem]:
         """``item`` and the items after it that may run ahead, ``size`` in all: in a
         worker only what xdist sent this worker (never session.items, which another
         worker runs too); else the next items of the queue not planned yet."""
         if self.is_worker:
+            from pytest_agentbench.items import TaskItem
             from pytest_agentbench.pytest_compat import find_interactor, worker_queue
 
             if self._interactor is None:
                 self._interactor = find_interactor(self.config) or False
             queue = worker_queue(self.config, self._interactor or None, item, size)
-            return [other for other in queue if other.nodeid in self.positions]
+            return [
+                other
+                for other in queue
+                if isinstance(other, TaskItem) and other.nodeid in self.positions
+            ]
         start = self.positions[item.nodeid]
         end = start + size
         following = self.queue[max(start, self._planned_to) : end]

@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import pytest
+
+if TYPE_CHECKING:
+    from pluggy import HookImpl
+
+    from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 
 #: The entry-point group an installed package registers its plugin module under.
 ENTRY_POINT_GROUP = "pytest_agentbench"
@@ -61,24 +66,31 @@ def _short(name: str) -> str:
     return name
 
 
+class HookFailure(TypedDict):
+    """The first failure of one plugin in one hook, and how many calls failed."""
+
+    error: str
+    calls: int
+
+
 class PluginHooks:
     """The observer hooks of one process, with the failures of its plugins."""
 
     def __init__(self, pluginmanager: pytest.PytestPluginManager) -> None:
         self.pluginmanager = pluginmanager
-        self.failures: dict[tuple[str, str], dict[str, Any]] = {}
+        self.failures: dict[tuple[str, str], HookFailure] = {}
         self._lock = threading.Lock()
 
     def has(self, hook: str) -> bool:
         """Whether any plugin implements ``hook`` (to skip building its argument)."""
         return bool(getattr(self.pluginmanager.hook, hook).get_hookimpls())
 
-    def notify(self, hook: str, **kwargs: Any) -> None:
+    def notify(self, hook: str, **kwargs: object) -> None:
         """Call every implementation of ``hook``; the failures are kept, never raised."""
         for impl in self._impls(hook):
             self._call(hook, impl, kwargs)
 
-    def first(self, hook: str, **kwargs: Any) -> Any:
+    def first(self, hook: str, **kwargs: object) -> object:
         """The first non-None answer of ``hook`` (a ``firstresult`` hook), a failing
         implementation passing its turn; None when none answers."""
         for impl in self._impls(hook):
@@ -87,7 +99,7 @@ class PluginHooks:
                 return answer
         return None
 
-    def _impls(self, hook: str) -> list[Any]:
+    def _impls(self, hook: str) -> list[HookImpl]:
         impls = getattr(self.pluginmanager.hook, hook).get_hookimpls()
         # pluggy calls the last of the list first; wrappers do not observe anything here
         return [
@@ -96,7 +108,7 @@ class PluginHooks:
             if not getattr(impl, "wrapper", False) and not impl.hookwrapper
         ]
 
-    def _call(self, hook: str, impl: Any, kwargs: Mapping[str, Any]) -> Any:
+    def _call(self, hook: str, impl: HookImpl, kwargs: Mapping[str, object]) -> object:
         try:
             return impl.function(*[kwargs[name] for name in impl.argnames])
         except Exception as exc:
@@ -109,21 +121,24 @@ class PluginHooks:
                     seen["calls"] += 1
             return None
 
-    def merge(self, failures: Any) -> None:
-        """Add the failures an xdist worker sent (``export``'s form)."""
-        for entry in failures or ():
-            key = (str(entry["plugin"]), str(entry["hook"]))
+    def merge(self, failures: JsonValue) -> None:
+        """Add the failures an xdist worker sent (``export``'s form; an entry of another
+        form is left out)."""
+        for entry in failures if isinstance(failures, list) else ():
+            if not isinstance(entry, dict) or not isinstance(calls := entry.get("calls"), int):
+                continue
+            key = (str(entry.get("plugin")), str(entry.get("hook")))
             with self._lock:
                 seen = self.failures.get(key)
                 if seen is None:
-                    self.failures[key] = {"error": entry["error"], "calls": int(entry["calls"])}
+                    self.failures[key] = {"error": str(entry.get("error")), "calls": calls}
                 else:
-                    seen["calls"] += int(entry["calls"])
+                    seen["calls"] += calls
 
-    def export(self) -> list[dict[str, Any]]:
+    def export(self) -> list[JsonObject]:
         """The failures as plain data (they travel from a worker to the controller)."""
         return [
-            {"plugin": plugin, "hook": hook, **seen}
+            {"plugin": plugin, "hook": hook, "error": seen["error"], "calls": seen["calls"]}
             for (plugin, hook), seen in sorted(self.failures.items())
         ]
 

@@ -9,20 +9,22 @@ pool's threads, runner/pool.py); ``close()`` releases them at the end of the run
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_agentbench.model_fixture import _TestScript
     from pytest_agentbench.models.base import ModelClient
     from pytest_agentbench.models.breaker import CircuitBreaker
-    from pytest_agentbench.models.ratelimit import SharedLimit
+    from pytest_agentbench.models.ratelimit import Limit, SharedLimit
     from pytest_agentbench.models.ratelimit_remote import LimitService
     from pytest_agentbench.runner.tools import Tool
     from pytest_agentbench.scripted.server import ScriptedServer
     from pytest_agentbench.settings import Settings
+    from pytest_agentbench.suites.task import Task
     from pytest_agentbench.verifiers.base import Verifier
 
 
@@ -167,7 +169,7 @@ class RunServices:
         from pytest_agentbench.models.breaker import BreakerClient
         from pytest_agentbench.models.retry import RetryingClient, RetryPolicy
 
-        limit: Any = self.shared_limit() if not self.is_worker else None
+        limit: Limit | None = self.shared_limit() if not self.is_worker else None
         if self.limit_address:
             from pytest_agentbench.models.ratelimit_remote import RemoteLimit
 
@@ -194,7 +196,14 @@ class RunServices:
             wrapped = BreakerClient(wrapped, breaker)
         return wrapped
 
-    def prepare(self, key: str, tasks: Any, model: str = "", *, controls: bool = False) -> None:
+    def prepare(
+        self,
+        key: str,
+        tasks: Iterable[Task | _TestScript],
+        model: str = "",
+        *,
+        controls: bool = False,
+    ) -> None:
         """Register a suite's scripted replies once, before any of its tasks runs, when
         the model's client is the scripted one (models/scripted.register_scripts);
         concurrent callers for the same suite wait for the first. A failure (ModelError)

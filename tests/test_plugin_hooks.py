@@ -153,6 +153,21 @@ def test_raising_hooks_on_xdist_workers_are_reported_by_the_controller(
     )
 
 
+def test_failures_from_workers_add_up_and_a_malformed_entry_is_left_out(
+    pytestconfig: pytest.Config,
+) -> None:
+    """What a worker sends (``export``'s form) adds to the controller's counts; an entry of
+    another form is left out instead of failing the controller's ``pytest_testnodedown``."""
+    from pytest_agentbench.plugin_hooks import PluginHooks
+
+    hooks = PluginHooks(pytestconfig.pluginmanager)
+    hooks.merge([{"plugin": "p", "hook": "h", "error": "RuntimeError: x", "calls": 2}])
+    hooks.merge([{"plugin": "p"}, "junk", {"plugin": "p", "hook": "h", "calls": "1"}])
+    hooks.merge(None)
+    hooks.merge([{"plugin": "p", "hook": "h", "error": "RuntimeError: y", "calls": 1}])
+    assert hooks.export() == [{"plugin": "p", "hook": "h", "error": "RuntimeError: x", "calls": 3}]
+
+
 LINES_FORMAT = """
 import pytest
 

@@ -85,7 +85,8 @@ def interval_text(est: Estimate | Mapping[str, Any]) -> str:
     if value is None:
         return "no score"
     spread = f" ± {se:.3f}" if se is not None else ""
-    pct = round(float(data.get("level") or DEFAULT_LEVEL) * 100)
+    level = data.get("level")
+    pct = round((level if isinstance(level, int | float) and level else DEFAULT_LEVEL) * 100)
     ci = f", {pct} % CI {lo:.3f}–{hi:.3f}" if lo is not None and hi is not None else ""
     return f"{value:.3f}{spread} (n={data.get('n')}{ci})"
 

@@ -15,7 +15,9 @@ from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist, median
-from typing import Any, Literal, TypeVar, get_args
+from typing import Literal, TypeVar, get_args
+
+from pytest_agentbench.core.jsontypes import JsonObject
 
 DEFAULT_LEVEL = 0.95
 DEFAULT_SEED = 20261201
@@ -44,7 +46,7 @@ class Estimate:
     method: str
     level: float = DEFAULT_LEVEL
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {
             "value": self.value,
             "n": self.n,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 #: The wire protocols a built-in client speaks (and the scripted server answers in):
 #: Chat Completions, the OpenAI Responses API, the Anthropic Messages API.
@@ -17,11 +17,11 @@ WireProtocol = Literal["chat", "responses", "anthropic"]
 WIRE_PROTOCOLS: tuple[WireProtocol, ...] = get_args(WireProtocol)
 
 
-class _NoData(Mapping[str, Any]):
+class _NoData(Mapping[str, object]):
     """The ``data`` of a StreamEvent that carries none: one shared, empty, read-only
     mapping, not a new dict per event (a stream makes one event per delta)."""
 
-    def __getitem__(self, key: str) -> Any:
+    def __getitem__(self, key: str) -> object:
         raise KeyError(key)
 
     def __iter__(self) -> Iterator[str]:
@@ -37,7 +37,7 @@ class _NoData(Mapping[str, Any]):
         return "{}"
 
 
-NO_DATA: Mapping[str, Any] = _NoData()
+NO_DATA: Mapping[str, object] = _NoData()
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +48,7 @@ class StreamEvent:
 
     kind: Literal["text", "thinking", "tool_call", "finish", "usage", "loop"]
     text: str = ""
-    data: Mapping[str, Any] = NO_DATA
+    data: Mapping[str, object] = NO_DATA
 
 
 #: What a client calls with each StreamEvent as it arrives.
@@ -67,5 +67,5 @@ class RolloutEvent:
     task_id: str
     kind: str
     text: str = ""
-    data: Mapping[str, Any] = NO_DATA
+    data: Mapping[str, object] = NO_DATA
     schema_version: int = ROLLOUT_EVENT_VERSION

@@ -66,7 +66,8 @@ class LiveStatus:
                 progress.chars += len(event.text)
                 progress.phase = "answering" if event.kind == "text" else "thinking"
             elif event.kind == "loop":
-                progress.loop_score = float(event.data.get("score", 0.0))
+                score = event.data.get("score", 0.0)
+                progress.loop_score = float(score) if isinstance(score, int | float) else 0.0
             elif event.kind == "usage":
                 output = event.data.get("completion_tokens", event.data.get("output_tokens"))
                 if isinstance(output, int) and not isinstance(output, bool):
