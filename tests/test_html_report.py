@@ -247,7 +247,7 @@ def test_a_partial_run_says_so_in_a_banner(pytester: pytest.Pytester) -> None:
 def test_the_server_side_table_escapes_what_it_shows() -> None:
     hostile = '<script>alert(1)</script><img src=x onerror="alert(2)">'
     row = ["web", hostile, "m", "failed", 0.0, 0.0, 1, 10, 0.5, f"reward 0 — got {hostile}"]
-    html = tasks_section({"rows": [row], "order": [0]})
+    html = tasks_section([(0, row)], 1)
     page = Page(html)
     assert [tag for tag, _ in page.tags if tag in ("script", "img")] == []
     cells = html.split('<tr data-i="0">')[1]

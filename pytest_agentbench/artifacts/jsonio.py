@@ -88,9 +88,10 @@ def write_json_atomic(
     _write_atomic(path, pieces(), make_parent=make_parent)
 
 
-def write_text_atomic(path: Path, text: str, *, make_parent: bool = True) -> None:
-    """Write text to ``path`` through a temp file in the same folder and a rename."""
-    _write_atomic(path, (text,), make_parent=make_parent)
+def write_text_atomic(path: Path, text: str | Iterable[str], *, make_parent: bool = True) -> None:
+    """Write text to ``path`` through a temp file in the same folder and a rename: one
+    string, or pieces written as they come (a page made while it is written)."""
+    _write_atomic(path, (text,) if isinstance(text, str) else text, make_parent=make_parent)
 
 
 def _write_atomic(path: Path, pieces: Iterable[str], *, make_parent: bool) -> None:

@@ -16,7 +16,6 @@ from typing import Any
 
 from pytest_agentbench.artifacts.score_stats import score_stats
 from pytest_agentbench.artifacts.summary import classify
-from pytest_agentbench.artifacts.summary import load_summary as read_summary
 from pytest_agentbench.core.stats import compare_paired
 from pytest_agentbench.report.evidence import failure_reason
 
@@ -34,11 +33,6 @@ ROW_COLUMNS = (
     "wall_s", "reason",
 )  # fmt: skip
 _SEVERITY = {"harness_error": 0, "loop_killed": 1, "timeout": 2, "length_exceeded": 3}
-
-
-def load_summary(run_dir: Path) -> dict[str, Any]:
-    """summary.json of ``run_dir``; AgentbenchError naming the file when it is not one."""
-    return read_summary(run_dir, SUMMARY_LIMIT)
 
 
 def cut_text(value: Any, limit: int = TEXT_LIMIT) -> str:
@@ -85,19 +79,15 @@ def row(record: Mapping[str, Any]) -> list[Any]:
     ]
 
 
-def severity_order(records: Sequence[Mapping[str, Any]]) -> list[int]:
-    """Record positions, the worst first (harness errors, loops, timeouts, length, then
-    the lowest rewards), passes last; stable within a class."""
-
-    def key(position: int) -> tuple[int, float]:
-        record = records[position]
-        outcome = record.get("outcome")
-        if outcome == "passed":
-            return (9, 0.0)
-        reward = _number(record.get("reward"))
-        return (_SEVERITY.get(str(outcome), 4), 0.0 if reward is None else reward)
-
-    return sorted(range(len(records)), key=key)
+def severity(record: Mapping[str, Any]) -> tuple[int, float]:
+    """The task's place in the failures-first order, the lowest first: harness errors,
+    loops, timeouts, length, the other failures, each by reward, lowest first; passes
+    last (all alike, so they keep their order)."""
+    outcome = record.get("outcome")
+    if outcome == "passed":
+        return (9, 0.0)
+    reward = _number(record.get("reward"))
+    return (_SEVERITY.get(str(outcome), 4), 0.0 if reward is None else reward)
 
 
 # -- models and comparisons -------------------------------------------------------------

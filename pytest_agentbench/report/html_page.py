@@ -20,12 +20,13 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from html import escape
 from importlib import resources
 from typing import Any
 
 from pytest_agentbench.artifacts.score_stats import interval_text
+from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.core.records import OUTCOMES
 from pytest_agentbench.report.html_data import ROW_COLUMNS
 from pytest_agentbench.report.terminal import tokens_text
@@ -258,12 +259,13 @@ def _row_html(index: int, values: Sequence[Any]) -> str:
     return f'<tr data-i="{index}">{"".join(cells)}</tr>'
 
 
-def tasks_section(data: Mapping[str, Any]) -> str:
-    rows, order = data["rows"], data["order"]
-    first = "".join(_row_html(i, rows[i]) for i in order[:FIRST_PAGE])
+def tasks_section(first: Sequence[tuple[int, Sequence[JsonValue]]], total: int) -> str:
+    """The task table's frame, holding ``first``: (task index, row) of the first page,
+    the failures first, for a page read without JavaScript."""
+    rows = "".join(_row_html(i, values) for i, values in first)
     heads = "".join(f'<th data-col="{c}">{_e(_HEADINGS[c])}</th>' for c in ROW_COLUMNS)
     note = (
-        f"Showing {min(FIRST_PAGE, len(rows))} of {len(rows)} tasks, the failures first. "
+        f"Showing {min(FIRST_PAGE, total)} of {total} tasks, the failures first. "
         "The full table, its filters and the task panels need JavaScript."
     )
     return (
@@ -276,15 +278,42 @@ def tasks_section(data: Mapping[str, Any]) -> str:
         '<span id="shown"></span></form>'
         f'<noscript><p class="muted">{_e(note)}</p></noscript>'
         f'<table id="task-table" class="grid"><thead><tr>{heads}</tr></thead>'
-        f"<tbody>{first}</tbody></table>"
+        f"<tbody>{rows}</tbody></table>"
         '<p id="pager" class="js-only"><button type="button" id="prev">◀ previous</button> '
         '<span id="page"></span> <button type="button" id="next">next ▶</button></p>'
         '</section><section id="panel" hidden></section>'
     )
 
 
-def render(data: Mapping[str, Any]) -> str:
-    """The page for ``data`` (``html_report.report_data``)."""
+def _run_data(
+    data: Mapping[str, Any], rows: Iterable[Sequence[JsonValue]], order: Sequence[int]
+) -> Iterator[str]:
+    """The page's ``run-data`` JSON, a row at a time: the same text as ``json_block`` of
+    the whole (its members are encoded one by one, and the escapes of ``json_block``
+    are character by character)."""
+    yield f'{{"columns":{json_block(list(ROW_COLUMNS))},"rows":['
+    for position, values in enumerate(rows):
+        yield ("," if position else "") + json_block(values)
+    yield '],"order":['
+    for start in range(0, len(order), 4096):
+        yield ("," if start else "") + ",".join(map(str, order[start : start + 4096]))
+    loops = [i for i, _, _, _ in data["loops"]]
+    yield (
+        f'],"suites":{json_block(data["suites"])},"models":{json_block(data["models"])},'
+        f'"outcomes":{json_block(list(OUTCOMES))},"loops":{json_block(loops)}}}'
+    )
+
+
+def page_pieces(
+    data: Mapping[str, Any],
+    rows: Iterable[Sequence[JsonValue]],
+    details: Iterable[tuple[int, str]],
+) -> Iterator[str]:
+    """The page, in pieces to be written as they come. ``data`` holds what the sections
+    above the table show (``html_report``); ``rows`` gives every task's row in the
+    records' order and ``details`` each task's panel (task index, its ``json_block``) in
+    the order they are set down: each is taken one at a time, only when its place in
+    the page is reached, so neither is ever held whole."""
     script = asset("report.js")
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
     policy = (
@@ -293,20 +322,7 @@ def render(data: Mapping[str, Any]) -> str:
     )
     summary = data["summary"]
     title = f"agentbench run {summary.get('run_id')}"
-    page_data = {
-        "columns": list(ROW_COLUMNS),
-        "rows": data["rows"],
-        "order": data["order"],
-        "suites": data["suites"],
-        "models": data["models"],
-        "outcomes": list(OUTCOMES),
-        "loops": [i for i, _, _, _ in data["loops"]],
-    }
-    details = "".join(
-        f'<script type="application/json" id="d-{i}">{block}</script>'
-        for i, block in data["details"].items()
-    )
-    return (
+    yield (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
@@ -314,13 +330,16 @@ def render(data: Mapping[str, Any]) -> str:
         f"<title>{_e(title)}</title><style>{asset('report.css')}</style></head><body>"
         f'<header><h1>{_e(title)}</h1><p class="muted">{_e(summary.get("tool", {}).get("name"))} '
         f"{_e(summary.get('tool', {}).get('version'))} · results {_e(data['run_dir'])}</p></header>"
-        + run_section(data)
-        + models_section(data)
-        + side_section(data)
-        + pictures_section(data)
-        + loops_section(data)
-        + tasks_section(data)
-        + f'<script type="application/json" id="run-data">{json_block(page_data)}</script>'
-        + details
-        + f"<script>{script}</script></body></html>\n"
     )
+    yield run_section(data)
+    yield models_section(data)
+    yield side_section(data)
+    yield pictures_section(data)
+    yield loops_section(data)
+    yield tasks_section(data["first_page"], data["tasks"])
+    yield '<script type="application/json" id="run-data">'
+    yield from _run_data(data, rows, data["order"])
+    yield "</script>"
+    for i, block in details:
+        yield f'<script type="application/json" id="d-{i}">{block}</script>'
+    yield f"<script>{script}</script></body></html>\n"

@@ -2,42 +2,190 @@
 (summary.json, each task's result.json and trajectory.json), so it can be rebuilt from
 any run folder, a merged one included (``python -m pytest_agentbench report RUN_DIR``).
 
-``report_data`` gathers what the page shows and redacts it (the same redaction as every
-artifact: secret header values and the given secret strings); ``html_page.render`` draws
-it. See docs/html-report.md.
+Its memory does not grow with the number of tasks: summary.json is read one record at a
+time (``html_source.SummaryStream``); each task's table row and panel are made as its
+record is read, redacted (the same redaction as every artifact: secret header values and
+the given secret strings) and set aside in two temporary files; of every task only a few
+numbers stay (its place in the failures-first order, its tokens and wall time, where its
+panel lies); then ``html_page.page_pieces`` writes the page piece by piece, the rows and
+panels read back one at a time. Only a run of several models, or one set beside a
+baseline, reads summary.json once more for the few fields its comparisons need. See
+docs/html-report.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import heapq
+import json
+import tempfile
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pytest_agentbench.artifacts.jsonio import write_text_atomic
 from pytest_agentbench.artifacts.rollout_files import redact
+from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.report import html_svg
 from pytest_agentbench.report.html_data import (
     DETAIL_BUDGET,
+    SUMMARY_LIMIT,
     comparisons,
-    load_summary,
     model_scores,
     row,
-    severity_order,
+    severity,
     side_by_side,
     task_detail,
 )
-from pytest_agentbench.report.html_page import json_block, render
+from pytest_agentbench.report.html_page import FIRST_PAGE, json_block, page_pieces
+from pytest_agentbench.report.html_source import SummaryStream
 
 DEFAULT_NAME = "report.html"
 MAX_LOOP_FIGURES = 60
+#: The page is written in pieces of about this many characters.
+WRITE_CHUNK = 1 << 16
+#: The fields of a task record a comparison of models or runs reads.
+_COMPARED = ("suite", "task_id", "model", "outcome", "reward", "first_attempt_reward")
 
 
-def _records(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [dict(t) for t in summary["tasks"] if isinstance(t, Mapping)]
+@dataclass
+class _Tasks:
+    """What the page keeps of every task while summary.json is read: a few numbers each,
+    and the rows and panels in temporary files."""
+
+    rows: IO[bytes]
+    panels: IO[bytes]
+    count: int = 0
+    models: dict[str, None] = field(default_factory=dict)
+    suites: set[str] = field(default_factory=set)
+    classes: array[int] = field(default_factory=lambda: array("b"))
+    rewards: array[float] = field(default_factory=lambda: array("d"))
+    tokens: array[float] = field(default_factory=lambda: array("d"))
+    walls: array[float] = field(default_factory=lambda: array("d"))
+    #: Byte offsets of each panel's block in ``panels`` (one more than tasks) and the
+    #: block's length in characters (what the size budget counts).
+    offsets: array[int] = field(default_factory=lambda: array("q", [0]))
+    lengths: array[int] = field(default_factory=lambda: array("q"))
+    #: (0 when killed else 1, task index) of each panel with a loop picture.
+    looped: list[tuple[int, int]] = field(default_factory=list)
+    #: The first page of the table: the FIRST_PAGE worst tasks, as a heap of
+    #: (negated severity key, row) so the least severe is dropped first.
+    first: list[tuple[tuple[int, float, int], list[JsonValue]]] = field(default_factory=list)
+
+    def add(self, record: Mapping[str, Any], run_dir: Path, secrets: Sequence[str]) -> None:
+        index = self.count
+        self.count += 1
+        self.models.setdefault(str(record.get("model")), None)
+        self.suites.add(str(record.get("suite")))
+        kind, reward = severity(record)
+        self.classes.append(kind)
+        self.rewards.append(reward)
+        usage = record.get("usage")
+        if isinstance(usage, Mapping) and isinstance(usage.get("total"), int):
+            self.tokens.append(float(usage["total"]))
+        duration = record.get("duration_ms")
+        if isinstance(duration, int) and record.get("outcome") != "harness_error":
+            self.walls.append(float(duration) / 1000)
+        values = redact(row(record), secrets)
+        self.rows.write(json.dumps(values, ensure_ascii=False).encode("utf-8") + b"\n")
+        heapq.heappush(self.first, ((-kind, -reward, -index), values))
+        if len(self.first) > FIRST_PAGE:
+            heapq.heappop(self.first)
+        detail = redact(task_detail(record, run_dir), secrets)
+        block = json_block(detail)
+        self.panels.write(block.encode("utf-8"))
+        self.offsets.append(self.panels.tell())
+        self.lengths.append(len(block))
+        loop = next((a["loop"] for a in detail["attempts"] if a.get("loop")), None)
+        if loop is not None:
+            self.looped.append((0 if loop.get("killed") else 1, index))
+
+    def order(self) -> array[int]:
+        """Task indexes, the worst first (``html_data.severity``), stable within a class:
+        the passes, all alike, in the file's order."""
+        groups: dict[int, array[int]] = {}
+        for index, kind in enumerate(self.classes):
+            groups.setdefault(kind, array("q")).append(index)
+        order = array("q")
+        for kind in sorted(groups):
+            members = groups[kind]
+            order.extend(members if kind == 9 else sorted(members, key=self.rewards.__getitem__))
+        return order
+
+    def first_page(self) -> list[tuple[int, list[JsonValue]]]:
+        ranked = sorted(self.first, reverse=True)
+        return [(-key[2], values) for key, values in ranked]
+
+    def panel(self, index: int) -> str:
+        self.panels.seek(self.offsets[index])
+        return self.panels.read(self.offsets[index + 1] - self.offsets[index]).decode("utf-8")
+
+    def rows_read(self) -> Iterator[list[JsonValue]]:
+        self.rows.seek(0)
+        for line in self.rows:
+            values: list[JsonValue] = json.loads(line)
+            yield values
+
+
+def _stub(block: str) -> str:
+    """A panel left out for the size budget: its key and reason, and where to look."""
+    detail = json.loads(block)
+    return json_block({"key": detail["key"], "reason": detail["reason"], "attempts": [],
+                       "prompt": [], "evidence": {},
+                       "note": "left out: the report's size budget was spent on earlier tasks; "
+                       f"see {detail.get('rollout_dir')}"})  # fmt: skip
+
+
+def _budget(tasks: _Tasks, order: Iterable[int]) -> set[int]:
+    """The tasks whose panels are left out: once the panels so far, the worst first,
+    reach ``DETAIL_BUDGET`` characters, each one that would pass it."""
+    spent, left_out = 0, set()
+    for index in order:
+        size = tasks.lengths[index]
+        if spent + size > DETAIL_BUDGET:
+            left_out.add(index)
+            size = len(_stub(tasks.panel(index)))
+        spent += size
+    return left_out
+
+
+def _panels(tasks: _Tasks, order: Iterable[int], left_out: set[int]) -> Iterator[tuple[int, str]]:
+    for index in order:
+        block = tasks.panel(index)
+        yield index, _stub(block) if index in left_out else block
+
+
+def _loop_figures(
+    tasks: _Tasks, left_out: set[int], threshold: float | None
+) -> list[tuple[int, str, str, str]]:
+    """(task index, label, caption, svg) for each task with a killed or suspect stream:
+    the killed ones first."""
+    found = []
+    for _, index in sorted(tasks.looped):
+        if index in left_out:
+            continue
+        detail = json.loads(tasks.panel(index))
+        attempt = next(a for a in detail["attempts"] if a.get("loop"))
+        loop = attempt["loop"]
+        killed = loop.get("killed")
+        caption = (
+            f"killed in round {attempt['round']} at {killed.get('killed_s')} s "
+            f"({killed.get('rule')})"
+            if killed
+            else f"{loop.get('state')} (peak {loop.get('score')})"
+            + (", recovered" if loop.get("recovered") else "")
+        )
+        svg = html_svg.loop_chart(loop, threshold)
+        if svg:
+            found.append((index, str(detail.get("key")), caption, svg))
+            if len(found) == MAX_LOOP_FIGURES:
+                break
+    return found
 
 
 def _pictures(
-    summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]], several_models: bool
+    summary: Mapping[str, Any], tasks: _Tasks, several_models: bool
 ) -> list[tuple[str, str]]:
     groups = []
     for entry in summary.get("scores") or []:
@@ -48,105 +196,57 @@ def _pictures(
             label += f" · {entry.get('model')}"
         groups.append((label, entry.get("outcomes") or {}))
     totals = summary.get("totals") or {}
-    tokens = [
-        float(r["usage"]["total"])
-        for r in records
-        if isinstance(r.get("usage"), Mapping) and isinstance(r["usage"].get("total"), int)
-    ]
-    walls = [
-        float(r["duration_ms"]) / 1000
-        for r in records
-        if isinstance(r.get("duration_ms"), int) and r.get("outcome") != "harness_error"
-    ]
     return [
         (html_svg.outcome_mix(groups), "outcome mix per suite"),
         (html_svg.score_by_round(totals.get("repair_curve")), "score by repair round"),
-        (html_svg.histogram(tokens, "tokens per task", "tokens"), "tokens per task"),
-        (html_svg.histogram(walls, "wall time per task", "seconds"), "wall time per task"),
+        (html_svg.histogram(tasks.tokens, "tokens per task", "tokens"), "tokens per task"),
+        (html_svg.histogram(tasks.walls, "wall time per task", "seconds"), "wall time per task"),
     ]
 
 
-def _loop_figures(
-    details: Mapping[int, Mapping[str, Any]], threshold: float | None
-) -> list[tuple[int, str, str, str]]:
-    """(task index, label, caption, svg) for each task with a killed or suspect stream:
-    the killed ones first."""
-    found = []
-    for index, detail in details.items():
-        for attempt in detail.get("attempts") or []:
-            loop = attempt.get("loop")
-            if not loop:
-                continue
-            killed = loop.get("killed")
-            caption = (
-                f"killed in round {attempt['round']} at {killed.get('killed_s')} s "
-                f"({killed.get('rule')})"
-                if killed
-                else f"{loop.get('state')} (peak {loop.get('score')})"
-                + (", recovered" if loop.get("recovered") else "")
-            )
-            svg = html_svg.loop_chart(loop, threshold)
-            if svg:
-                found.append((0 if killed else 1, index, str(detail.get("key")), caption, svg))
-            break
-    found.sort(key=lambda f: (f[0], f[1]))
-    return [(i, label, caption, svg) for _, i, label, caption, svg in found[:MAX_LOOP_FIGURES]]
+def _compared(run_dir: Path) -> list[dict[str, Any]]:
+    """The fields of each record that comparisons of models or runs read."""
+    records = SummaryStream(run_dir, SUMMARY_LIMIT).records()
+    return [{key: record.get(key) for key in _COMPARED} for record in records]
 
 
-def report_data(
-    run_dir: Path, *, secrets: Iterable[str] = (), baseline: Path | None = None
+def _comparisons(
+    run_dir: Path, head: Mapping[str, Any], models: list[str], baseline: Path | None
 ) -> dict[str, Any]:
-    """Everything the page shows, redacted. ``baseline`` is another run folder to set
-    side by side with this one (its tasks matched by suite and task id)."""
-    summary = load_summary(run_dir)
-    records = _records(summary)
-    models = list(dict.fromkeys(str(r.get("model")) for r in records))
-    order = severity_order(records)
-    secrets = tuple(secrets)
-    details: dict[int, str] = {}
-    looped: dict[int, dict[str, Any]] = {}
-    spent = 0
-    for index in order:
-        detail = redact(task_detail(records[index], run_dir), secrets)
-        block = json_block(detail)
-        if spent + len(block) > DETAIL_BUDGET:
-            detail = {"key": detail["key"], "reason": detail["reason"], "attempts": [],
-                      "prompt": [], "evidence": {},
-                      "note": "left out: the report's size budget was spent on earlier tasks; "
-                      f"see {detail.get('rollout_dir')}"}  # fmt: skip
-            block = json_block(detail)
-        spent += len(block)
-        details[index] = block
-        if any(attempt.get("loop") for attempt in detail["attempts"]):
-            looped[index] = detail
-    settings = summary.get("settings") or {}
-    kill = settings.get("loop_kill")
-    threshold = kill / 100 if isinstance(kill, int | float) and kill > 0 else None
-    sides = []
+    """Per model scores, paired comparisons and the side-by-side tables: nothing to read
+    again for a run of one model and no baseline (the page shows none of them)."""
+    found: dict[str, Any] = {"model_scores": [], "comparisons": [], "sides": []}
+    given = head.get("models")
+    if isinstance(given, list) and all(isinstance(m, Mapping) for m in given):
+        found["model_scores"] = list(given)
+    if len(models) < 2 and baseline is None:
+        return found
+    records = _compared(run_dir)
+    found["model_scores"] = model_scores(head, records)
+    if len(models) > 1:
+        found["comparisons"] = comparisons(head, records)
     by_model = {m: [r for r in records if str(r.get("model")) == m] for m in models}
     for other in models[1:4]:
         pairs = side_by_side(by_model[models[0]], by_model[other])
-        sides.append((f"{models[0]} → {other}", models[0], other, pairs))
+        found["sides"].append((f"{models[0]} → {other}", models[0], other, pairs))
     if baseline is not None:
-        base = _records(load_summary(baseline))
         title = f"baseline {baseline.name} → this run"
-        sides.insert(0, (title, "baseline", "this run", side_by_side(base, records)))
-    gathered: dict[str, Any] = {
-        "run_dir": str(run_dir),
-        "summary": {k: v for k, v in summary.items() if k != "tasks"},
-        "models": models,
-        "suites": sorted({str(r.get("suite")) for r in records}),
-        "model_scores": model_scores(summary, records),
-        "comparisons": comparisons(summary, records) if len(models) > 1 else [],
-        "rows": [row(r) for r in records],
-        "order": order,
-        "sides": sides,
-    }
-    data: dict[str, Any] = redact(gathered, secrets)
-    data["details"] = details  # each redacted and encoded above
-    data["pictures"] = _pictures(data["summary"], records, len(models) > 1)  # numbers of records
-    data["loops"] = _loop_figures(looped, threshold)
-    return data
+        pairs = side_by_side(_compared(baseline), records)
+        found["sides"].insert(0, (title, "baseline", "this run", pairs))
+    return found
+
+
+def _chunks(pieces: Iterable[str]) -> Iterator[str]:
+    held: list[str] = []
+    size = 0
+    for piece in pieces:
+        held.append(piece)
+        size += len(piece)
+        if size >= WRITE_CHUNK:
+            yield "".join(held)
+            held, size = [], 0
+    if held:
+        yield "".join(held)
 
 
 def write_html_report(
@@ -157,8 +257,38 @@ def write_html_report(
     baseline: Path | None = None,
 ) -> Path:
     """Write the report of ``run_dir`` to ``out`` (default ``run_dir/report.html``)
-    atomically; returns its path. AgentbenchError when run_dir holds no summary."""
+    atomically; returns its path. ``baseline`` is another run folder to set side by side
+    with this one (its tasks matched by suite and task id). AgentbenchError when run_dir
+    (or the baseline) holds no summary."""
     target = out if out is not None else run_dir / DEFAULT_NAME
-    page = render(report_data(run_dir, secrets=secrets, baseline=baseline))
-    write_text_atomic(target, page)
+    secrets = tuple(secrets)
+    stream = SummaryStream(run_dir, SUMMARY_LIMIT)
+    if baseline is not None:
+        SummaryStream(baseline, SUMMARY_LIMIT)  # no such summary: say so before the work
+    with tempfile.TemporaryFile() as rows, tempfile.TemporaryFile() as panels:
+        tasks = _Tasks(rows, panels)
+        for record in stream.records():
+            tasks.add(record, run_dir, secrets)
+        head = stream.head
+        models = list(tasks.models)
+        order = tasks.order()
+        left_out = _budget(tasks, order)
+        settings = head.get("settings")
+        kill = settings.get("loop_kill") if isinstance(settings, dict) else None
+        threshold = kill / 100 if isinstance(kill, int | float) and kill > 0 else None
+        gathered = {
+            "run_dir": str(run_dir),
+            "summary": head,
+            "models": models,
+            "suites": sorted(tasks.suites),
+            **_comparisons(run_dir, head, models, baseline),
+        }
+        data: dict[str, Any] = redact(gathered, secrets)
+        data["pictures"] = _pictures(data["summary"], tasks, len(models) > 1)
+        data["loops"] = _loop_figures(tasks, left_out, threshold)
+        data["first_page"] = tasks.first_page()
+        data["tasks"] = tasks.count
+        data["order"] = order
+        pieces = page_pieces(data, tasks.rows_read(), _panels(tasks, order, left_out))
+        write_text_atomic(target, _chunks(pieces))
     return target
