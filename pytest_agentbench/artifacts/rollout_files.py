@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -82,9 +84,10 @@ def write_rollout(task_dir: Path, rollout: Rollout, secrets: Iterable[str] = ())
         }
         if verdict.get("error"):
             reward["error"] = verdict["error"]
-        _write_redacted(
-            task_dir / "verifier" / "reward.json", reward, secret_list, make_parent=True
-        )
+        verifier = task_dir / "verifier"
+        with contextlib.suppress(FileExistsError):  # a verifier may have made it
+            os.mkdir(verifier)
+        _write_redacted(verifier / "reward.json", reward, secret_list)
 
 
 def write_result(

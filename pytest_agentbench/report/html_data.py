@@ -14,6 +14,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.artifacts.jsonio import dumps
 from pytest_agentbench.artifacts.score_stats import score_stats
 from pytest_agentbench.artifacts.summary import classify
 from pytest_agentbench.artifacts.summary import load_summary as read_summary
@@ -388,13 +389,24 @@ def _loop_trace(loop: Any) -> dict[str, Any] | None:
     }
 
 
+def _shown_json(value: object) -> str:
+    """``value`` as JSON to read: one member per line, as the rollout's files are written
+    (the C encoder's work; a full indent went through the pure-Python encoder, a tenth
+    of the report's time); NaN and Infinity, which that refuses, as ``json.dumps`` has
+    them."""
+    try:
+        return dumps(value, indent=1)
+    except ValueError:
+        return json.dumps(value, indent=1, default=str)
+
+
 def _verdict(verdict: Any) -> dict[str, Any] | None:
     if not isinstance(verdict, Mapping):
         return None
     return {
         "reward": _number(verdict.get("reward")),
         "metrics": verdict.get("metrics") if isinstance(verdict.get("metrics"), Mapping) else {},
-        "details": cut_text(json.dumps(verdict.get("details") or {}, indent=1, default=str), 3000),
+        "details": cut_text(_shown_json(verdict.get("details") or {}), 3000),
         "feedback": cut_text(verdict.get("feedback"), 3000),
         "error": cut_text(verdict.get("error"), 3000),
     }
@@ -449,7 +461,7 @@ def task_detail(record: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
     evidence = detail["evidence"]
     reward = _read_json(verifier / "reward.json")
     if reward is not None:
-        evidence["reward.json"] = cut_text(json.dumps(reward, indent=1, default=str), 3000)
+        evidence["reward.json"] = cut_text(_shown_json(reward), 3000)
     stdout = _read_tail(verifier / "test-stdout.txt", STDOUT_TAIL)
     if stdout:
         evidence["test-stdout.txt (tail)"] = stdout
