@@ -10,6 +10,7 @@ that task's panel with a note saying so. Text is cut at ``TEXT_LIMIT`` character
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -202,18 +203,22 @@ def side_by_side(
 # -- one task's panel ---------------------------------------------------------------------
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: str) -> Any:
+    """The file's JSON; None when it is missing, unreadable or above ``FILE_LIMIT``.
+    (Paths here are strings: one open and one fstat per file, no ``Path`` objects —
+    this runs for every task of the run.)"""
     try:
-        if path.stat().st_size > FILE_LIMIT:
-            return None
-        return json.loads(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size > FILE_LIMIT:
+                return None
+            return json.loads(handle.read().decode("utf-8"))
     except (OSError, ValueError):
         return None
 
 
-def _read_tail(path: Path, limit: int) -> str | None:
+def _read_tail(path: str, limit: int) -> str | None:
     try:
-        with path.open("rb") as handle:
+        with open(path, "rb") as handle:
             size = handle.seek(0, 2)
             handle.seek(max(0, size - limit))
             data = handle.read(limit)
@@ -229,10 +234,9 @@ def rollout_folder(record: Mapping[str, Any], run_dir: Path) -> Path | None:
     named = record.get("rollout_dir")
     if not isinstance(named, str) or not named:
         return None
-    path = Path(named)
-    if (path / "result.json").is_file():
-        return path
-    parts = path.parts
+    if os.path.isfile(f"{named}/result.json"):
+        return Path(named)
+    parts = Path(named).parts
     if "tasks" in parts:
         moved = run_dir.joinpath(*parts[len(parts) - parts[::-1].index("tasks") - 1 :])
         if (moved / "result.json").is_file():
@@ -429,8 +433,9 @@ def task_detail(record: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
     if folder is None:
         detail["note"] = "no result.json for this task (not written, or the folder moved)"
         return detail
-    result = _read_json(folder / "result.json")
-    trajectory = _read_json(folder / "trajectory.json")
+    base = str(folder)
+    result = _read_json(f"{base}/result.json")
+    trajectory = _read_json(f"{base}/trajectory.json")
     if not isinstance(result, Mapping):
         detail["note"] = f"{folder / 'result.json'}: unreadable or larger than {FILE_LIMIT} bytes"
         return detail
@@ -457,12 +462,12 @@ def task_detail(record: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
                 "loop": _loop_trace(attempt.get("loop")),
             }
         )
-    verifier = folder / "verifier"
+    verifier = f"{base}/verifier"
     evidence = detail["evidence"]
-    reward = _read_json(verifier / "reward.json")
+    reward = _read_json(f"{verifier}/reward.json")
     if reward is not None:
         evidence["reward.json"] = cut_text(_shown_json(reward), 3000)
-    stdout = _read_tail(verifier / "test-stdout.txt", STDOUT_TAIL)
+    stdout = _read_tail(f"{verifier}/test-stdout.txt", STDOUT_TAIL)
     if stdout:
         evidence["test-stdout.txt (tail)"] = stdout
     return detail

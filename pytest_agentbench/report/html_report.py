@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.artifacts.jsonio import write_text_atomic
-from pytest_agentbench.artifacts.rollout_files import redact
+from pytest_agentbench.artifacts.rollout_files import redact, redacted_json
 from pytest_agentbench.report import html_svg
 from pytest_agentbench.report.html_data import (
     DETAIL_BUDGET,
@@ -26,7 +26,7 @@ from pytest_agentbench.report.html_data import (
     side_by_side,
     task_detail,
 )
-from pytest_agentbench.report.html_page import json_block, render
+from pytest_agentbench.report.html_page import json_block, render, script_safe
 
 DEFAULT_NAME = "report.html"
 MAX_LOOP_FIGURES = 60
@@ -107,8 +107,8 @@ def report_data(
     looped: dict[int, dict[str, Any]] = {}
     spent = 0
     for index in order:
-        detail = redact(task_detail(records[index], run_dir), secrets)
-        block = json_block(detail)
+        detail, text = redacted_json(task_detail(records[index], run_dir), secrets)
+        block = script_safe(text)  # encoded once, for the secrets' scan and the page
         if spent + len(block) > DETAIL_BUDGET:
             detail = {"key": detail["key"], "reason": detail["reason"], "attempts": [],
                       "prompt": [], "evidence": {},
