@@ -4,17 +4,49 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import secrets
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 _encode_compact = json.JSONEncoder(
     ensure_ascii=False, allow_nan=False, default=str, separators=(",", ":")
 ).encode
-_encode_key = json.JSONEncoder(ensure_ascii=False).encode
+_encode_str = json.encoder.encode_basestring  # what ensure_ascii=False quotes a str with
+#: The C encoder's constructor (None without the accelerator)
+_make_encoder: Callable[..., Callable[[object, int], Iterable[str]]] | None = getattr(
+    json.encoder, "c_make_encoder", None
+)
+_NOT_FINITE = (math.inf, -math.inf)
+
+
+def _encode_member(value: object) -> str:
+    """``_encode_compact(value)``, the same text and the same errors, without
+    ``JSONEncoder.encode``'s per-call set-up: a str, None, a bool, an int or a float (most
+    of a record's members) directly, anything else by the C encoder."""
+    if type(value) is str:
+        return _encode_str(value)
+    if value is None:
+        return "null"
+    kind = type(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
+        return repr(value)
+    if kind is float:
+        if value != value or value in _NOT_FINITE:  # NaN, Infinity
+            raise ValueError("Out of range float values are not JSON compliant: " + repr(value))
+        return repr(value)
+    if _make_encoder is None:  # an interpreter without the C accelerator
+        return _encode_compact(value)
+    return "".join(
+        _make_encoder({}, str, _encode_str, None, ":", ",", False, False, False)(value, 0)
+    )
+
+
 _OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
 _OPEN_FLAGS |= getattr(os, "O_NOFOLLOW", 0)
 
@@ -33,11 +65,11 @@ def dumps(data: Any, *, indent: int | None = 2) -> str:
     pad = " " * indent
     if isinstance(data, dict) and data:
         members = ",\n".join(
-            f"{pad}{_encode_key(str(key))}: {_encode_compact(value)}" for key, value in data.items()
+            f"{pad}{_encode_str(str(key))}: {_encode_member(value)}" for key, value in data.items()
         )
         return "{\n" + members + "\n}"
     if isinstance(data, list | tuple) and data:
-        return "[\n" + ",\n".join(pad + _encode_compact(value) for value in data) + "\n]"
+        return "[\n" + ",\n".join(pad + _encode_member(value) for value in data) + "\n]"
     return _encode_compact(data)
 
 
@@ -98,11 +130,18 @@ def _write_atomic(path: Path, pieces: Iterable[str], *, make_parent: bool) -> No
     """Write the text ``pieces`` to a temp file beside ``path``, then rename it over.
 
     The temp file's name is fixed per process and thread (no random names to find):
-    two writers never share one, and a leftover of a killed process is overwritten."""
-    if make_parent:
+    two writers never share one, and a leftover of a killed process is overwritten.
+    With ``make_parent`` the folder is made only when the temp file cannot be opened for
+    want of it (a file written beside others costs no ``mkdir``)."""
+    folder, sep, name = os.fspath(path).rpartition(os.sep)
+    tmp = f"{folder if sep else '.'}/.{name}.{os.getpid()}-{threading.get_ident()}.tmp"
+    try:
+        fd = os.open(tmp, _OPEN_FLAGS, 0o644)
+    except FileNotFoundError:
+        if not make_parent:
+            raise
         path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = f"{path.parent}/.{path.name}.{os.getpid()}-{threading.get_ident()}.tmp"
-    fd = os.open(tmp, _OPEN_FLAGS, 0o644)
+        fd = os.open(tmp, _OPEN_FLAGS, 0o644)
     try:
         try:
             for piece in pieces:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pytest_agentbench.artifacts.jsonio import dumps, write_text_atomic
 from pytest_agentbench.core.records import Rollout
 
 REDACTED = "[redacted]"
+_T = TypeVar("_T")
 _SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "proxy-authorization"}
 
 
@@ -31,10 +34,18 @@ def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
     """``value`` with secret header values and every known secret string replaced by
     ``[redacted]`` (a copy; ``value`` itself when there is nothing to replace) — the last
     line of defence before anything hits disk."""
+    return redacted_json(value, secrets)[0]
+
+
+def redacted_json(value: _T, secrets: Iterable[str] = ()) -> tuple[_T, str]:
+    """``redact(value, secrets)`` and its compact JSON text: encoded once when nothing
+    needs replacing (the text the scan read is the answer)."""
     secret_list = _secret_list(secrets)
-    if not _needs_redaction(dumps(value, indent=None), secret_list):
-        return value
-    return _walk(value, secret_list)
+    text = dumps(value, indent=None)
+    if not _needs_redaction(text, secret_list):
+        return value, text
+    walked: _T = _walk(value, secret_list)  # the same shape, the secrets replaced
+    return walked, dumps(walked, indent=None)
 
 
 def _walk(item: Any, secret_list: list[str], key: str | None = None) -> Any:
@@ -82,9 +93,10 @@ def write_rollout(task_dir: Path, rollout: Rollout, secrets: Iterable[str] = ())
         }
         if verdict.get("error"):
             reward["error"] = verdict["error"]
-        _write_redacted(
-            task_dir / "verifier" / "reward.json", reward, secret_list, make_parent=True
-        )
+        verifier = task_dir / "verifier"
+        with contextlib.suppress(FileExistsError):  # a verifier may have made it
+            os.mkdir(verifier)
+        _write_redacted(verifier / "reward.json", reward, secret_list)
 
 
 def write_result(

@@ -10,10 +10,12 @@ that task's panel with a note saying so. Text is cut at ``TEXT_LIMIT`` character
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.artifacts.jsonio import dumps
 from pytest_agentbench.artifacts.score_stats import score_stats
 from pytest_agentbench.artifacts.summary import classify
 from pytest_agentbench.core.stats import compare_paired
@@ -191,18 +193,22 @@ def side_by_side(
 # -- one task's panel ---------------------------------------------------------------------
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: str) -> Any:
+    """The file's JSON; None when it is missing, unreadable or above ``FILE_LIMIT``.
+    (Paths here are strings: one open and one fstat per file, no ``Path`` objects —
+    this runs for every task of the run.)"""
     try:
-        if path.stat().st_size > FILE_LIMIT:
-            return None
-        return json.loads(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size > FILE_LIMIT:
+                return None
+            return json.loads(handle.read().decode("utf-8"))
     except (OSError, ValueError):
         return None
 
 
-def _read_tail(path: Path, limit: int) -> str | None:
+def _read_tail(path: str, limit: int) -> str | None:
     try:
-        with path.open("rb") as handle:
+        with open(path, "rb") as handle:
             size = handle.seek(0, 2)
             handle.seek(max(0, size - limit))
             data = handle.read(limit)
@@ -218,10 +224,9 @@ def rollout_folder(record: Mapping[str, Any], run_dir: Path) -> Path | None:
     named = record.get("rollout_dir")
     if not isinstance(named, str) or not named:
         return None
-    path = Path(named)
-    if (path / "result.json").is_file():
-        return path
-    parts = path.parts
+    if os.path.isfile(f"{named}/result.json"):
+        return Path(named)
+    parts = Path(named).parts
     if "tasks" in parts:
         moved = run_dir.joinpath(*parts[len(parts) - parts[::-1].index("tasks") - 1 :])
         if (moved / "result.json").is_file():
@@ -378,13 +383,24 @@ def _loop_trace(loop: Any) -> dict[str, Any] | None:
     }
 
 
+def _shown_json(value: object) -> str:
+    """``value`` as JSON to read: one member per line, as the rollout's files are written
+    (the C encoder's work; a full indent went through the pure-Python encoder, a tenth
+    of the report's time); NaN and Infinity, which that refuses, as ``json.dumps`` has
+    them."""
+    try:
+        return dumps(value, indent=1)
+    except ValueError:
+        return json.dumps(value, indent=1, default=str)
+
+
 def _verdict(verdict: Any) -> dict[str, Any] | None:
     if not isinstance(verdict, Mapping):
         return None
     return {
         "reward": _number(verdict.get("reward")),
         "metrics": verdict.get("metrics") if isinstance(verdict.get("metrics"), Mapping) else {},
-        "details": cut_text(json.dumps(verdict.get("details") or {}, indent=1, default=str), 3000),
+        "details": cut_text(_shown_json(verdict.get("details") or {}), 3000),
         "feedback": cut_text(verdict.get("feedback"), 3000),
         "error": cut_text(verdict.get("error"), 3000),
     }
@@ -407,8 +423,9 @@ def task_detail(record: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
     if folder is None:
         detail["note"] = "no result.json for this task (not written, or the folder moved)"
         return detail
-    result = _read_json(folder / "result.json")
-    trajectory = _read_json(folder / "trajectory.json")
+    base = str(folder)
+    result = _read_json(f"{base}/result.json")
+    trajectory = _read_json(f"{base}/trajectory.json")
     if not isinstance(result, Mapping):
         detail["note"] = f"{folder / 'result.json'}: unreadable or larger than {FILE_LIMIT} bytes"
         return detail
@@ -435,12 +452,12 @@ def task_detail(record: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
                 "loop": _loop_trace(attempt.get("loop")),
             }
         )
-    verifier = folder / "verifier"
+    verifier = f"{base}/verifier"
     evidence = detail["evidence"]
-    reward = _read_json(verifier / "reward.json")
+    reward = _read_json(f"{verifier}/reward.json")
     if reward is not None:
-        evidence["reward.json"] = cut_text(json.dumps(reward, indent=1, default=str), 3000)
-    stdout = _read_tail(verifier / "test-stdout.txt", STDOUT_TAIL)
+        evidence["reward.json"] = cut_text(_shown_json(reward), 3000)
+    stdout = _read_tail(f"{verifier}/test-stdout.txt", STDOUT_TAIL)
     if stdout:
         evidence["test-stdout.txt (tail)"] = stdout
     return detail

@@ -65,6 +65,12 @@ def json_block(value: Any) -> str:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except ValueError:  # a NaN or an infinity somewhere in a record
         text = json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":"))
+    return script_safe(text)
+
+
+def script_safe(text: str) -> str:
+    """Compact JSON ``text`` made safe inside a ``<script>`` element (``json_block``'s
+    last step, for text already encoded)."""
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 

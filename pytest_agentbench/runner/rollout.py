@@ -108,6 +108,41 @@ class _VerifierThread:
         return helper
 
 
+class _NotPlain(Exception):
+    """A value ``_plain_copy`` leaves to ``dataclasses.asdict``."""
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain_copy(value: object) -> object:
+    """A copy of plain JSON data (dicts, lists, scalars), as ``asdict`` makes it;
+    ``_NotPlain`` for anything else."""
+    if type(value) in _SCALARS:
+        return value
+    if type(value) is dict:
+        return {_plain_copy(k): _plain_copy(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_plain_copy(v) for v in value]
+    raise _NotPlain
+
+
+def _verdict_dict(verdict: Verdict) -> dict[str, object]:
+    """``asdict(verdict)``: built directly when the verdict holds plain JSON (the usual
+    case; ``asdict``'s generic walk cost more than the string verifiers' whole check),
+    by ``asdict`` otherwise."""
+    try:
+        return {
+            "reward": _plain_copy(verdict.reward),
+            "metrics": _plain_copy(verdict.metrics),
+            "details": _plain_copy(verdict.details),
+            "feedback": _plain_copy(verdict.feedback),
+            "error": _plain_copy(verdict.error),
+        }
+    except _NotPlain:
+        return asdict(verdict)
+
+
 def _verify_by(verifier: Verifier, check: Check, deadline: float) -> Verdict | None:
     """``_verify`` bounded by the task's deadline: None when the verifier has not answered
     by then (an in-process verifier is left to finish in a daemon thread; a sandboxed one
@@ -329,7 +364,7 @@ def run_rollout(
             failure_detail = Failure.of(failure, error, evidence=_where(verifier_dir))
             attempt.error = error
             break
-        attempt.verdict = asdict(verdict)
+        attempt.verdict = _verdict_dict(verdict)
         cut_off = finish_reason == "length"
         if verdict.error is not None:
             outcome = "failed"

@@ -65,9 +65,10 @@ def tests_source(check: Check, module: str) -> str:
     tests = check.options.get("tests", check.task.target)
     if isinstance(tests, str) and tests.strip():
         return tests
-    if isinstance(tests, list) and tests and all(isinstance(t, str) for t in tests):
+    snippets = [t for t in tests if isinstance(t, str)] if isinstance(tests, list) else []
+    if snippets and isinstance(tests, list) and len(snippets) == len(tests):
         parts = [f"from {module} import *  # noqa: F403\n"]
-        for number, snippet in enumerate(tests, start=1):
+        for number, snippet in enumerate(snippets, start=1):
             body = "\n".join(f"    {line}" for line in snippet.strip().splitlines()) or "    pass"
             parts.append(f"\ndef test_{number}():\n{body}\n")
         return "".join(parts)

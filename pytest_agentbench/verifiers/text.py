@@ -161,10 +161,10 @@ def verify_includes(check: Check) -> Verdict:
         return cannot_judge(exc, got=excerpt(check.answer))
     normalize, how = _normalizer(check.options, strip=False)
     haystack = normalize(check.answer)
-    found = [t for t in targets if normalize(t) in haystack]
-    missing = [t for t in targets if normalize(t) not in haystack]
+    found: list[JsonValue] = [t for t in targets if normalize(t) in haystack]
+    missing: list[JsonValue] = [t for t in targets if normalize(t) not in haystack]
     total = len(targets)
-    details = {
+    details: dict[str, JsonValue] = {
         "expected": check.task.target,
         "got": excerpt(check.answer),
         "extraction": f"substring search ({how})",
