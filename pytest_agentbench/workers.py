@@ -8,7 +8,7 @@ verification on a worker leaves a mark on disk while it runs (``VerifyMarks``); 
 worker's marks name what it was verifying. The controller turns xdist's crash report
 into a harness-error record that says so (``crash_record``), and a task that xdist sends
 to another worker after its verification killed one is not verified again: its verifier
-raises ``WorkerCrashed`` instead, a harness error like any crashing verifier.
+raises ``WorkerCrashed`` instead, a harness error with the same reason (``crash_reason``).
 """
 
 from __future__ import annotations
