@@ -11,6 +11,7 @@
      │    └── ModelTimeout   the request ran past its deadline
      ├── SandboxError        the sandbox could not run something
      └── VerifierError       a verifier could not reach a verdict (bad config, crash)
+          └── WorkerCrashed  not verified again: its verification killed an xdist worker
 
 Every message is written for the person running the benchmark: it names the file, the
 task or the endpoint, and what was expected. No message ever contains an API key.
@@ -106,6 +107,12 @@ class SandboxError(AgentbenchError):
 
 class VerifierError(AgentbenchError):
     """A verifier could not reach a verdict."""
+
+
+class WorkerCrashed(VerifierError):
+    """This task's verification killed an xdist worker before (workers.py); it is not
+    verified again. The message is the whole reason, the same words the controller
+    reports for the task that was verifying when its worker died."""
 
 
 class ModelTimeout(ModelError):

@@ -8,7 +8,7 @@ verification on a worker leaves a mark on disk while it runs (``VerifyMarks``); 
 worker's marks name what it was verifying. The controller turns xdist's crash report
 into a harness-error record that says so (``crash_record``), and a task that xdist sends
 to another worker after its verification killed one is not verified again: its verifier
-raises ``WorkerCrashed`` instead, a harness error like any crashing verifier.
+raises ``WorkerCrashed`` instead, a harness error with the same reason (``crash_reason``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
 from pytest_agentbench.artifacts.record import record_without_rollout
-from pytest_agentbench.errors import VerifierError
+from pytest_agentbench.errors import WorkerCrashed
 from pytest_agentbench.verifiers.base import Check, Verdict, Verifier
 
 if TYPE_CHECKING:
@@ -38,8 +38,14 @@ if TYPE_CHECKING:
     from pytest_agentbench.run import RunState
 
 
-class WorkerCrashed(VerifierError):
-    """This task's verification killed an xdist worker before; it is not run again."""
+#: what ends a worker's process under a task (short: the one-line reason is cut at 100)
+CRASH_CAUSES = "a verifier or plugin exited, or it was killed"
+
+
+def crash_reason(worker: str, doing: str = "verifying") -> str:
+    """Why a task is a harness error when worker ``worker`` died while ``doing`` it: one
+    text, whether the controller reports the crash or the task, sent again, is refused."""
+    return f"xdist worker {worker} crashed while {doing} this task: {CRASH_CAUSES}"
 
 
 class VerifyMarks:
@@ -81,10 +87,7 @@ class MarkedVerifier:
                 return self.inner.verify(check)
             left = _parse(os.read(fd, 65536))
             if left is not None and left.get("pid") != os.getpid():
-                raise WorkerCrashed(
-                    f"xdist worker {left.get('worker', '?')} died while verifying this task "
-                    f"(process {left.get('pid')}); not verified again"
-                )
+                raise WorkerCrashed(crash_reason(str(left.get("worker", "?"))))
             rollout_dir = check.verifier_dir.parent if check.verifier_dir is not None else None
             from pytest_agentbench.items import item_name
 
@@ -161,11 +164,7 @@ def crash_record(
     own = [m for m in marks if _names(m, nodeid)]
     others = sorted(f"{m.get('suite')}/{m.get('task_id')}" for m in marks if m not in own)
     if own or not others:
-        doing = "verifying" if own else "running"
-        reason = (
-            f"xdist worker {worker} crashed while {doing} this task: its process died "
-            "(a verifier or plugin exited, or the process was killed)"
-        )
+        reason = crash_reason(worker, "verifying" if own else "running")
     else:
         reason = (
             f"xdist worker {worker} crashed while this task was in flight, verifying "
@@ -187,6 +186,9 @@ def crash_record(
         duration_ms=now_ms - start if start else 0,
         rollout_dir=str(rollout_dir) if rollout_dir else None,
     )
+    # labelled like a rollout's harness error, so a killer that xdist sends to another
+    # worker (refused there with WorkerCrashed) reads the same
+    record["message"] = f"harness error: {reason}"
     record["crashed_worker"] = worker
     if sample is not None and sample[2]:
         record["epoch"] = sample[2]

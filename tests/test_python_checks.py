@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -261,14 +262,21 @@ def test_fork_server_is_out_of_a_kill_and_keeps_the_workspace(tmp_path: Path) ->
     assert verify(RIGHT, tmp_path / "b").reward == 1.0
 
 
-def test_cpu_slots_are_shared_with_other_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cpu_slots_are_shared_with_other_processes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv(SLOTS_VARIABLE, "1")
+    # a slots folder of this test's own: the machine's is shared by every run of this
+    # user (the other xdist worker, other checkouts' suites), whose verifications may
+    # hold slot-0 at any moment and make "after" read taken
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     probe = (
         "import fcntl, os, sys\n"
         "fd = os.open(sys.argv[1], os.O_RDWR)\n"
         "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n    print('free')\n"
         "except BlockingIOError:\n    print('taken')\n"
     )
+    assert slots_dir().parent == tmp_path
     slot = str(slots_dir() / "slot-0")
     with cpu_slot() as number:
         assert number == 0

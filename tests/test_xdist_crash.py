@@ -5,6 +5,7 @@ the reports are whole, with sane durations, and accepted by check-ctrf."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from test_ctrf_report import check_ctrf
@@ -68,10 +69,13 @@ def test_a_worker_killed_by_a_verifier_leaves_the_run_complete(
     assert sorted(errors) == sorted([CURRENT_KILLER, AHEAD_KILLER])
     for test in errors.values():
         assert test["status"] == "other" and test["rawStatus"] == "harness_error"
-    assert errors[CURRENT_KILLER]["message"].startswith("xdist worker gw")
-    assert "crashed while verifying this task" in errors[CURRENT_KILLER]["message"]
-    assert "died while verifying this task" in errors[AHEAD_KILLER]["message"]
-    assert "not verified again" in errors[AHEAD_KILLER]["trace"]
+    # the killer xdist blamed and the one it sent to another worker (refused there, not
+    # verified again) read the same: one reason, naming the worker each one took down
+    messages = {re.sub(r"gw\d+", "gwN", test["message"]) for test in errors.values()}
+    assert messages == {
+        "harness error: xdist worker gwN crashed while verifying this task: "
+        "a verifier or plugin exited, or it was killed"
+    }
 
     wall_ms = summary["stop"] - summary["start"]
     for test in tests.values():

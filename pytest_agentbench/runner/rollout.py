@@ -17,7 +17,7 @@ from pytest_agentbench.core.records import Attempt, Failure, FailureKind, Outcom
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.core.task_record import FailureStage
 from pytest_agentbench.core.usage import sum_usage
-from pytest_agentbench.errors import AgentbenchError, SandboxError
+from pytest_agentbench.errors import AgentbenchError, SandboxError, WorkerCrashed
 from pytest_agentbench.models.base import ModelClient
 from pytest_agentbench.runner.agent import AgentSession
 from pytest_agentbench.runner.loopguard import KillPolicy
@@ -349,6 +349,11 @@ def run_rollout(
             step_aside()
         try:
             verdict = _verify_by(verifier, check, deadline)
+        except WorkerCrashed as exc:  # not a crash: the reason the controller gave the first time
+            outcome, failure, error = "harness_error", "harness", str(exc)
+            failure_detail = Failure.of(failure, error, evidence=_where(verifier_dir))
+            attempt.error = error
+            break
         except Exception as exc:  # a crashing verifier is the harness's fault, not the model's
             outcome, failure = "harness_error", "verifier_crash"
             error = f"verifier {task.verifier.kind!r} raised {type(exc).__name__}: {exc}"
