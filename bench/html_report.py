@@ -7,7 +7,8 @@ A real ``pytest --agentbench`` run (scripted model, ``exact`` verifier, one repa
 a quarter of the tasks answer wrong first, some answer at length) makes the run folder;
 ``python -m pytest_agentbench report`` then rebuilds its page, timed. The browser part
 needs Playwright and a Chromium (``AGENTBENCH_CHROMIUM`` or ``chromium`` on PATH) and is
-skipped, saying so, without them. Times are wall-clock on this machine, one run each.
+skipped, saying so, without them. Times are wall-clock on this machine, one run each;
+the report's CPU time and peak RSS are its process's own (wait4).
 """
 
 from __future__ import annotations
@@ -37,7 +38,19 @@ def suite(tasks: int) -> str:
     return "\n".join(lines)
 
 
-def browse(path: Path) -> None:
+#: The floor of the report's memory: the interpreter with the report's modules imported.
+FLOOR = "import pytest_agentbench.__main__, pytest_agentbench.report.html_report"
+
+
+def waited(command: list[str]) -> tuple[int, resource.struct_rusage]:
+    """Run ``command`` (output discarded); its exit status and its own resource usage
+    (wait4: CPU and peak RSS of that process alone)."""
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    return os.waitstatus_to_exitcode(status), usage
+
+
+def browse(path: Path, tasks: int) -> None:
     chromium = os.environ.get("AGENTBENCH_CHROMIUM") or shutil.which("chromium")
     try:
         from playwright.sync_api import sync_playwright
@@ -55,7 +68,7 @@ def browse(path: Path) -> None:
         page.wait_for_selector("body.js")
         loaded = time.perf_counter() - t0
         t0 = time.perf_counter()
-        page.fill("#f-text", "t0499")
+        page.fill("#f-text", f"t{max(0, tasks - 10):05d}"[:-1])  # ten tasks or fewer
         page.wait_for_function("document.querySelectorAll('#task-table tbody tr').length < 20")
         filtered = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -83,24 +96,21 @@ def main() -> None:
     )  # fmt: skip
     print(f"run: {args.tasks} tasks in {time.perf_counter() - t0:.1f} s")
     run_dir = (folder / "out" / "latest").resolve()
-    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest_agentbench", "report", str(run_dir)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    status, usage = waited([sys.executable, "-m", "pytest_agentbench", "report", str(run_dir)])
     built = time.perf_counter() - t0
-    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
-    if done.returncode != 0:
-        sys.exit(f"report failed: {done.stderr}")
+    cpu = usage.ru_utime + usage.ru_stime
+    if status != 0:
+        sys.exit(f"report failed: exit status {status}")
+    _, floor = waited([sys.executable, "-c", FLOOR])
     page = run_dir / "report.html"
     size = page.stat().st_size
     print(
         f"report: built in {built:.2f} s wall, {cpu:.2f} s CPU (process start included), "
-        f"{size / 1e6:.1f} MB"
+        f"{size / 1e6:.1f} MB; peak RSS {usage.ru_maxrss / 1024:.1f} MB (floor: the "
+        f"interpreter with the report's modules imported, {floor.ru_maxrss / 1024:.1f} MB)"
     )
-    browse(page)
+    browse(page, args.tasks)
     if args.keep is None:
         shutil.rmtree(folder, ignore_errors=True)
 

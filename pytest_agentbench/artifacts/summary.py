@@ -13,6 +13,7 @@ from pytest_agentbench.artifacts.jsonio import Streamed
 from pytest_agentbench.artifacts.lineup import model_comparisons, reduced_score, task_samples
 from pytest_agentbench.artifacts.score_stats import repair_curve, score_stats
 from pytest_agentbench.artifacts.usage_totals import run_usage
+from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.records import OUTCOMES
 from pytest_agentbench.errors import AgentbenchError
 
@@ -85,6 +86,22 @@ def _repair_settings(
     return seen
 
 
+def _reduced(
+    suite: str, model: str, members: Sequence[Mapping[str, object]], errors_as_failures: bool
+) -> JsonObject | None:
+    """The group's score over its tasks' reduced scores (``lineup.reduced_score``); None
+    when no task ran more than once, found without grouping every record by task (a
+    list per task: the largest part of writing summary.json's memory)."""
+    seen: set[str] = set()
+    for record in members:
+        task = str(record.get("task_id"))
+        if record.get("epoch") or task in seen:
+            samples = task_samples(members)[suite, model]
+            return reduced_score(samples, errors_as_failures=errors_as_failures)
+        seen.add(task)
+    return None
+
+
 def _group_scores(
     records: Sequence[Mapping[str, Any]], errors_as_failures: bool = False
 ) -> list[dict[str, Any]]:
@@ -108,9 +125,7 @@ def _group_scores(
                 "sampling": _repair_settings(members, "sampling"),
                 "stats": score_stats(members, errors_as_failures=errors_as_failures),
                 "repair_curve": repair_curve(members, errors_as_failures=errors_as_failures),
-                "reduced": reduced_score(
-                    task_samples(members)[suite, model], errors_as_failures=errors_as_failures
-                ),
+                "reduced": _reduced(suite, model, members, errors_as_failures),
             }
         )
     return rows

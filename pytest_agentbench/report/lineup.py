@@ -30,12 +30,12 @@ def lineup_lines(
     records: Sequence[Mapping[str, Any]], *, errors_as_failures: bool = False
 ) -> list[str]:
     """The table and the comparisons; no lines for a one-model run whose tasks ran once."""
-    groups = task_samples(records)
-    models = list(dict.fromkeys(model for _, model in groups))
-    suites = list(dict.fromkeys(suite for suite, _ in groups))
+    models = list(dict.fromkeys(str(record.get("model")) for record in records))
     epochs = any(record.get("epoch") for record in records)
     if len(models) < 2 and not epochs:
-        return []
+        return []  # found before grouping the records by task: a list per task
+    groups = task_samples(records)
+    suites = list(dict.fromkeys(suite for suite, _ in groups))
     header = ["suite", *models]
     rows = [header]
     for suite in suites:
