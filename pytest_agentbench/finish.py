@@ -34,6 +34,7 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
     from pytest_agentbench.report.gate import evaluate_gate
 
     settings, results, run = state.settings, state.results, state.run
+    records = [record.to_json() for record in results.records]
     stopped = session.shouldstop or session.shouldfail
     results.coverage = run_coverage(
         tasks=len(results.records),
@@ -46,14 +47,14 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
     if not results.records and not state.folder.started:
         return
     results.gate = gate = evaluate_gate(
-        results.records,
+        records,
         min_score=settings.min_score,
         errors_as_failures=settings.errors_as_failures,
         gate_on=settings.gate_on,
     )
     if gate is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         other_failures = session.testsfailed - results.failed_reports
-        judged_ok = gate.ok and other_failures <= 0 and not misbehaved(results.records)
+        judged_ok = gate.ok and other_failures <= 0 and not misbehaved(records)
         session.exitstatus = pytest.ExitCode.OK if judged_ok else pytest.ExitCode.TESTS_FAILED
     sections = _compare(state)
     worse = [c for c in results.compared if c.verdict == "worse"]
@@ -66,7 +67,7 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
     run_dir = state.folder.ensure()
     summary = write_run_reports(
         run_dir,
-        results.records,
+        records,
         run_id=run.run_id,
         settings=settings.public(),
         tool_version=__version__,
@@ -111,7 +112,9 @@ def _compare(state: RunState) -> dict[str, Any]:
     results = state.results
     sections: dict[str, Any] = {}
     if results.baseline is not None:
-        scored, earlier = task_records(results.records), task_records(results.baseline.records)
+        records = [record.to_json() for record in results.records]
+        baseline = [record.to_json() for record in results.baseline.records]
+        scored, earlier = task_records(records), task_records(baseline)
         results.compared = baseline_comparisons(earlier, scored)  # controls: never compared
         sections["baseline"] = {
             "path": str(results.baseline.path),
@@ -119,7 +122,7 @@ def _compare(state: RunState) -> dict[str, Any]:
             "comparisons": [c.as_dict() for c in results.compared],
         }
     if state.settings.perturb:
-        scored = task_records(results.records)
+        scored = task_records([record.to_json() for record in results.records])
         results.robustness = robustness_comparisons(scored, order=state.settings.perturb)
         sections["robustness"] = [
             c.as_dict() | {"perturbation": name} for name, c in results.robustness
@@ -134,7 +137,7 @@ def _write_markdown(state: RunState, summary: dict[str, Any]) -> None:
         return
     from pytest_agentbench.report.markdown import markdown_summary
 
-    records = state.results.records
+    records = [record.to_json() for record in state.results.records]
     text = markdown_summary(summary, records, run_dir=str(state.run.run_dir))
     for path in targets:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -149,7 +152,7 @@ def summary_section(terminalreporter: Any, config: pytest.Config, state: RunStat
     and nothing was written)."""
     from pytest_agentbench.report.terminal import shown_path, summary_lines
 
-    records = state.results.records
+    records = [record.to_json() for record in state.results.records]
     if not records and not state.folder.started:
         if not config.getoption("collectonly", False):
             terminalreporter.section("agentbench")

@@ -17,6 +17,7 @@ import pytest
 from pytest_agentbench.runner.pool import RolloutPool
 
 if TYPE_CHECKING:
+    from pytest_agentbench.core.task_record import TaskRecord
     from pytest_agentbench.report.live import LiveStatus, StatusWriter
     from pytest_agentbench.settings import Settings
 
@@ -48,7 +49,7 @@ class InFlight:
         if (wants_pool or self.live is not None) and self.pool is None and items:
             self.pool = RolloutPool(self.settings.concurrency)
 
-    def record_for(self, item: Any, job: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    def record_for(self, item: Any, job: Callable[[Any], TaskRecord]) -> TaskRecord:
         """The record of ``item``'s rollout. With a pool, the rollouts of the next items in
         the queue are planned too: the pool keeps its size in flight and runs at most
         ``pool.ahead`` uncollected; ``job(item)`` runs one."""
@@ -59,7 +60,7 @@ class InFlight:
             pool.plan(ahead.nodeid, functools.partial(job, ahead))
         status, live = self.status, self.live
         if status is None or live is None:
-            record: dict[str, Any] = pool.result(item.nodeid, lambda: job(item))
+            record: TaskRecord = pool.result(item.nodeid, lambda: job(item))
             return record
 
         def show() -> None:

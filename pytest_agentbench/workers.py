@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
 from pytest_agentbench.artifacts.record import record_without_rollout
+from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import VerifierError
 from pytest_agentbench.verifiers.base import Check, Verdict, Verifier
 
@@ -146,7 +148,7 @@ def crash_record(
     start_ms: int | None,
     now_ms: int,
     sample: tuple[str, str, int] | None = None,
-) -> dict[str, Any]:
+) -> TaskRecord:
     """The harness-error record the controller reports for ``nodeid``, which xdist says
     worker ``worker`` was running when it died. The worker's marks say whether this task
     was being verified then, or which others were. ``sample`` is the item's (task id,
@@ -185,10 +187,9 @@ def crash_record(
         duration_ms=now_ms - start if start else 0,
         rollout_dir=str(rollout_dir) if rollout_dir else None,
     )
-    record["crashed_worker"] = worker
     if sample is not None and sample[2]:
-        record["epoch"] = sample[2]
-    return record
+        return replace(record, crashed_worker=worker, epoch=sample[2])
+    return replace(record, crashed_worker=worker)
 
 
 def interrupted_only(nodeid: str, worker: str, marks_dir: Path | None) -> bool:

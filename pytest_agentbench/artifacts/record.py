@@ -104,7 +104,7 @@ def record_without_rollout(
     rollout_dir: str | None = None,
     pass_threshold: float | None = None,
     usage: Usage | None = None,
-) -> JsonObject:
+) -> TaskRecord:
     """The record of a task that ended without a rollout record (a plugin's exception,
     pytest-timeout, a crashed xdist worker): the same fields as :func:`task_record`, no
     attempts, and ``cause`` kept whole as its error, message and trace."""
@@ -138,7 +138,7 @@ def record_without_rollout(
         failure=Failure.of(failure_kind, cause),
         message=cause,
         trace=cause,
-    ).to_json()
+    )
 
 
 build_record = TaskRecord
