@@ -75,7 +75,7 @@ def stand_in_record(
         duration_ms=duration_ms,
         pass_threshold=task.pass_threshold,
     )
-    reason = failure_reason(record.to_json())  # the readable line; ``error`` is whole
+    reason = failure_reason(record)  # the readable line; ``error`` is whole
     control = getattr(task, "control", None)
     if control is not None:  # a control stays a control (never scored), verdict unknown
         from pytest_agentbench.artifacts.controls import control_fields

@@ -190,11 +190,11 @@ def run_task_item(
         )
         record = replace(record, model="scripted", control=fields)
     if record.control is not None and record.control.behaved is False:
-        reason = control_message(record.to_json())
+        reason = control_message(record)
         trace = failure_details(rollout, reason, str(directory))
         record = replace(record, message=reason, trace=trace)
     elif rollout.outcome != "passed":
-        reason = plugin_reason(state, record) or failure_reason(record.to_json())
+        reason = plugin_reason(state, record) or failure_reason(record)
         trace = failure_details(rollout, reason, str(directory))
         record = replace(record, message=reason, trace=trace)
     data = record.to_json()
