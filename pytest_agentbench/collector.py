@@ -30,14 +30,6 @@ if TYPE_CHECKING:
 #: What pytest-timeout's failure message starts with (both of its methods).
 PYTEST_TIMEOUT_PREFIX = "Timeout (>"
 
-#: Fields whose values repeat from task to task (the repair settings, the sampling sent,
-#: a verdict without metrics): a record keeps the one copy the run has seen (equal
-#: values, shared), so a long run holds each distinct value once. Bounded: short values
-#: only, and at most SHARED_LIMIT of them.
-SHARED_FIELDS = ("repair", "sampling", "verdict")
-SHARED_LIMIT = 256
-SHARED_REPR_MAX = 200
-
 
 def stand_in_record(
     item: Any, call: pytest.CallInfo[None], *, model: str, start_ms: int | None
@@ -105,7 +97,6 @@ class RecordCollector:
         #: ``--dist each`` (the same task on every worker)
         self.index: dict[str | tuple[str, str], int] = {}
         self.each = state.run.config.getoption("dist", "no") == "each"
-        self.shared: dict[str, object] = {}
 
     def pytest_runtest_logstart(self, nodeid: str, location: object) -> None:
         self.started[nodeid] = int(time.time() * 1000)
@@ -130,21 +121,10 @@ class RecordCollector:
 
     def _share(self, record: TaskRecord) -> TaskRecord:
         """``record`` with its repeating values replaced by the equal ones kept already
-        (memory per task: the record lives to the end of the run, on its report too)."""
-        changes: dict[str, object] = {}
-        for name in SHARED_FIELDS:
-            value = getattr(record, name)
-            if value is None or value == {}:
-                continue
-            key = f"{name}={value!r}"
-            if len(key) > SHARED_REPR_MAX:
-                continue
-            shared = self.shared.get(key)
-            if shared is None and len(self.shared) < SHARED_LIMIT:
-                self.shared[key] = value
-            elif shared is not None and shared is not value:
-                changes[name] = shared
-        return replace(record, **changes) if changes else record  # type: ignore[arg-type]
+        (artifacts/record.py SHARED: a worker's record arrives with its own copies)."""
+        from pytest_agentbench.artifacts.record import SHARED
+
+        return SHARED.share(record)
 
     def _keep(self, report: pytest.TestReport, record: TaskRecord) -> None:
         """Add ``record``, or replace the same task's earlier record and list it."""
