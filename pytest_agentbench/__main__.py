@@ -46,10 +46,10 @@ def main(argv: list[str] | None = None) -> int:
     except AgentbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    totals = summary["totals"]
+    score = summary.totals.get("score")
     print(
-        f"merged {len(args.runs)} run(s): {totals['tasks']} tasks, score "
-        f"{totals['score'] if totals['score'] is None else round(totals['score'], 3)} "
+        f"merged {len(args.runs)} run(s): {len(summary.tasks)} tasks, score "
+        f"{round(score, 3) if isinstance(score, float) else score} "
         f"-> {args.out / 'ctrf.json'}, {args.out / 'summary.json'}"
     )
     return 0

@@ -20,6 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_agentbench.core.record_parts import Rerun
+from pytest_agentbench.core.task_record import TaskRecord
+
 if TYPE_CHECKING:
     from pytest_agentbench.core.task_record import Outcome
     from pytest_agentbench.run import RunState
@@ -27,35 +30,14 @@ if TYPE_CHECKING:
 #: What pytest-timeout's failure message starts with (both of its methods).
 PYTEST_TIMEOUT_PREFIX = "Timeout (>"
 
-#: The fields of an earlier run a rerun record keeps.
-RERUN_FIELDS = (
-    "outcome",
-    "reward",
-    "message",
-    "error",
-    "start_ms",
-    "duration_ms",
-    "attempts",
-    "usage",
-)
-
-#: Fields whose values repeat from task to task (the repair settings, the sampling sent,
-#: a verdict without metrics): a record keeps the one copy the run has seen (equal
-#: values, shared), so a long run holds each distinct value once. Bounded: short values
-#: only, and at most SHARED_LIMIT of them.
-SHARED_FIELDS = ("repair", "sampling", "verdict")
-SHARED_LIMIT = 256
-SHARED_REPR_MAX = 200
-
 
 def stand_in_record(
     item: Any, call: pytest.CallInfo[None], *, model: str, start_ms: int | None
-) -> dict[str, Any]:
+) -> TaskRecord:
     """The record of a task item whose ``call.when`` phase ended with ``call.excinfo`` and
     no rollout record. The cause is kept whole (``error``, ``trace``); a task ended by
     pytest-timeout is a ``timeout``, anything else a ``harness_error``."""
     from pytest_agentbench.artifacts.record import record_without_rollout
-    from pytest_agentbench.core.task_record import TaskRecord
     from pytest_agentbench.errors import unexpected_cause
     from pytest_agentbench.report.evidence import collapse, failure_reason
 
@@ -85,7 +67,7 @@ def stand_in_record(
         duration_ms=duration_ms,
         pass_threshold=task.pass_threshold,
     )
-    typed = TaskRecord.from_json(record)
+    reason = failure_reason(record)  # the readable line; ``error`` is whole
     control = getattr(task, "control", None)
     if control is not None:  # a control stays a control (never scored), verdict unknown
         from pytest_agentbench.artifacts.controls import control_fields
@@ -97,11 +79,10 @@ def stand_in_record(
             canary=control.canary,
             outcome="harness_error",
         )
-        typed = replace(typed, control=fields)
+        record = replace(record, control=fields)
     if excinfo is not None:
-        typed = replace(typed, trace=f"{cause}\ncause: {unexpected_cause(excinfo.value)}")
-    # the readable line; ``error`` is whole
-    return replace(typed, message=failure_reason(record)).to_json()
+        record = replace(record, trace=f"{cause}\ncause: {unexpected_cause(excinfo.value)}")
+    return replace(record, message=reason)
 
 
 class RecordCollector:
@@ -116,13 +97,12 @@ class RecordCollector:
         #: ``--dist each`` (the same task on every worker)
         self.index: dict[str | tuple[str, str], int] = {}
         self.each = state.run.config.getoption("dist", "no") == "each"
-        self.shared: dict[str, Any] = {}
 
-    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+    def pytest_runtest_logstart(self, nodeid: str, location: object) -> None:
         self.started[nodeid] = int(time.time() * 1000)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        record = getattr(report, "agentbench", None)
+        record: TaskRecord | None = getattr(report, "agentbench", None)
         if record is None and report.when not in ("setup", "call", "teardown"):
             record = self._crash_record(report)
         if report.when == "teardown":
@@ -131,36 +111,29 @@ class RecordCollector:
             self.state.results.skipped.add(report.nodeid)
         if record is None:
             return
-        self.suites.setdefault(str(record.get("file")), str(record.get("suite")))
-        self._share(record)
+        self.suites.setdefault(record.file, record.suite)
+        record = self._share(record)
+        if getattr(report, "agentbench", None) is not None:
+            report.agentbench = record  # type: ignore[attr-defined]  # one copy, not two
         self._keep(report, record)
         if report.failed:
             self.state.results.failed_reports += 1
 
-    def _share(self, record: dict[str, Any]) -> None:
-        """Replace ``record``'s repeating values by the equal ones kept already (memory
-        per task: the record lives to the end of the run, on its report too)."""
-        for name in SHARED_FIELDS:
-            value = record.get(name)
-            if not value:
-                continue
-            key = f"{name}={value!r}"
-            if len(key) > SHARED_REPR_MAX:
-                continue
-            shared = self.shared.get(key)
-            if shared is None and len(self.shared) < SHARED_LIMIT:
-                self.shared[key] = value
-            elif shared is not None:
-                record[name] = shared
+    def _share(self, record: TaskRecord) -> TaskRecord:
+        """``record`` with its repeating values replaced by the equal ones kept already
+        (artifacts/record.py SHARED: a worker's record arrives with its own copies)."""
+        from pytest_agentbench.artifacts.record import SHARED
 
-    def _keep(self, report: pytest.TestReport, record: dict[str, Any]) -> None:
+        return SHARED.share(record)
+
+    def _keep(self, report: pytest.TestReport, record: TaskRecord) -> None:
         """Add ``record``, or replace the same task's earlier record and list it."""
         worker = ""
         if self.each:  # the same task runs once on every worker
             from pytest_agentbench.pytest_compat import report_worker
 
             worker = report_worker(report)
-        nodeid = str(record.get("nodeid") or report.nodeid)
+        nodeid = record.nodeid or report.nodeid
         key: str | tuple[str, str] = (nodeid, worker) if self.each else nodeid
         records = self.state.results.records
         at = self.index.get(key)
@@ -169,22 +142,27 @@ class RecordCollector:
             records.append(record)
         else:
             earlier = records[at]
-            reruns = earlier.get("reruns")
-            runs = list(reruns) if isinstance(reruns, list) else []
-            runs.append({name: earlier.get(name) for name in RERUN_FIELDS})
-            records[at] = record = {**record, "reruns": runs}
+            run = Rerun(
+                outcome=earlier.outcome,
+                reward=earlier.reward,
+                message=earlier.message,
+                error=earlier.error,
+                start_ms=earlier.start_ms,
+                duration_ms=earlier.duration_ms,
+                attempts=earlier.attempts,
+                usage=earlier.usage,
+            )
+            records[at] = record = replace(record, reruns=(*(earlier.reruns or ()), run))
         self._finished(record)
 
-    def _finished(self, record: dict[str, Any]) -> None:
-        """Tell the plugins observing ``pytest_agentbench_task_finished`` (a typed copy:
-        nothing they do reaches the record the reports are made of)."""
+    def _finished(self, record: TaskRecord) -> None:
+        """Tell the plugins observing ``pytest_agentbench_task_finished`` (the record is
+        frozen: nothing they do reaches the one the reports are made of)."""
         hooks = self.state.hooks
         if hooks.has("pytest_agentbench_task_finished"):
-            from pytest_agentbench.core.task_record import TaskRecord
+            hooks.notify("pytest_agentbench_task_finished", record=record)
 
-            hooks.notify("pytest_agentbench_task_finished", record=TaskRecord.from_json(record))
-
-    def _crash_record(self, report: pytest.TestReport) -> dict[str, Any] | None:
+    def _crash_record(self, report: pytest.TestReport) -> TaskRecord | None:
         """A harness-error record for a task whose xdist worker died under it."""
         from fnmatch import fnmatch
         from pathlib import PurePath

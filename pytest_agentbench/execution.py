@@ -95,7 +95,7 @@ def run_task_item(
     file: str,
     suite_tasks: Sequence[Task] = (),
     limit_s: float | None = None,
-) -> dict[str, Any]:
+) -> TaskRecord:
     """Run ``task`` with the run's client and verifier, write its rollout directory, and
     return its record (with ``message``, the one-line reason, and ``trace``, the details).
     ``suite_tasks`` are handed to the client once per suite file before the first runs.
@@ -117,7 +117,7 @@ def run_task_item(
         resumed = None  # the suite's sampling changed since: not comparable, run it again
     ran_here.add(nodeid)  # a rerun in this session runs it again, never resumes it
     if resumed is not None:
-        return resumed.to_json()
+        return resumed
     services = state.services
     verifier = services.verifiers()[task.verifier.kind]
     own_s = settings.timeout_s or task.timeout_s or DEFAULT_TIMEOUT_S
@@ -190,21 +190,23 @@ def run_task_item(
         )
         record = replace(record, model="scripted", control=fields)
     if record.control is not None and record.control.behaved is False:
-        reason = control_message(record.to_json())
+        reason = control_message(record)
         trace = failure_details(rollout, reason, str(directory))
         record = replace(record, message=reason, trace=trace)
     elif rollout.outcome != "passed":
-        reason = plugin_reason(state, record) or failure_reason(record.to_json())
+        reason = plugin_reason(state, record) or failure_reason(record)
         trace = failure_details(rollout, reason, str(directory))
         record = replace(record, message=reason, trace=trace)
     data = record.to_json()
     redacted: JsonObject = redact(data, secrets)  # ``data`` itself when no secret is in it
+    if redacted is not data:  # a secret in a message: the record keeps it out too
+        record = TaskRecord.from_json(redacted)
     if rollout.outcome == "harness_error" and state.inflight.closing:
         # the run stopped under this rollout (its client closed): not a result, so no
         # result.json, and --agentbench-resume sends the task again
-        return redacted
+        return record
     write_result(directory, rollout, redacted, fingerprint=settings.fingerprint(), secrets=secrets)
-    return redacted
+    return record
 
 
 def with_sample(record: TaskRecord, model: str, task: Task, reducer: str) -> TaskRecord:
@@ -219,13 +221,12 @@ FAILURE_REASON_HOOK = "pytest_agentbench_failure_reason"
 ROLLOUT_EVENT_HOOK = "pytest_agentbench_rollout_event"
 
 
-def plugin_reason(state: RunState, record: TaskRecord | JsonObject) -> str | None:
+def plugin_reason(state: RunState, record: TaskRecord) -> str | None:
     """A plugin's one-line reason for ``record`` (``pytest_agentbench_failure_reason``),
     made one line; None when no plugin answers (or the one that would raised)."""
     if not state.hooks.has(FAILURE_REASON_HOOK):
         return None
-    typed = record if isinstance(record, TaskRecord) else TaskRecord.from_json(record)
-    answer = state.hooks.first(FAILURE_REASON_HOOK, record=typed)
+    answer = state.hooks.first(FAILURE_REASON_HOOK, record=record)
     if not isinstance(answer, str) or not answer.strip():
         return None
     return collapse(answer)

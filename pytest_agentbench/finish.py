@@ -15,15 +15,17 @@ import signal
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import Any
+from types import FrameType
 
 import pytest
 
 from pytest_agentbench import __version__
 from pytest_agentbench.artifacts.controls import misbehaved, task_records
 from pytest_agentbench.artifacts.coverage import partial_line, run_coverage
+from pytest_agentbench.core.jsontypes import JsonObject
+from pytest_agentbench.core.task_record import RunSummary
 from pytest_agentbench.run import STATE_KEY, RunState
 
 
@@ -34,6 +36,7 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
     from pytest_agentbench.report.gate import evaluate_gate
 
     settings, results, run = state.settings, state.results, state.run
+    records = results.records
     stopped = session.shouldstop or session.shouldfail
     results.coverage = run_coverage(
         tasks=len(results.records),
@@ -46,14 +49,14 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
     if not results.records and not state.folder.started:
         return
     results.gate = gate = evaluate_gate(
-        results.records,
+        records,
         min_score=settings.min_score,
         errors_as_failures=settings.errors_as_failures,
         gate_on=settings.gate_on,
     )
     if gate is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         other_failures = session.testsfailed - results.failed_reports
-        judged_ok = gate.ok and other_failures <= 0 and not misbehaved(results.records)
+        judged_ok = gate.ok and other_failures <= 0 and not misbehaved(records)
         session.exitstatus = pytest.ExitCode.OK if judged_ok else pytest.ExitCode.TESTS_FAILED
     sections = _compare(state)
     worse = [c for c in results.compared if c.verdict == "worse"]
@@ -66,7 +69,7 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
     run_dir = state.folder.ensure()
     summary = write_run_reports(
         run_dir,
-        results.records,
+        records,
         run_id=run.run_id,
         settings=settings.public(),
         tool_version=__version__,
@@ -82,10 +85,7 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
     _write_markdown(state, summary)
     _write_html(state, run_dir)
     if state.hooks.has("pytest_agentbench_run_finished"):
-        from pytest_agentbench.core.task_record import RunSummary
-
-        typed = RunSummary.from_json(summary)
-        state.hooks.notify("pytest_agentbench_run_finished", summary=typed, run_dir=run_dir)
+        state.hooks.notify("pytest_agentbench_run_finished", summary=summary, run_dir=run_dir)
 
 
 def _write_html(state: RunState, run_dir: Path) -> None:
@@ -102,14 +102,14 @@ def _write_html(state: RunState, run_dir: Path) -> None:
         )
 
 
-def _compare(state: RunState) -> dict[str, Any]:
+def _compare(state: RunState) -> JsonObject:
     """This run against its baseline, and each perturbation against the originals
     (report/compare.py): kept on the results for the terminal, returned as the sections
     of summary.json."""
     from pytest_agentbench.report.compare import baseline_comparisons, robustness_comparisons
 
     results = state.results
-    sections: dict[str, Any] = {}
+    sections: JsonObject = {}
     if results.baseline is not None:
         scored, earlier = task_records(results.records), task_records(results.baseline.records)
         results.compared = baseline_comparisons(earlier, scored)  # controls: never compared
@@ -127,15 +127,14 @@ def _compare(state: RunState) -> dict[str, Any]:
     return sections
 
 
-def _write_markdown(state: RunState, summary: dict[str, Any]) -> None:
+def _write_markdown(state: RunState, summary: RunSummary) -> None:
     targets = [state.settings.markdown] if state.settings.markdown else []
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if not targets and not step_summary:
         return
     from pytest_agentbench.report.markdown import markdown_summary
 
-    records = state.results.records
-    text = markdown_summary(summary, records, run_dir=str(state.run.run_dir))
+    text = markdown_summary(summary, run_dir=str(state.run.run_dir))
     for path in targets:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
@@ -144,7 +143,9 @@ def _write_markdown(state: RunState, summary: dict[str, Any]) -> None:
             handle.write(text)
 
 
-def summary_section(terminalreporter: Any, config: pytest.Config, state: RunState) -> None:
+def summary_section(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config, state: RunState
+) -> None:
     """The ``agentbench`` section of pytest's terminal summary (nothing when no task ran
     and nothing was written)."""
     from pytest_agentbench.report.terminal import shown_path, summary_lines
@@ -171,12 +172,12 @@ def summary_section(terminalreporter: Any, config: pytest.Config, state: RunStat
     lines[at:at] = lineup_lines(records, errors_as_failures=errors_as_failures)
     for line in lines:
         terminalreporter.write_line(line)
-    not_sent = [r for r in records if r.get("failure_kind") == "circuit_open"]
+    not_sent = [r for r in records if r.failure_kind == "circuit_open"]
     if not_sent:
         terminalreporter.write_line(
-            f"circuit breaker: {len(not_sent)} task(s) not sent — {not_sent[0]['error']}"
+            f"circuit breaker: {len(not_sent)} task(s) not sent — {not_sent[0].error}"
         )
-    resumed = sum(1 for record in records if record.get("resumed"))
+    resumed = sum(1 for record in records if record.resumed)
     if resumed:
         terminalreporter.write_line(
             f"{resumed} task(s) resumed from the earlier run (not sent again)"
@@ -217,7 +218,7 @@ def held_interrupts() -> Iterator[list[int]]:
         yield held
         return
 
-    def hold(signum: int, frame: Any) -> None:
+    def hold(signum: int, frame: FrameType | None) -> None:
         if held:
             raise KeyboardInterrupt(f"signal {signum}")
         held.append(signum)
@@ -241,7 +242,9 @@ class SessionEndGuard:
     half-written summary. The run's exit status then says it was interrupted."""
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Any:
+    def pytest_sessionfinish(
+        self, session: pytest.Session, exitstatus: int
+    ) -> Generator[None, object, object]:
         with held_interrupts() as held:
             result = yield
         if held:

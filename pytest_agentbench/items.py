@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.run import STATE_KEY, RunState
 from pytest_agentbench.suites.controls import Planned
@@ -65,7 +66,7 @@ def control_item_name(plan: Planned) -> str:
     return f"{plan.task.id}[{kind}-{plan.control.name}]"
 
 
-def missing_control_record(plan: Planned, nodeid: str, file: str) -> dict[str, Any]:
+def missing_control_record(plan: Planned, nodeid: str, file: str) -> TaskRecord:
     """The record of a positive control that cannot run (no known-good answer): counted
     and reported as "no positive control", never silently left out. No answer was
     played: its outcome is ``failed`` with no verdict, no failure, and the control's
@@ -74,7 +75,6 @@ def missing_control_record(plan: Planned, nodeid: str, file: str) -> dict[str, A
 
     from pytest_agentbench.artifacts.controls import control_fields
     from pytest_agentbench.artifacts.record import record_without_rollout
-    from pytest_agentbench.core.task_record import TaskRecord
 
     control = plan.control
     record = record_without_rollout(
@@ -97,8 +97,7 @@ def missing_control_record(plan: Planned, nodeid: str, file: str) -> dict[str, A
         outcome=None,
         missing=plan.missing,
     )
-    typed = TaskRecord.from_json(record)
-    return replace(typed, failure=None, failure_kind=None, control=fields).to_json()
+    return replace(record, failure=None, failure_kind=None, control=fields)
 
 
 class SuiteFile(pytest.File):
@@ -318,7 +317,7 @@ class TaskItem(pytest.Item):
         super().__init__(**kwargs)
         self.task = task
         self.planned = planned
-        self.record: dict[str, Any] | None = None
+        self.record: TaskRecord | None = None
 
     def runtest(self) -> None:
         from pytest_agentbench.execution import run_task_item
@@ -326,7 +325,7 @@ class TaskItem(pytest.Item):
 
         state: RunState = self.config.stash[STATE_KEY]
 
-        def job(item: TaskItem) -> dict[str, Any]:
+        def job(item: TaskItem) -> TaskRecord:
             parent = item.parent
             assert isinstance(parent, SuiteFile)
             if item.planned is not None and item.planned.run is None:
@@ -347,19 +346,19 @@ class TaskItem(pytest.Item):
         self.record = record = state.inflight.record_for(self, job)
         self.user_properties.extend(
             [
-                ("agentbench_outcome", record["outcome"]),
-                ("agentbench_reward", record["reward"]),
-                ("agentbench_tokens", (record.get("usage") or {}).get("total")),
+                ("agentbench_outcome", record.outcome),
+                ("agentbench_reward", record.reward),
+                ("agentbench_tokens", record.usage.total),
             ]
         )
-        control = record.get("control")
+        control = record.control
         if control is None:
-            if record["outcome"] != "passed":
-                pytest.fail(record["trace"], pytrace=False)
-        elif control.get("missing"):
-            pytest.skip(control["missing"])
-        elif control.get("behaved") is not True:
-            pytest.fail(record["trace"], pytrace=False)
+            if record.outcome != "passed":
+                pytest.fail(record.trace or record.outcome, pytrace=False)
+        elif control.missing:
+            pytest.skip(control.missing)
+        elif control.behaved is not True:
+            pytest.fail(record.trace or record.outcome, pytrace=False)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         """Our failures are reasons, not exceptions: the short summary shows the reason
@@ -367,7 +366,7 @@ class TaskItem(pytest.Item):
         report = super().repr_failure(excinfo, style)
         crash = getattr(report, "reprcrash", None)
         if self.record is not None and crash is not None and hasattr(crash, "message"):
-            crash.message = self.record.get("message") or crash.message
+            crash.message = self.record.message or crash.message
         return report
 
     def reportinfo(self) -> tuple[Any, int | None, str]:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     import pytest
 
-    from pytest_agentbench.core.task_record import Outcome
+    from pytest_agentbench.core.task_record import Outcome, TaskRecord
     from pytest_agentbench.run import RunState
 
 #: Registered (with its help) in plugin.py, which must not import this module unasked.
@@ -158,7 +158,7 @@ class BenchModel:
             self.usages.append(usage.as_dict())
             self.loops.append(loop)
 
-    def record(self, item: pytest.Item, report: pytest.TestReport) -> dict[str, Any]:
+    def record(self, item: pytest.Item, report: pytest.TestReport) -> TaskRecord:
         """The test's task record, from its report (the ``call`` phase, or a failed
         ``setup``) and what the model did."""
         from pytest_agentbench.artifacts.record import build_record
@@ -211,4 +211,4 @@ class BenchModel:
             failure=failure,
             message=message or None,
             trace=trace,
-        ).to_json()
+        )

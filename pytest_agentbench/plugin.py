@@ -410,8 +410,8 @@ def pytest_runtest_makereport(
             from pytest_agentbench.execution import plugin_reason
 
             record = model.record(item, report)
-            if record["outcome"] != "passed" and (reason := plugin_reason(state, record)):
-                record["message"] = reason
+            if record.outcome != "passed" and (reason := plugin_reason(state, record)):
+                record = replace(record, message=reason)
             report.agentbench = record  # type: ignore[attr-defined]
         return report
     record = getattr(item, "record", None)
@@ -425,14 +425,40 @@ def pytest_runtest_makereport(
         model = task.model or state.settings.model_name
         record = stand_in_record(item, call, model=model, start_ms=None)
         if (reason := plugin_reason(state, record)) is not None:
-            record = {**record, "message": reason}
+            record = replace(record, message=reason)
         item.record = record  # type: ignore[attr-defined]
     if call.when == "call" and record is not None:
         report.agentbench = record  # type: ignore[attr-defined]
-        if not record.get("resumed"):
-            report.duration = max(0, int(record.get("duration_ms") or 0)) / 1000
+        if not record.resumed:
+            report.duration = max(0, record.duration_ms) / 1000
     elif call.when == "setup" and record is not None and report.failed:
         report.agentbench = record  # type: ignore[attr-defined]
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_to_serializable(
+    config: pytest.Config, report: object
+) -> Generator[None, dict[str, object] | None, dict[str, object] | None]:
+    """The task record leaves a worker as its JSON form (xdist sends reports as JSON)."""
+    data = yield
+    record = getattr(report, "agentbench", None)
+    if isinstance(data, dict) and record is not None:
+        data["agentbench"] = record.to_json()
+    return data
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_from_serializable(
+    config: pytest.Config, data: object
+) -> Generator[None, object, object]:
+    """... and reaches the controller as a TaskRecord again, read once."""
+    report = yield
+    record = getattr(report, "agentbench", None)
+    if isinstance(record, dict):
+        from pytest_agentbench.core.task_record import TaskRecord
+
+        setattr(report, "agentbench", TaskRecord.from_json(record))  # noqa: B010
     return report
 
 
@@ -448,7 +474,7 @@ def pytest_report_teststatus(
     from pytest_agentbench.report.progress import verbose_word
 
     word = verbose_word(record)
-    if record.get("outcome") == "harness_error":
+    if record.outcome == "harness_error":
         return "error", "E", (word, {"red": True})
     if report.passed:
         return "passed", ".", (word, {"green": True})

@@ -37,6 +37,7 @@ from pytest_agentbench.urls import url_secrets
 if TYPE_CHECKING:
     from pytest_agentbench.artifacts.baseline import BaselineRun
     from pytest_agentbench.core.jsontypes import JsonObject
+    from pytest_agentbench.core.task_record import TaskRecord
     from pytest_agentbench.report.compare import RecordComparison
     from pytest_agentbench.report.gate import GateResult
     from pytest_agentbench.scripted.server import ScriptedServer
@@ -128,7 +129,7 @@ class ResultSink:
     """What reached the run. ``records`` holds one record per task (collector.py keeps
     it so); the counts say what the run meant to cover, for ``coverage``."""
 
-    records: list[JsonObject] = field(default_factory=list)
+    records: list[TaskRecord] = field(default_factory=list)
     failed_reports: int = 0
     selected: int = 0
     deselected: int = 0

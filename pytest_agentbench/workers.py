@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,7 @@ except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
 from pytest_agentbench.artifacts.record import record_without_rollout
+from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import WorkerCrashed
 from pytest_agentbench.verifiers.base import Check, Verdict, Verifier
 
@@ -151,7 +153,7 @@ def crash_record(
     start_ms: int | None,
     now_ms: int,
     sample: tuple[str, str, int] | None = None,
-) -> JsonObject:
+) -> TaskRecord:
     """The harness-error record the controller reports for ``nodeid``, which xdist says
     worker ``worker`` was running when it died. The worker's marks say whether this task
     was being verified then, or which others were. ``sample`` is the item's (task id,
@@ -188,10 +190,9 @@ def crash_record(
     )
     # labelled like a rollout's harness error, so a killer that xdist sends to another
     # worker (refused there with WorkerCrashed) reads the same
-    record["message"] = f"harness error: {reason}"
-    record["crashed_worker"] = worker
+    record = replace(record, message=f"harness error: {reason}", crashed_worker=worker)
     if sample is not None and sample[2]:
-        record["epoch"] = sample[2]
+        return replace(record, epoch=sample[2])
     return record
 
 

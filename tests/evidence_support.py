@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from records_support import make_record
+
+from pytest_agentbench.core.task_record import TaskRecord
 
 
 def ctrf_test(name: str, status: str, **fields: Any) -> dict[str, Any]:
@@ -119,7 +122,7 @@ def test_err(broken):
 """
 
 
-def record(vdir: Path | None = None, **fields: Any) -> dict[str, Any]:
+def record(vdir: Path | None = None, **fields: Any) -> TaskRecord:
     """A record as artifacts/record.py writes it for a failed task with a plain verdict."""
     base: dict[str, Any] = {
         "suite": "s",
@@ -134,4 +137,4 @@ def record(vdir: Path | None = None, **fields: Any) -> dict[str, Any]:
         "verifier_dir": None if vdir is None else str(vdir),
     }
     base.update(fields)
-    return base
+    return make_record(**base)

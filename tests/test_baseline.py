@@ -5,22 +5,25 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from records_support import make_record
 
 from pytest_agentbench import schemas
 from pytest_agentbench.core.stats import mcnemar_exact
+from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.report.compare import compare_records
 
 N_TASKS = 8
 
 
-def record(task: str, outcome: str, reward: float | None = None, model: str = "m") -> dict:
+def record(task: str, outcome: str, reward: float | None = None, model: str = "m") -> TaskRecord:
     if reward is None:
         reward = 1.0 if outcome == "passed" else (None if outcome == "harness_error" else 0.0)
-    return {"suite": "s", "task_id": task, "model": model, "outcome": outcome, "reward": reward}
+    return make_record(suite="s", task_id=task, model=model, outcome=outcome, reward=reward)
 
 
 def test_a_planted_regression_is_significant_and_listed() -> None:
@@ -42,8 +45,8 @@ def test_equal_runs_are_a_tie_and_mixed_changes_within_noise() -> None:
     assert tie.verdict == "tie" and tie.p_value == 1.0 and tie.difference.value == 0
     assert "a tie: within noise at 0.05" in tie.words()
     # one regression and one improvement: listed, but no difference
-    after = [dict(r) for r in same]
-    after[0]["outcome"], after[1]["outcome"] = "passed", "failed"
+    after = list(same)
+    after[0], after[1] = replace(same[0], outcome="passed"), replace(same[1], outcome="failed")
     mixed = compare_records(same, after)
     assert mixed.verdict == "tie"
     assert mixed.regressions == ("s::t1",) and mixed.improvements == ("s::t0",)

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from records_support import make_record
 
 from pytest_agentbench.report.evidence import failure_reason
 
@@ -109,23 +110,23 @@ def test_the_inner_ctrf_beats_the_metric_count(tmp_path: Path) -> None:
             {"name": "test_a.py::test_x", "status": "failed", "message": "assert 1 == 2"},
         ],
     )
-    record = {
-        "outcome": "failed",
-        "reward": 0.5,
-        "verdict": {"reward": 0.5, "metrics": {"tests_passed": 1, "tests_total": 2}},
-        "verifier_dir": str(tmp_path / "verifier"),
-    }
+    record = make_record(
+        outcome="failed",
+        reward=0.5,
+        verdict={"reward": 0.5, "metrics": {"tests_passed": 1, "tests_total": 2}},
+        verifier_dir=str(tmp_path / "verifier"),
+    )
     assert failure_reason(record) == "reward 0.5 — test_x failed: assert 1 == 2 (1/2 checks passed)"
 
 
 def test_without_a_failure_in_the_ctrf_the_metrics_still_speak(tmp_path: Path) -> None:
     write_ctrf(tmp_path / "verifier", [{"name": "t.py::test_ok", "status": "passed"}])
-    record = {
-        "outcome": "failed",
-        "reward": 0.4,
-        "verdict": {"reward": 0.4, "metrics": {"cases_passed": 2, "cases_total": 5}},
-        "verifier_dir": str(tmp_path / "verifier"),
-    }
+    record = make_record(
+        outcome="failed",
+        reward=0.4,
+        verdict={"reward": 0.4, "metrics": {"cases_passed": 2, "cases_total": 5}},
+        verifier_dir=str(tmp_path / "verifier"),
+    )
     assert failure_reason(record) == "reward 0.4 — cases passed 2/5"
 
 

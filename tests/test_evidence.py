@@ -68,12 +68,19 @@ def test_the_verdict_metrics_give_tier_two() -> None:
     assert line == "reward 0.25 — tests passed 1/4, style 1"
 
 
-@pytest.mark.parametrize("reward", [None, "0.5", float("nan"), True, [0]])
+@pytest.mark.parametrize("reward", [None, float("nan"), float("inf")])
 def test_a_missing_or_odd_reward_is_never_printed(reward: Any) -> None:
     line = failure_reason(record(reward=reward, verdict={"reward": reward, "metrics": {}}))
     assert line == "failed"
     verdict = {"reward": None, "metrics": {"x": 0}}
     assert failure_reason(record(reward=reward, verdict=verdict)) == "x 0"
+
+
+@pytest.mark.parametrize("reward", ["0.5", True, [0]])
+def test_a_reward_that_is_no_number_is_no_record(reward: Any) -> None:
+    """What the reasons could once be handed, the record type now refuses on reading."""
+    with pytest.raises(ValueError, match="reward"):
+        record(reward=reward)
 
 
 def test_tier_four_is_the_bare_reward(tmp_path: Path) -> None:

@@ -12,7 +12,9 @@ import pytest
 from evidence_support import SAMPLE_TESTS, ctrf_report, record, write_ctrf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from records_support import make_record
 
+from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.report.evidence import (
     details_pointer,
     failure_reason,
@@ -21,6 +23,11 @@ from pytest_agentbench.report.evidence import (
 from pytest_agentbench.report.terminal import summary_lines
 
 # --- outcome lines ---------------------------------------------------------------------------
+
+
+def again(rec: TaskRecord, **changes: Any) -> TaskRecord:
+    """``rec`` with ``changes`` (JSON values, as result.json holds them)."""
+    return make_record(**{**rec.to_json(), **changes})
 
 
 def test_loop_kill_line() -> None:
@@ -36,7 +43,7 @@ def test_loop_kill_line() -> None:
     line = failure_reason(record(outcome="loop_killed", reward=None, verdict=None, loop=loop))
     assert line == "loop killed: period 13 ×81 in answer at 12.4s"
     assert (
-        failure_reason(record(outcome="loop_killed", reward=None, verdict=None, loop="?"))
+        failure_reason(record(outcome="loop_killed", reward=None, verdict=None, loop={}))
         == "loop killed"
     )
 
@@ -45,8 +52,7 @@ def test_timeout_line() -> None:
     timeout = record(outcome="timeout", reward=None, verdict=None, error="timeout after 60s")
     assert failure_reason(timeout) == "timeout after 60s"
     assert (
-        failure_reason({**timeout, "timeout_s": 90.0, "reward": 0})
-        == "reward 0 — timeout after 90s"
+        failure_reason(again(timeout, timeout_s=90.0, reward=0)) == "reward 0 — timeout after 90s"
     )
 
 
@@ -80,26 +86,26 @@ def test_provider_overloaded_line_with_retries() -> None:
     error = "scripted: HTTP 529 from http://127.0.0.1:8011/v1/messages: Overloaded"
     failed = record(outcome="harness_error", reward=None, verdict=None, error=error)
     retried = _failure(error, status=529, retries=4, detail="Overloaded")
-    assert failure_reason({**failed, "failure": retried}) == (
+    assert failure_reason(again(failed, failure=retried)) == (
         "harness error: provider 529 overloaded after 4 retries: Overloaded"
     )
     once = _failure(error, status=529, detail="Overloaded")
-    assert failure_reason({**failed, "failure": once}) == (
+    assert failure_reason(again(failed, failure=once)) == (
         "harness error: provider 529 overloaded: Overloaded"
     )
     # an error met inside a stream has a status but no HTTP error response: its own text
     in_stream = "scripted: overloaded_error in the stream from http://127.0.0.1:1/x: busy"
     streamed = _failure(in_stream, status=529, retries=2)
-    assert failure_reason({**failed, "error": in_stream, "failure": streamed}) == (
+    assert failure_reason(again(failed, error=in_stream, failure=streamed)) == (
         f"harness error: {in_stream} (after 2 retries)"
     )
     # a status in the text alone means nothing: only the structured status counts
     assert failure_reason(failed) == f"harness error: {error}"
     plain_text = "scripted: HTTP 500 from http://127.0.0.1:1/x: outage"
-    plain = {**failed, "error": plain_text, "failure": _failure(plain_text, status=500)}
+    plain = again(failed, error=plain_text, failure=_failure(plain_text, status=500))
     assert failure_reason(plain) == f"harness error: {plain_text}"
     refused_text = "scripted: cannot connect: " + "refused " * 30
-    refused = {**failed, "error": refused_text, "failure": _failure(refused_text, retries=1)}
+    refused = again(failed, error=refused_text, failure=_failure(refused_text, retries=1))
     line = failure_reason(refused)
     assert line.endswith("… (after 1 retry)") and "refused" in line
 
@@ -136,7 +142,7 @@ def test_failures_are_ordered_by_severity_then_lowest_reward(tmp_path: Path) -> 
         record(task_id="none", reward=None),
         record(task_id="zero-again", reward=0.0),
     ]
-    order = [r["task_id"] for r in order_failures(records)]
+    order = [r.task_id for r in order_failures(records)]
     assert order == ["harness", "loop", "timeout", "length", "none", "zero", "zero-again", "half"]
 
 
@@ -250,21 +256,37 @@ def file_bytes() -> st.SearchStrategy[bytes | None]:
     )
 
 
+numbers = st.none() | st.integers(-(10**6), 10**6) | st.floats(allow_nan=True)
+texts = st.none() | st.text(max_size=300)
+#: Records as the type admits them (any value a field's JSON type allows; metrics and the
+#: extras any JSON): mining never trusts their contents.
 records_st = st.fixed_dictionaries(
     {},
     optional={
         "outcome": st.sampled_from(
             ["failed", "timeout", "loop_killed", "length_exceeded", "harness_error", "passed"]
-        )
-        | json_values,
-        "reward": json_values,
-        "verdict": json_values,
-        "error": json_values,
-        "attempts": json_values,
-        "last_feedback": json_values,
-        "retries": json_values,
-        "loop": json_values,
-        "max_tokens": json_values,
+        ),
+        "reward": numbers,
+        "verdict": st.none()
+        | st.fixed_dictionaries(
+            {"reward": numbers, "metrics": st.dictionaries(st.text(max_size=20), json_values)},
+            optional={"error": texts},
+        ),
+        "error": texts,
+        "attempts": st.integers(0, 10**6),
+        "last_feedback": texts,
+        "loop": st.none()
+        | st.fixed_dictionaries(
+            {},
+            optional={
+                "period": st.integers(-5, 10**9),
+                "repetitions": numbers,
+                "channel": st.text(max_size=30),
+                "killed_s": numbers,
+                "detected_s": numbers,
+            },
+        ),
+        "max_tokens": st.none() | st.integers(-5, 10**9),
         "timeout_s": json_values,
     },
 )
@@ -292,13 +314,13 @@ def test_mining_never_raises_and_always_gives_one_line(
     ):
         if data is not None:
             (vdir / name).write_bytes(data)
-    rec = {**fields, "verifier_dir": str(vdir), "suite": "s", "task_id": "t"}
+    rec = record(vdir, **fields)
     line = failure_reason(rec)
     assert isinstance(line, str) and line.strip()
     assert len(line.splitlines()) == 1
     assert "reward None" not in line
     line.encode("utf-8")
-    lines = summary_lines([{**rec, "outcome": "failed"}], run_dir=str(vdir), wall_s=0.0)
+    lines = summary_lines([again(rec, outcome="failed")], run_dir=str(vdir), wall_s=0.0)
     assert any(line.startswith("✗ s::t: ") for line in lines)
 
 
@@ -314,5 +336,5 @@ def test_equal_failures_are_ordered_by_node_id_whatever_order_they_finished_in()
     tied = [
         record(task_id=name, reward=0.0, nodeid=f"bench_x.toml::{name}") for name in ("b", "c", "a")
     ]
-    assert [r["task_id"] for r in order_failures(tied)] == ["a", "b", "c"]
-    assert [r["task_id"] for r in order_failures(tied[::-1])] == ["a", "b", "c"]
+    assert [r.task_id for r in order_failures(tied)] == ["a", "b", "c"]
+    assert [r.task_id for r in order_failures(tied[::-1])] == ["a", "b", "c"]

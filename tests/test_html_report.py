@@ -21,6 +21,7 @@ from html_report_suites import HOSTILE, LOOPS, WEB, Page, run
 
 from pytest_agentbench.artifacts.score_stats import interval_text
 from pytest_agentbench.artifacts.summary import build_summary
+from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.report.html_page import asset, tasks_section
 
 
@@ -130,7 +131,11 @@ def test_several_models_get_scores_a_paired_comparison_and_a_side_by_side(
         run(pytester, out="chat"),
         run(pytester, "--agentbench-model", "scripted/anthropic", out="msg"),
     ]
-    records = [t for r in runs for t in json.loads((r / "summary.json").read_text())["tasks"]]
+    records = [
+        TaskRecord.from_json(t)
+        for r in runs
+        for t in json.loads((r / "summary.json").read_text())["tasks"]
+    ]
     both = pytester.path / "both"
     both.mkdir()
     summary = build_summary(

@@ -64,11 +64,14 @@ from pytest_agentbench.stash import STATE_KEY
 def pytest_sessionfinish(session):
     records = session.config.stash[STATE_KEY].results.records
     out = {
-        name: [a.get(name) is b.get(name) for a, b in zip(records, records[1:])]
+        name: [getattr(a, name) is getattr(b, name) for a, b in zip(records, records[1:])]
         for name in ("repair", "verdict", "usage")
     }
     out["owners kept"] = _TASK_FILES in session.config.stash
-    out["equal"] = [a["repair"] == b["repair"] for a, b in zip(records, records[1:])]
+    out["equal"] = [a.repair == b.repair for a, b in zip(records, records[1:])]
+    out["slots"] = not any(hasattr(r, "__dict__") for r in records)
+    by_id = {r.nodeid: r for r in records}
+    out["one object"] = all(item.record is by_id[item.nodeid] for item in session.items)
     with open(os.environ["SHARED_OUT"], "w") as f:
         json.dump(out, f)
 """
@@ -93,6 +96,8 @@ def test_records_keep_one_copy_of_repeating_values(
     assert shared["repair"] == [True, True]
     assert shared["verdict"] == [True, True]
     assert shared["usage"] == [False, False]  # per task: not among the shared fields
+    assert shared["slots"] is True  # typed, slotted records: no per-record dict
+    assert shared["one object"] is True  # the item's record is the run's: shared once
     assert shared["owners kept"] is False  # the clash check's map is dropped after collection
 
 

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from records_support import make_record
 from test_ctrf_report import check_ctrf
 from test_record_schemas import validate_run
 
 from pytest_agentbench.artifacts.lineup import reduce_task
+from pytest_agentbench.core.task_record import TaskRecord
 
 SUITE = """
 [suite]
@@ -200,9 +202,9 @@ def test_xdist_resume_shards_and_merge_keep_models_and_epochs(pytester: pytest.P
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
-def sample(reward: float, outcome: str | None = None) -> dict[str, Any]:
+def sample(reward: float, outcome: str | None = None) -> TaskRecord:
     passed = "passed" if reward >= 1 else "failed"
-    return {"reward": reward, "outcome": outcome or passed, "pass_threshold": 1.0}
+    return make_record(reward=reward, outcome=outcome or passed, pass_threshold=1.0)
 
 
 def test_reducers_follow_their_definitions_and_drop_harness_errors() -> None:
@@ -215,7 +217,7 @@ def test_reducers_follow_their_definitions_and_drop_harness_errors() -> None:
     assert reduce_task(runs, "majority") == 0.0 and reduce_task(runs, "max") == 1.0
     graded = [sample(0.2), sample(0.9), sample(0.5)]
     assert reduce_task(graded, "median") == 0.5
-    error = {"reward": None, "outcome": "harness_error", "pass_threshold": 1.0}
+    error = make_record(reward=None, outcome="harness_error", pass_threshold=1.0)
     assert reduce_task([error, sample(1)], "mean") == 1.0
     assert reduce_task([error, sample(1)], "mean", errors_as_failures=True) == 0.5
     assert reduce_task([error], "pass@1") is None
@@ -292,10 +294,10 @@ def test_each_model_has_its_own_server_and_key(
 def test_models_are_compared_over_the_run_and_within_each_suite() -> None:
     from pytest_agentbench.artifacts.lineup import model_comparisons
 
-    def done(suite: str, task: str, model: str, reward: float | None) -> dict[str, Any]:
+    def done(suite: str, task: str, model: str, reward: float | None) -> TaskRecord:
         outcome = "harness_error" if reward is None else "passed" if reward == 1 else "failed"
-        return {"suite": suite, "task_id": task, "model": model, "reward": reward,
-                "outcome": outcome, "pass_threshold": 1.0}  # fmt: skip
+        return make_record(suite=suite, task_id=task, model=model, reward=reward,
+                           outcome=outcome, pass_threshold=1.0)  # fmt: skip
 
     found = [
         *(done("x", f"t{i}", "a", 1.0) for i in range(6)),

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench import schemas
+from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.suites.perturb import BUILTIN, parse_perturbations, perturb_task
 from pytest_agentbench.suites.task import Task, VerifierConfig
 from pytest_agentbench.suites.validate import render_choices
@@ -199,14 +200,16 @@ def test_paraphrase_without_a_plugin_is_a_clear_error(pytester: pytest.Pytester)
 
 def test_robustness_comes_in_the_named_order_whatever_order_records_arrive() -> None:
     """Under xdist records arrive in any order; the report must not follow it."""
+    from records_support import make_record
+
     from pytest_agentbench.report.compare import robustness_comparisons
 
-    def rec(task: str, outcome: str, name: str | None = None) -> dict[str, Any]:
+    def rec(task: str, outcome: str, name: str | None = None) -> TaskRecord:
         found: dict[str, Any] = {"suite": "s", "task_id": task, "model": "m", "outcome": outcome}
         if name is not None:
             found["task_id"] = f"{task}@{name}"
             found["perturbation"] = {"name": name, "of": task, "seed": 0}
-        return found
+        return make_record(**found)
 
     records = [rec("a", "passed", "case"), rec("a", "passed", "shuffle"), rec("a", "passed")]
     records += [rec("b", "passed"), rec("b", "failed", "shuffle"), rec("b", "passed", "case")]

@@ -3,9 +3,10 @@ the repair curve's rounds, and records written before rounds were kept."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
 import pytest
+from records_support import make_record
 from statsmodels.stats.proportion import proportion_confint
 
 from pytest_agentbench.artifacts.score_stats import (
@@ -15,19 +16,21 @@ from pytest_agentbench.artifacts.score_stats import (
     score_stats,
 )
 from pytest_agentbench.artifacts.summary import score
+from pytest_agentbench.core.record_parts import RepairSettings
+from pytest_agentbench.core.task_record import TaskRecord
 
 
-def record(outcome: str, rewards: list[float | None], tokens: list[int | None]) -> dict[str, Any]:
+def record(outcome: str, rewards: list[float | None], tokens: list[int | None]) -> TaskRecord:
     verdicts = [r for r in rewards if r is not None]
-    return {
-        "outcome": outcome,
-        "reward": None if outcome == "harness_error" else (verdicts[-1] if verdicts else None),
-        "first_attempt_reward": rewards[0] if rewards else None,
-        "pass_threshold": 1.0,
-        "attempts": len(rewards),
-        "repair": {"repairs": 2},
-        "rounds": [{"reward": r, "tokens": t} for r, t in zip(rewards, tokens, strict=True)],
-    }
+    return make_record(
+        outcome=outcome,
+        reward=None if outcome == "harness_error" else (verdicts[-1] if verdicts else None),
+        first_attempt_reward=rewards[0] if rewards else None,
+        pass_threshold=1.0,
+        attempts=len(rewards),
+        repair={"repairs": 2},
+        rounds=[{"reward": r, "tokens": t} for r, t in zip(rewards, tokens, strict=True)],
+    )
 
 
 RECORDS = [
@@ -60,9 +63,9 @@ def test_errors_as_failures_keeps_every_task_in_every_round() -> None:
 
 
 def test_no_curve_without_repairs_and_a_fallback_for_older_records() -> None:
-    plain = [dict(r, repair={"repairs": 0}) for r in RECORDS]
+    plain = [replace(r, repair=RepairSettings(repairs=0)) for r in RECORDS]
     assert repair_curve(plain) is None
-    older = [{k: v for k, v in r.items() if k != "rounds"} for r in RECORDS]
+    older = [replace(r, rounds=None) for r in RECORDS]
     curve = repair_curve(older)
     assert curve is not None and len(curve) == 3
     assert curve[0]["score"]["value"] == score(older, "first_attempt_reward")
@@ -77,6 +80,6 @@ def test_stats_follow_the_score_rule_and_read_as_the_terminal_shows_them() -> No
     assert block["first_try"]["n"] == 5
     assert interval_text(block["score"]) == "0.500 ± 0.250 (n=4, 95 % CI 0.150–0.850)"
     assert interval_text(score_estimate([])) == "no score"
-    rewards = [dict(r, reward=0.5) for r in RECORDS[:3]]
+    rewards = [replace(r, reward=0.5) for r in RECORDS[:3]]
     assert score_estimate(rewards).method == "bootstrap"
     assert score_estimate(rewards) == score_estimate(rewards), "seeded: the same every time"

@@ -99,10 +99,12 @@ def test_unknown_stays_unknown_and_a_task_that_never_reached_the_model_adds_noth
     from pytest_agentbench.artifacts.usage_totals import run_usage
 
     unreported = {name: None for name in FIELDS}
+    from records_support import make_record
+
     records = [
-        {"attempts": 0, "usage": unreported},  # harness error before any call
-        {"attempts": 1, "usage": {**unreported, "output": 4}},  # counted from the stream
-        {"attempts": 1, "usage": {**unreported, "input": 3, "output": 2, "total": 5}},
+        make_record(attempts=0, usage=unreported),  # harness error before any call
+        make_record(attempts=1, usage={**unreported, "output": 4}),  # counted from the stream
+        make_record(attempts=1, usage={**unreported, "input": 3, "output": 2, "total": 5}),
     ]
     totals = run_usage(records)
     assert totals["input"] == 3

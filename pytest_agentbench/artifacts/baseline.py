@@ -20,11 +20,11 @@ MAX_BASELINE_BYTES = 256 * 1024 * 1024
 
 @dataclass(frozen=True)
 class BaselineRun:
-    """An earlier run: where it is, its id, and its task records (as JSON objects)."""
+    """An earlier run: where it is, its id, and its task records."""
 
     path: Path
     run_id: str
-    records: tuple[dict[str, Any], ...]
+    records: tuple[TaskRecord, ...]
 
 
 def _read_json(path: Path, what: str) -> Any:
@@ -38,9 +38,9 @@ def _read_json(path: Path, what: str) -> Any:
         raise AgentbenchError(f"--agentbench-baseline: cannot read {what} {path}: {exc}") from None
 
 
-def _record(data: Any, where: str) -> dict[str, Any]:
+def _record(data: object, where: str) -> TaskRecord:
     try:
-        return TaskRecord.from_json(data).to_json()
+        return TaskRecord.from_json(data)
     except ValueError as exc:
         raise AgentbenchError(
             f"--agentbench-baseline: {where}: not a pytest-agentbench task record ({exc})"

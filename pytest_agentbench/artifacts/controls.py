@@ -10,24 +10,31 @@ reached (a harness error) or no control ran (``missing``: no positive control).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.record_parts import ControlRecord
+from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.suites.task import ControlExpect
 
 
-def is_control(record: Mapping[str, Any]) -> bool:
-    return isinstance(record.get("control"), Mapping)
+def is_control(record: TaskRecord) -> bool:
+    return record.control is not None
 
 
-def task_records(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def task_records(records: Iterable[TaskRecord]) -> list[TaskRecord]:
     """The records that are scored: every record but the controls'."""
-    return [record for record in records if not is_control(record)]
+    return [record for record in records if record.control is None]
 
 
-def control_records(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [record for record in records if is_control(record)]
+def control_records(records: Iterable[TaskRecord]) -> list[TaskRecord]:
+    return [record for record in records if record.control is not None]
+
+
+def _control(record: TaskRecord) -> ControlRecord:
+    """A control record's table (its caller picked control records only)."""
+    assert record.control is not None
+    return record.control
 
 
 def behaved(expect: ControlExpect, outcome: str) -> bool | None:
@@ -58,54 +65,50 @@ def control_fields(
     )
 
 
-def misbehaved(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def misbehaved(records: Iterable[TaskRecord]) -> list[TaskRecord]:
     """The control records whose verdict was not the expected one."""
-    return [r for r in control_records(records) if r["control"].get("behaved") is False]
+    return [r for r in control_records(records) if _control(r).behaved is False]
 
 
-def invalid_reason(records: Sequence[Mapping[str, Any]]) -> str | None:
+def invalid_reason(records: Sequence[TaskRecord]) -> str | None:
     """Why the run's result is invalid: a canary (a negative control in a model run)
     passed, so the verifier would have passed a wrong answer; None when none did."""
-    passed = [r for r in misbehaved(records) if r["control"].get("canary")]
+    passed = [r for r in misbehaved(records) if _control(r).canary]
     if not passed:
         return None
-    shown = ", ".join(
-        f"{r.get('suite')}::{r.get('task_id')} [{r['control']['name']}]" for r in passed
-    )
+    shown = ", ".join(f"{r.suite}::{r.task_id} [{_control(r).name}]" for r in passed)
     return f"{len(passed)} canary control(s) passed ({shown}): the verifier accepts wrong answers"
 
 
-def controls_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+def controls_summary(records: Sequence[TaskRecord]) -> JsonObject | None:
     """summary.json's ``controls``: counts, and per task the controls that misbehaved (with
     the reason line) and the tasks without a positive control; None when no control ran."""
     controls = control_records(records)
     if not controls:
         return None
-    per_task: dict[str, dict[str, Any]] = {}
+    per_task: dict[str, JsonObject] = {}
+    named: dict[str, list[JsonValue]] = {}
     for record in misbehaved(controls):
-        key = f"{record.get('suite')}::{record.get('task_id')}"
-        entry = per_task.setdefault(
-            key, {"suite": record.get("suite"), "task_id": record.get("task_id"), "controls": []}
+        key = f"{record.suite}::{record.task_id}"
+        listed = named.setdefault(key, [])
+        per_task.setdefault(
+            key, {"suite": record.suite, "task_id": record.task_id, "controls": listed}
         )
-        entry["controls"].append(
-            {
-                "name": record["control"]["name"],
-                "nodeid": record.get("nodeid"),
-                "reason": record.get("message"),
-            }
+        listed.append(
+            {"name": _control(record).name, "nodeid": record.nodeid, "reason": record.message}
         )
-    missing = [
-        {"suite": r.get("suite"), "task_id": r.get("task_id"), "reason": r["control"]["missing"]}
+    missing: list[JsonValue] = [
+        {"suite": r.suite, "task_id": r.task_id, "reason": _control(r).missing}
         for r in controls
-        if r["control"].get("missing")
+        if _control(r).missing
     ]
-    ran = [r for r in controls if not r["control"].get("missing")]
+    ran = [r for r in controls if not _control(r).missing]
     return {
         "run": len(ran),
-        "behaved": sum(1 for r in ran if r["control"].get("behaved") is True),
-        "misbehaved": sum(1 for r in ran if r["control"].get("behaved") is False),
-        "errors": sum(1 for r in ran if r["control"].get("behaved") is None),
-        "canary": sum(1 for r in ran if r["control"].get("canary")),
+        "behaved": sum(1 for r in ran if _control(r).behaved is True),
+        "misbehaved": sum(1 for r in ran if _control(r).behaved is False),
+        "errors": sum(1 for r in ran if _control(r).behaved is None),
+        "canary": sum(1 for r in ran if _control(r).canary),
         "no_positive_control": len(missing),
         "misbehaving_tasks": list(per_task.values()),
         "without_positive_control": missing,

@@ -9,10 +9,12 @@ from __future__ import annotations
 import platform
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from pytest_agentbench.artifacts.jsonio import Streamed
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+from pytest_agentbench.core.record_parts import Rerun
 from pytest_agentbench.core.records import CTRF_STATUSES, CtrfStatus
+from pytest_agentbench.core.task_record import TaskRecord
 
 SPEC_VERSION = "0.0.0"
 EXTRA_KEY = "pytest-agentbench.rollout"
@@ -29,123 +31,131 @@ def ctrf_status(outcome: str) -> CtrfStatus:
     return "failed"
 
 
-def record_status(record: Mapping[str, Any]) -> CtrfStatus:
+def record_status(record: TaskRecord) -> CtrfStatus:
     """The CTRF status of a record: its outcome's, except that a control passes when it
     behaved (a negative control's failed verdict is a pass), fails when it misbehaved and
     is skipped when it could not run (no positive control)."""
-    status = ctrf_status(str(record.get("outcome") or "harness_error"))
-    control = record.get("control")
-    if not isinstance(control, Mapping) or status == "other":
+    status = ctrf_status(record.outcome)
+    control = record.control
+    if control is None or status == "other":
         return status
-    behaved = control.get("behaved")
+    behaved = control.behaved
     return "skipped" if behaved is None else "passed" if behaved else "failed"
 
 
-def ctrf_test(record: Mapping[str, Any]) -> dict[str, Any]:
+def ctrf_test(record: TaskRecord) -> JsonObject:
     """One ``results.tests[]`` entry."""
-    start = int(record.get("start_ms") or 0)
-    duration = max(0, int(record.get("duration_ms") or 0))
-    outcome = str(record.get("outcome") or "harness_error")
-    control = record.get("control")
+    start = record.start_ms
+    duration = max(0, record.duration_ms)
+    outcome = record.outcome
+    control = record.control
     status = record_status(record)
-    test: dict[str, Any] = {
-        "name": record["nodeid"],
+    test: JsonObject = {
+        "name": record.nodeid,
         "status": status,
         "duration": duration,
         "rawStatus": outcome,
-        "suite": [str(record.get("suite") or "agentbench")],
-        "filePath": str(record.get("file") or ""),
+        "suite": [record.suite or "agentbench"],
+        "filePath": record.file,
         "type": "benchmark",
     }
     if start > 0:
         test["start"] = start
         test["stop"] = start + duration
-    if (status != "passed" or outcome != "passed") and record.get("message"):
-        test["message"] = str(record["message"])
-    if record.get("trace"):
-        test["trace"] = str(record["trace"])
-    if record.get("resumed"):
+    if (status != "passed" or outcome != "passed") and record.message:
+        test["message"] = record.message
+    if record.trace:
+        test["trace"] = record.trace
+    if record.resumed:
         test["tags"] = ["resumed"]
-    reruns = record.get("reruns")
-    if isinstance(reruns, list) and reruns:
-        test.update(_retries(reruns, test))
+    reruns = record.reruns
+    if reruns:
+        test.update(_retries(reruns, status, duration))
+    loop, failure = record.loop, record.failure
     test["extra"] = {
         EXTRA_KEY: {
-            "schema_version": record.get("schema_version"),
-            "reward": record.get("reward"),
-            "first_attempt_reward": record.get("first_attempt_reward"),
+            "schema_version": record.schema_version,
+            "reward": record.reward,
+            "first_attempt_reward": record.first_attempt_reward,
             "outcome": outcome,
-            "model": record.get("model"),
-            "epoch": record.get("epoch"),
-            "attempts": record.get("attempts"),
-            "repaired": record.get("repaired"),
-            "repair": record.get("repair"),
-            "sampling": record.get("sampling"),
-            "max_tokens": record.get("max_tokens"),
-            "reruns": record.get("reruns"),
-            "usage": record.get("usage"),
-            "loop": record.get("loop"),
-            "rollout_dir": record.get("rollout_dir"),
-            "failure": record.get("failure"),
-            "control": dict(control) if isinstance(control, Mapping) else None,
+            "model": record.model,
+            "epoch": record.epoch,
+            "attempts": record.attempts,
+            "repaired": record.repaired,
+            "repair": record.repair.to_json(),
+            "sampling": record.sampling,
+            "max_tokens": record.max_tokens,
+            "reruns": None if reruns is None else [run.to_json() for run in reruns],
+            "usage": record.usage.to_json(),
+            "loop": None if loop is None else loop.to_json(),
+            "rollout_dir": record.rollout_dir,
+            "failure": None if failure is None else failure.to_json(),
+            "control": None if control is None else control.to_json(),
         }
     }
     return test
 
 
-def _retries(reruns: Sequence[Any], test: Mapping[str, Any]) -> dict[str, Any]:
+def _retries(reruns: Sequence[Rerun], status: CtrfStatus, duration: int) -> JsonObject:
     """CTRF's view of a rerun task (pytest-rerunfailures): ``retries``, every run as a
     ``retryAttempts`` entry (1 = the first run, the last = the run reported), ``flaky``
     when the reported run passed after a run that did not."""
-    runs = [run for run in reruns if isinstance(run, Mapping)]
-    attempts = []
-    for number, run in enumerate(runs, start=1):
-        attempt: dict[str, Any] = {
+    attempts: list[JsonValue] = []
+    flaky = False
+    for number, run in enumerate(reruns, start=1):
+        run_status = ctrf_status(run.outcome or "harness_error")
+        flaky = flaky or run_status != "passed"
+        attempt: JsonObject = {
             "attempt": number,
-            "status": ctrf_status(str(run.get("outcome") or "harness_error")),
-            "duration": max(0, int(run.get("duration_ms") or 0)),
+            "status": run_status,
+            "duration": max(0, run.duration_ms or 0),
         }
-        if run.get("message"):
-            attempt["message"] = str(run["message"])
+        if run.message:
+            attempt["message"] = run.message
         attempts.append(attempt)
-    final = {"attempt": len(runs) + 1, "status": test["status"], "duration": test["duration"]}
-    flaky = test["status"] == "passed" and any(a["status"] != "passed" for a in attempts)
-    return {"retries": len(runs), "retryAttempts": [*attempts, final], "flaky": flaky}
+    final: JsonObject = {"attempt": len(reruns) + 1, "status": status, "duration": duration}
+    return {
+        "retries": len(reruns),
+        "retryAttempts": [*attempts, final],
+        "flaky": status == "passed" and flaky,
+    }
 
 
 def build_ctrf(
-    records: Iterable[Mapping[str, Any]],
+    records: Iterable[TaskRecord],
     *,
     start_ms: int,
     stop_ms: int,
     tool_version: str,
     run_id: str,
-    extra: Mapping[str, Any] | None = None,
+    extra: Mapping[str, JsonValue] | None = None,
     stream: bool = False,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The whole report. Counts are derived from the tests' statuses, so they always
     agree. With ``stream`` the tests are a :class:`Streamed` array, each made as it is
     written (records must then be a sequence, read twice)."""
-    counts = dict.fromkeys(CTRF_STATUSES, 0)
+    counts: dict[str, int] = dict.fromkeys(CTRF_STATUSES, 0)
     if stream:
         records = records if isinstance(records, Sequence) else list(records)
         for record in records:
             counts[record_status(record)] += 1
         total = len(records)
-        tests: Any = Streamed(ctrf_test(r) for r in records)
+        tests: Streamed | list[JsonObject] = Streamed(ctrf_test(r) for r in records)
     else:
-        tests = [ctrf_test(r) for r in records]
-        for test in tests:
-            counts[test["status"]] += 1
-        total = len(tests)
+        made = []
+        for record in records:
+            counts[record_status(record)] += 1
+            made.append(ctrf_test(record))
+        tests, total = made, len(made)
     stop_ms = max(stop_ms, start_ms)
+    summary: dict[str, int] = {"tests": total, **counts, "start": start_ms, "stop": stop_ms}
     return {
         "reportFormat": "CTRF",
         "specVersion": SPEC_VERSION,
         "generatedBy": "pytest-agentbench",
         "results": {
             "tool": {"name": "pytest-agentbench", "version": tool_version},
-            "summary": {"tests": total, **counts, "start": start_ms, "stop": stop_ms},
+            "summary": summary,
             "tests": tests,
             "environment": {
                 "reportName": f"agentbench run {run_id}",

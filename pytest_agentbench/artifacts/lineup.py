@@ -23,29 +23,29 @@ from pytest_agentbench.core.stats import (
     pass_hat_k,
     reduce_samples,
 )
+from pytest_agentbench.core.task_record import TaskRecord
 
 _PASS_K = re.compile(r"^pass([@^])(\d+)$")
 
-Samples = dict[str, list[Mapping[str, Any]]]
+Samples = dict[str, list[TaskRecord]]
 
 
-def task_samples(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], Samples]:
+def task_samples(records: Sequence[TaskRecord]) -> dict[tuple[str, str], Samples]:
     """The records by (suite, model), then by task id, in the order they came."""
     groups: dict[tuple[str, str], Samples] = {}
     for record in records:
-        key = (str(record.get("suite")), str(record.get("model")))
-        groups.setdefault(key, {}).setdefault(str(record.get("task_id")), []).append(record)
+        key = (record.suite, record.model)
+        groups.setdefault(key, {}).setdefault(record.task_id, []).append(record)
     return groups
 
 
-def _passed(record: Mapping[str, Any], value: float) -> bool:
-    threshold = record.get("pass_threshold")
-    limit = float(threshold) if isinstance(threshold, int | float) else 1.0
-    return value >= limit
+def _passed(record: TaskRecord, value: float) -> bool:
+    threshold = record.pass_threshold
+    return value >= (float(threshold) if threshold is not None else 1.0)
 
 
 def reduce_task(
-    samples: Sequence[Mapping[str, Any]], reducer: str, *, errors_as_failures: bool = False
+    samples: Sequence[TaskRecord], reducer: str, *, errors_as_failures: bool = False
 ) -> float | None:
     """One task's score from its samples; None when no sample is scored (all harness
     errors) or pass@k / pass^k asks for more samples (k) than were scored."""
@@ -67,24 +67,24 @@ def reduce_task(
     return reduce_samples([value for _, value in scored], how)
 
 
-def _reducer(samples: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
+def _reducer(samples: Mapping[str, Sequence[TaskRecord]]) -> str:
     """The reducer the records name (the first that names one), else mean."""
     for records in samples.values():
         for record in records:
-            if isinstance(record.get("reducer"), str):
-                return str(record["reducer"])
+            if record.reducer is not None:
+                return record.reducer
     return "mean"
 
 
 def reduced_score(
-    samples: Mapping[str, Sequence[Mapping[str, Any]]], *, errors_as_failures: bool = False
+    samples: Mapping[str, Sequence[TaskRecord]], *, errors_as_failures: bool = False
 ) -> dict[str, Any] | None:
     """The score of one suite × model over its tasks' reduced scores, with n (tasks), its
     interval and the tasks left out; None when no task ran more than once. The mean
     reducer gets a cluster-robust interval over the samples (tasks are the clusters);
     the others an interval over the task scores (Wilson when each is 0 or 1)."""
     epochs = max((len(records) for records in samples.values()), default=0)
-    if epochs < 2 and not any(r.get("epoch") for rs in samples.values() for r in rs):
+    if epochs < 2 and not any(r.epoch for rs in samples.values() for r in rs):
         return None
     reducer = _reducer(samples)
     values = {
@@ -113,7 +113,7 @@ def reduced_score(
 
 
 def task_scores(
-    records: Sequence[Mapping[str, Any]], model: str, *, errors_as_failures: bool = False
+    records: Sequence[TaskRecord], model: str, *, errors_as_failures: bool = False
 ) -> dict[tuple[str, str], float | bool | None]:
     """Each (suite, task id) of ``model`` → its reduced score: a bool when the task's
     score is pass/fail, None when it is not scored (harness errors)."""
@@ -155,16 +155,16 @@ def compare_models(
 
 
 def model_comparisons(
-    records: Sequence[Mapping[str, Any]], *, errors_as_failures: bool = False
+    records: Sequence[TaskRecord], *, errors_as_failures: bool = False
 ) -> list[dict[str, Any]] | None:
     """Each pair of the run's models (in the order first seen), compared over every task
     both ran (``suite`` None), then within each suite when there are several; None with
     fewer than two models."""
-    models = list(dict.fromkeys(str(r.get("model")) for r in records))
+    models = list(dict.fromkeys(r.model for r in records))
     if len(models) < 2:
         return None
     scores = {m: task_scores(records, m, errors_as_failures=errors_as_failures) for m in models}
-    suites = list(dict.fromkeys(str(r.get("suite")) for r in records))
+    suites = list(dict.fromkeys(r.suite for r in records))
     scopes: list[str | None] = [None, *suites] if len(suites) > 1 else [None]
     rows = []
     for suite in scopes:

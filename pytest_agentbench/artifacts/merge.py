@@ -9,7 +9,7 @@ from typing import Any
 from pytest_agentbench.artifacts.coverage import run_coverage
 from pytest_agentbench.artifacts.reports import write_run_reports
 from pytest_agentbench.artifacts.summary import load_summary
-from pytest_agentbench.core.task_record import TaskRecord
+from pytest_agentbench.core.task_record import RunSummary, TaskRecord
 from pytest_agentbench.errors import AgentbenchError
 
 MERGE_SUMMARY_LIMIT = 256 * 1024 * 1024
@@ -17,7 +17,7 @@ MERGE_SUMMARY_LIMIT = 256 * 1024 * 1024
 
 def merge_runs(
     run_dirs: Sequence[Path], out_dir: Path, *, force: bool = False, tool_version: str
-) -> dict[str, Any]:
+) -> RunSummary:
     """Write the merged reports of ``run_dirs`` into ``out_dir`` and return the summary.
 
     Runs whose settings fingerprints differ are refused unless ``force``: their scores are
@@ -37,7 +37,7 @@ def merge_runs(
             "merge: the runs were made with different settings (fingerprints "
             f"{listed}); their scores do not compare. Pass --force to merge anyway."
         )
-    records: dict[str, dict[str, Any]] = {}
+    records: dict[str, TaskRecord] = {}
     for run_dir, summary in summaries:
         for index, data in enumerate(summary["tasks"]):
             try:
@@ -46,7 +46,7 @@ def merge_runs(
                 raise AgentbenchError(
                     f"{run_dir / 'summary.json'}: tasks[{index}] is not a task record: {exc}"
                 ) from None
-            records[record.nodeid] = record.to_json()
+            records[record.nodeid] = record
     first = summaries[0][1]
     starts = [int(s.get("start_ms") or 0) for _, s in summaries]
     stops = [int(s.get("stop_ms") or 0) for _, s in summaries]

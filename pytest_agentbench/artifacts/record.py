@@ -57,7 +57,7 @@ def task_record(
         for a in rollout.attempts
         if a.verdict is not None and a.verdict.get("feedback")
     ]
-    return build_record(
+    record = build_record(
         nodeid=nodeid,
         file=file,
         suite=rollout.suite,
@@ -87,6 +87,7 @@ def task_record(
         verifier_dir=str(rollout_dir / "verifier"),
         failure=_evidence(rollout.failure, rollout_dir),
     )
+    return SHARED.share(record)
 
 
 def record_without_rollout(
@@ -104,7 +105,7 @@ def record_without_rollout(
     rollout_dir: str | None = None,
     pass_threshold: float | None = None,
     usage: Usage | None = None,
-) -> JsonObject:
+) -> TaskRecord:
     """The record of a task that ended without a rollout record (a plugin's exception,
     pytest-timeout, a crashed xdist worker): the same fields as :func:`task_record`, no
     attempts, and ``cause`` kept whole as its error, message and trace."""
@@ -138,8 +139,48 @@ def record_without_rollout(
         failure=Failure.of(failure_kind, cause),
         message=cause,
         trace=cause,
-    ).to_json()
+    )
 
+
+#: Fields whose values repeat from task to task (the repair settings, the sampling sent,
+#: a verdict without metrics): a record keeps the one copy the process has seen (equal
+#: values, shared), so a long run holds each distinct value once. Bounded: short values
+#: only, and at most SHARED_LIMIT of them.
+SHARED_FIELDS = ("repair", "sampling", "verdict")
+SHARED_LIMIT = 256
+SHARED_REPR_MAX = 200
+
+
+class SharedParts:
+    """The repeating parts of the records one process made or received, kept once. The
+    record is shared where it is built (so the item, its report and the run's list hold
+    one record, not an unshared original beside a shared copy) and again where a record
+    arrives from an xdist worker."""
+
+    def __init__(self) -> None:
+        self.kept: dict[str, object] = {}
+
+    def share(self, record: TaskRecord) -> TaskRecord:
+        """``record`` with its repeating parts replaced by the equal ones kept already
+        (``record`` itself when they are those already)."""
+        changes: dict[str, object] = {}
+        for name in SHARED_FIELDS:
+            value = getattr(record, name)
+            if value is None or value == {}:
+                continue
+            key = f"{name}={value!r}"
+            if len(key) > SHARED_REPR_MAX:
+                continue
+            kept = self.kept.get(key)
+            if kept is None and len(self.kept) < SHARED_LIMIT:
+                self.kept[key] = value
+            elif kept is not None and kept is not value:
+                changes[name] = kept
+        return replace(record, **changes) if changes else record  # type: ignore[arg-type]
+
+
+#: The process's shared parts (thread-safe enough: a race only misses a share).
+SHARED = SharedParts()
 
 build_record = TaskRecord
 """The one place a :class:`TaskRecord` is made (its constructor, named for the readers)."""

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from pytest_agentbench.artifacts.controls import invalid_reason, task_records
 from pytest_agentbench.artifacts.ctrf import build_ctrf
@@ -12,28 +12,30 @@ from pytest_agentbench.artifacts.jsonio import write_json_atomic
 from pytest_agentbench.artifacts.score_stats import score_stats
 from pytest_agentbench.artifacts.summary import build_summary
 from pytest_agentbench.artifacts.usage_totals import run_usage
+from pytest_agentbench.core.jsontypes import JsonValue
+from pytest_agentbench.core.task_record import RunSummary, TaskRecord
 
 
 def write_run_reports(
     run_dir: Path,
-    records: Sequence[Mapping[str, Any]],
+    records: Sequence[TaskRecord],
     *,
     run_id: str,
-    settings: Mapping[str, Any],
+    settings: Mapping[str, JsonValue],
     tool_version: str,
     start_ms: int,
     stop_ms: int,
     partial: bool,
     exit_status: int | None,
-    gate: Mapping[str, Any] | None = None,
+    gate: Mapping[str, JsonValue] | None = None,
     errors_as_failures: bool = False,
-    coverage: Mapping[str, Any] | None = None,
-    sections: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    coverage: Mapping[str, JsonValue] | None = None,
+    sections: Mapping[str, JsonValue] | None = None,
+) -> RunSummary:
     """Write ``ctrf.json`` and ``summary.json`` for ``records`` into ``run_dir``, one test
     and one task at a time (a 10 000-task run never holds either report whole); return
-    the summary document (its ``tasks`` are the records themselves). ``sections`` are
-    added to summary.json as they are (the baseline comparison, robustness)."""
+    the summary (its ``tasks`` are the records themselves). ``sections`` are added to
+    summary.json as they are (the baseline comparison, robustness)."""
     scored = task_records(records)  # controls are reported, never scored
     ctrf = build_ctrf(
         records,
@@ -68,5 +70,5 @@ def write_run_reports(
         sections=sections,
     )
     write_json_atomic(run_dir / "summary.json", summary, indent=None)
-    summary["tasks"] = list(records)
-    return summary
+    written = RunSummary.from_json({**summary, "tasks": []})  # all JSON but the tasks
+    return replace(written, tasks=list(records))

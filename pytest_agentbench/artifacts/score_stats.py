@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Literal
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.record_parts import Round
 from pytest_agentbench.core.records import Attempt
 from pytest_agentbench.core.stats import (
@@ -21,20 +22,26 @@ from pytest_agentbench.core.stats import (
     bootstrap_mean,
     wilson,
 )
+from pytest_agentbench.core.task_record import TaskRecord
+
+#: The two rewards a record holds: the final one and the first try's.
+RewardField = Literal["reward", "first_attempt_reward"]
+
+
+def reward_of(record: TaskRecord, field: RewardField = "reward") -> float | None:
+    return record.reward if field == "reward" else record.first_attempt_reward
 
 
 def scored_values(
-    records: Sequence[Mapping[str, Any]], field: str = "reward", *, errors_as_failures: bool
+    records: Sequence[TaskRecord], field: RewardField = "reward", *, errors_as_failures: bool
 ) -> list[float]:
     """The rewards a score averages: harness errors out (unless counted as failures, or
     they still hold a reward for ``field``), a missing reward counts as 0."""
     values = []
     for record in records:
-        value = record.get(field)
-        number = float(value) if isinstance(value, int | float) else None
-        reached = number is not None and not isinstance(value, bool)
-        if errors_as_failures or reached or record.get("outcome") != "harness_error":
-            values.append(0.0 if number is None else number)
+        number = reward_of(record, field)
+        if errors_as_failures or number is not None or record.outcome != "harness_error":
+            values.append(0.0 if number is None else float(number))
     return values
 
 
@@ -55,8 +62,8 @@ def _estimate(values: tuple[float, ...], seed: int, level: float) -> Estimate:
 
 
 def score_estimate(
-    records: Sequence[Mapping[str, Any]],
-    field: str = "reward",
+    records: Sequence[TaskRecord],
+    field: RewardField = "reward",
     *,
     errors_as_failures: bool = False,
     seed: int = DEFAULT_SEED,
@@ -64,9 +71,7 @@ def score_estimate(
     return estimate(scored_values(records, field, errors_as_failures=errors_as_failures), seed=seed)
 
 
-def score_stats(
-    records: Sequence[Mapping[str, Any]], *, errors_as_failures: bool = False
-) -> dict[str, Any]:
+def score_stats(records: Sequence[TaskRecord], *, errors_as_failures: bool = False) -> JsonObject:
     """The ``stats`` block of summary.json and ctrf.json: the repaired (final) score and
     the first-try score, each with n, standard error and interval; never merged."""
     return {
@@ -77,16 +82,15 @@ def score_stats(
     }
 
 
-def interval_text(est: Estimate | Mapping[str, Any]) -> str:
+def interval_text(est: Estimate | Mapping[str, JsonValue]) -> str:
     """``0.620 ± 0.069 (n=50, 95 % CI 0.487–0.738)``: the value, its standard error, n and
     the interval ("no score" when nothing was scored)."""
     data = est.as_dict() if isinstance(est, Estimate) else est
-    value, se, lo, hi = data.get("value"), data.get("se"), data.get("lo"), data.get("hi")
+    value, se, lo, hi = (_float(data.get(name)) for name in ("value", "se", "lo", "hi"))
     if value is None:
         return "no score"
     spread = f" ± {se:.3f}" if se is not None else ""
-    level = data.get("level")
-    pct = round((level if isinstance(level, int | float) and level else DEFAULT_LEVEL) * 100)
+    pct = round((_float(data.get("level")) or DEFAULT_LEVEL) * 100)
     ci = f", {pct} % CI {lo:.3f}–{hi:.3f}" if lo is not None and hi is not None else ""
     return f"{value:.3f}{spread} (n={data.get('n')}{ci})"
 
@@ -108,55 +112,52 @@ def attempt_rounds(attempts: Sequence[Attempt]) -> tuple[Round, ...]:
     return tuple(rounds)
 
 
-def _round_reward(record: Mapping[str, Any], index: int, errors_as_failures: bool) -> float | None:
+def _float(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _round_reward(record: TaskRecord, index: int, errors_as_failures: bool) -> float | None:
     """The task's reward after round ``index`` (its last round when it stopped earlier);
     None when it is not scored there (the harness lost that round)."""
-    rounds = record.get("rounds")
-    if not isinstance(rounds, list) or not rounds:
-        field = "first_attempt_reward" if index == 0 else "reward"
+    rounds = record.rounds
+    if not rounds:
+        field: RewardField = "first_attempt_reward" if index == 0 else "reward"
         values = scored_values([record], field, errors_as_failures=errors_as_failures)
         return values[0] if values else None
-    entry = rounds[min(index, len(rounds) - 1)]
-    reward = entry.get("reward") if isinstance(entry, Mapping) else None
-    if isinstance(reward, int | float):
+    reward = rounds[min(index, len(rounds) - 1)].reward
+    if reward is not None:
         return float(reward)
-    if record.get("outcome") == "harness_error" and not errors_as_failures:
+    if record.outcome == "harness_error" and not errors_as_failures:
         return None
     return 0.0
 
 
-def _depth(record: Mapping[str, Any]) -> int:
+def _depth(record: TaskRecord) -> int:
     """The rounds a task ran: its per-round entries (none when it never reached the
     model), else (a record written before they were kept) its attempt count."""
-    rounds = record.get("rounds")
-    if isinstance(rounds, list):
-        return len(rounds)
-    attempts = record.get("attempts")
-    return attempts if isinstance(attempts, int) and attempts > 0 else 1
+    if record.rounds is not None:
+        return len(record.rounds)
+    return record.attempts if record.attempts > 0 else 1
 
 
-def _round_tokens(record: Mapping[str, Any], index: int) -> int | None:
-    rounds = record.get("rounds")
-    if not isinstance(rounds, list) or index >= len(rounds):
+def _round_tokens(record: TaskRecord, index: int) -> int | None:
+    rounds = record.rounds
+    if rounds is None or index >= len(rounds):
         return None
-    entry = rounds[index]
-    used = entry.get("tokens") if isinstance(entry, Mapping) else None
-    return used if isinstance(used, int) and not isinstance(used, bool) else None
+    return rounds[index].tokens
 
 
 def repair_curve(
-    records: Sequence[Mapping[str, Any]], *, errors_as_failures: bool = False
-) -> list[dict[str, Any]] | None:
+    records: Sequence[TaskRecord], *, errors_as_failures: bool = False
+) -> list[JsonValue] | None:
     """Per round (0 = first try): the score with its interval, the tasks that first
     passed in that round and the tokens that round used; None when no task had a repair
     round allowed. Round 0 is the first-try score, the last round the final score."""
-    allowed = [
-        r for r in records if isinstance(r.get("repair"), Mapping) and r["repair"].get("repairs")
-    ]
+    allowed = [r for r in records if r.repair.repairs]
     if not allowed:
         return None
     depth = max([1, *(_depth(r) for r in records)])
-    curve = []
+    curve: list[JsonValue] = []
     passed_before: set[int] = set()
     for index in range(depth):
         values = []
@@ -166,8 +167,8 @@ def repair_curve(
             reward = _round_reward(record, index, errors_as_failures)
             if reward is not None:
                 values.append(reward)
-                threshold = record.get("pass_threshold")
-                limit = float(threshold) if isinstance(threshold, int | float) else 1.0
+                threshold = record.pass_threshold
+                limit = float(threshold) if threshold is not None else 1.0
                 if reward >= limit and position not in passed_before:
                     passed_before.add(position)
                     new_passes += 1

@@ -11,10 +11,15 @@ from typing import Any
 from pytest_agentbench.artifacts.controls import controls_summary, invalid_reason, task_records
 from pytest_agentbench.artifacts.jsonio import Streamed
 from pytest_agentbench.artifacts.lineup import model_comparisons, reduced_score, task_samples
-from pytest_agentbench.artifacts.score_stats import repair_curve, score_stats
+from pytest_agentbench.artifacts.score_stats import (
+    RewardField,
+    repair_curve,
+    reward_of,
+    score_stats,
+)
 from pytest_agentbench.artifacts.usage_totals import run_usage
-from pytest_agentbench.core.jsontypes import JsonObject
-from pytest_agentbench.core.records import OUTCOMES
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+from pytest_agentbench.core.task_record import OUTCOMES, TaskRecord
 from pytest_agentbench.errors import AgentbenchError
 
 SUMMARY_SCHEMA_VERSION = 1
@@ -39,19 +44,19 @@ def load_summary(run_dir: Path, limit: int) -> dict[str, Any]:
     return data
 
 
-def classify(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+def classify(records: Iterable[TaskRecord]) -> dict[str, int]:
     """Count tasks per outcome. Every record lands in exactly one bucket (an unknown
     outcome counts as a harness error), so the buckets always sum to the total."""
     counts: Counter[str] = Counter(dict.fromkeys(OUTCOMES, 0))
     for record in records:
-        outcome = record.get("outcome")
+        outcome = record.outcome
         counts[outcome if outcome in OUTCOMES else "harness_error"] += 1
     return dict(counts)
 
 
 def score(
-    records: Sequence[Mapping[str, Any]],
-    field: str = "reward",
+    records: Sequence[TaskRecord],
+    field: RewardField = "reward",
     *,
     errors_as_failures: bool = False,
 ) -> float | None:
@@ -63,39 +68,34 @@ def score(
     scored = [r for r in records if errors_as_failures or _scored(r, field)]
     if not scored:
         return None
-    rewards = [r.get(field) for r in scored]
-    return sum(float(v) if isinstance(v, int | float) else 0.0 for v in rewards) / len(scored)
+    rewards = [reward_of(r, field) for r in scored]
+    return sum(0.0 if v is None else float(v) for v in rewards) / len(scored)
 
 
-def _scored(record: Mapping[str, Any], field: str) -> bool:
-    value = record.get(field)
-    reached = isinstance(value, int | float) and not isinstance(value, bool)
-    return record.get("outcome") != "harness_error" or reached
+def _scored(record: TaskRecord, field: RewardField) -> bool:
+    return record.outcome != "harness_error" or reward_of(record, field) is not None
 
 
-def _repair_settings(
-    records: Sequence[Mapping[str, Any]], key: str = "repair"
-) -> list[dict[str, Any]]:
+def _distinct(values: Iterable[JsonObject]) -> list[JsonValue]:
     """The distinct repair (or sampling) settings in a group, so runs that differ never
     mix silently."""
-    seen: list[dict[str, Any]] = []
-    for record in records:
-        repair = record.get(key) or {}
-        if repair not in seen:
-            seen.append(dict(repair))
+    seen: list[JsonValue] = []
+    for value in values:
+        if value not in seen:
+            seen.append(value)
     return seen
 
 
 def _reduced(
-    suite: str, model: str, members: Sequence[Mapping[str, object]], errors_as_failures: bool
+    suite: str, model: str, members: Sequence[TaskRecord], errors_as_failures: bool
 ) -> JsonObject | None:
     """The group's score over its tasks' reduced scores (``lineup.reduced_score``); None
     when no task ran more than once, found without grouping every record by task (a
     list per task: the largest part of writing summary.json's memory)."""
     seen: set[str] = set()
     for record in members:
-        task = str(record.get("task_id"))
-        if record.get("epoch") or task in seen:
+        task = record.task_id
+        if record.epoch or task in seen:
             samples = task_samples(members)[suite, model]
             return reduced_score(samples, errors_as_failures=errors_as_failures)
         seen.add(task)
@@ -103,26 +103,25 @@ def _reduced(
 
 
 def _group_scores(
-    records: Sequence[Mapping[str, Any]], errors_as_failures: bool = False
-) -> list[dict[str, Any]]:
-    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    records: Sequence[TaskRecord], errors_as_failures: bool = False
+) -> list[JsonValue]:
+    groups: dict[tuple[str, str], list[TaskRecord]] = {}
     for record in records:
-        key = (str(record.get("suite")), str(record.get("model")))
-        groups.setdefault(key, []).append(record)
-    rows = []
+        groups.setdefault((record.suite, record.model), []).append(record)
+    rows: list[JsonValue] = []
     for (suite, model), members in sorted(groups.items()):
         rows.append(
             {
                 "suite": suite,
                 "model": model,
                 "tasks": len(members),
-                "outcomes": classify(members),
+                "outcomes": dict(classify(members)),
                 "score": score(members, errors_as_failures=errors_as_failures),
                 "first_try_score": score(
                     members, "first_attempt_reward", errors_as_failures=errors_as_failures
                 ),
-                "repair": _repair_settings(members),
-                "sampling": _repair_settings(members, "sampling"),
+                "repair": _distinct(r.repair.to_json() for r in members),
+                "sampling": _distinct(dict(r.sampling or {}) for r in members),
                 "stats": score_stats(members, errors_as_failures=errors_as_failures),
                 "repair_curve": repair_curve(members, errors_as_failures=errors_as_failures),
                 "reduced": _reduced(suite, model, members, errors_as_failures),
@@ -132,26 +131,27 @@ def _group_scores(
 
 
 def build_summary(
-    records: Sequence[Mapping[str, Any]],
+    records: Sequence[TaskRecord],
     *,
     run_id: str,
-    settings: Mapping[str, Any],
+    settings: Mapping[str, JsonValue],
     tool_version: str,
     start_ms: int,
     stop_ms: int,
     partial: bool,
     exit_status: int | None,
-    gate: Mapping[str, Any] | None = None,
+    gate: Mapping[str, JsonValue] | None = None,
     errors_as_failures: bool = False,
     stream: bool = False,
-    coverage: Mapping[str, Any] | None = None,
-    sections: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    coverage: Mapping[str, JsonValue] | None = None,
+    sections: Mapping[str, JsonValue] | None = None,
+) -> dict[str, object]:
     """The summary.json document. ``tasks`` holds every task's record as the reports saw
     it (outcome, reward, usage, reason, where its artifacts are), so shards can be merged
     and runs resumed from it alone. With ``stream`` it is a :class:`Streamed` array of the
     records themselves, not copies. ``coverage`` (artifacts/coverage.py) says how many of
-    the planned tasks the records cover; None when unknown (a merge of runs).
+    the planned tasks the records cover; None when unknown (a merge of runs). Each task
+    is its record's JSON form (``TaskRecord.to_json``), made as it is written.
     ``sections`` (the baseline comparison, robustness) come before ``tasks``. Control
     records (artifacts/controls.py) are in ``tasks`` but never in a count or a score:
     ``controls`` sums them up, and ``invalid`` says why a canary made the run invalid."""
@@ -171,14 +171,14 @@ def build_summary(
         "settings": dict(settings),
         "totals": {
             "tasks": len(records),
-            "outcomes": outcomes,
+            "outcomes": dict(outcomes),
             "scored": len(records) - (0 if errors_as_failures else outcomes["harness_error"]),
             "score": score(records, errors_as_failures=errors_as_failures),
             "first_try_score": score(
                 records, "first_attempt_reward", errors_as_failures=errors_as_failures
             ),
-            "repaired": sum(1 for r in records if r.get("repaired")),
-            "incomplete": sum(1 for r in records if r.get("incomplete")),
+            "repaired": sum(1 for r in records if r.repaired),
+            "incomplete": sum(1 for r in records if r.incomplete),
             "usage": run_usage(records),
             "stats": score_stats(records, errors_as_failures=errors_as_failures),
             "repair_curve": repair_curve(records, errors_as_failures=errors_as_failures),
@@ -189,5 +189,5 @@ def build_summary(
         "controls": controls_summary(every),
         "invalid": invalid_reason(every),
         **dict(sections or {}),
-        "tasks": Streamed(every) if stream else [dict(r) for r in every],
+        "tasks": Streamed(r.to_json() for r in every) if stream else [r.to_json() for r in every],
     }

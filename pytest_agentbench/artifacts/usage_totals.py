@@ -21,7 +21,9 @@ all) adds nothing and is not counted as unknown.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+from pytest_agentbench.core.task_record import TaskRecord
 
 #: The run-level token fields, in the order reports show them.
 TOTAL_FIELDS = ("input", "output", "reasoning", "cache_read", "cache_write", "total")
@@ -30,22 +32,15 @@ TOTAL_FIELDS = ("input", "output", "reasoning", "cache_read", "cache_write", "to
 _PARTS = ("input", "cache_read", "cache_write", "output")
 
 
-def _known(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def run_usage(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def run_usage(records: Iterable[TaskRecord]) -> JsonObject:
     """The run's token totals over ``records`` (see the module docstring)."""
     sums: dict[str, int | None] = dict.fromkeys(TOTAL_FIELDS)
     unknown: dict[str, int] = dict.fromkeys(TOTAL_FIELDS, 0)
     used = 0
     for record in records:
-        raw = record.get("usage")
-        usage = raw if isinstance(raw, Mapping) else {}
-        values = {name: _known(usage.get(name)) for name in TOTAL_FIELDS}
-        attempts = record.get("attempts")
-        made_calls = isinstance(attempts, int) and attempts > 0
-        if not made_calls and all(v is None for v in values.values()):
+        usage = record.usage
+        values = {name: usage.get(name) for name in TOTAL_FIELDS}
+        if record.attempts <= 0 and all(v is None for v in values.values()):
             continue
         used += 1
         parts = [part for name in _PARTS if (part := values[name]) is not None]
@@ -59,14 +54,11 @@ def run_usage(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
                     unknown[name] += 1
                 continue
             sums[name] = (sums[name] or 0) + value
-    return {
-        **sums,
-        "tasks": used,
-        "unknown": {name: count for name, count in unknown.items() if count},
-    }
+    counts: JsonObject = {name: count for name, count in unknown.items() if count}
+    return {**sums, "tasks": used, "unknown": counts}
 
 
-def whole_input(totals: Mapping[str, Any]) -> int | None:
+def whole_input(totals: Mapping[str, JsonValue]) -> int | None:
     """The whole prompt side: uncached input plus cache reads and writes (known ones);
     None when no part is known."""
     parts = [totals.get(name) for name in ("input", "cache_read", "cache_write")]

@@ -1,8 +1,8 @@
 """Compare two sets of task records task by task: a baseline run with this one, two
 models of one run, or perturbed tasks with their originals.
 
-Pure: two lists of task records in (the dicts of summary.json's ``tasks``), a typed
-:class:`RecordComparison` out. Tasks pair by a key (suite and task id unless told
+Pure: two lists of task records in (``TaskRecord``: this run's, or summary.json's read
+back), a typed :class:`RecordComparison` out. Tasks pair by a key (suite and task id unless told
 otherwise); a pair where either side is a harness error is excluded and counted. The
 statistics are core/stats.py's ``compare_paired``: McNemar's exact test on pass/fail, a
 sign test and a paired bootstrap on rewards.
@@ -14,9 +14,11 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.core.stats import DEFAULT_LEVEL, Estimate, compare_paired
+from pytest_agentbench.core.task_record import TaskRecord
 
-Record = Mapping[str, Any]
+Record = TaskRecord
 #: What two runs are compared on; ``Metric`` adds ``auto`` (reward when both have one).
 PairMetric = Literal["pass", "reward"]
 Metric = Literal["auto", PairMetric]
@@ -25,14 +27,14 @@ Verdict = Literal["better", "worse", "tie", "none"]
 
 def task_key(record: Record) -> tuple[str, str]:
     """The default pairing key: the suite and the task id."""
-    return (str(record.get("suite")), str(record.get("task_id")))
+    return (record.suite, record.task_id)
 
 
 def sample_key(record: Record) -> tuple[str, ...]:
     """The pairing key of a comparison: the suite and the task id, and the epoch of a task
     run more than once (epoch K pairs with epoch K: one record per task never hides the
     other epochs)."""
-    epoch = record.get("epoch")
+    epoch = record.epoch
     return task_key(record) + ((f"epoch{epoch}",) if epoch else ())
 
 
@@ -133,19 +135,18 @@ class RecordComparison:
 
 def _value(record: Record, metric: PairMetric) -> float | bool | None:
     """Pass/fail or reward of one record; None for a harness error (no verdict)."""
-    if record.get("outcome") == "harness_error":
+    if record.outcome == "harness_error":
         return None
     if metric == "pass":
-        return record.get("outcome") == "passed"
-    reward = record.get("reward")
-    return float(reward) if isinstance(reward, int | float) else 0.0
+        return record.outcome == "passed"
+    return float(record.reward) if record.reward is not None else 0.0
 
 
 def _binary(records: Sequence[Record]) -> bool:
     """True when every reward is 0 or 1 (or missing): pass/fail is the whole story."""
     for record in records:
-        reward = record.get("reward")
-        if isinstance(reward, int | float) and float(reward) not in (0.0, 1.0):
+        reward = record.reward
+        if reward is not None and float(reward) not in (0.0, 1.0):
             return False
     return True
 
@@ -179,8 +180,8 @@ def compare_records(
     for k in shared:
         if values_before[k] is None or values_after[k] is None:
             continue
-        was = before[k].get("outcome") == "passed"
-        now = after[k].get("outcome") == "passed"
+        was = before[k].outcome == "passed"
+        now = after[k].outcome == "passed"
         if was and not now:
             regressions.append(_label(k))
         elif now and not was:
@@ -206,7 +207,7 @@ def compare_records(
 def _by_model(records: Sequence[Record]) -> dict[str, list[Record]]:
     groups: dict[str, list[Record]] = {}
     for record in records:
-        groups.setdefault(str(record.get("model")), []).append(record)
+        groups.setdefault(record.model, []).append(record)
     return groups
 
 
@@ -234,12 +235,13 @@ def baseline_comparisons(
 
 
 def _only_model(records: Sequence[Record]) -> str:
-    return str(records[0].get("model")) if records else "?"
+    return records[0].model if records else "?"
 
 
-def _perturbation(record: Record) -> Mapping[str, Any] | None:
-    found = record.get("perturbation")
-    return found if isinstance(found, Mapping) else None
+def _perturbation(record: Record) -> Mapping[str, JsonValue] | None:
+    """A perturbed copy's ``perturbation`` (name, of, seed): one of the record's extras."""
+    found = record.extras.get("perturbation")
+    return found if isinstance(found, dict) else None
 
 
 def robustness_comparisons(
@@ -273,8 +275,8 @@ def robustness_comparisons(
 def _original_key(record: Record) -> tuple[str, ...]:
     found = _perturbation(record)
     of = found.get("of") if found is not None else None
-    epoch = record.get("epoch")
-    key = (str(record.get("suite")), str(of if of is not None else record.get("task_id")))
+    epoch = record.epoch
+    key = (record.suite, str(of if of is not None else record.task_id))
     return key + ((f"epoch{epoch}",) if epoch else ())
 
 

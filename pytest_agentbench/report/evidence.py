@@ -22,8 +22,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
+from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import RATE_LIMIT_STATUSES
 from pytest_agentbench.report.ctrf_scan import CtrfFindings, scan_ctrf
 from pytest_agentbench.report.probes import read_reward_json, stdout_evidence
@@ -61,7 +62,7 @@ def _clean(text: str) -> str:
     return collapse(_CONTROL.sub(" ", text))
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     try:
@@ -76,13 +77,13 @@ def _number_text(value: float) -> str:
     return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:g}"
 
 
-def format_reward(reward: Any) -> str | None:
+def format_reward(reward: object) -> str | None:
     """``0.4``-style text for a finite numeric reward; None when there is none to show."""
     number = _number(reward)
     return None if number is None else f"{number:.3g}"
 
 
-def _numeric(metrics: Mapping[Any, Any]) -> dict[str, float]:
+def _numeric(metrics: Mapping[str, object]) -> dict[str, float]:
     found: dict[str, float] = {}
     for name, value in metrics.items():
         number = _number(value)
@@ -91,7 +92,7 @@ def _numeric(metrics: Mapping[Any, Any]) -> dict[str, float]:
     return found
 
 
-def _metric_level(metrics: Mapping[Any, Any]) -> dict[str, float]:
+def _metric_level(metrics: Mapping[str, object]) -> dict[str, float]:
     """The flat level's numeric metrics, else those nested under ``metrics``, else under
     ``details`` (one level only)."""
     flat = _numeric(metrics)
@@ -109,7 +110,7 @@ def _rank(fraction: float) -> float:
     return fraction if 0 <= fraction <= 1 else 1.0
 
 
-def metric_breakdown(metrics: Mapping[Any, Any]) -> str | None:
+def metric_breakdown(metrics: Mapping[str, object]) -> str | None:
     """``tests passed 2/5, format 0.5, style 1``: numeric metrics of the level chosen by
     :func:`_metric_level`, ``reward`` excluded. ``<x>_found`` / ``_passed`` / ``_ok`` pairs
     with a positive ``<x>_total`` and ranks by that fraction (the total is not shown again);
@@ -221,41 +222,35 @@ def _file_evidence(directory: Path) -> Evidence | None:
     return Evidence(line) if line else None
 
 
-def _verdict_evidence(record: Mapping[str, Any]) -> Evidence | None:
+def _verdict_evidence(record: TaskRecord) -> Evidence | None:
     """Tiers 2 to 4: the inner CTRF's first failure (it names the test and its assertion,
     which a count like ``tests passed 0/1`` does not), the verdict's metric breakdown, then
     the other verifier files."""
-    vdir = record.get("verifier_dir")
-    directory = Path(vdir) if isinstance(vdir, str) and vdir else None
+    vdir = record.verifier_dir
+    directory = Path(vdir) if vdir else None
     if directory is not None and (evidence := ctrf_evidence(directory)) is not None:
         return evidence
-    verdict = record.get("verdict")
-    if isinstance(verdict, Mapping) and isinstance(verdict.get("metrics"), Mapping):
-        breakdown = metric_breakdown(verdict["metrics"])
+    if record.verdict is not None:
+        breakdown = metric_breakdown(record.verdict.metrics)
         if breakdown:
             return Evidence(breakdown)
     return _file_evidence(directory) if directory is not None else None
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _harness_line(record: Mapping[str, Any]) -> str:
+def _harness_line(record: TaskRecord) -> str:
     """``provider 529 overloaded after 4 retries: <detail>`` for an HTTP error response
     (a failure with a status and the provider's ``detail``) that was retried or is a rate
     limit; else the error text, with any retry count as a suffix. Status, retry count,
     detail and message come from the record's structured ``failure`` (set where the error
     happened); a record without one shows its error."""
-    failure = record.get("failure")
-    failure = failure if isinstance(failure, Mapping) else {}
-    message = failure.get("message")
-    text = message if isinstance(message, str) and message.strip() else record.get("error")
+    failure = record.failure
+    message = failure.message if failure is not None else ""
+    text = message if message.strip() else record.error
     text = _clean(str(text or "")) or "unknown error"
-    retries = max(0, _int(failure.get("retries")) or 0)
+    retries = max(0, failure.retries) if failure is not None else 0
     after = f"after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
-    status = _int(failure.get("status"))
-    detail = _clean(str(failure.get("detail") or "")).strip(" :")
+    status = failure.status if failure is not None else None
+    detail = _clean(failure.detail if failure is not None else "").strip(" :")
     if status is not None and detail and (retries or status in RATE_LIMIT_STATUSES):
         line = f"provider {status} {_STATUS_WORDS.get(status, 'error')}"
         line += f" {after}" if after else ""
@@ -263,59 +258,60 @@ def _harness_line(record: Mapping[str, Any]) -> str:
     return "harness error: " + cut(text) + (f" ({after})" if after else "")
 
 
-def _loop_line(record: Mapping[str, Any]) -> str:
-    loop = record.get("loop")
-    loop = loop if isinstance(loop, Mapping) else {}
+def _loop_line(record: TaskRecord) -> str:
+    loop = record.loop
     parts = []
-    period, reps = _number(loop.get("period")), _number(loop.get("repetitions"))
-    if period is not None:
-        parts.append(f"period {_number_text(period)}" + (f" ×{_number_text(reps)}" if reps else ""))
-    channel = loop.get("channel")
-    if isinstance(channel, str) and channel.strip():
-        parts.append(f"in {channel}")
-    at = _number(loop.get("killed_s"))
-    at = at if at is not None else _number(loop.get("detected_s"))
-    if at is not None:
-        parts.append(f"at {at:.1f}s")
-    if not parts and record.get("error"):
-        parts.append(str(record["error"]))
+    if loop is not None:
+        period, reps = _number(loop.period), _number(loop.repetitions)
+        if period is not None:
+            parts.append(
+                f"period {_number_text(period)}" + (f" ×{_number_text(reps)}" if reps else "")
+            )
+        if loop.channel and loop.channel.strip():
+            parts.append(f"in {loop.channel}")
+        at = _number(loop.killed_s)
+        at = at if at is not None else _number(loop.detected_s)
+        if at is not None:
+            parts.append(f"at {at:.1f}s")
+    if not parts and record.error:
+        parts.append(record.error)
     return "loop killed" + (f": {' '.join(parts)}" if parts else "")
 
 
-def _timeout_line(record: Mapping[str, Any]) -> str:
-    limit = _number(record.get("timeout_s"))
+def _timeout_line(record: TaskRecord) -> str:
+    limit = _number(record.extras.get("timeout_s"))
     if limit is not None:
         return f"timeout after {_number_text(limit)}s"
-    return str(record.get("error") or "timeout")
+    return record.error or "timeout"
 
 
-def _length_note(record: Mapping[str, Any]) -> str:
-    limit = _number(record.get("max_tokens"))
+def _length_note(record: TaskRecord) -> str:
+    limit = _number(record.max_tokens)
     if limit is not None and limit > 0:
         return f"output-token limit ({_number_text(limit)}) reached"
     return "output-token limit reached"
 
 
-def _repairs_evidence(record: Mapping[str, Any], evidence: Evidence | None) -> Evidence | None:
+def _repairs_evidence(record: TaskRecord, evidence: Evidence | None) -> Evidence | None:
     """``repairs exhausted (N): …`` for a failed task that had N repair rounds: the inner
     test report's first failure when there is one (it names the test and its assertion,
     which repair feedback may leave out on purpose), else the last feedback sent when the
     record has it (keeping the tier evidence's count suffix), else the tier evidence."""
-    attempts = record.get("attempts")
-    if not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 2:
+    attempts = record.attempts
+    if attempts < 2:
         return evidence
     lead = f"repairs exhausted ({attempts - 1})"
-    feedback = record.get("last_feedback")
+    feedback = record.last_feedback
     if evidence is not None and evidence.from_report:
         return Evidence(f"{lead}: {evidence.body}", evidence.suffix, from_report=True)
-    if isinstance(feedback, str) and feedback.strip():
+    if feedback is not None and feedback.strip():
         return Evidence(f"{lead}: {feedback}", evidence.suffix if evidence else "")
     if evidence is None:
         return Evidence(lead)
     return Evidence(f"{lead}: {evidence.body}", evidence.suffix)
 
 
-def failure_reason(record: Mapping[str, Any]) -> str:
+def failure_reason(record: TaskRecord) -> str:
     """The reason line for a record that did not pass (without the task name): one
     non-empty line, never ``reward None``, never an exception."""
     try:
@@ -325,21 +321,21 @@ def failure_reason(record: Mapping[str, Any]) -> str:
     return line or "failed (no reason could be read from the record)"
 
 
-def _reason(record: Mapping[str, Any]) -> str:
-    outcome = record.get("outcome")
+def _reason(record: TaskRecord) -> str:
+    outcome = record.outcome
     if outcome == "harness_error":
         return _harness_line(record)
-    verdict = record.get("verdict")
-    verdict = verdict if isinstance(verdict, Mapping) else {}
-    reward = format_reward(record.get("reward"))
-    reward = reward if reward is not None else format_reward(verdict.get("reward"))
+    verdict = record.verdict
+    reward = format_reward(record.reward)
+    if reward is None and verdict is not None:
+        reward = format_reward(verdict.reward)
     prefix = f"reward {reward} — " if reward is not None else ""
     if outcome == "loop_killed":
         return prefix + cut(_clean(_loop_line(record)))
     if outcome == "timeout":
         return prefix + cut(_clean(_timeout_line(record)))
-    if verdict.get("error"):
-        return cut(_clean(str(verdict["error"])))
+    if verdict is not None and verdict.error:
+        return cut(_clean(verdict.error))
     evidence = _verdict_evidence(record)
     if outcome == "length_exceeded":
         note = _length_note(record)
@@ -351,36 +347,35 @@ def _reason(record: Mapping[str, Any]) -> str:
         return prefix + line
     if reward is not None:
         return f"reward {reward}"
-    return outcome if isinstance(outcome, str) and outcome.strip() else "failed"
+    return outcome or "failed"
 
 
-def _severity(record: Mapping[str, Any]) -> tuple[int, float, str]:
-    outcome = record.get("outcome")
-    rank = _SEVERITY.get(outcome, len(_SEVERITY)) if isinstance(outcome, str) else len(_SEVERITY)
-    reward = _number(record.get("reward"))
-    return rank, -1.0 if reward is None else reward, str(record.get("nodeid") or "")
+def _severity(record: TaskRecord) -> tuple[int, float, str]:
+    rank = _SEVERITY.get(record.outcome, len(_SEVERITY))
+    reward = _number(record.reward)
+    return rank, -1.0 if reward is None else reward, record.nodeid
 
 
-def order_failures(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def order_failures(records: Iterable[TaskRecord]) -> list[TaskRecord]:
     """The records that did not pass, most severe first: harness error, loop kill, timeout,
     output-token limit, then any other failure; lowest reward first within each (no reward
     counts lowest); ties by node id, so the lines are the same whichever order the tasks
     finished in (concurrency, xdist)."""
-    failed = [r for r in records if isinstance(r, Mapping) and r.get("outcome") != "passed"]
+    failed = [r for r in records if r.outcome != "passed"]
     return sorted(failed, key=_severity)
 
 
-def shown_failures(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def shown_failures(records: Iterable[TaskRecord]) -> list[TaskRecord]:
     """The ``✗`` lines' records in order (harness errors are listed apart), all of them;
     the terminal shows the first :data:`MAX_FAILURE_LINES`."""
-    return [r for r in order_failures(records) if r.get("outcome") != "harness_error"]
+    return [r for r in order_failures(records) if r.outcome != "harness_error"]
 
 
-def details_pointer(records: Iterable[Mapping[str, Any]]) -> str | None:
+def details_pointer(records: Iterable[TaskRecord]) -> str | None:
     """The verifier dir of the first shown failure whose verifier dir exists, whichever
     tier gave its line; None when no shown failure has one."""
     for record in shown_failures(records)[:MAX_FAILURE_LINES]:
-        vdir = record.get("verifier_dir")
-        if isinstance(vdir, str) and vdir and os.path.isdir(vdir):
+        vdir = record.verifier_dir
+        if vdir and os.path.isdir(vdir):
             return vdir
     return None

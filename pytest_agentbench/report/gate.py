@@ -9,7 +9,7 @@ gate on their own, unless ``--agentbench-errors-as-failures`` counts them as fai
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -18,6 +18,7 @@ from pytest_agentbench.artifacts.score_stats import score_estimate
 from pytest_agentbench.artifacts.summary import score
 from pytest_agentbench.core.choices import GATE_ON as GATE_ON
 from pytest_agentbench.core.choices import GateOn as GateOn
+from pytest_agentbench.core.task_record import TaskRecord
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class GateResult:
 
 
 def evaluate_gate(
-    records: Sequence[Mapping[str, Any]],
+    records: Sequence[TaskRecord],
     *,
     min_score: float | None,
     errors_as_failures: bool,
@@ -74,7 +75,7 @@ def evaluate_gate(
     if gate_on not in GATE_ON:
         raise ValueError(f"gate on: expected one of {', '.join(GATE_ON)}, got {gate_on!r}")
 
-    def check(label: str, members: Sequence[Mapping[str, Any]], threshold: float) -> GateCheck:
+    def check(label: str, members: Sequence[TaskRecord], threshold: float) -> GateCheck:
         point = score(members, errors_as_failures=errors_as_failures)
         if gate_on == "point":
             return GateCheck(label, point, threshold)
@@ -84,16 +85,18 @@ def evaluate_gate(
     checks: list[GateCheck] = []
     if min_score is not None:
         checks.append(check("run", records, min_score))
-    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    groups: dict[tuple[str, str], list[TaskRecord]] = {}
+    thresholds: dict[tuple[str, str], float] = {}
     for record in records:
-        if isinstance(record.get("min_score"), int | float):
-            key = (str(record.get("suite")), str(record.get("model")))
+        if record.min_score is not None:
+            key = (record.suite, record.model)
             groups.setdefault(key, []).append(record)
+            thresholds.setdefault(key, float(record.min_score))
     for (suite, model), members in sorted(groups.items()):
-        checks.append(check(f"{suite} [{model}]", members, float(members[0]["min_score"])))
+        checks.append(check(f"{suite} [{model}]", members, thresholds[suite, model]))
     if not checks and invalid is None:
         return None
-    harness = sum(1 for r in records if r.get("outcome") == "harness_error")
+    harness = sum(1 for r in records if r.outcome == "harness_error")
     return GateResult(tuple(checks), harness, errors_as_failures, invalid)
 
 

@@ -19,6 +19,7 @@ from pytest_agentbench.artifacts.jsonio import dumps
 from pytest_agentbench.artifacts.score_stats import score_stats
 from pytest_agentbench.artifacts.summary import classify
 from pytest_agentbench.core.stats import compare_paired
+from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.report.evidence import failure_reason
 
 SUMMARY_LIMIT = 512 * 1024 * 1024
@@ -54,6 +55,15 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def typed_record(record: Mapping[str, object]) -> TaskRecord | None:
+    """A task of summary.json read as the record the reports take; None when it is not
+    one (the page still shows what the file holds)."""
+    try:
+        return TaskRecord.from_json(record)
+    except ValueError:
+        return None
+
+
 def task_key(record: Mapping[str, Any]) -> str:
     return f"{record.get('suite')}::{record.get('task_id')}"
 
@@ -65,7 +75,14 @@ def row(record: Mapping[str, Any]) -> list[Any]:
     reason = ""
     if record.get("outcome") != "passed":
         message = record.get("message")
-        reason = message if isinstance(message, str) and message else failure_reason(record)
+        typed = typed_record(record)
+        reason = (
+            message
+            if isinstance(message, str) and message
+            else failure_reason(typed)
+            if typed is not None
+            else str(record.get("error") or record.get("outcome"))
+        )
     duration = _number(record.get("duration_ms"))
     return [
         str(record.get("suite")),
@@ -107,15 +124,18 @@ def model_scores(summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for record in records:
         groups.setdefault(str(record.get("model")), []).append(record)
-    return [
-        {
-            "model": model,
-            "tasks": len(members),
-            "outcomes": classify(members),
-            "stats": score_stats(members, errors_as_failures=errors_as_failures),
-        }
-        for model, members in groups.items()
-    ]
+    rows: list[object] = []
+    for model, members in groups.items():
+        typed = [t for r in members if (t := typed_record(r)) is not None]
+        rows.append(
+            {
+                "model": model,
+                "tasks": len(members),
+                "outcomes": classify(typed),
+                "stats": score_stats(typed, errors_as_failures=errors_as_failures),
+            }
+        )
+    return rows
 
 
 def _task_rewards(

@@ -4,13 +4,13 @@ of scores (each with its reducer), and each pair of models compared in words."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from pytest_agentbench.artifacts.lineup import model_comparisons, reduced_score, task_samples
 from pytest_agentbench.artifacts.score_stats import score_estimate
+from pytest_agentbench.core.task_record import TaskRecord
 
 
-def _cell(samples: Mapping[str, Sequence[Mapping[str, Any]]], errors_as_failures: bool) -> str:
+def _cell(samples: Mapping[str, Sequence[TaskRecord]], errors_as_failures: bool) -> str:
     """``pass@2 0.750 (n=4, CI 0.30–0.95)`` for reduced epochs, else ``0.750 (n=4, …)``."""
     reduced = reduced_score(samples, errors_as_failures=errors_as_failures)
     if reduced is None:
@@ -26,12 +26,10 @@ def _cell(samples: Mapping[str, Sequence[Mapping[str, Any]]], errors_as_failures
     return f"{reducer}{value:.3f} (n={data.get('n')}{interval})"
 
 
-def lineup_lines(
-    records: Sequence[Mapping[str, Any]], *, errors_as_failures: bool = False
-) -> list[str]:
+def lineup_lines(records: Sequence[TaskRecord], *, errors_as_failures: bool = False) -> list[str]:
     """The table and the comparisons; no lines for a one-model run whose tasks ran once."""
-    models = list(dict.fromkeys(str(record.get("model")) for record in records))
-    epochs = any(record.get("epoch") for record in records)
+    models = list(dict.fromkeys(record.model for record in records))
+    epochs = any(record.epoch for record in records)
     if len(models) < 2 and not epochs:
         return []  # found before grouping the records by task: a list per task
     groups = task_samples(records)

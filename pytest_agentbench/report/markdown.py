@@ -3,12 +3,13 @@ models, the failures with their reasons, where the artifacts are."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from pytest_agentbench.artifacts.controls import task_records
 from pytest_agentbench.artifacts.coverage import partial_line
 from pytest_agentbench.artifacts.score_stats import interval_text
+from pytest_agentbench.core.task_record import RunSummary
 from pytest_agentbench.report.controls import control_lines
 from pytest_agentbench.report.evidence import failure_reason
 from pytest_agentbench.report.terminal import task_label, tokens_text
@@ -103,13 +104,15 @@ def comparison_markdown(summary: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def markdown_summary(
-    summary: Mapping[str, Any],
-    records: Sequence[Mapping[str, Any]],
-    *,
-    run_dir: str,
-) -> str:
-    """The Markdown text for ``summary`` (the summary.json document) and its records."""
+def markdown_summary(run: RunSummary, *, run_dir: str) -> str:
+    """The Markdown text for ``run`` (summary.json) and its records."""
+    records = run.tasks
+    summary: Mapping[str, Any] = {
+        **run.sections,
+        "partial": run.partial,
+        "totals": run.totals,
+        "scores": run.scores,
+    }
     totals = summary["totals"]
     outcomes = totals["outcomes"]
     head = f"{totals['tasks']} tasks: {outcomes['passed']} passed"
@@ -179,17 +182,17 @@ def markdown_summary(
     controls = control_lines(records)
     if controls:
         lines += ["", "### Controls", "", *(f"- {_cell(line)}" for line in controls)]
-    failures = [r for r in task_records(records) if r.get("outcome") != "passed"]
+    failures = [r for r in task_records(records) if r.outcome != "passed"]
     if failures:
         lines += ["", "### Not passed", ""]
         for record in failures[:MAX_FAILURES]:
-            reason = record.get("message") or failure_reason(record)
-            cause = record.get("error")
-            if record.get("outcome") == "harness_error" and isinstance(cause, str) and cause:
+            reason = record.message or failure_reason(record)
+            cause = record.error
+            if record.outcome == "harness_error" and cause:
                 reason = f"harness error: {cause}"  # whole: the reason line is cut
-            where = record.get("rollout_dir") or ""
+            where = record.rollout_dir or ""
             name = task_label(record)
-            mark = "⚠" if record.get("outcome") == "harness_error" else "✗"
+            mark = "⚠" if record.outcome == "harness_error" else "✗"
             lines.append(f"- {mark} `{name}` — {_cell(reason)} (`{where}`)")
         if len(failures) > MAX_FAILURES:
             lines.append(f"- … and {len(failures) - MAX_FAILURES} more (see summary.json)")

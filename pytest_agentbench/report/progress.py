@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
+from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.report.evidence import format_reward
 
 _WORDS = {
@@ -17,30 +15,28 @@ _WORDS = {
 }
 
 
-def verbose_word(record: Mapping[str, Any]) -> str:
+def verbose_word(record: TaskRecord) -> str:
     """``PASSED reward 1 · 52 tokens``: the status word ``-v`` shows for a task; for a
     control, whether it behaved (``BEHAVED (verdict failed · reward 0)``)."""
-    word = _WORDS.get(str(record.get("outcome")), "FAILED")
-    control = record.get("control")
-    if isinstance(control, Mapping):
+    word = _WORDS.get(record.outcome, "FAILED")
+    control = record.control
+    if control is not None:
         verdict = word.lower()
-        behaved = control.get("behaved")
+        behaved = control.behaved
         word = "BEHAVED" if behaved is True else "MISBEHAVED" if behaved is False else word
         if word != verdict.upper():
             word = f"{word} (verdict {verdict}"
-            reward = format_reward(record.get("reward"))
+            reward = format_reward(record.reward)
             return word + (f" · reward {reward})" if reward is not None else ")")
     parts = []
-    reward = format_reward(record.get("reward"))
+    reward = format_reward(record.reward)
     if reward is not None:
         parts.append(f"reward {reward}")
-    usage = record.get("usage")
-    total = usage.get("total") if isinstance(usage, Mapping) else None
-    if isinstance(total, int) and not isinstance(total, bool):
+    total = record.usage.total
+    if total is not None:
         parts.append(f"{total:,} tokens")
-    attempts = record.get("attempts")
-    if isinstance(attempts, int) and attempts > 1:
-        parts.append(f"{attempts} attempts")
-    if record.get("resumed"):
+    if record.attempts > 1:
+        parts.append(f"{record.attempts} attempts")
+    if record.resumed:
         parts.append("resumed")
     return f"{word} ({' · '.join(parts)})" if parts else word

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from pytest_agentbench.artifacts.controls import task_records
 from pytest_agentbench.artifacts.score_stats import interval_text, score_estimate
 from pytest_agentbench.artifacts.summary import classify, score
 from pytest_agentbench.artifacts.usage_totals import run_usage, whole_input
+from pytest_agentbench.core.jsontypes import JsonValue
+from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.report.controls import control_lines
 from pytest_agentbench.report.evidence import (
     MAX_FAILURE_LINES,
@@ -29,7 +30,7 @@ _LABELS = {
 }
 
 
-def tokens_text(totals: Mapping[str, Any]) -> str:
+def tokens_text(totals: Mapping[str, JsonValue]) -> str:
     """The run's tokens in words, from artifacts.usage_totals.run_usage: the whole input
     (with cache reads and writes), the output (with reasoning), the total, and how many
     tasks did not report a field the sums need."""
@@ -37,33 +38,38 @@ def tokens_text(totals: Mapping[str, Any]) -> str:
     whole = whole_input(totals)
     if whole is not None:
         cached = [
-            f"{totals[name]:,} {label}"
+            f"{count:,} {label}"
             for name, label in (("cache_read", "cache read"), ("cache_write", "cache write"))
-            if totals.get(name)
+            if (count := _count(totals.get(name)))
         ]
         parts.append(f"{whole:,} in" + (f" ({', '.join(cached)})" if cached else ""))
-    if totals.get("output") is not None:
-        reasoning = totals.get("reasoning")
-        parts.append(
-            f"{totals['output']:,} out" + (f" ({reasoning:,} reasoning)" if reasoning else "")
-        )
-    if totals.get("total") is not None:
-        parts.append(f"{totals['total']:,} total")
+    output = _count(totals.get("output"))
+    if output is not None:
+        reasoning = _count(totals.get("reasoning"))
+        parts.append(f"{output:,} out" + (f" ({reasoning:,} reasoning)" if reasoning else ""))
+    total = _count(totals.get("total"))
+    if total is not None:
+        parts.append(f"{total:,} total")
     if not parts:
         return "not reported"
-    unknown = totals.get("unknown") or {}
-    missing = max(int(unknown.get(name, 0)) for name in ("input", "output", "total"))
+    unknown = totals.get("unknown")
+    unknown = unknown if isinstance(unknown, dict) else {}
+    missing = max(_count(unknown.get(name)) or 0 for name in ("input", "output", "total"))
     note = f" (not reported by {missing} of {totals.get('tasks')} task(s))" if missing else ""
     return " / ".join(parts) + note
 
 
-def task_label(record: Mapping[str, Any]) -> str:
+def task_label(record: TaskRecord) -> str:
     """``suite::task``, with the item's ``[model:epochK]`` when the task ran against
     several models or more than once (the item name, the last part of its node id)."""
-    name = str(record.get("nodeid") or "").rpartition("::")[2]
-    task_id = str(record.get("task_id"))
+    name = record.nodeid.rpartition("::")[2]
+    task_id = record.task_id
     shown = name if name.startswith(task_id + "[") else task_id
-    return f"{record.get('suite')}::{shown}"
+    return f"{record.suite}::{shown}"
+
+
+def _count(value: JsonValue) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def shown_path(path: str, relative_to: str | None) -> str:
@@ -76,12 +82,12 @@ def shown_path(path: str, relative_to: str | None) -> str:
         return path
 
 
-def score_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
+def score_lines(records: Sequence[TaskRecord]) -> list[str]:
     """``score 0.620 ± 0.069 (n=50, 95 % CI 0.487–0.738)``, and the first-try score on
     a line of its own when a repair round passed a task or a later round was lost."""
     lines = [f"score {interval_text(score_estimate(records))}"]
-    repaired = sum(1 for r in records if r.get("repaired"))
-    incomplete = sum(1 for r in records if r.get("incomplete"))
+    repaired = sum(1 for r in records if r.repaired)
+    incomplete = sum(1 for r in records if r.incomplete)
     if repaired or incomplete:
         first = interval_text(score_estimate(records, "first_attempt_reward"))
         note = f"{repaired} repaired"
@@ -92,7 +98,7 @@ def score_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def summary_lines(
-    records: Sequence[Mapping[str, Any]],
+    records: Sequence[TaskRecord],
     *,
     run_dir: str,
     wall_s: float,
@@ -113,7 +119,7 @@ def summary_lines(
     counts = classify(records)
     shown = [f"{counts[k]} {label}" for k, label in _LABELS.items() if counts[k]]
     noun = "task" if len(records) == 1 else "tasks"
-    if any(record.get("epoch") for record in records):  # one record per task × epoch
+    if any(record.epoch for record in records):  # one record per task × epoch
         noun = "sample" if len(records) == 1 else "samples"
     lines = [f"{len(records)} {noun}: " + (", ".join(shown) if shown else "none ran")]
     if partial:
@@ -124,20 +130,18 @@ def summary_lines(
 
     failures = shown_failures(records)
     for record in failures[:MAX_FAILURE_LINES]:
-        lines.append(f"✗ {task_label(record)}: {record.get('message') or failure_reason(record)}")
+        lines.append(f"✗ {task_label(record)}: {record.message or failure_reason(record)}")
     if len(failures) > MAX_FAILURE_LINES:
         lines.append(f"… and {len(failures) - MAX_FAILURE_LINES} more")
     pointer = details_pointer(records)
     if pointer:
         lines.append(f"(details: {shown_path(pointer, relative_to)})")
 
-    errors = [r for r in order_failures(records) if r.get("outcome") == "harness_error"]
+    errors = [r for r in order_failures(records) if r.outcome == "harness_error"]
     if errors:
         lines.append("harness errors (not the model's fault; excluded from the score):")
         for record in errors[:MAX_FAILURE_LINES]:
-            lines.append(
-                f"! {task_label(record)}: {record.get('message') or failure_reason(record)}"
-            )
+            lines.append(f"! {task_label(record)}: {record.message or failure_reason(record)}")
         if len(errors) > MAX_FAILURE_LINES:
             lines.append(f"… and {len(errors) - MAX_FAILURE_LINES} more")
     lines += controls
