@@ -420,6 +420,7 @@ def test_mmlu_as_jsonl_with_a_choices_list_and_an_index(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_xdist_workers_draw_the_same_sample(pytester: pytest.Pytester) -> None:
     """Each worker collects on its own: an unseeded draw would differ between them and
     xdist would refuse the run ("Different tests were collected")."""

@@ -89,6 +89,7 @@ def test_0_crash_the_first_worker():
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("restart", [False, True], ids=["workers", "restarted-worker"])
 def test_xdist_workers_get_the_keys_without_holding_them_in_their_start_up_block(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, restart: bool

@@ -44,6 +44,7 @@ def humaneval_suite(body: str | None) -> dict[str, Any]:
     return {"suite": {"name": "humaneval"}, "task": tasks}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("body", "passed"), [(None, 164), ("    return None\n", 0)])
 def test_humaneval_through_the_plugin(
     pytester: pytest.Pytester, body: str | None, passed: int

@@ -110,6 +110,7 @@ def pytest_sessionfinish(session):
 """
 
 
+@pytest.mark.slow
 def test_collected_objects_are_frozen_out_of_the_gc(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

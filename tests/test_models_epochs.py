@@ -171,6 +171,7 @@ def test_bad_model_and_epoch_options_are_clear_errors(
     assert message in result.stderr.str()
 
 
+@pytest.mark.slow
 def test_xdist_resume_shards_and_merge_keep_models_and_epochs(pytester: pytest.Pytester) -> None:
     pytester.makefile(".toml", bench_sums=SUITE)
     result, first = run(pytester, *MODELS, "-n", "2")
@@ -223,6 +224,7 @@ def test_reducers_follow_their_definitions_and_drop_harness_errors() -> None:
     assert reduce_task([error], "pass@1") is None
 
 
+@pytest.mark.slow
 def test_a_worker_killed_under_one_model_leaves_a_record_of_that_sample(
     pytester: pytest.Pytester,
 ) -> None:

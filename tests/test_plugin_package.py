@@ -80,6 +80,7 @@ def run(pytester: pytest.Pytester, site: Path, monkeypatch: pytest.MonkeyPatch) 
     return runner
 
 
+@pytest.mark.slow
 def test_an_installed_package_adds_a_provider_format_verifier_tool_and_report(
     pytester: pytest.Pytester, run: Any
 ) -> None:
@@ -139,6 +140,7 @@ def test_its_ctrf_passes_the_official_checker(pytester: pytest.Pytester, run: An
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
+@pytest.mark.slow
 def test_a_package_may_register_through_pytest11_instead(
     pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, monkeypatch: Any
 ) -> None:

@@ -54,6 +54,7 @@ def test_capture_manager_suspends(pytester: pytest.Pytester) -> None:
         pass
 
 
+@pytest.mark.slow
 def test_worker_interactor_queue(pytester: pytest.Pytester) -> None:
     """find_interactor and worker_queue in a real xdist worker: the interactor is found
     and the queue it reads holds the items sent after the current one."""

@@ -148,6 +148,7 @@ def raises():
     result.stdout.fnmatch_lines(["*$.suite.verifier*bogus*"])
 
 
+@pytest.mark.slow
 def test_fixture_tests_under_xdist_and_a_selection(pytester: pytest.Pytester) -> None:
     """Records of fixture tests travel from the workers; one left out by ``-k`` makes the
     run partial, like a task left out."""

@@ -214,6 +214,7 @@ def test_a_varied_run_writes_only_files_that_match_their_schemas(
     assert isinstance(verdict, VerdictRecord) and verdict.reward == 0.0
 
 
+@pytest.mark.slow
 def test_xdist_and_a_shard_merge_write_files_that_match_their_schemas(
     pytester: pytest.Pytester,
 ) -> None:

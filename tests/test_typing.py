@@ -20,6 +20,7 @@ ROOT = Path(pytest_agentbench.__file__).parent.parent
 PYPROJECT = ROOT / "pyproject.toml"
 
 
+@pytest.mark.slow
 def test_package_is_mypy_strict_clean() -> None:
     if importlib.util.find_spec("mypy") is None:
         pytest.skip("mypy is not installed; pip install -e '.[dev]' brings it")
