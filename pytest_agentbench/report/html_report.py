@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.artifacts.jsonio import write_text_atomic
+from pytest_agentbench.artifacts.jsonio import write_pieces_atomic
 from pytest_agentbench.artifacts.rollout_files import redact, redacted_json
 from pytest_agentbench.report import html_svg
 from pytest_agentbench.report.html_data import (
@@ -26,7 +26,7 @@ from pytest_agentbench.report.html_data import (
     side_by_side,
     task_detail,
 )
-from pytest_agentbench.report.html_page import json_block, render, script_safe
+from pytest_agentbench.report.html_page import json_block, render_pieces, script_safe
 
 DEFAULT_NAME = "report.html"
 MAX_LOOP_FIGURES = 60
@@ -159,6 +159,7 @@ def write_html_report(
     """Write the report of ``run_dir`` to ``out`` (default ``run_dir/report.html``)
     atomically; returns its path. AgentbenchError when run_dir holds no summary."""
     target = out if out is not None else run_dir / DEFAULT_NAME
-    page = render(report_data(run_dir, secrets=secrets, baseline=baseline))
-    write_text_atomic(target, page)
+    write_pieces_atomic(
+        target, render_pieces(report_data(run_dir, secrets=secrets, baseline=baseline))
+    )
     return target
