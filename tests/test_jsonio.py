@@ -11,7 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.artifacts.jsonio import dumps, write_json_atomic, write_text_atomic
+from pytest_agentbench.artifacts.jsonio import (
+    dumps,
+    write_json_atomic,
+    write_text_atomic,
+)
 from pytest_agentbench.runner.rollout import _verdict_dict
 from pytest_agentbench.verifiers.base import Verdict
 
@@ -96,3 +100,11 @@ def test_a_verdict_becomes_what_asdict_makes_of_it(verdict: Verdict) -> None:
     made = _verdict_dict(verdict)
     assert made == asdict(verdict) and list(made) == list(asdict(verdict))
     assert made["details"] is not verdict.details  # a copy, as asdict's
+
+
+def test_pieces_are_written_whole_and_in_order(tmp_path: Path) -> None:
+    pieces = [f"<{i}é{'x' * (i % 5000)}>" for i in range(400)]  # about 1 MB, past each batch
+    target = tmp_path / "page.html"
+    write_text_atomic(target, iter(pieces))
+    assert target.read_text(encoding="utf-8") == "".join(pieces)
+    assert os.listdir(tmp_path) == ["page.html"]

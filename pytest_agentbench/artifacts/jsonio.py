@@ -144,10 +144,15 @@ def _write_atomic(path: Path, pieces: Iterable[str], *, make_parent: bool) -> No
         fd = os.open(tmp, _OPEN_FLAGS, 0o644)
     try:
         try:
-            for piece in pieces:
-                data = memoryview(piece.encode("utf-8", "replace"))
-                while data:
-                    data = data[os.write(fd, data) :]
+            batch: list[str] = []
+            size = 0
+            for piece in pieces:  # small pieces go out together, one write per ~64 KiB
+                batch.append(piece)
+                size += len(piece)
+                if size >= _BATCH:
+                    _write_all(fd, "".join(batch))
+                    batch, size = [], 0
+            _write_all(fd, "".join(batch))
         finally:
             os.close(fd)
         os.replace(tmp, path)
@@ -155,3 +160,12 @@ def _write_atomic(path: Path, pieces: Iterable[str], *, make_parent: bool) -> No
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+_BATCH = 1 << 16
+
+
+def _write_all(fd: int, text: str) -> None:
+    data = memoryview(text.encode("utf-8", "replace"))
+    while data:
+        data = data[os.write(fd, data) :]
