@@ -44,9 +44,6 @@ BUDGET: dict[str, int] = {
     # --- report
     "report/compare.py": 1,
     "report/gate.py": 1,
-    "report/html_data.py": 40,
-    "report/html_page.py": 16,
-    "report/html_report.py": 7,
     "report/live.py": 1,
     "report/markdown.py": 6,
     # --- schemas
