@@ -19,7 +19,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
+
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 
 CHUNK = 64 * 1024
 CTRF_SCAN_CAP = 32 * 1024 * 1024
@@ -93,8 +95,8 @@ class _CtrfScanner:
         self.cap = 0
         self.literal: list[str] = []
         self.literal_len = 0
-        self.test: dict[str, Any] | None = None
-        self.summary: dict[str, Any] = {}
+        self.test: JsonObject | None = None
+        self.summary: JsonObject = {}
         self.first_failure: CtrfTest | None = None
         self.failures = 0
         self.passed = 0
@@ -276,7 +278,7 @@ class _CtrfScanner:
         else:
             self._scalar(text)
 
-    def _scalar(self, value: Any) -> None:
+    def _scalar(self, value: JsonValue) -> None:
         if not self.stack:
             return
         frame = self.stack[-1]
@@ -287,7 +289,7 @@ class _CtrfScanner:
         elif len(self.stack) == 3 and self._path_is("summary"):
             self.summary[frame.key] = value
 
-    def add_test(self, fields: dict[str, Any]) -> None:
+    def add_test(self, fields: JsonObject) -> None:
         """Count one test of ``results.tests`` and keep it when it is the first failure."""
         test = CtrfTest(
             name=_text(fields.get("name")),
@@ -310,7 +312,7 @@ def _skip(pattern: re.Pattern[str], text: str, pos: int) -> int:
     return pos if match is None else match.end()
 
 
-def _text(value: Any) -> str:
+def _text(value: JsonValue) -> str:
     return value[:FIELD_CAP] if isinstance(value, str) else ""
 
 
@@ -325,7 +327,7 @@ def _decode(raw: str) -> str:
     return raw
 
 
-def _count(value: Any) -> int | None:
+def _count(value: JsonValue) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
@@ -363,7 +365,7 @@ def _scan(file: BinaryIO, scanner: _CtrfScanner) -> None:
 
 def _decode_test(
     text: str, pos: int, more: Callable[[str], str | None]
-) -> tuple[dict[str, Any] | None, str, int]:
+) -> tuple[JsonObject | None, str, int]:
     """The test object at ``text[pos]`` decoded whole, with the text and the position after
     it; reads more while the object is incomplete and under :data:`TEST_CAP`. When it is
     too big or broken: None, with the text (and whatever was read) and the object's

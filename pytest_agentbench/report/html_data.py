@@ -13,11 +13,12 @@ import json
 import os
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Literal, TypedDict
 
 from pytest_agentbench.artifacts.jsonio import dumps
 from pytest_agentbench.artifacts.score_stats import score_stats
 from pytest_agentbench.artifacts.summary import classify
+from pytest_agentbench.core.jsontypes import JsonObject, JsonScalar, JsonValue
 from pytest_agentbench.core.stats import compare_paired
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.report.evidence import failure_reason
@@ -36,9 +37,32 @@ ROW_COLUMNS = (
     "wall_s", "reason",
 )  # fmt: skip
 _SEVERITY = {"harness_error": 0, "loop_killed": 1, "timeout": 2, "length_exceeded": 3}
+#: A task record as summary.json holds it (read, not yet checked).
+Record = Mapping[str, JsonValue]
 
 
-def cut_text(value: Any, limit: int = TEXT_LIMIT) -> str:
+class SidePair(TypedDict):
+    """One task both sides of a side-by-side table ran."""
+
+    task: str
+    a_outcome: JsonValue
+    a_reward: float | None
+    b_outcome: JsonValue
+    b_reward: float | None
+    delta: float
+    change: Literal["regression", "improvement", "same"]
+
+
+class Side(TypedDict):
+    """One side-by-side table: its title, the names of its two sides, the pairs."""
+
+    title: str
+    first: str
+    second: str
+    pairs: list[SidePair]
+
+
+def cut_text(value: object, limit: int = TEXT_LIMIT) -> str:
     """``value`` as text, cut at ``limit`` characters with a note of what was left out."""
     text = value if isinstance(value, str) else "" if value is None else str(value)
     if len(text) <= limit:
@@ -46,12 +70,12 @@ def cut_text(value: Any, limit: int = TEXT_LIMIT) -> str:
     return text[:limit] + f"\n… ({len(text) - limit} more characters)"
 
 
-def mapping(value: Any) -> Mapping[str, Any]:
+def mapping(value: JsonValue) -> Mapping[str, JsonValue]:
     """``value`` when it is a JSON object, else an empty one."""
-    return value if isinstance(value, Mapping) else {}
+    return value if isinstance(value, dict) else {}
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
@@ -64,11 +88,11 @@ def typed_record(record: Mapping[str, object]) -> TaskRecord | None:
         return None
 
 
-def task_key(record: Mapping[str, Any]) -> str:
+def task_key(record: Record) -> str:
     return f"{record.get('suite')}::{record.get('task_id')}"
 
 
-def row(record: Mapping[str, Any]) -> list[Any]:
+def row(record: Record) -> list[JsonValue]:
     """One task row, in ``ROW_COLUMNS`` order: the one-line reason for any task that did
     not pass."""
     usage = mapping(record.get("usage"))
@@ -84,6 +108,7 @@ def row(record: Mapping[str, Any]) -> list[Any]:
             else str(record.get("error") or record.get("outcome"))
         )
     duration = _number(record.get("duration_ms"))
+    attempts, tokens = record.get("attempts"), usage.get("total")
     return [
         str(record.get("suite")),
         str(record.get("task_id")),
@@ -91,14 +116,14 @@ def row(record: Mapping[str, Any]) -> list[Any]:
         str(record.get("outcome")),
         _number(record.get("reward")),
         _number(record.get("first_attempt_reward")),
-        record.get("attempts") if isinstance(record.get("attempts"), int) else None,
-        usage.get("total") if isinstance(usage.get("total"), int) else None,
+        attempts if isinstance(attempts, int) else None,
+        tokens if isinstance(tokens, int) else None,
         None if duration is None else round(duration / 1000, 3),
         reason,
     ]
 
 
-def severity(record: Mapping[str, Any]) -> tuple[int, float]:
+def severity(record: Record) -> tuple[int, float]:
     """The task's place in the failures-first order, the lowest first: harness errors,
     loops, timeouts, length, the other failures, each by reward, lowest first; passes
     last (all alike, so they keep their order)."""
@@ -112,7 +137,7 @@ def severity(record: Mapping[str, Any]) -> tuple[int, float]:
 # -- models and comparisons -------------------------------------------------------------
 
 
-def model_scores(summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[Any]:
+def model_scores(summary: Record, records: Sequence[Record]) -> list[JsonValue]:
     """Per model: tasks, outcomes and the score's stats. summary.json's own ``models``
     list is shown as it is when a writer made one (each entry: ``model``, ``tasks``,
     ``outcomes``, ``stats``); else the records are grouped here with the same functions
@@ -120,27 +145,26 @@ def model_scores(summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]
     given = summary.get("models")
     if isinstance(given, list) and all(isinstance(m, Mapping) for m in given):
         return list(given)
-    errors_as_failures = bool((summary.get("settings") or {}).get("errors_as_failures"))
-    groups: dict[str, list[Mapping[str, Any]]] = {}
+    errors_as_failures = bool(mapping(summary.get("settings")).get("errors_as_failures"))
+    groups: dict[str, list[Record]] = {}
     for record in records:
         groups.setdefault(str(record.get("model")), []).append(record)
-    rows: list[object] = []
+    rows: list[JsonValue] = []
     for model, members in groups.items():
         typed = [t for r in members if (t := typed_record(r)) is not None]
+        outcomes: JsonObject = dict(classify(typed))
         rows.append(
             {
                 "model": model,
                 "tasks": len(members),
-                "outcomes": classify(typed),
+                "outcomes": outcomes,
                 "stats": score_stats(typed, errors_as_failures=errors_as_failures),
             }
         )
     return rows
 
 
-def _task_rewards(
-    records: Sequence[Mapping[str, Any]], model: str
-) -> dict[Hashable, float | bool | None]:
+def _task_rewards(records: Sequence[Record], model: str) -> dict[Hashable, float | bool | None]:
     """Per task of ``model``: its reward (a task with no verdict counts 0), None for a
     harness error (left out of a paired comparison)."""
     rewards: dict[Hashable, float | bool | None] = {}
@@ -153,7 +177,7 @@ def _task_rewards(
     return rewards
 
 
-def comparisons(summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[Any]:
+def comparisons(summary: Record, records: Sequence[Record]) -> list[JsonValue]:
     """Paired comparisons of the first model with each other one. summary.json's own
     ``comparisons`` are shown as they are when present (each entry: ``first``,
     ``second``, ``difference`` (an estimate), ``test``, ``p_value``, ``significant``,
@@ -162,7 +186,7 @@ def comparisons(summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]
     if isinstance(given, list) and all(isinstance(c, Mapping) for c in given):
         return list(given)
     models = list(dict.fromkeys(str(r.get("model")) for r in records))
-    found = []
+    found: list[JsonValue] = []
     for other in models[1:4]:
         first, second = _task_rewards(records, models[0]), _task_rewards(records, other)
         result = compare_paired(first, second)
@@ -181,14 +205,12 @@ def comparisons(summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]
     return found
 
 
-def side_by_side(
-    reference: Sequence[Mapping[str, Any]], other: Sequence[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
+def side_by_side(reference: Sequence[Record], other: Sequence[Record]) -> list[SidePair]:
     """Tasks both sides ran, matched by suite and task id: each side's outcome and reward
     and the change (other − reference); regressions (the other side lower) first, the
     largest drop first, then improvements, then the unchanged."""
     first = {task_key(r): r for r in reference}
-    pairs = []
+    pairs: list[SidePair] = []
     for record in other:
         key = task_key(record)
         if key not in first:
@@ -213,7 +235,7 @@ def side_by_side(
 # -- one task's panel ---------------------------------------------------------------------
 
 
-def _read_json(path: str) -> Any:
+def _read_json(path: str) -> JsonValue:
     """The file's JSON; None when it is missing, unreadable or above ``FILE_LIMIT``.
     (Paths here are strings: one open and one fstat per file, no ``Path`` objects —
     this runs for every task of the run.)"""
@@ -221,7 +243,8 @@ def _read_json(path: str) -> Any:
         with open(path, "rb") as handle:
             if os.fstat(handle.fileno()).st_size > FILE_LIMIT:
                 return None
-            return json.loads(handle.read().decode("utf-8"))
+            value: JsonValue = json.loads(handle.read().decode("utf-8"))
+            return value
     except (OSError, ValueError):
         return None
 
@@ -238,7 +261,7 @@ def _read_tail(path: str, limit: int) -> str | None:
     return text if size <= limit else "…" + text
 
 
-def rollout_folder(record: Mapping[str, Any], run_dir: Path) -> Path | None:
+def rollout_folder(record: Record, run_dir: Path) -> Path | None:
     """The task's rollout folder: the one its record names, else the same ``tasks/…``
     path under ``run_dir`` (a run folder that was moved); None when neither exists."""
     named = record.get("rollout_dir")
@@ -254,25 +277,25 @@ def rollout_folder(record: Mapping[str, Any], run_dir: Path) -> Path | None:
     return None
 
 
-def _content_text(content: Any) -> str:
+def _content_text(content: JsonValue) -> str:
     """The text of a message's content in any of the three wire shapes."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
         return "\n".join(t for t in (_content_text(part) for part in content) if t)
-    if isinstance(content, Mapping):
+    if isinstance(content, dict):
         for key in ("text", "content", "input_text"):
             if key in content:
                 return _content_text(content[key])
     return ""
 
 
-def prompt_messages(body: Any) -> list[dict[str, str]]:
+def prompt_messages(body: JsonValue) -> list[JsonValue]:
     """The prompt of a first request (system, then the messages before the first
     model reply) as ``role``/``text`` pairs, whatever the wire protocol."""
-    if not isinstance(body, Mapping):
+    if not isinstance(body, dict):
         return []
-    found = []
+    found: list[JsonValue] = []
     for key in ("system", "instructions"):
         text = _content_text(body.get(key))
         if text:
@@ -281,7 +304,7 @@ def prompt_messages(body: Any) -> list[dict[str, str]]:
     if isinstance(messages, str):
         messages = [{"role": "user", "content": messages}]
     for message in messages if isinstance(messages, list) else []:
-        if not isinstance(message, Mapping):
+        if not isinstance(message, dict):
             continue
         role = str(message.get("role") or message.get("type") or "")
         if role == "assistant":
@@ -290,14 +313,14 @@ def prompt_messages(body: Any) -> list[dict[str, str]]:
     return found
 
 
-def arguments_text(arguments: Any) -> str:
+def arguments_text(arguments: JsonValue) -> str:
     """A tool call's arguments for people: a JSON object as ``name: value`` lines, each
     text value as it is (a file's content with its own lines); anything else unchanged."""
     try:
-        parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
+        parsed: JsonValue = json.loads(arguments) if isinstance(arguments, str) else arguments
     except ValueError:
         return cut_text(arguments, TOOL_OUTPUT_LIMIT)
-    if not isinstance(parsed, Mapping):
+    if not isinstance(parsed, dict):
         return cut_text(arguments, TOOL_OUTPUT_LIMIT)
     lines = []
     for name, value in parsed.items():
@@ -306,34 +329,38 @@ def arguments_text(arguments: Any) -> str:
     return cut_text("\n".join(lines), TOOL_OUTPUT_LIMIT)
 
 
-def _tool_calls(response: Mapping[str, Any], results: Any) -> list[dict[str, Any]]:
-    outputs = {}
+def _tool_calls(response: Record, results: JsonValue) -> list[JsonValue]:
+    outputs: dict[JsonScalar, Record] = {}
     for result in results if isinstance(results, list) else []:
-        if isinstance(result, Mapping):
-            outputs[result.get("id")] = result
-    calls = []
-    for call in response.get("tool_calls") or []:
-        if not isinstance(call, Mapping):
+        if isinstance(result, dict):
+            key = result.get("id")
+            if not isinstance(key, list | dict):
+                outputs[key] = result
+    calls: list[JsonValue] = []
+    given = response.get("tool_calls") or []
+    for call in given if isinstance(given, list | dict) else []:
+        if not isinstance(call, dict):
             continue
-        result = outputs.get(call.get("id"), {})
+        key = call.get("id")
+        output = outputs.get(key, {}) if not isinstance(key, list | dict) else {}
         calls.append(
             {
                 "name": str(call.get("name")),
                 "arguments": arguments_text(call.get("arguments")),
-                "output": cut_text(result.get("output"), TOOL_OUTPUT_LIMIT),
-                "is_error": bool(result.get("is_error")),
+                "output": cut_text(output.get("output"), TOOL_OUTPUT_LIMIT),
+                "is_error": bool(output.get("is_error")),
             }
         )
     return calls
 
 
-def _turn(entry: Mapping[str, Any]) -> dict[str, Any]:
+def _turn(entry: Record) -> JsonObject:
     """One model call of the trajectory: its reply (thinking apart), tool calls with
     their results, usage, or why it ended (killed, an error)."""
     response = mapping(entry.get("response"))
     usage = mapping(entry.get("usage"))
     native = mapping(response.get("usage"))
-    turn: dict[str, Any] = {
+    turn: JsonObject = {
         "turn": entry.get("turn"),
         "thinking": cut_text(response.get("thinking")),
         "text": cut_text(response.get("text")),
@@ -342,7 +369,7 @@ def _turn(entry: Mapping[str, Any]) -> dict[str, Any]:
         "elapsed_s": _number(entry.get("elapsed_s")),
     }
     killed = entry.get("killed")
-    if isinstance(killed, Mapping):
+    if isinstance(killed, dict):
         turn["killed"] = cut_text(
             f"killed in the {killed.get('channel')} at {killed.get('killed_s')} s after "
             f"{killed.get('chars')} characters: period {killed.get('period')} "
@@ -355,14 +382,14 @@ def _turn(entry: Mapping[str, Any]) -> dict[str, Any]:
     return turn
 
 
-def _attempt_turns(requests: list[Any], attempts: int) -> list[list[dict[str, Any]]]:
+def _attempt_turns(requests: list[JsonValue], attempts: int) -> list[list[JsonValue]]:
     """The trajectory's model calls grouped by attempt: by their ``attempt`` number
     (agent mode), else one call per attempt in order (a plain answer)."""
-    grouped: list[list[dict[str, Any]]] = [[] for _ in range(attempts)]
+    grouped: list[list[JsonValue]] = [[] for _ in range(attempts)]
     calls = [
         e
         for e in requests
-        if isinstance(e, Mapping) and ("response" in e or "killed" in e or "error" in e)
+        if isinstance(e, dict) and ("response" in e or "killed" in e or "error" in e)
     ]
     for position, entry in enumerate(calls):
         number = entry.get("attempt")
@@ -372,16 +399,17 @@ def _attempt_turns(requests: list[Any], attempts: int) -> list[list[dict[str, An
     return grouped
 
 
-def _loop_trace(loop: Any) -> dict[str, Any] | None:
+def _loop_trace(loop: JsonValue) -> JsonObject | None:
     """The attempt's loop-watch picture: the channel that scored highest, its score trace
     and, when it was killed, where."""
-    if not isinstance(loop, Mapping):
+    if not isinstance(loop, dict):
         return None
     channels = mapping(loop.get("channels"))
-    killed = loop.get("killed") if isinstance(loop.get("killed"), Mapping) else None
-    best = None
+    killed = loop.get("killed")
+    killed = killed if isinstance(killed, dict) else None
+    best: tuple[str, Record] | None = None
     for name, verdict in channels.items():
-        if not isinstance(verdict, Mapping) or not verdict.get("trace"):
+        if not isinstance(verdict, dict) or not verdict.get("trace"):
             continue
         if killed is not None and killed.get("channel") == name:
             best = (name, verdict)
@@ -392,12 +420,18 @@ def _loop_trace(loop: Any) -> dict[str, Any] | None:
             best = (name, verdict)
     if best is None or (killed is None and best[1].get("state") == "none"):
         return None
-    name, verdict = best
+    name, chosen = best
+    trace = chosen.get("trace")
+    points: list[JsonValue] = [
+        list(p)
+        for p in (trace if isinstance(trace, list) else [])
+        if isinstance(p, list) and len(p) == 3
+    ]
     return {
         "channel": name,
-        "state": verdict.get("state"),
-        "score": _number(verdict.get("score")),
-        "trace": [list(p) for p in verdict["trace"] if isinstance(p, list) and len(p) == 3],
+        "state": chosen.get("state"),
+        "score": _number(chosen.get("score")),
+        "trace": points,
         "killed": dict(killed) if killed is not None and killed.get("channel") == name else None,
         "recovered": bool(loop.get("recovered")),
     }
@@ -414,30 +448,33 @@ def _shown_json(value: object) -> str:
         return json.dumps(value, indent=1, default=str)
 
 
-def _verdict(verdict: Any) -> dict[str, Any] | None:
-    if not isinstance(verdict, Mapping):
+def _verdict(verdict: JsonValue) -> JsonObject | None:
+    if not isinstance(verdict, dict):
         return None
+    metrics = verdict.get("metrics")
     return {
         "reward": _number(verdict.get("reward")),
-        "metrics": verdict.get("metrics") if isinstance(verdict.get("metrics"), Mapping) else {},
+        "metrics": metrics if isinstance(metrics, dict) else {},
         "details": cut_text(_shown_json(verdict.get("details") or {}), 3000),
         "feedback": cut_text(verdict.get("feedback"), 3000),
         "error": cut_text(verdict.get("error"), 3000),
     }
 
 
-def task_detail(record: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
+def task_detail(record: Record, run_dir: Path) -> JsonObject:
     """One task's panel: the prompt, each attempt (repair round) with its turns, verdict
     and the feedback sent after it, the loop picture, the verifier's evidence."""
-    detail: dict[str, Any] = {
+    shown: list[JsonValue] = []
+    evidence: JsonObject = {}
+    detail: JsonObject = {
         "key": task_key(record),
         "nodeid": record.get("nodeid"),
         "reason": row(record)[-1],
         "failure": record.get("failure"),
         "rollout_dir": record.get("rollout_dir"),
         "prompt": [],
-        "attempts": [],
-        "evidence": {},
+        "attempts": shown,
+        "evidence": evidence,
     }
     folder = rollout_folder(record, run_dir)
     if folder is None:
@@ -446,18 +483,21 @@ def task_detail(record: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
     base = str(folder)
     result = _read_json(f"{base}/result.json")
     trajectory = _read_json(f"{base}/trajectory.json")
-    if not isinstance(result, Mapping):
+    if not isinstance(result, dict):
         detail["note"] = f"{folder / 'result.json'}: unreadable or larger than {FILE_LIMIT} bytes"
         return detail
-    requests = trajectory.get("requests") if isinstance(trajectory, Mapping) else None
-    requests = requests if isinstance(requests, list) else []
-    first = next((e for e in requests if isinstance(e, Mapping) and "request" in e), None)
-    if first is not None and isinstance(first["request"], Mapping):
-        detail["prompt"] = prompt_messages(first["request"].get("body"))
-    attempts = [a for a in result.get("attempts") or [] if isinstance(a, Mapping)]
+    given = trajectory.get("requests") if isinstance(trajectory, dict) else None
+    requests = given if isinstance(given, list) else []
+    first = next((e for e in requests if isinstance(e, dict) and "request" in e), None)
+    request = first["request"] if first is not None else None
+    if isinstance(request, dict):
+        detail["prompt"] = prompt_messages(request.get("body"))
+    listed = result.get("attempts") or []
+    attempts = [a for a in (listed if isinstance(listed, list) else []) if isinstance(a, dict)]
     turns = _attempt_turns(requests, len(attempts))
     for index, attempt in enumerate(attempts):
-        detail["attempts"].append(
+        usage = attempt.get("usage")
+        shown.append(
             {
                 "round": index,
                 "answer": cut_text(attempt.get("answer")),
@@ -465,7 +505,7 @@ def task_detail(record: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
                 "error": cut_text(attempt.get("error"), 2000),
                 "finish_reason": attempt.get("finish_reason"),
                 "elapsed_s": _number(attempt.get("elapsed_s")),
-                "usage": attempt.get("usage") if isinstance(attempt.get("usage"), Mapping) else {},
+                "usage": usage if isinstance(usage, dict) else {},
                 "verdict": _verdict(attempt.get("verdict")),
                 "feedback_sent": cut_text(attempt.get("feedback_sent"), 3000),
                 "turns": turns[index],
@@ -473,7 +513,6 @@ def task_detail(record: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
             }
         )
     verifier = f"{base}/verifier"
-    evidence = detail["evidence"]
     reward = _read_json(f"{verifier}/reward.json")
     if reward is not None:
         evidence["reward.json"] = cut_text(_shown_json(reward), 3000)

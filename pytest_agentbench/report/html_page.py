@@ -23,12 +23,12 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from html import escape
 from importlib import resources
-from typing import Any
+from typing import TypedDict
 
 from pytest_agentbench.artifacts.score_stats import interval_text
-from pytest_agentbench.core.jsontypes import JsonValue
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.records import OUTCOMES
-from pytest_agentbench.report.html_data import ROW_COLUMNS
+from pytest_agentbench.report.html_data import ROW_COLUMNS, Side, mapping
 from pytest_agentbench.report.terminal import tokens_text
 
 FIRST_PAGE = 100
@@ -40,6 +40,30 @@ _HEADINGS = {
 }  # fmt: skip
 
 
+class RunData(TypedDict):
+    """What the sections above the task table show, redacted (``html_report``)."""
+
+    run_dir: str
+    summary: JsonObject
+    models: list[str]
+    suites: list[str]
+    model_scores: list[JsonValue]
+    comparisons: list[JsonValue]
+    sides: list[Side]
+
+
+class PageData(RunData):
+    """``RunData`` with what the page adds: the pictures (svg, caption), the loop
+    figures (task index, label, caption, svg), the first page of the table (task index,
+    row), the number of tasks and their order, the worst first."""
+
+    pictures: list[tuple[str, str]]
+    loops: list[tuple[int, str, str, str]]
+    first_page: Sequence[tuple[int, Sequence[JsonValue]]]
+    tasks: int
+    order: Sequence[int]
+
+
 def asset(name: str) -> str:
     return (
         resources.files("pytest_agentbench.report")
@@ -48,7 +72,7 @@ def asset(name: str) -> str:
     )
 
 
-def _finite(value: Any) -> Any:
+def _finite(value: object) -> object:
     """``value`` with NaN and infinities as None (JSON has no such numbers)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -59,7 +83,7 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def json_block(value: Any) -> str:
+def json_block(value: object) -> str:
     """JSON safe inside a ``<script type="application/json">`` element."""
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -74,11 +98,11 @@ def script_safe(text: str) -> str:
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def _e(value: Any) -> str:
+def _e(value: object) -> str:
     return escape("" if value is None else str(value), quote=True)
 
 
-def _cell(value: Any) -> str:
+def _cell(value: JsonValue) -> str:
     if value is None:
         return "–"
     if isinstance(value, float):
@@ -88,50 +112,61 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def _when(ms: Any) -> str:
+def _when(ms: JsonValue) -> str:
     if not isinstance(ms, int):
         return "–"
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ms / 1000))
 
 
-def _outcome_badges(outcomes: Mapping[str, Any]) -> str:
+def _int(value: JsonValue) -> int:
+    return int(value) if isinstance(value, int | float | str) and value else 0
+
+
+def _outcome_badges(outcomes: Mapping[str, JsonValue]) -> str:
     return " ".join(
-        f'<span class="badge o-{o}">{int(outcomes.get(o) or 0)} {o.replace("_", " ")}</span>'
+        f'<span class="badge o-{o}">{_int(outcomes.get(o))} {o.replace("_", " ")}</span>'
         for o in OUTCOMES
         if outcomes.get(o)
     )
 
 
-def _cost(totals: Mapping[str, Any]) -> str:
+def _cost(totals: Mapping[str, JsonValue]) -> str:
     cost = totals.get("cost")
-    if isinstance(cost, Mapping):
+    if isinstance(cost, dict):
         cost = cost.get("usd", cost.get("total"))
     if isinstance(cost, int | float) and not isinstance(cost, bool):
         return f"${cost:,.4f}"
     return "not known"
 
 
-def run_section(data: Mapping[str, Any]) -> str:
+def _estimate_text(stats: Mapping[str, JsonValue], key: str) -> str:
+    estimate = stats.get(key)
+    return interval_text(estimate) if isinstance(estimate, dict) and estimate else "no score"
+
+
+def run_section(data: RunData) -> str:
     summary = data["summary"]
-    totals = summary.get("totals") or {}
-    settings = summary.get("settings") or {}
-    stats = totals.get("stats") or {}
+    totals = mapping(summary.get("totals"))
+    settings = mapping(summary.get("settings"))
+    stats = mapping(totals.get("stats"))
+    usage = totals.get("usage")
     items = [
         ("models", ", ".join(data["models"]) or "–"),
         ("settings fingerprint", settings.get("fingerprint") or "–"),
         ("suites", ", ".join(data["suites"]) or "–"),
         ("started", _when(summary.get("start_ms"))),
         ("wall time", f"{summary.get('wall_s', '–')} s"),
-        ("tokens", tokens_text(totals["usage"]) if totals.get("usage") else "not reported"),
+        ("tokens", tokens_text(usage) if isinstance(usage, dict) and usage else "not reported"),
         ("cost", _cost(totals)),
     ]
-    score = interval_text(stats["score"]) if stats.get("score") else "no score"
-    first = interval_text(stats["first_try"]) if stats.get("first_try") else "no score"
+    score, first = _estimate_text(stats, "score"), _estimate_text(stats, "first_try")
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in items)
     banner = ""
-    coverage = summary.get("coverage") or {}
+    coverage = mapping(summary.get("coverage"))
     if summary.get("partial"):
-        reasons = ", ".join(str(r) for r in coverage.get("reasons") or []) or "see summary.json"
+        given = coverage.get("reasons") or []
+        listed = given if isinstance(given, list) else []
+        reasons = ", ".join(str(r) for r in listed) or "see summary.json"
         covered = (
             f"{coverage.get('tasks')} of {coverage.get('planned')} tasks"
             if coverage.get("planned") is not None
@@ -139,8 +174,9 @@ def run_section(data: Mapping[str, Any]) -> str:
         )
         banner = f'<p class="banner" id="partial">Partial run: {_e(covered)} ({_e(reasons)})</p>'
     gate = ""
-    if isinstance(summary.get("gate"), Mapping):
-        ok = summary["gate"].get("ok")
+    verdict = summary.get("gate")
+    if isinstance(verdict, dict):
+        ok = verdict.get("ok")
         word = "passed" if ok else "failed"
         gate = f'<p class="gate {"ok" if ok else "bad"}">score gate: {word}</p>'
     return (
@@ -149,29 +185,30 @@ def run_section(data: Mapping[str, Any]) -> str:
         f'<br><span class="muted">first try {_e(first)} · {_e(totals.get("repaired", 0))} repaired'
         f" · ± is the standard error</span></p>"
         f'<p>tasks <strong id="task-count">{_e(totals.get("tasks"))}</strong> '
-        f"{_outcome_badges(totals.get('outcomes') or {})}</p>{gate}"
+        f"{_outcome_badges(mapping(totals.get('outcomes')))}</p>{gate}"
         f'<table class="facts">{rows}</table></section>'
     )
 
 
-def models_section(data: Mapping[str, Any]) -> str:
+def models_section(data: RunData) -> str:
     """Per model scores and the paired comparisons; nothing for a one-model run."""
     models, comparisons = data["model_scores"], data["comparisons"]
     if len(models) < 2 and not comparisons:
         return ""
     rows = []
-    for entry in models:
-        stats = entry.get("stats") or {}
-        score = interval_text(stats["score"]) if stats.get("score") else "no score"
+    for model in models:
+        entry = mapping(model)
+        score = _estimate_text(mapping(entry.get("stats")), "score")
         rows.append(
             f"<tr><td>{_e(entry.get('model'))}</td><td>{_e(entry.get('tasks'))}</td>"
-            f"<td>{_e(score)}</td><td>{_outcome_badges(entry.get('outcomes') or {})}</td></tr>"
+            f"<td>{_e(score)}</td><td>{_outcome_badges(mapping(entry.get('outcomes')))}</td></tr>"
         )
     lines = []
-    for comparison in comparisons:
+    for given in comparisons:
+        comparison = mapping(given)
         words = comparison.get("words")
         if not isinstance(words, str):
-            diff = comparison.get("difference") or {}
+            diff = mapping(comparison.get("difference"))
             words = (
                 f"{comparison.get('first')} − {comparison.get('second')} = "
                 f"{diff.get('value')} ({comparison.get('test')}, p={comparison.get('p_value')})"
@@ -194,7 +231,7 @@ def models_section(data: Mapping[str, Any]) -> str:
     )
 
 
-def pictures_section(data: Mapping[str, Any]) -> str:
+def pictures_section(data: PageData) -> str:
     figures = [(svg, caption) for svg, caption in data["pictures"] if svg]
     if not figures:
         return ""
@@ -202,7 +239,7 @@ def pictures_section(data: Mapping[str, Any]) -> str:
     return f'<section id="pictures"><h2>Pictures</h2><div class="figures">{body}</div></section>'
 
 
-def loops_section(data: Mapping[str, Any]) -> str:
+def loops_section(data: PageData) -> str:
     loops = data["loops"]
     if not loops:
         return ""
@@ -218,9 +255,10 @@ def loops_section(data: Mapping[str, Any]) -> str:
     )
 
 
-def side_section(data: Mapping[str, Any]) -> str:
+def side_section(data: RunData) -> str:
     parts = []
-    for title, a, b, pairs in data["sides"]:
+    for side in data["sides"]:
+        title, a, b, pairs = side["title"], side["first"], side["second"], side["pairs"]
         shown = pairs[:SIDE_ROWS]
         counts = {
             k: sum(1 for p in pairs if p["change"] == k)
@@ -253,7 +291,7 @@ def side_section(data: Mapping[str, Any]) -> str:
     return f'<section id="side"><h2>Side by side</h2>{"".join(parts)}</section>'
 
 
-def _row_html(index: int, values: Sequence[Any]) -> str:
+def _row_html(index: int, values: Sequence[JsonValue]) -> str:
     cells = []
     for name, value in zip(ROW_COLUMNS, values, strict=True):
         if name == "task":
@@ -292,7 +330,7 @@ def tasks_section(first: Sequence[tuple[int, Sequence[JsonValue]]], total: int) 
 
 
 def _run_data(
-    data: Mapping[str, Any], rows: Iterable[Sequence[JsonValue]], order: Sequence[int]
+    data: PageData, rows: Iterable[Sequence[JsonValue]], order: Sequence[int]
 ) -> Iterator[str]:
     """The page's ``run-data`` JSON, a row at a time: the same text as ``json_block`` of
     the whole (its members are encoded one by one, and the escapes of ``json_block``
@@ -311,7 +349,7 @@ def _run_data(
 
 
 def page_pieces(
-    data: Mapping[str, Any],
+    data: PageData,
     rows: Iterable[Sequence[JsonValue]],
     details: Iterable[tuple[int, str]],
 ) -> Iterator[str]:
@@ -328,14 +366,15 @@ def page_pieces(
     )
     summary = data["summary"]
     title = f"agentbench run {summary.get('run_id')}"
+    tool = mapping(summary.get("tool", {}))
     yield (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
         '<meta name="referrer" content="no-referrer">'
         f"<title>{_e(title)}</title><style>{asset('report.css')}</style></head><body>"
-        f'<header><h1>{_e(title)}</h1><p class="muted">{_e(summary.get("tool", {}).get("name"))} '
-        f"{_e(summary.get('tool', {}).get('version'))} · results {_e(data['run_dir'])}</p></header>"
+        f'<header><h1>{_e(title)}</h1><p class="muted">{_e(tool.get("name"))} '
+        f"{_e(tool.get('version'))} · results {_e(data['run_dir'])}</p></header>"
     )
     yield run_section(data)
     yield models_section(data)

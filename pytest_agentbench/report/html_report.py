@@ -22,23 +22,32 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TypedDict
 
 from pytest_agentbench.artifacts.jsonio import write_text_atomic
-from pytest_agentbench.artifacts.rollout_files import redact
-from pytest_agentbench.core.jsontypes import JsonValue
+from pytest_agentbench.artifacts.rollout_files import redacted_json
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.report import html_svg
 from pytest_agentbench.report.html_data import (
     DETAIL_BUDGET,
     SUMMARY_LIMIT,
+    Record,
+    Side,
     comparisons,
+    mapping,
     model_scores,
     row,
     severity,
     side_by_side,
     task_detail,
 )
-from pytest_agentbench.report.html_page import FIRST_PAGE, json_block, page_pieces
+from pytest_agentbench.report.html_page import (
+    FIRST_PAGE,
+    PageData,
+    RunData,
+    json_block,
+    page_pieces,
+)
 from pytest_agentbench.report.html_source import SummaryStream
 
 DEFAULT_NAME = "report.html"
@@ -47,6 +56,12 @@ MAX_LOOP_FIGURES = 60
 WRITE_CHUNK = 1 << 16
 #: The fields of a task record a comparison of models or runs reads.
 _COMPARED = ("suite", "task_id", "model", "outcome", "reward", "first_attempt_reward")
+
+
+class _Compared(TypedDict):
+    model_scores: list[JsonValue]
+    comparisons: list[JsonValue]
+    sides: list[Side]
 
 
 @dataclass
@@ -73,7 +88,7 @@ class _Tasks:
     #: (negated severity key, row) so the least severe is dropped first.
     first: list[tuple[tuple[int, float, int], list[JsonValue]]] = field(default_factory=list)
 
-    def add(self, record: Mapping[str, Any], run_dir: Path, secrets: Sequence[str]) -> None:
+    def add(self, record: Record, run_dir: Path, secrets: Sequence[str]) -> None:
         index = self.count
         self.count += 1
         self.models.setdefault(str(record.get("model")), None)
@@ -81,24 +96,24 @@ class _Tasks:
         kind, reward = severity(record)
         self.classes.append(kind)
         self.rewards.append(reward)
-        usage = record.get("usage")
-        if isinstance(usage, Mapping) and isinstance(usage.get("total"), int):
-            self.tokens.append(float(usage["total"]))
+        total = mapping(record.get("usage")).get("total")
+        if isinstance(total, int):
+            self.tokens.append(float(total))
         duration = record.get("duration_ms")
         if isinstance(duration, int) and record.get("outcome") != "harness_error":
             self.walls.append(float(duration) / 1000)
-        values = redact(row(record), secrets)
+        values = redacted_json(row(record), secrets)[0]
         self.rows.write(json.dumps(values, ensure_ascii=False).encode("utf-8") + b"\n")
         heapq.heappush(self.first, ((-kind, -reward, -index), values))
         if len(self.first) > FIRST_PAGE:
             heapq.heappop(self.first)
-        detail = redact(task_detail(record, run_dir), secrets)
+        detail = redacted_json(task_detail(record, run_dir), secrets)[0]
         block = json_block(detail)
         self.panels.write(block.encode("utf-8"))
         self.offsets.append(self.panels.tell())
         self.lengths.append(len(block))
-        loop = next((a["loop"] for a in detail["attempts"] if a.get("loop")), None)
-        if loop is not None:
+        loop = _loop_attempt(detail).get("loop")
+        if isinstance(loop, dict):
             self.looped.append((0 if loop.get("killed") else 1, index))
 
     def order(self) -> array[int]:
@@ -128,10 +143,25 @@ class _Tasks:
             yield values
 
 
+def _panel(block: str) -> JsonObject:
+    """A panel's JSON read back (``json_block`` of a ``task_detail``)."""
+    detail = json.loads(block)
+    return detail if isinstance(detail, dict) else {}
+
+
+def _loop_attempt(detail: JsonObject) -> Mapping[str, JsonValue]:
+    """The panel's first attempt with a loop picture; empty when none has one."""
+    attempts = detail.get("attempts")
+    for attempt in attempts if isinstance(attempts, list) else []:
+        if isinstance(attempt, dict) and attempt.get("loop"):
+            return attempt
+    return {}
+
+
 def _stub(block: str) -> str:
     """A panel left out for the size budget: its key and reason, and where to look."""
-    detail = json.loads(block)
-    return json_block({"key": detail["key"], "reason": detail["reason"], "attempts": [],
+    detail = _panel(block)
+    return json_block({"key": detail.get("key"), "reason": detail.get("reason"), "attempts": [],
                        "prompt": [], "evidence": {},
                        "note": "left out: the report's size budget was spent on earlier tasks; "
                        f"see {detail.get('rollout_dir')}"})  # fmt: skip
@@ -165,14 +195,14 @@ def _loop_figures(
     for _, index in sorted(tasks.looped):
         if index in left_out:
             continue
-        detail = json.loads(tasks.panel(index))
-        attempt = next(a for a in detail["attempts"] if a.get("loop"))
-        loop = attempt["loop"]
-        killed = loop.get("killed")
+        detail = _panel(tasks.panel(index))
+        attempt = _loop_attempt(detail)
+        loop = mapping(attempt.get("loop"))
+        killed = mapping(loop.get("killed"))
         caption = (
-            f"killed in round {attempt['round']} at {killed.get('killed_s')} s "
+            f"killed in round {attempt.get('round')} at {killed.get('killed_s')} s "
             f"({killed.get('rule')})"
-            if killed
+            if loop.get("killed")
             else f"{loop.get('state')} (peak {loop.get('score')})"
             + (", recovered" if loop.get("recovered") else "")
         )
@@ -185,17 +215,18 @@ def _loop_figures(
 
 
 def _pictures(
-    summary: Mapping[str, Any], tasks: _Tasks, several_models: bool
+    summary: Mapping[str, JsonValue], tasks: _Tasks, several_models: bool
 ) -> list[tuple[str, str]]:
     groups = []
-    for entry in summary.get("scores") or []:
-        if not isinstance(entry, Mapping):
+    scores = summary.get("scores") or []
+    for entry in scores if isinstance(scores, list) else []:
+        if not isinstance(entry, dict):
             continue
         label = str(entry.get("suite"))
         if several_models:
             label += f" · {entry.get('model')}"
-        groups.append((label, entry.get("outcomes") or {}))
-    totals = summary.get("totals") or {}
+        groups.append((label, mapping(entry.get("outcomes"))))
+    totals = mapping(summary.get("totals"))
     return [
         (html_svg.outcome_mix(groups), "outcome mix per suite"),
         (html_svg.score_by_round(totals.get("repair_curve")), "score by repair round"),
@@ -204,20 +235,20 @@ def _pictures(
     ]
 
 
-def _compared(run_dir: Path) -> list[dict[str, Any]]:
+def _compared(run_dir: Path) -> list[Record]:
     """The fields of each record that comparisons of models or runs read."""
     records = SummaryStream(run_dir, SUMMARY_LIMIT).records()
     return [{key: record.get(key) for key in _COMPARED} for record in records]
 
 
 def _comparisons(
-    run_dir: Path, head: Mapping[str, Any], models: list[str], baseline: Path | None
-) -> dict[str, Any]:
+    run_dir: Path, head: Record, models: list[str], baseline: Path | None
+) -> _Compared:
     """Per model scores, paired comparisons and the side-by-side tables: nothing to read
     again for a run of one model and no baseline (the page shows none of them)."""
-    found: dict[str, Any] = {"model_scores": [], "comparisons": [], "sides": []}
+    found: _Compared = {"model_scores": [], "comparisons": [], "sides": []}
     given = head.get("models")
-    if isinstance(given, list) and all(isinstance(m, Mapping) for m in given):
+    if isinstance(given, list) and all(isinstance(m, dict) for m in given):
         found["model_scores"] = list(given)
     if len(models) < 2 and baseline is None:
         return found
@@ -228,11 +259,14 @@ def _comparisons(
     by_model = {m: [r for r in records if str(r.get("model")) == m] for m in models}
     for other in models[1:4]:
         pairs = side_by_side(by_model[models[0]], by_model[other])
-        found["sides"].append((f"{models[0]} → {other}", models[0], other, pairs))
+        title = f"{models[0]} → {other}"
+        found["sides"].append({"title": title, "first": models[0], "second": other, "pairs": pairs})
     if baseline is not None:
         title = f"baseline {baseline.name} → this run"
         pairs = side_by_side(_compared(baseline), records)
-        found["sides"].insert(0, (title, "baseline", "this run", pairs))
+        found["sides"].insert(
+            0, {"title": title, "first": "baseline", "second": "this run", "pairs": pairs}
+        )
     return found
 
 
@@ -276,19 +310,25 @@ def write_html_report(
         settings = head.get("settings")
         kill = settings.get("loop_kill") if isinstance(settings, dict) else None
         threshold = kill / 100 if isinstance(kill, int | float) and kill > 0 else None
-        gathered = {
+        compared = _comparisons(run_dir, head, models, baseline)
+        gathered: RunData = {
             "run_dir": str(run_dir),
             "summary": head,
             "models": models,
             "suites": sorted(tasks.suites),
-            **_comparisons(run_dir, head, models, baseline),
+            "model_scores": compared["model_scores"],
+            "comparisons": compared["comparisons"],
+            "sides": compared["sides"],
         }
-        data: dict[str, Any] = redact(gathered, secrets)
-        data["pictures"] = _pictures(data["summary"], tasks, len(models) > 1)
-        data["loops"] = _loop_figures(tasks, left_out, threshold)
-        data["first_page"] = tasks.first_page()
-        data["tasks"] = tasks.count
-        data["order"] = order
+        shown = redacted_json(gathered, secrets)[0]
+        data: PageData = {
+            **shown,
+            "pictures": _pictures(shown["summary"], tasks, len(models) > 1),
+            "loops": _loop_figures(tasks, left_out, threshold),
+            "first_page": tasks.first_page(),
+            "tasks": tasks.count,
+            "order": order,
+        }
         pieces = page_pieces(data, tasks.rows_read(), _panels(tasks, order, left_out))
         write_text_atomic(target, _chunks(pieces))
     return target

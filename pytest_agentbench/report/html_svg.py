@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from html import escape
-from typing import Any
 
+from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.core.records import OUTCOMES
 
 WIDTH = 540
@@ -37,10 +37,10 @@ def _text(x: float, y: float, text: str, anchor: str = "start", cls: str = "lbl"
     )
 
 
-def outcome_mix(groups: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+def outcome_mix(groups: Sequence[tuple[str, Mapping[str, JsonValue]]]) -> str:
     """One stacked bar per group (a suite, or a suite × model): the share of each
     outcome, with the counts in each bar's tooltip."""
-    groups = [(label, o) for label, o in groups if sum(int(o.get(k) or 0) for k in OUTCOMES)]
+    groups = [(label, o) for label, o in groups if sum(_int(o.get(k)) for k in OUTCOMES)]
     if not groups:
         return ""
     left, bar, gap = 150, 18, 8
@@ -49,11 +49,11 @@ def outcome_mix(groups: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
     body = []
     for index, (label, outcomes) in enumerate(groups):
         y = 20 + index * (bar + gap)
-        total = sum(int(outcomes.get(k) or 0) for k in OUTCOMES)
+        total = sum(_int(outcomes.get(k)) for k in OUTCOMES)
         body.append(_text(left - 6, y + bar - 5, label[:28], "end"))
         x = float(left)
         for outcome in OUTCOMES:
-            count = int(outcomes.get(outcome) or 0)
+            count = _int(outcomes.get(outcome))
             if not count:
                 continue
             w = span * count / total
@@ -74,19 +74,29 @@ def outcome_mix(groups: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
     return _svg(WIDTH, height, "outcome mix per suite", body)
 
 
+def _int(value: JsonValue) -> int:
+    """A count read from JSON; 0 when it is absent (or empty)."""
+    return int(value) if isinstance(value, int | float | str) and value else 0
+
+
+def _float(value: JsonValue, default: float) -> float:
+    return float(value) if isinstance(value, int | float | str) and value else default
+
+
 def _y(value: float, top: float, height: float) -> float:
     return top + height * (1 - max(0.0, min(1.0, value)))
 
 
-def score_by_round(curve: Sequence[Mapping[str, Any]] | None) -> str:
+def score_by_round(curve: JsonValue) -> str:
     """The score after each repair round (0 is the first try) with its 95 % interval."""
-    points: list[tuple[int, Mapping[str, Any]]] = []
-    for entry in curve or []:
-        est = entry.get("score")
-        if not isinstance(est, Mapping):
+    points: list[tuple[int, float, Mapping[str, JsonValue]]] = []
+    for entry in curve if isinstance(curve, list) else []:
+        score = entry.get("score") if isinstance(entry, Mapping) else None
+        if not isinstance(score, Mapping):
             continue
-        if isinstance(est.get("value"), int | float):
-            points.append((int(entry.get("round") or 0), est))
+        given = score.get("value")
+        if isinstance(given, int | float) and isinstance(entry, Mapping):
+            points.append((_int(entry.get("round")), given, score))
     if not points:
         return ""
     left, top, plot_h, height = 50, 14, 150, 214
@@ -98,9 +108,9 @@ def score_by_round(curve: Sequence[Mapping[str, Any]] | None) -> str:
         for v in (0.0, 0.25, 0.5, 0.75, 1.0)
     ]
     path = []
-    for position, (number, est) in enumerate(points):
+    for position, (number, value, est) in enumerate(points):
         x = left + 10 + position * step if len(points) > 1 else left + (WIDTH - left) / 2
-        y = _y(float(est["value"]), top, plot_h)
+        y = _y(float(value), top, plot_h)
         lo, hi = est.get("lo"), est.get("hi")
         if isinstance(lo, int | float) and isinstance(hi, int | float):
             body.append(
@@ -109,10 +119,10 @@ def score_by_round(curve: Sequence[Mapping[str, Any]] | None) -> str:
             )
         body.append(
             f'<circle cx="{_f(x)}" cy="{_f(y)}" r="4" class="point">'
-            f"<title>round {number}: {est['value']:.3f} (n={est.get('n')})</title></circle>"
+            f"<title>round {number}: {value:.3f} (n={est.get('n')})</title></circle>"
         )
         body.append(_text(x, top + plot_h + 18, f"round {number}", "middle", "lbl small"))
-        body.append(_text(x + 7, y - 6, f"{est['value']:.3f}", "start", "lbl small"))
+        body.append(_text(x + 7, y - 6, f"{value:.3f}", "start", "lbl small"))
         path.append(f"{_f(x)},{_f(y)}")
     body.insert(0, f'<polyline points="{" ".join(path)}" class="curve"/>')
     body.append(_text(left, height - 6, "score by repair round (bars: 95 % CI)", cls="lbl small"))
@@ -174,16 +184,23 @@ def _num(value: float) -> str:
     return f"{value:.3g}"
 
 
-def loop_chart(loop: Mapping[str, Any], threshold: float | None, width: int = 420) -> str:
+def loop_chart(loop: Mapping[str, JsonValue], threshold: float | None, width: int = 420) -> str:
     """The loop-watch score of one stream against the characters streamed, the kill
     threshold dashed, the kill point marked (a killed stream) and the point the cycle was
     confirmed."""
-    trace = [p for p in loop.get("trace") or [] if len(p) == 3]
+    given = loop.get("trace")
+    trace = [
+        (p[1], p[2])
+        for p in (given if isinstance(given, list) else [])
+        if isinstance(p, list) and len(p) == 3 and isinstance(p[1], int | float)
+        and isinstance(p[2], int | float)
+    ]  # fmt: skip
     if not trace:
         return ""
-    killed = loop.get("killed") if isinstance(loop.get("killed"), Mapping) else None
+    killed = loop.get("killed")
+    killed = killed if isinstance(killed, Mapping) else None
     left, top, plot_h, height = 36, 10, 110, 160
-    last = max([p[1] for p in trace] + [int(killed.get("chars") or 0) if killed else 0]) or 1
+    last = max([p[0] for p in trace] + [_int(killed.get("chars")) if killed else 0]) or 1
     span = width - left - 14
 
     def x_of(chars: float) -> float:
@@ -200,11 +217,13 @@ def loop_chart(loop: Mapping[str, Any], threshold: float | None, width: int = 42
         body.append(
             f'<line x1="{left}" y1="{level}" x2="{width - 14}" y2="{level}" class="threshold"/>'
         )
-    points = " ".join(f"{_f(x_of(p[1]))},{_f(_y(float(p[2]), top, plot_h))}" for p in trace)
+    points = " ".join(
+        f"{_f(x_of(chars))},{_f(_y(float(score), top, plot_h))}" for chars, score in trace
+    )
     body.append(f'<polyline points="{points}" class="loopline"/>')
     if killed is not None:
-        x = x_of(float(killed.get("chars") or last))
-        y = _y(float(killed.get("score") or 0), top, plot_h)
+        x = x_of(_float(killed.get("chars"), last))
+        y = _y(_float(killed.get("score"), 0.0), top, plot_h)
         body.append(
             f'<line x1="{_f(x)}" y1="{top}" x2="{_f(x)}" y2="{top + plot_h}" class="kill"/>'
         )

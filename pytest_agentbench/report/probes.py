@@ -19,12 +19,13 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+
+from pytest_agentbench.core.jsontypes import JsonObject
 
 READ_CAP = 64 * 1024
 
 
-def read_reward_json(path: Path) -> dict[str, Any] | None:
+def read_reward_json(path: Path) -> JsonObject | None:
     """The parsed ``reward.json`` object; None when it is bigger than :data:`READ_CAP`
     (skipped, never truncated) or not a JSON object."""
     with path.open("rb") as file:

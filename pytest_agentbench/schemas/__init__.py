@@ -15,7 +15,8 @@ import json
 from functools import cache
 from importlib import resources
 from pathlib import PurePath
-from typing import Any
+
+from pytest_agentbench.core.jsontypes import JsonObject
 
 NAMES = (
     "task_record",
@@ -37,9 +38,11 @@ def _text(name: str) -> str:
     return resources.files(__name__).joinpath(f"{name}.schema.json").read_text("utf-8")
 
 
-def load(name: str) -> dict[str, Any]:
+def load(name: str) -> JsonObject:
     """The schema ``name`` (one of :data:`NAMES`) as a fresh dict."""
-    schema: dict[str, Any] = json.loads(_text(name))
+    schema = json.loads(_text(name))
+    if not isinstance(schema, dict):
+        raise TypeError(f"{name}.schema.json: not a JSON object")
     return schema
 
 
@@ -58,12 +61,12 @@ def schema_for(path: str | PurePath) -> str | None:
     return {"result.json": "result", "trajectory.json": "trajectory"}.get(name)
 
 
-def validate(name: str, document: Any) -> None:
+def validate(name: str, document: object) -> None:
     """Raise ``jsonschema.ValidationError`` unless ``document`` matches schema ``name``."""
     import jsonschema
     from referencing import Registry, Resource
 
-    registry: Registry[Any] = Registry().with_resources(
+    registry: Registry[JsonObject] = Registry().with_resources(
         (BASE_URI + f"{other}.schema.json", Resource.from_contents(load(other))) for other in NAMES
     )
     validator = jsonschema.Draft202012Validator(load(name), registry=registry)
