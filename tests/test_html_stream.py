@@ -15,6 +15,7 @@ from pytest_agentbench.core.records import OUTCOMES
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.report.html_data import ROW_COLUMNS
 from pytest_agentbench.report.html_page import json_block, page_pieces
+from pytest_agentbench.report.html_report import write_html_report
 from pytest_agentbench.report.html_source import CHUNK, SummaryStream
 
 TASKS = 300
@@ -121,3 +122,19 @@ def test_a_summary_without_tasks_or_too_large_is_refused(tmp_path: Path) -> None
         list(SummaryStream(tmp_path, 10**9).records())
     with pytest.raises(AgentbenchError, match="larger than 4 bytes"):
         SummaryStream(tmp_path, 4)
+
+
+def test_members_of_the_wrong_kind_are_passed_over_not_a_traceback(tmp_path: Path) -> None:
+    """summary.json read as JSON and narrowed where read: a member of another kind than
+    the writer's (a hand-edited or foreign file) is shown as missing."""
+    odd = {"suite": "s", "task_id": "t0", "model": "m", "outcome": "failed", "usage": [1],
+           "attempts": "2", "reward": "0.5", "rollout_dir": 7}  # fmt: skip
+    document = {"run_id": "r", "tool": None, "totals": "x", "settings": [1], "scores": {"a": 1},
+                "coverage": 3, "gate": [], "models": "m", "tasks": [odd, 5]}  # fmt: skip
+    (tmp_path / "summary.json").write_text(json.dumps(document), encoding="utf-8")
+    text = write_html_report(tmp_path).read_text(encoding="utf-8")
+    blocks = Page(text).data_blocks()
+    assert blocks["run-data"]["rows"] == [["s", "t0", "m", "failed", None, None, None, None,
+                                           None, "failed"]]  # fmt: skip
+    assert blocks["d-0"]["note"].startswith("no result.json")
+    assert '<strong id="score-value">no score</strong>' in text
