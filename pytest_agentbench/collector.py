@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -26,13 +26,19 @@ from pytest_agentbench.core.task_record import TaskRecord
 if TYPE_CHECKING:
     from pytest_agentbench.core.task_record import Outcome
     from pytest_agentbench.run import RunState
+    from pytest_agentbench.suites.task import Task
 
 #: What pytest-timeout's failure message starts with (both of its methods).
 PYTEST_TIMEOUT_PREFIX = "Timeout (>"
 
 
 def stand_in_record(
-    item: Any, call: pytest.CallInfo[None], *, model: str, start_ms: int | None
+    item: pytest.Item,
+    call: pytest.CallInfo[None],
+    *,
+    task: Task,
+    model: str,
+    start_ms: int | None,
 ) -> TaskRecord:
     """The record of a task item whose ``call.when`` phase ended with ``call.excinfo`` and
     no rollout record. The cause is kept whole (``error``, ``trace``); a task ended by
@@ -51,7 +57,6 @@ def stand_in_record(
         outcome = "harness_error"
         where = "setting up" if call.when == "setup" else "running"
         cause = f"{kind} while {where} the task item: {text or kind}"
-    task = item.task
     parent = getattr(item, "parent", None)
     duration_ms = max(0, int(call.duration * 1000))
     record = record_without_rollout(

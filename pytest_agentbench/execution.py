@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from pytest_agentbench.artifacts.controls import control_fields
 from pytest_agentbench.artifacts.paths import control_dir, task_dir
@@ -28,7 +28,7 @@ from pytest_agentbench.run import RunState
 from pytest_agentbench.runner.loopguard import KillPolicy
 from pytest_agentbench.runner.rollout import run_rollout
 from pytest_agentbench.settings import DEFAULT_TIMEOUT_S, Settings
-from pytest_agentbench.suites.task import Task
+from pytest_agentbench.suites.task import FeedbackLevel, RepairMode, Task, VerifierConfig
 
 ANSWER_PREVIEW = 300
 
@@ -49,8 +49,9 @@ def failure_details(rollout: Rollout, reason: str, rollout_dir: str) -> str:
         answer = cut(collapse(attempt.answer), ANSWER_PREVIEW) if attempt.answer else "(none)"
         reward = attempt.verdict["reward"] if attempt.verdict else None
         lines.append(f"attempt {attempt.index + 1}: reward {reward} · answer: {answer}")
-        if attempt.verdict and attempt.verdict.get("feedback"):
-            lines.append(f"  feedback: {cut(collapse(attempt.verdict['feedback']), 200)}")
+        feedback = attempt.verdict.get("feedback") if attempt.verdict else None
+        if feedback:
+            lines.append(f"  feedback: {cut(collapse(str(feedback)), 200)}")
         if attempt.verdict and attempt.verdict.get("error"):
             lines.append(f"  verifier error: {collapse(str(attempt.verdict['error']))}")
         if attempt.error:
@@ -64,10 +65,20 @@ def failure_details(rollout: Rollout, reason: str, rollout_dir: str) -> str:
 SANDBOXED_KINDS = ("python_tests", "python_checks", "command")
 
 
+class _TaskChanges(TypedDict, total=False):
+    """The fields of a task ``with_overrides`` may replace."""
+
+    verifier: VerifierConfig
+    repairs: int
+    repair_mode: RepairMode
+    feedback: FeedbackLevel
+    sampling: Sampling
+
+
 def with_overrides(task: Task, settings: Settings) -> Task:
     """The task with the run's repair, sandbox and sampling settings applied where the
     user set them."""
-    changes: dict[str, Any] = {}
+    changes: _TaskChanges = {}
     if settings.sandbox is not None and task.verifier.kind in SANDBOXED_KINDS:
         options = {**task.verifier.options, "isolation": settings.sandbox}
         changes["verifier"] = replace(task.verifier, options=options)
@@ -79,9 +90,9 @@ def with_overrides(task: Task, settings: Settings) -> Task:
         changes["feedback"] = settings.feedback
     if task.control is not None:  # a control is its one answer: no repair round
         changes["repairs"] = 0
+    sampling = task.sampling
     if settings.sampling != Sampling():  # the task's and suite's own settings win
-        changes["sampling"] = task.sampling.over(settings.sampling)
-    sampling = changes.get("sampling", task.sampling)
+        changes["sampling"] = sampling = task.sampling.over(settings.sampling)
     if task.epoch > 1 and sampling.seed is not None:  # each epoch its own seed
         changes["sampling"] = replace(sampling, seed=sampling.seed + task.epoch - 1)
     return replace(task, **changes) if changes else task

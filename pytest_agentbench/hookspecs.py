@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     import random
     from collections.abc import Iterable, Mapping
     from pathlib import Path
-    from typing import Any
 
     import pytest
 
@@ -71,7 +70,7 @@ def pytest_agentbench_paraphrase(task: Task, rng: random.Random) -> str | None:
 
 
 @hookspec(firstresult=True)
-def pytest_agentbench_load_suite(path: Path) -> Mapping[str, Any] | None:
+def pytest_agentbench_load_suite(path: Path) -> Mapping[str, object] | None:
     """Read the suite file at ``path`` (a ``bench_*`` file of a format no built-in reads)
     into a suite document (``{"suite": {...}, "task": [...]}``, as a JSON suite holds), or
     return None to pass; the document is validated like any suite file.

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -16,6 +16,13 @@ from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.run import STATE_KEY, RunState
 from pytest_agentbench.suites.controls import Planned
 from pytest_agentbench.suites.task import Task
+
+if TYPE_CHECKING:
+    import random
+
+    from _pytest._code.code import TerminalRepr, TracebackStyle
+
+    from pytest_agentbench.settings import Settings
 
 #: (suite name, task id) → the suite file that holds it, over every file collected so
 #: far: two files may declare the same suite name, but never the same task in it.
@@ -45,7 +52,7 @@ def special_suite_files(directory: pytest.Dir, patterns: Iterable[str]) -> list[
     ]
 
 
-def control_plan(tasks: tuple[Task, ...], settings: Any, suite: str) -> list[Planned]:
+def control_plan(tasks: tuple[Task, ...], settings: Settings, suite: str) -> list[Planned]:
     """The controls a suite file's items run: all of them with ``--agentbench-controls``,
     one sampled negative control with ``--agentbench-canary``, else none. The canary is
     drawn with the run's seed (``--agentbench-seed``)."""
@@ -115,14 +122,11 @@ class SuiteFile(pytest.File):
         state = self.config.stash[STATE_KEY]
         protocols = {protocol_of(one.model) for one in state.settings.lineup()}
 
-        def reply_check(obj: Any, where: str) -> None:
+        def reply_check(obj: object, where: str) -> None:
             Reply.parse(obj, where)
 
-        options: dict[str, Any] = {
-            "reply_check": reply_check,
-            "tools": state.services.tools(),
-            "max_bytes": round(state.settings.max_file_mb * 1024 * 1024),
-        }
+        tools = state.services.tools()
+        max_bytes = round(state.settings.max_file_mb * 1024 * 1024)
         sampling_check = lambda table: [  # noqa: E731
             refusal
             for protocol in sorted(protocols)
@@ -138,7 +142,9 @@ class SuiteFile(pytest.File):
                     state.services.verifiers(),
                     sampling_check=sampling_check,
                     find_dataset=self._find_dataset,
-                    **options,
+                    reply_check=reply_check,
+                    tools=tools,
+                    max_bytes=max_bytes,
                 )
             else:
                 suite = load_document(
@@ -146,7 +152,9 @@ class SuiteFile(pytest.File):
                     document,
                     state.services.verifiers(),
                     sampling_check=sampling_check,
-                    **options,
+                    reply_check=reply_check,
+                    tools=tools,
+                    max_bytes=max_bytes,
                 )
         except SuiteError as exc:
             shown = SuiteError(self._display_path(), exc.problems)
@@ -192,7 +200,7 @@ class SuiteFile(pytest.File):
 
         hook = self.config.hook
 
-        def paraphrase(task: Task, rng: Any) -> str | None:
+        def paraphrase(task: Task, rng: random.Random) -> str | None:
             text = hook.pytest_agentbench_paraphrase(task=task, rng=rng)
             return None if text is None else str(text)
 
@@ -210,7 +218,7 @@ class SuiteFile(pytest.File):
                     out.append(copy)
         return tuple(out)
 
-    def _plugin_document(self) -> Any:
+    def _plugin_document(self) -> object:
         """What ``pytest_agentbench_load_suite`` made of this file (None: no plugin read
         it); a plugin that raises is a collection error naming it."""
         try:
@@ -313,8 +321,15 @@ def _selected(tasks: tuple[Task, ...], state: RunState) -> tuple[Task, ...]:
 class TaskItem(pytest.Item):
     """One task. ``record`` is set after it runs; the plugin puts it on the report."""
 
-    def __init__(self, *, task: Task, planned: Planned | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(
+        self,
+        *,
+        name: str,
+        parent: pytest.Collector | None,
+        task: Task,
+        planned: Planned | None = None,
+    ) -> None:
+        super().__init__(name, parent)
         self.task = task
         self.planned = planned
         self.record: TaskRecord | None = None
@@ -360,7 +375,9 @@ class TaskItem(pytest.Item):
         elif control.behaved is not True:
             pytest.fail(record.trace or record.outcome, pytrace=False)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None
+    ) -> str | TerminalRepr:
         """Our failures are reasons, not exceptions: the short summary shows the reason
         without pytest's ``Failed:`` prefix (the body is the reason plus each attempt)."""
         report = super().repr_failure(excinfo, style)
@@ -369,7 +386,7 @@ class TaskItem(pytest.Item):
             crash.message = self.record.message or crash.message
         return report
 
-    def reportinfo(self) -> tuple[Any, int | None, str]:
+    def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
         """Where the task is: its suite file (line 0; pytest's skip report needs a line
         number, and a None here made a task marked ``skip`` an INTERNALERROR); the name
         is the item's, so a control's carries the control."""

@@ -14,8 +14,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.record_parts import LoopRecord, RepairSettings, Round
 from pytest_agentbench.core.records import loop_evidence
 from pytest_agentbench.core.task_record import Failure
@@ -52,7 +53,7 @@ class _TestScript:
     key: str
     id: str
     path: Path
-    scripted: tuple[Any, ...]
+    scripted: tuple[object, ...]
 
 
 class BenchModel:
@@ -70,15 +71,15 @@ class BenchModel:
             scripted=tuple(marker.args) if marker is not None else (),
         )
         self.calls = 0
-        self.usages: list[dict[str, Any]] = []
-        self.loops: list[dict[str, Any]] = []
+        self.usages: list[JsonObject] = []
+        self.loops: list[JsonObject] = []
         self.failure: Failure | None = None
         self.start_ms = int(time.time() * 1000)
         self._lock = threading.Lock()
 
     def generate(
         self,
-        prompt: str | Sequence[Mapping[str, Any]],
+        prompt: str | Sequence[Mapping[str, JsonValue]],
         *,
         system: str | None = None,
         max_tokens: int | None = None,
@@ -153,7 +154,7 @@ class BenchModel:
             usage=generation.usage,
         )
 
-    def _took(self, usage: Usage, loop: dict[str, Any]) -> None:
+    def _took(self, usage: Usage, loop: JsonObject) -> None:
         with self._lock:
             self.usages.append(usage.as_dict())
             self.loops.append(loop)

@@ -423,7 +423,7 @@ def pytest_runtest_makereport(
         from pytest_agentbench.execution import plugin_reason
 
         model = task.model or state.settings.model_name
-        record = stand_in_record(item, call, model=model, start_ms=None)
+        record = stand_in_record(item, call, task=task, model=model, start_ms=None)
         if (reason := plugin_reason(state, record)) is not None:
             record = replace(record, message=reason)
         item.record = record  # type: ignore[attr-defined]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import AgentbenchError
 
@@ -27,15 +27,16 @@ class BaselineRun:
     records: tuple[TaskRecord, ...]
 
 
-def _read_json(path: Path, what: str) -> Any:
+def _read_json(path: Path, what: str) -> JsonValue:
     try:
         if path.stat().st_size > MAX_BASELINE_BYTES:
             raise AgentbenchError(
                 f"--agentbench-baseline: {path}: larger than {MAX_BASELINE_BYTES} bytes"
             )
-        return json.loads(path.read_text(encoding="utf-8"))
+        data: JsonValue = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise AgentbenchError(f"--agentbench-baseline: cannot read {what} {path}: {exc}") from None
+    return data
 
 
 def _record(data: object, where: str) -> TaskRecord:
@@ -61,14 +62,14 @@ def load_baseline(path: Path) -> BaselineRun:
     summary_path = path / "summary.json"
     if summary_path.is_file():
         data = _read_json(summary_path, "the summary")
-        if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
+        tasks = data.get("tasks") if isinstance(data, dict) else None
+        if not isinstance(data, dict) or not isinstance(tasks, list):
             raise AgentbenchError(
                 f"--agentbench-baseline: {summary_path}: not a pytest-agentbench summary "
                 "(expected a JSON object with a tasks list)"
             )
         records = tuple(
-            _record(task, f"{summary_path} tasks[{index}]")
-            for index, task in enumerate(data["tasks"])
+            _record(task, f"{summary_path} tasks[{index}]") for index, task in enumerate(tasks)
         )
         return BaselineRun(path, str(data.get("run_id") or path.name), records)
     results = sorted((path / "tasks").glob("*/*/result.json"))

@@ -9,7 +9,7 @@ record. The run is partial when some planned task has none, or pytest was interr
 
 from __future__ import annotations
 
-from typing import Any
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 
 
 def run_coverage(
@@ -20,14 +20,14 @@ def run_coverage(
     interrupted: bool,
     stopped: str | None = None,
     skipped: int = 0,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The ``coverage`` object of summary.json and the CTRF run extra: ``partial``,
     ``tasks``, ``planned``, ``selected``, ``deselected``, ``skipped`` and ``reasons``
     (short phrases, empty when the run is whole). A task skipped by a mark was meant not
     to run: it has no record and does not make the run partial."""
     planned = max(selected + deselected, tasks + skipped)
     done = tasks + skipped
-    reasons: list[str] = []
+    reasons: list[JsonValue] = []
     if interrupted:
         reasons.append("interrupted")
     if stopped and done < max(selected, done):
@@ -51,10 +51,12 @@ def run_coverage(
     }
 
 
-def partial_line(coverage: dict[str, Any] | None) -> str | None:
+def partial_line(coverage: JsonValue) -> str | None:
     """``partial: 7 of 24 tasks (interrupted, 3 deselected)``; None for a whole run."""
-    if not coverage or not coverage.get("partial"):
+    if not isinstance(coverage, dict) or not coverage.get("partial"):
         return None
-    reasons = coverage.get("reasons") or []
+    reasons = coverage.get("reasons")
+    if not isinstance(reasons, list):
+        reasons = []
     why = f" ({', '.join(str(r) for r in reasons)})" if reasons else ""
     return f"partial: {coverage.get('tasks')} of {coverage.get('planned')} tasks{why}"

@@ -10,7 +10,6 @@ import secrets
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 _encode_compact = json.JSONEncoder(
     ensure_ascii=False, allow_nan=False, default=str, separators=(",", ":")
@@ -51,7 +50,7 @@ _OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0
 _OPEN_FLAGS |= getattr(os, "O_NOFOLLOW", 0)
 
 
-def dumps(data: Any, *, indent: int | None = 2) -> str:
+def dumps(data: object, *, indent: int | None = 2) -> str:
     """JSON text of ``data``; NaN and Infinity are refused (they are not JSON).
 
     ``indent=None`` is compact. Otherwise an object (or list) is laid out one member per
@@ -78,12 +77,12 @@ class Streamed:
     time (``write_json_atomic``): a 10 000-task report never exists whole in memory,
     neither as objects nor as text."""
 
-    def __init__(self, items: Iterable[Any]) -> None:
+    def __init__(self, items: Iterable[object]) -> None:
         self.items = items
 
 
 def write_json_atomic(
-    path: Path, data: Any, *, indent: int | None = 2, make_parent: bool = True
+    path: Path, data: object, *, indent: int | None = 2, make_parent: bool = True
 ) -> None:
     """Write ``data`` as JSON (see :func:`dumps`) to ``path`` atomically.
 
@@ -95,7 +94,7 @@ def write_json_atomic(
     streamed: list[Streamed] = []
     token = secrets.token_hex(8)  # no string in the data can pass for a marker
 
-    def mark(value: Any) -> Any:
+    def mark(value: object) -> str:
         if isinstance(value, Streamed):
             streamed.append(value)
             return f"\x00{token}-{len(streamed) - 1}\x00"

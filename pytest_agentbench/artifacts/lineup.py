@@ -12,9 +12,9 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any
 
 from pytest_agentbench.artifacts.score_stats import estimate, scored_values
+from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.stats import (
     Reducer,
     clustered_mean,
@@ -78,7 +78,7 @@ def _reducer(samples: Mapping[str, Sequence[TaskRecord]]) -> str:
 
 def reduced_score(
     samples: Mapping[str, Sequence[TaskRecord]], *, errors_as_failures: bool = False
-) -> dict[str, Any] | None:
+) -> JsonObject | None:
     """The score of one suite × model over its tasks' reduced scores, with n (tasks), its
     interval and the tasks left out; None when no task ran more than once. The mean
     reducer gets a cluster-robust interval over the samples (tasks are the clusters);
@@ -131,13 +131,15 @@ def compare_models(
     first: Mapping[Hashable, float | bool | None],
     second: Mapping[Hashable, float | bool | None],
     names: tuple[str, str] = ("A", "B"),
-) -> dict[str, Any]:
+) -> JsonObject:
     """Two models' task scores compared on the tasks both scored: McNemar exact when every
     score is pass/fail, else a sign test and a paired bootstrap (core.stats.compare_paired).
     The one place a model pair is compared, so another comparison can replace it."""
     binary = all(v in (0.0, 1.0) for v in [*first.values(), *second.values()] if v is not None)
 
-    def shape(values: Mapping[Hashable, float | bool | None]) -> dict[Hashable, Any]:
+    def shape(
+        values: Mapping[Hashable, float | bool | None],
+    ) -> dict[Hashable, float | bool | None]:
         return {
             k: (None if v is None else bool(v) if binary else float(v)) for k, v in values.items()
         }
@@ -156,7 +158,7 @@ def compare_models(
 
 def model_comparisons(
     records: Sequence[TaskRecord], *, errors_as_failures: bool = False
-) -> list[dict[str, Any]] | None:
+) -> list[JsonObject] | None:
     """Each pair of the run's models (in the order first seen), compared over every task
     both ran (``suite`` None), then within each suite when there are several; None with
     fewer than two models."""

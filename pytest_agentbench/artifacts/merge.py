@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from pytest_agentbench.artifacts.coverage import run_coverage
 from pytest_agentbench.artifacts.reports import write_run_reports
 from pytest_agentbench.artifacts.summary import load_summary
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.task_record import RunSummary, TaskRecord
 from pytest_agentbench.errors import AgentbenchError
 
@@ -27,19 +27,17 @@ def merge_runs(
     if not run_dirs:
         raise AgentbenchError("merge: name at least one run folder")
     summaries = [(run_dir, load_summary(run_dir, MERGE_SUMMARY_LIMIT)) for run_dir in run_dirs]
-    fingerprints = {str(summary.get("settings", {}).get("fingerprint")) for _, summary in summaries}
+    fingerprints = {str(_fingerprint(summary)) for _, summary in summaries}
     if len(fingerprints) > 1 and not force:
-        listed = ", ".join(
-            f"{run_dir}: {summary.get('settings', {}).get('fingerprint')}"
-            for run_dir, summary in summaries
-        )
+        listed = ", ".join(f"{run_dir}: {_fingerprint(summary)}" for run_dir, summary in summaries)
         raise AgentbenchError(
             "merge: the runs were made with different settings (fingerprints "
             f"{listed}); their scores do not compare. Pass --force to merge anyway."
         )
     records: dict[str, TaskRecord] = {}
     for run_dir, summary in summaries:
-        for index, data in enumerate(summary["tasks"]):
+        tasks = summary["tasks"]  # a list: load_summary checked it
+        for index, data in enumerate(tasks if isinstance(tasks, list) else []):
             try:
                 record = TaskRecord.from_json(data)
             except ValueError as exc:
@@ -48,9 +46,9 @@ def merge_runs(
                 ) from None
             records[record.nodeid] = record
     first = summaries[0][1]
-    starts = [int(s.get("start_ms") or 0) for _, s in summaries]
-    stops = [int(s.get("stop_ms") or 0) for _, s in summaries]
-    settings = dict(first.get("settings") or {})
+    starts = [_int(s.get("start_ms")) for _, s in summaries]
+    stops = [_int(s.get("stop_ms")) for _, s in summaries]
+    settings = dict(_object(first.get("settings")))
     if len(fingerprints) > 1:
         settings["fingerprint"] = "mixed"
     partial, coverage = _merged_coverage([summary for _, summary in summaries], len(records))
@@ -70,9 +68,7 @@ def merge_runs(
     )
 
 
-def _merged_coverage(
-    summaries: Sequence[dict[str, Any]], tasks: int
-) -> tuple[bool, dict[str, Any] | None]:
+def _merged_coverage(summaries: Sequence[JsonObject], tasks: int) -> tuple[bool, JsonObject | None]:
     """Whether the merged run is partial, and its coverage. Each run planned the same
     tasks when it is a selection (pytest-split groups: planned = the whole suite), or its
     own shard (--agentbench-shard: planned = its tasks), so the merge planned the largest
@@ -82,9 +78,9 @@ def _merged_coverage(
     if not all(isinstance(c, dict) for c in found):
         return any(bool(s.get("partial")) for s in summaries), None
     coverages = [c for c in found if isinstance(c, dict)]
-    interrupted = any("interrupted" in (c.get("reasons") or []) for c in coverages)
-    planned = max(int(c.get("planned") or 0) for c in coverages)
-    skipped = sum(int(c.get("skipped") or 0) for c in coverages)
+    interrupted = any("interrupted" in _list(c.get("reasons")) for c in coverages)
+    planned = max(_int(c.get("planned")) for c in coverages)
+    skipped = sum(_int(c.get("skipped")) for c in coverages)
     coverage = run_coverage(
         tasks=tasks,
         selected=planned,
@@ -93,3 +89,27 @@ def _merged_coverage(
         skipped=skipped,
     )
     return bool(coverage["partial"]), coverage
+
+
+def _object(value: JsonValue | None) -> JsonObject:
+    """``value`` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: JsonValue | None) -> list[JsonValue]:
+    """``value`` when it is a JSON array, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def _fingerprint(summary: JsonObject) -> JsonValue:
+    """The settings fingerprint a summary.json was made under (None when it has none)."""
+    return _object(summary.get("settings")).get("fingerprint")
+
+
+def _int(value: JsonValue | None) -> int:
+    """``int(value or 0)`` of a summary's number (TypeError when it is none)."""
+    if not value:
+        return 0
+    if isinstance(value, int | float | str):
+        return int(value)
+    raise TypeError(f"not a number: {value!r}")

@@ -7,9 +7,10 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar, cast
 
 from pytest_agentbench.artifacts.jsonio import dumps, write_text_atomic
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.records import Rollout
 
 REDACTED = "[redacted]"
@@ -30,7 +31,7 @@ def _needs_redaction(text: str, secret_list: list[str]) -> bool:
     return any(s in text or dumps(s)[1:-1] in text for s in secret_list)
 
 
-def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
+def redact(value: _T, secrets: Iterable[str] = ()) -> _T:
     """``value`` with secret header values and every known secret string replaced by
     ``[redacted]`` (a copy; ``value`` itself when there is nothing to replace) — the last
     line of defence before anything hits disk."""
@@ -44,11 +45,12 @@ def redacted_json(value: _T, secrets: Iterable[str] = ()) -> tuple[_T, str]:
     text = dumps(value, indent=None)
     if not _needs_redaction(text, secret_list):
         return value, text
-    walked: _T = _walk(value, secret_list)  # the same shape, the secrets replaced
+    # the same shape, the secrets replaced (a Mapping comes back a dict, a tuple a list)
+    walked = cast(_T, _walk(value, secret_list))
     return walked, dumps(walked, indent=None)
 
 
-def _walk(item: Any, secret_list: list[str], key: str | None = None) -> Any:
+def _walk(item: object, secret_list: list[str], key: str | None = None) -> object:
     if key is not None and key.lower() in _SECRET_HEADERS:
         return REDACTED
     if isinstance(item, Mapping):
@@ -63,7 +65,7 @@ def _walk(item: Any, secret_list: list[str], key: str | None = None) -> Any:
 
 
 def _write_redacted(
-    path: Path, data: Any, secret_list: list[str], *, make_parent: bool = False
+    path: Path, data: object, secret_list: list[str], *, make_parent: bool = False
 ) -> None:
     """Write ``data`` as JSON, redacted: encoded once, and again after the walk only when
     the text may hold a secret."""
@@ -86,7 +88,7 @@ def write_rollout(task_dir: Path, rollout: Rollout, secrets: Iterable[str] = ())
     )
     verdict = rollout.verdict
     if verdict is not None:
-        reward: dict[str, Any] = {
+        reward: dict[str, object] = {
             "reward": verdict["reward"],
             "metrics": verdict.get("metrics") or {},
             "details": verdict.get("details") or {},
@@ -102,7 +104,7 @@ def write_rollout(task_dir: Path, rollout: Rollout, secrets: Iterable[str] = ())
 def write_result(
     task_dir: Path,
     rollout: Rollout,
-    record: Mapping[str, Any],
+    record: Mapping[str, object],
     *,
     fingerprint: str,
     secrets: Iterable[str] = (),
@@ -116,10 +118,10 @@ def write_result(
     _write_redacted(task_dir / "result.json", result, _secret_list(secrets), make_parent=True)
 
 
-def read_result(task_dir: Path) -> dict[str, Any] | None:
+def read_result(task_dir: Path) -> JsonObject | None:
     """A finished task's result.json, or None when it is missing or unreadable."""
     try:
-        data = json.loads((task_dir / "result.json").read_text(encoding="utf-8"))
+        data: JsonValue = json.loads((task_dir / "result.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

@@ -6,7 +6,6 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from pytest_agentbench.artifacts.controls import controls_summary, invalid_reason, task_records
 from pytest_agentbench.artifacts.jsonio import Streamed
@@ -25,14 +24,14 @@ from pytest_agentbench.errors import AgentbenchError
 SUMMARY_SCHEMA_VERSION = 1
 
 
-def load_summary(run_dir: Path, limit: int) -> dict[str, Any]:
+def load_summary(run_dir: Path, limit: int) -> JsonObject:
     """summary.json of ``run_dir`` (at most ``limit`` bytes), read back by the merge and
     the HTML report; AgentbenchError naming the file when it is not one."""
     path = run_dir / "summary.json"
     try:
         if path.stat().st_size > limit:
             raise AgentbenchError(f"{path}: larger than {limit} bytes")
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data: JsonValue = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise AgentbenchError(
             f"{run_dir}: no summary.json (is this an agentbench run folder?)"

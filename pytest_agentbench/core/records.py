@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.task_record import (
@@ -49,15 +49,15 @@ class Attempt:
     answer: str = ""
     thinking: str = ""
     finish_reason: str | None = None
-    verdict: dict[str, Any] | None = None
+    verdict: dict[str, object] | None = None
     feedback_sent: str | None = None
-    usage: dict[str, Any] = field(default_factory=dict)
-    usage_native: dict[str, Any] | None = None
+    usage: JsonObject = field(default_factory=dict)
+    usage_native: JsonObject | None = None
     elapsed_s: float = 0.0
     error: str | None = None
-    loop: dict[str, Any] | None = None
+    loop: JsonObject | None = None
     turns: int | None = None
-    tool_calls: list[dict[str, Any]] | None = None
+    tool_calls: list[JsonObject] | None = None
 
 
 @dataclass
@@ -78,12 +78,12 @@ class Rollout:
     first_attempt_reward: float | None
     pass_threshold: float
     attempts: list[Attempt]
-    usage: dict[str, Any]
+    usage: JsonObject
     started_at: float
     elapsed_s: float
     error: str | None = None
-    trajectory: list[dict[str, Any]] = field(default_factory=list)
-    repair: dict[str, Any] = field(default_factory=dict)
+    trajectory: list[JsonObject] = field(default_factory=list)
+    repair: JsonObject = field(default_factory=dict)
     failure_kind: FailureKind | None = None
     failure: Failure | None = None
 
@@ -144,14 +144,14 @@ class Rollout:
         return loop_evidence([attempt.loop for attempt in self.attempts])
 
     @property
-    def verdict(self) -> dict[str, Any] | None:
+    def verdict(self) -> dict[str, object] | None:
         """The last verdict reached, if any."""
         for attempt in reversed(self.attempts):
             if attempt.verdict is not None:
                 return attempt.verdict
         return None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """The rollout as JSON-ready data, without the trajectory (a file of its own).
         Nested dicts are shared with the rollout, not copied: the caller only reads them
         (a deep copy through ``dataclasses.asdict`` was a tenth of a task's CPU)."""

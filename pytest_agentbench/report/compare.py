@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from pytest_agentbench.core.jsontypes import JsonValue
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stats import DEFAULT_LEVEL, Estimate, compare_paired
 from pytest_agentbench.core.task_record import TaskRecord
 
@@ -113,7 +113,7 @@ class RecordComparison:
             notes.append(f"{self.only_second} task(s) only in {self.second}")
         return notes
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {
             "first": self.first,
             "second": self.second,

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from pytest_agentbench.artifacts.controls import invalid_reason, task_records
 from pytest_agentbench.artifacts.score_stats import score_estimate
 from pytest_agentbench.artifacts.summary import score
 from pytest_agentbench.core.choices import GATE_ON as GATE_ON
 from pytest_agentbench.core.choices import GateOn as GateOn
+from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.task_record import TaskRecord
 
 
@@ -50,7 +50,7 @@ class GateResult:
         errors_ok = self.errors_as_failures or self.harness_errors == 0
         return errors_ok and self.invalid is None and all(check.ok for check in self.checks)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {
             "ok": self.ok,
             "invalid": self.invalid,

@@ -18,7 +18,8 @@ def _cell(samples: Mapping[str, Sequence[TaskRecord]], errors_as_failures: bool)
         data = score_estimate(flat, errors_as_failures=errors_as_failures).as_dict()
         reducer = ""
     else:
-        data, reducer = reduced["score"], f"{reduced['reducer']} "
+        score = reduced["score"]
+        data, reducer = score if isinstance(score, dict) else {}, f"{reduced['reducer']} "
     value, lo, hi = data.get("value"), data.get("lo"), data.get("hi")
     if value is None:
         return reducer + "no score"

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO
 
 from pytest_agentbench.core.stream import StreamEvent
 
@@ -99,7 +99,7 @@ class StatusWriter:
         stream: IO[str],
         width: int,
         column: Callable[[], int],
-        uncaptured: Callable[[], AbstractContextManager[Any]] | None = None,
+        uncaptured: Callable[[], AbstractContextManager[object]] | None = None,
     ) -> None:
         self._stream = stream
         self._width = width

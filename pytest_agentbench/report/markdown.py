@@ -3,12 +3,10 @@ models, the failures with their reasons, where the artifacts are."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from pytest_agentbench.artifacts.controls import task_records
 from pytest_agentbench.artifacts.coverage import partial_line
 from pytest_agentbench.artifacts.score_stats import interval_text
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.task_record import RunSummary
 from pytest_agentbench.report.controls import control_lines
 from pytest_agentbench.report.evidence import failure_reason
@@ -17,7 +15,31 @@ from pytest_agentbench.report.terminal import task_label, tokens_text
 MAX_FAILURES = 20
 
 
-def _cell(value: Any) -> str:
+def _object(value: JsonValue | None) -> JsonObject:
+    """``value`` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def _objects(value: JsonValue | None) -> list[JsonObject]:
+    """The objects of a JSON array (none when ``value`` is not one)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _number(value: JsonValue) -> float:
+    """A JSON number as a float; TypeError naming what it is otherwise."""
+    if isinstance(value, int | float):
+        return float(value)
+    raise TypeError(f"not a number: {value!r}")
+
+
+def _count(value: JsonValue) -> int:
+    """A JSON count; TypeError naming what it is otherwise."""
+    if isinstance(value, int):
+        return value
+    raise TypeError(f"not a count: {value!r}")
+
+
+def _cell(value: JsonValue) -> str:
     if value is None:
         return "–"
     if isinstance(value, float):
@@ -25,21 +47,21 @@ def _cell(value: Any) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-def _ci(row: Mapping[str, Any], name: str) -> str:
-    est = (row.get("stats") or {}).get(name) or {}
+def _ci(row: JsonObject, name: str) -> str:
+    est = _object(_object(row.get("stats")).get(name))
     lo, hi = est.get("lo"), est.get("hi")
     return "–" if lo is None or hi is None else f"{lo:.3f}–{hi:.3f}"
 
 
-def stats_lines(totals: Mapping[str, Any]) -> list[str]:
+def stats_lines(totals: JsonObject) -> list[str]:
     """The run's final and first-try scores with n, standard error and interval, then
     the repair curve (one row per round) when repairs ran."""
     stats = totals.get("stats")
-    if not isinstance(stats, Mapping) or totals.get("score") is None:
+    if not isinstance(stats, dict) or totals.get("score") is None:
         return []
     lines = [
-        f"Score {interval_text(stats['score'])} · first try "
-        f"{interval_text(stats['first_try'])} (± is the standard error)",
+        f"Score {interval_text(_object(stats['score']))} · first try "
+        f"{interval_text(_object(stats['first_try']))} (± is the standard error)",
         "",
     ]
     curve = totals.get("repair_curve")
@@ -48,8 +70,8 @@ def stats_lines(totals: Mapping[str, Any]) -> list[str]:
             "| round | score | 95 % CI | n | new passes | tokens |",
             "| ---: | ---: | ---: | ---: | ---: | ---: |",
         ]
-        for row in curve:
-            est = row["score"]
+        for row in _objects(curve):
+            est = _object(row["score"])
             lines.append(
                 "| "
                 + " | ".join(
@@ -69,18 +91,19 @@ def stats_lines(totals: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def comparison_markdown(summary: Mapping[str, Any]) -> list[str]:
+def comparison_markdown(summary: JsonObject) -> list[str]:
     """The baseline comparison and the robustness drops, from summary.json's sections."""
     lines: list[str] = []
     baseline = summary.get("baseline")
-    if isinstance(baseline, Mapping):
+    if isinstance(baseline, dict):
         lines += ["", f"### Against the baseline `{_cell(baseline.get('run_id'))}`", ""]
-        for comparison in baseline.get("comparisons") or []:
+        for comparison in _objects(baseline.get("comparisons")):
             lines.append(f"- {_cell(comparison['words'])}")
             left_out = comparison.get("excluded")
             if left_out:
                 lines.append(f"  - {left_out} task(s) excluded: a harness error on either side")
-            found = comparison.get("regressions") or []
+            found = comparison.get("regressions")
+            found = found if isinstance(found, list) else []
             if found:
                 shown = ", ".join(f"`{_cell(name)}`" for name in found[:MAX_FAILURES])
                 more = (
@@ -94,10 +117,14 @@ def comparison_markdown(summary: Mapping[str, Any]) -> list[str]:
         lines += ["", "### Robustness", ""]
         lines.append("| perturbation | pairs | drop | 95 % CI | test | p | verdict |")
         lines.append("| --- | ---: | ---: | ---: | --- | ---: | --- |")
-        for row in robustness:
-            d = row["difference"]
-            value = None if d.get("value") is None else 0.0 - d["value"]
-            ci = "–" if d.get("lo") is None else f"{0.0 - d['hi']:+.3f} to {0.0 - d['lo']:+.3f}"
+        for row in _objects(robustness):
+            d = _object(row["difference"])
+            value = None if d.get("value") is None else 0.0 - _number(d["value"])
+            ci = (
+                "–"
+                if d.get("lo") is None
+                else f"{0.0 - _number(d['hi']):+.3f} to {0.0 - _number(d['lo']):+.3f}"
+            )
             verdict = "significant" if row["significant"] else "within noise"
             cells = (row["second"], row["paired"], value, ci, row["test"], row["p_value"], verdict)
             lines.append("| " + " | ".join(_cell(v) for v in cells) + " |")
@@ -107,14 +134,14 @@ def comparison_markdown(summary: Mapping[str, Any]) -> list[str]:
 def markdown_summary(run: RunSummary, *, run_dir: str) -> str:
     """The Markdown text for ``run`` (summary.json) and its records."""
     records = run.tasks
-    summary: Mapping[str, Any] = {
+    summary: JsonObject = {
         **run.sections,
         "partial": run.partial,
         "totals": run.totals,
         "scores": run.scores,
     }
-    totals = summary["totals"]
-    outcomes = totals["outcomes"]
+    totals = run.totals
+    outcomes = _object(totals["outcomes"])
     head = f"{totals['tasks']} tasks: {outcomes['passed']} passed"
     for key, label in (
         ("failed", "failed"),
@@ -135,7 +162,7 @@ def markdown_summary(run: RunSummary, *, run_dir: str) -> str:
     if partial:
         lines += [f"**{partial[:1].upper() + partial[1:]}**: the score covers these only.", ""]
     usage = totals.get("usage")
-    if isinstance(usage, Mapping):
+    if isinstance(usage, dict):
         lines += [f"Tokens: {tokens_text(usage)}", ""]
     lines += stats_lines(totals)
     lines.append(
@@ -143,9 +170,11 @@ def markdown_summary(run: RunSummary, *, run_dir: str) -> str:
         "| first try | 95 % CI |"
     )
     lines.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for row in summary.get("scores", []):
-        counts = row["outcomes"]
-        not_passed = row["tasks"] - counts["passed"] - counts["harness_error"]
+    for row in _objects(run.scores):
+        counts = _object(row["outcomes"])
+        not_passed = (
+            _count(row["tasks"]) - _count(counts["passed"]) - _count(counts["harness_error"])
+        )
         lines.append(
             "| "
             + " | ".join(
@@ -166,14 +195,14 @@ def markdown_summary(run: RunSummary, *, run_dir: str) -> str:
             + " |"
         )
     lines += _lineup_lines(summary)
-    gate = summary.get("gate")
+    gate = _object(summary.get("gate"))
     if gate:
         verdict = "passed" if gate["ok"] else "**failed**"
         checks = ", ".join(
             f"{c['label']} {_cell(c['score'])}"
             + (" (95 % CI lower bound)" if c.get("on") == "lower" else "")
             + f" (min {c['threshold']:g})"
-            for c in gate["checks"]
+            for c in _objects(gate["checks"])
         )
         lines += ["", f"Score gate {verdict}: {checks}"]
     lines += comparison_markdown(summary)
@@ -200,21 +229,21 @@ def markdown_summary(run: RunSummary, *, run_dir: str) -> str:
     return "\n".join(lines)
 
 
-def _lineup_lines(summary: Mapping[str, Any]) -> list[str]:
+def _lineup_lines(summary: JsonObject) -> list[str]:
     """With epochs: each suite × model's reduced score; with several models: each pair
     compared (summary.json's ``reduced`` and ``comparisons``)."""
     lines = []
-    for row in summary.get("scores", []):
+    for row in _objects(summary.get("scores")):
         reduced = row.get("reduced")
-        if isinstance(reduced, Mapping):
-            score = reduced["score"]
+        if isinstance(reduced, dict):
+            score = _object(reduced["score"])
             excluded = f", {reduced['excluded']} excluded" if reduced["excluded"] else ""
             lines.append(
                 f"- `{row['suite']}` × `{row['model']}`: {reduced['reducer']} over "
                 f"{reduced['epochs']} epochs {_cell(score.get('value'))} "
                 f"(n={score.get('n')} tasks{excluded})"
             )
-    for pair in summary.get("comparisons") or []:
+    for pair in _objects(summary.get("comparisons")):
         scope = f"`{pair['suite']}`: " if pair.get("suite") is not None else ""
         lines.append(f"- {scope}{_cell(pair['words'])}")
     return ["", *lines] if lines else []

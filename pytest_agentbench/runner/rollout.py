@@ -303,6 +303,8 @@ def run_rollout(
             failure=Failure(kind="harness", stage=stage, message=str(exc)),
         )
 
+    rewards: list[float] = []  # the verdicts' rewards, one per attempt that reached one
+    first_attempt_reward: float | None = None
     for index in range(total_attempts):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -370,6 +372,9 @@ def run_rollout(
             attempt.error = error
             break
         attempt.verdict = _verdict_dict(verdict)
+        rewards.append(verdict.reward)
+        if index == 0:
+            first_attempt_reward = verdict.reward
         cut_off = finish_reason == "length"
         if verdict.error is not None:
             outcome = "failed"
@@ -390,7 +395,6 @@ def run_rollout(
     kept = _workspace_entry(session)
     if kept is not None:
         trajectory.append(kept)
-    rewards = [a.verdict["reward"] for a in attempts if a.verdict is not None]
     if outcome == "harness_error":
         rewards = []  # the rounds the harness could not run have no final score
     if outcome == "timeout" and failure is None:
@@ -402,9 +406,7 @@ def run_rollout(
         model=client.spec.label,
         outcome=outcome,
         reward=rewards[-1] if rewards else None,
-        first_attempt_reward=attempts[0].verdict["reward"]
-        if attempts and attempts[0].verdict is not None
-        else None,
+        first_attempt_reward=first_attempt_reward,
         pass_threshold=task.pass_threshold,
         attempts=attempts,
         usage=sum_usage([a.usage for a in attempts if a.usage]),

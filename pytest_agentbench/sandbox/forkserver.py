@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import TypedDict, TypeVar
 
 from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.errors import SandboxError
@@ -253,6 +253,20 @@ def usable(isolation: str) -> bool:
     return plan.tool == "bwrap" and plan.processes == "cgroup"
 
 
+class _Reply(TypedDict):
+    """The server's reply line: the ``reply`` its loop (``_SERVER``) writes per task."""
+
+    timed_out: bool
+    exit_code: int | None
+    signal: int | None
+    elapsed_s: float
+    stdout: str
+    stderr: str
+    cut: list[int]
+    report: str
+    files: dict[str, str | None]
+
+
 def _text(capture_cut: int, text: str) -> tuple[str, bool]:
     if not capture_cut:
         return text, False
@@ -385,7 +399,7 @@ class ForkServer:
             sig = -code if code < 0 else (code - 128 if code > 128 else 9)
             result = CommandResult(None, "", "", False, f"parent signal {sig}", False, elapsed)
             return result, b""
-        reply = json.loads(line)
+        reply: _Reply = json.loads(line)  # our own server's line: its shape is known
         stdout, cut_out = _text(reply["cut"][0], reply["stdout"])
         stderr, cut_err = _text(reply["cut"][1], reply["stderr"])
         refused = self.cgroup is not None and self.cgroup.refused() and not refused_before
