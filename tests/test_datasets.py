@@ -85,6 +85,7 @@ def test_each_shape_maps_its_published_fields(tmp_path: Path) -> None:
     assert mmlu[1].prompt.endswith("\n\nA. 10\nB. 25\nC. 32\nD. 64")
 
 
+@pytest.mark.slow
 def test_the_example_datasets_run_and_wrong_answers_fail(pytester: pytest.Pytester) -> None:
     """Every example task passes with the row's own solution as the scripted reply; the
     same rows with a wrong reply fail: the checks really run (HumanEval's check())."""

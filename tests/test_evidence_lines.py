@@ -277,6 +277,7 @@ records_st = st.fixed_dictionaries(
     reward_json=file_bytes(),
     stdout=file_bytes(),
 )
+@pytest.mark.slow
 def test_mining_never_raises_and_always_gives_one_line(
     tmp_path_factory: pytest.TempPathFactory,
     fields: dict[str, Any],

@@ -141,6 +141,7 @@ def test_a_raising_hook_is_reported_once_and_no_result_is_lost(
     assert sorted(t["task_id"] for t in summary["tasks"]) == ["right", "third", "wrong"]
 
 
+@pytest.mark.slow
 def test_raising_hooks_on_xdist_workers_are_reported_by_the_controller(
     pytester: pytest.Pytester,
 ) -> None:
