@@ -122,8 +122,18 @@ def test_interrupt_leaves_valid_partial_reports_and_resume_finishes(
         "no:cacheprovider",
         "-q",
     ]
+    # The run is started with Ctrl-C's default handler: a child inherits an ignored
+    # SIGINT (a test run started in the background by a non-interactive shell has one),
+    # and Python then leaves it ignored, so the signal below would do nothing.
+    start = [
+        sys.executable,
+        "-c",
+        "import signal, sys, pytest; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "sys.argv[0] = 'pytest'; sys.exit(pytest.console_main())",
+        *cmd[3:],
+    ]
     process = subprocess.Popen(
-        cmd, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        start, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     run_root = pytester.path / "agentbench-results"
     deadline = time.monotonic() + 60
