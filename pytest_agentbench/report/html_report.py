@@ -39,7 +39,6 @@ from pytest_agentbench.report.html_data import (
     row,
     severity,
     side_by_side,
-    task_detail,
 )
 from pytest_agentbench.report.html_page import (
     FIRST_PAGE,
@@ -48,6 +47,7 @@ from pytest_agentbench.report.html_page import (
     json_block,
     page_pieces,
 )
+from pytest_agentbench.report.html_panel import task_detail
 from pytest_agentbench.report.html_source import SummaryStream
 
 DEFAULT_NAME = "report.html"

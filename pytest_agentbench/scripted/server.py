@@ -1,11 +1,13 @@
 """The scripted provider: a real HTTP server on loopback that answers from scripts.
 
-It speaks each protocol in ``WIRES`` (streaming and not) with the shapes of the real API,
-so any client, the official SDKs included, can be tested against it without spending
-money. Which reply answers a request: the script named by the ``x-agentbench-script``
-header, percent-encoded UTF-8 (else the body's ``model`` when it names a script, else the
-default script), at the turn given by ``x-agentbench-turn`` (else the conversation's
-place in its script; retries stay on their turn): see ``book.py``.
+It speaks each protocol in ``handler.WIRES`` (streaming and not) with the shapes of the
+real API, so any client, the official SDKs included, can be tested against it without
+spending money; ``handler.py`` answers each request, this module binds, serves, stops and
+keeps the request log. Which reply answers a request: the script named by the
+``x-agentbench-script`` header, percent-encoded UTF-8 (else the body's ``model`` when it
+names a script, else the default script), at the turn given by ``x-agentbench-turn``
+(else the conversation's place in its script; retries stay on their turn): see
+``book.py``.
 
 Admin endpoints: ``POST /_agentbench/scripts`` registers scripts (every pytest-xdist
 worker posts its own; re-posting the same scripts changes nothing), ``GET
@@ -17,35 +19,18 @@ arrival until its last byte is about to be written), ``GET /_agentbench/health``
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import ipaddress
-import json
-import select
 import socket
 import sys
 import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import unquote
 
-from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.scripted.book import ScriptBook
-from pytest_agentbench.scripted.script import Reply, parse_replies, parse_scripts
-from pytest_agentbench.scripted.wire import Wire
-from pytest_agentbench.scripted.wire_anthropic import ANTHROPIC_WIRE
-from pytest_agentbench.scripted.wire_chat import CHAT_WIRE
-from pytest_agentbench.scripted.wire_responses import RESPONSES_WIRE
-
-REDACTED_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key")
-_BATCH_BYTES = 16384
-
-#: The generation endpoints, by path below ``/v1``, and the protocol each speaks.
-WIRES: dict[str, Wire] = {
-    "/chat/completions": CHAT_WIRE,
-    "/messages": ANTHROPIC_WIRE,
-    "/responses": RESPONSES_WIRE,
-}
+from pytest_agentbench.scripted.handler import ChatHandler
+from pytest_agentbench.scripted.script import parse_replies, parse_scripts
 
 
 def is_loopback(host: str) -> bool:
@@ -96,7 +81,7 @@ class ScriptedServer:
         self._in_flight = 0
         self._max_in_flight = 0
         self._stopping = threading.Event()
-        self._httpd: _HTTPServer | None = None
+        self._httpd: LoopbackHTTPServer | None = None
         self._thread: threading.Thread | None = None
         if scripts:
             self.add_scripts(scripts)
@@ -107,8 +92,8 @@ class ScriptedServer:
         if self._httpd is not None:
             return self.url
         self._stopping.clear()
-        server_class = _HTTPServer6 if ":" in self.host else _HTTPServer
-        self._httpd = server_class((self.host, self.port), _ChatHandler)
+        server_class = LoopbackHTTPServer6 if ":" in self.host else LoopbackHTTPServer
+        self._httpd = server_class((self.host, self.port), ChatHandler)
         self._httpd.provider = self
         self._thread = threading.Thread(
             target=self._httpd.serve_forever,
@@ -185,25 +170,11 @@ class ScriptedServer:
             self._request_count += 1
 
 
-def _header_text(value: str) -> str | None:
-    """A script header's key: percent-encoded UTF-8 (what the scripted client sends, so
-    any Unicode key fits in an ASCII header); raw UTF-8 bytes (which ``http.server``
-    reads as Latin-1) are accepted too. None when it is neither."""
-    try:
-        value = value.encode("latin-1").decode("utf-8")
-    except UnicodeError:
-        return None
-    try:
-        return unquote(value, errors="strict")
-    except UnicodeDecodeError:
-        return None
-
-
 #: What socketserver hands a TCP server for each connection (typeshed's ``_RequestType``).
 _Request = socket.socket | tuple[bytes, socket.socket]
 
 
-class _HTTPServer(ThreadingHTTPServer):
+class LoopbackHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 512
     provider: ScriptedServer
@@ -240,272 +211,5 @@ class _HTTPServer(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-class _HTTPServer6(_HTTPServer):
+class LoopbackHTTPServer6(LoopbackHTTPServer):
     address_family = socket.AF_INET6
-
-
-class _ChatHandler(BaseHTTPRequestHandler):
-    """One client connection (HTTP/1.1 keep-alive); the reply logic for each request."""
-
-    protocol_version = "HTTP/1.1"
-    server: _HTTPServer
-    _flying = False
-    server_version = "agentbench-scripted"
-
-    def setup(self) -> None:
-        super().setup()
-        # Headers and body go out in separate writes; without this, Nagle's algorithm and
-        # delayed ACKs would add ~40 ms to every keep-alive request.
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-    @property
-    def _provider(self) -> ScriptedServer:
-        return self.server.provider
-
-    def _route(self) -> str:
-        path = self.path.split("?", 1)[0].rstrip("/")
-        return path.removeprefix("/v1") or "/"
-
-    def do_GET(self) -> None:
-        route = self._route()
-        if route == "/_agentbench/health":
-            self._send_json(200, {"ok": True})
-        elif route == "/_agentbench/stats":
-            self._send_json(200, dict[str, JsonValue](self._provider.stats))
-        elif route == "/_agentbench/requests":
-            self._send_json(200, list[JsonValue](self._provider.requests))
-        elif route == "/models":
-            models: list[JsonValue] = [
-                {"id": key, "object": "model", "created": 0, "owned_by": "agentbench"}
-                for key in self._provider.script_keys
-            ]
-            self._send_json(200, {"object": "list", "data": models})
-        else:
-            self._send_error(404, f"unknown endpoint GET {self.path}")
-
-    def do_POST(self) -> None:
-        route = self._route()
-        body = self._read_json()
-        if body is None:
-            return
-        wire = WIRES.get(route)
-        if wire is not None:
-            self._provider._flight(+1)
-            self._flying = True
-            try:
-                self._generate(body, wire)
-            finally:
-                self._land()
-        elif route == "/_agentbench/scripts":
-            self._register(body)
-        else:
-            self._send_error(404, f"unknown endpoint POST {self.path}")
-
-    def _read_json(self) -> JsonObject | None:
-        """The request's JSON object (the JSON edge of the server: decoded here, narrowed
-        at once); None when it is not one, after answering with the error."""
-        length = self.headers.get("content-length")
-        if length is None or not length.isdigit():
-            self.close_connection = True
-            self._send_error(411, "send a JSON body with a Content-Length header")
-            return None
-        raw = self.rfile.read(int(length))
-        try:
-            body: JsonValue = json.loads(raw)
-        except ValueError as exc:
-            self._send_error(400, f"the request body is not valid JSON: {exc}")
-            return None
-        if not isinstance(body, dict):
-            self._send_error(400, "the request body must be a JSON object")
-            return None
-        return body
-
-    def _register(self, body: JsonObject) -> None:
-        try:
-            if "scripts" in body:
-                self._provider.add_scripts(body["scripts"])
-            if "default" in body:
-                self._provider.set_default(body["default"])
-        except ValueError as exc:
-            self._send_error(400, str(exc))
-            return
-        self._send_json(200, {"ok": True, "keys": list[JsonValue](self._provider.script_keys)})
-
-    def _generate(self, body: JsonObject, wire: Wire) -> None:
-        key = self.headers.get("x-agentbench-script")
-        if key is not None:
-            key = _header_text(key)
-            if key is None:
-                message = "x-agentbench-script is neither percent-encoded nor raw UTF-8"
-                self._send_error(400, message, wire=wire)
-                return
-        turn_text = self.headers.get("x-agentbench-turn")
-        turn: int | None = None
-        if turn_text is not None:
-            if not turn_text.strip().isdigit():
-                message = f"x-agentbench-turn must be an integer >= 0: {turn_text!r}"
-                self._send_error(400, message, wire=wire)
-                return
-            turn = int(turn_text)
-        book = self._provider._book
-        refusal = wire.check(body, book.script(key, body.get("model")))
-        request_id = hashlib.sha256(
-            self._route().encode() + json.dumps(body, sort_keys=True).encode()
-        ).hexdigest()
-        picked = None if refusal else book.pick(key, body.get("model"), turn, request_id)
-        entry: JsonObject = {
-            "path": self.path,
-            "key": picked[0] if picked else key,
-            "turn": picked[1] if picked else turn,
-            "body": body,
-            "headers": {
-                name.lower(): "[redacted]" if name.lower() in REDACTED_HEADERS else value
-                for name, value in self.headers.items()
-            },
-        }
-        self._provider._record(entry)
-        if refusal is not None:  # refused as the API would: no turn is used up
-            self._send_error(400, refusal.message, param=refusal.param, wire=wire)
-            return
-        if picked is None:
-            known = ", ".join(repr(k) for k in self._provider.script_keys) or "(none)"
-            asked = key if key is not None else body.get("model")
-            message = f"no script for key {asked!r}; registered keys: {known}"
-            self._send_error(404, message, wire=wire)
-            return
-        reply = picked[2]
-        if reply.delay_s and self._provider._stopping.wait(reply.delay_s):
-            self._drop()
-            return
-        if reply.error is not None:
-            error = reply.error
-            extra = (
-                {"Retry-After": f"{error.retry_after:g}"} if error.retry_after is not None else {}
-            )
-            self._send_error(error.status, error.message, error.type, extra, wire=wire)
-            return
-        model = named if isinstance(named := body.get("model"), str) else "scripted"
-        if reply.usage is not None:
-            usage = wire.declared_usage(reply.usage)
-        else:
-            usage = wire.default_usage(reply, body)
-        if body.get("stream") is True:
-            self._stream(wire, reply, model, usage if wire.stream_usage(body) else None, body)
-        else:
-            self._complete(wire, reply, model, usage, body)
-
-    def _complete(
-        self, wire: Wire, reply: Reply, model: str, usage: JsonObject, body: JsonObject
-    ) -> None:
-        if reply.hang:
-            self._start_chunked("application/json")
-            self._hang()
-            return
-        data = json.dumps(wire.completion(reply, model, usage, body)).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        if reply.truncate:
-            self.wfile.write(data[: len(data) // 2])
-            self._drop()
-            return
-        self._land()
-        self.wfile.write(data)
-
-    def _stream(
-        self,
-        wire: Wire,
-        reply: Reply,
-        model: str,
-        usage: JsonObject | None,
-        body: JsonObject,
-    ) -> None:
-        self._start_chunked("text/event-stream; charset=utf-8")
-        if reply.hang:
-            self._hang()
-            return
-        events = wire.stream_events(reply, model, usage, body)
-        if self._send_events(events, reply.chunk_delay_s) and not reply.truncate:
-            self.wfile.write(b"0\r\n\r\n")
-        else:
-            self._drop()
-
-    def _send_events(self, events: list[bytes], delay_s: float) -> bool:
-        """Write SSE events as HTTP chunks; False when the server began stopping."""
-        pending: list[bytes] = []
-        size = 0
-        for index, event in enumerate(events):
-            if delay_s and index and self._provider._stopping.wait(delay_s):
-                return False
-            pending.append(b"%x\r\n%s\r\n" % (len(event), event))
-            size += len(event)
-            if delay_s or size >= _BATCH_BYTES or index == len(events) - 1:
-                if index == len(events) - 1:
-                    self._land()
-                self.wfile.write(b"".join(pending))
-                pending.clear()
-                size = 0
-        return True
-
-    def _start_chunked(self, content_type: str) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        self.wfile.flush()
-
-    def _hang(self) -> None:
-        """Send nothing more until the client gives up or the server stops."""
-        while not self._provider._stopping.wait(0.05):
-            readable, _, _ = select.select([self.connection], [], [], 0)
-            if readable:
-                try:
-                    if not self.connection.recv(1, socket.MSG_PEEK):
-                        break
-                except OSError:
-                    break
-        self._drop()
-
-    def _land(self) -> None:
-        """The generation request ends here for the in-flight count: before its last
-        write, so a client can never start its next request while this one still counts."""
-        if self._flying:
-            self._flying = False
-            self._provider._flight(-1)
-
-    def _drop(self) -> None:
-        """Close the connection now, mid-response: the client sees a broken stream."""
-        self._land()
-        self.close_connection = True
-        with contextlib.suppress(OSError):
-            self.connection.shutdown(socket.SHUT_RDWR)
-
-    def _send_json(
-        self, status: int, obj: JsonValue, headers: Mapping[str, str] | None = None
-    ) -> None:
-        data = json.dumps(obj).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self._land()
-        self.wfile.write(data)
-
-    def _send_error(
-        self,
-        status: int,
-        message: str,
-        error_type: str = "invalid_request_error",
-        headers: Mapping[str, str] | None = None,
-        *,
-        wire: Wire = CHAT_WIRE,
-        param: str | None = None,
-    ) -> None:
-        self._send_json(status, wire.error_body(status, message, error_type, param), headers)

@@ -3,7 +3,7 @@
 The server does the HTTP: routing, picking the reply, delays, hangs, truncation, errors
 with Retry-After. A ``Wire`` turns a reply into one protocol's JSON and SSE bytes. Each
 protocol lives in its own module (``wire_chat.py``, ``wire_anthropic.py``,
-``wire_responses.py``) and is listed in ``server.WIRES`` under its path.
+``wire_responses.py``) and is listed in ``handler.WIRES`` under its path.
 """
 
 from __future__ import annotations
