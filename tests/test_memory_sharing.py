@@ -71,6 +71,11 @@ def pytest_sessionfinish(session):
         for name in ("repair", "verdict", "usage")
     }
     out["owners kept"] = _TASK_FILES in session.config.stash
+    pairs = [item.user_properties for item in session.items]
+    out["properties"] = [
+        [x is y for x, y in zip(a, b)] for a, b in zip(pairs, pairs[1:])
+    ]
+    out["property types"] = [type(v).__name__ for _, v in pairs[0]]
     suite_tasks = {id(t) for item in session.items for t in item.parent.tasks}
     out["task copied"] = [id(item.task) not in suite_tasks for item in session.items]
     out["equal"] = [a.repair == b.repair for a, b in zip(records, records[1:])]
@@ -105,6 +110,8 @@ def test_records_keep_one_copy_of_repeating_values(
     assert shared["one object"] is True  # the item's record is the run's: shared once
     assert shared["owners kept"] is False  # the clash check's map is dropped after collection
     assert shared["task copied"] == [False] * 3  # one model, once: the suite's task itself
+    assert shared["properties"] == [[True] * 3] * 2  # equal user_properties pairs kept once
+    assert shared["property types"] == ["str", "float", "int"]  # 1.0 stays 1.0, not 1
 
 
 FREEZE_CONFTEST = """
