@@ -27,6 +27,23 @@ if TYPE_CHECKING:
 #: (suite name, task id) → the suite file that holds it, over every file collected so
 #: far: two files may declare the same suite name, but never the same task in it.
 _TASK_FILES = pytest.StashKey[dict[tuple[str, str], str]]()
+#: The (name, value) pairs of the items' user_properties, kept once: they live to the end
+#: of the run on each item and its reports, and their values repeat (the outcome always,
+#: the reward and the tokens mostly). Keyed by the value's type too (1 == 1.0 == True);
+#: at most _PROPERTIES_MAX values, then new ones are not kept (docs/scale.md, Memory).
+_PROPERTIES: dict[tuple[str, type, object], tuple[str, object]] = {}
+_PROPERTIES_MAX = 1024
+
+
+def _property(name: str, value: object) -> tuple[str, object]:
+    """``(name, value)``, the one kept already when there is one."""
+    key = (name, type(value), value)
+    pair = _PROPERTIES.get(key)
+    if pair is None:
+        pair = (name, value)
+        if len(_PROPERTIES) < _PROPERTIES_MAX:
+            _PROPERTIES[key] = pair
+    return pair
 
 
 def special_suite_files(directory: pytest.Dir, patterns: Iterable[str]) -> list[SuiteFile]:
@@ -361,9 +378,9 @@ class TaskItem(pytest.Item):
         self.record = record = state.inflight.record_for(self, job)
         self.user_properties.extend(
             [
-                ("agentbench_outcome", record.outcome),
-                ("agentbench_reward", record.reward),
-                ("agentbench_tokens", record.usage.total),
+                _property("agentbench_outcome", record.outcome),
+                _property("agentbench_reward", record.reward),
+                _property("agentbench_tokens", record.usage.total),
             ]
         )
         control = record.control

@@ -54,6 +54,9 @@ def test_tasks_share_what_they_inherit_unchanged(tmp_path: Path) -> None:
     assert own.verifier.kind == "exact"
     assert dict(own.verifier.options) == {"case_sensitive": False}
     assert not hasattr(one, "__dict__")  # slots: no per-task attribute dict
+    # the item of the run's only model, run once, runs the task itself: no copy
+    assert one.for_item("", 0, "openai-compat/x") is one
+    assert (one.for_item("b", 0).model, one.for_item("", 2).epoch) == ("b", 2)
 
 
 SHARED_CONFTEST = """
@@ -68,6 +71,13 @@ def pytest_sessionfinish(session):
         for name in ("repair", "verdict", "usage")
     }
     out["owners kept"] = _TASK_FILES in session.config.stash
+    pairs = [item.user_properties for item in session.items]
+    out["properties"] = [
+        [x is y for x, y in zip(a, b)] for a, b in zip(pairs, pairs[1:])
+    ]
+    out["property types"] = [type(v).__name__ for _, v in pairs[0]]
+    suite_tasks = {id(t) for item in session.items for t in item.parent.tasks}
+    out["task copied"] = [id(item.task) not in suite_tasks for item in session.items]
     out["equal"] = [a.repair == b.repair for a, b in zip(records, records[1:])]
     out["slots"] = not any(hasattr(r, "__dict__") for r in records)
     by_id = {r.nodeid: r for r in records}
@@ -99,6 +109,9 @@ def test_records_keep_one_copy_of_repeating_values(
     assert shared["slots"] is True  # typed, slotted records: no per-record dict
     assert shared["one object"] is True  # the item's record is the run's: shared once
     assert shared["owners kept"] is False  # the clash check's map is dropped after collection
+    assert shared["task copied"] == [False] * 3  # one model, once: the suite's task itself
+    assert shared["properties"] == [[True] * 3] * 2  # equal user_properties pairs kept once
+    assert shared["property types"] == ["str", "float", "int"]  # 1.0 stays 1.0, not 1
 
 
 FREEZE_CONFTEST = """

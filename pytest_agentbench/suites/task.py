@@ -131,8 +131,11 @@ class Task:
         return key if self.control is None else f"{key}::control:{self.control.name}"
 
     def for_item(self, model: str, epoch: int, name: str = "") -> Task:
-        """The copy one item runs: ``model`` ("" for the run's only model) and ``epoch``
+        """The task one item runs: ``model`` ("" for the run's only model) and ``epoch``
         (0 when the task runs once); the scripted replies are those of the model called
-        ``name`` (default ``model``; the only model has a name too)."""
-        scripted = self.scripted_by_model.get(name or model, self.scripted)
-        return replace(self, model=model, epoch=epoch, scripted=tuple(scripted))
+        ``name`` (default ``model``; the only model has a name too). The task itself when
+        nothing differs (one model, run once), else a copy."""
+        scripted = tuple(self.scripted_by_model.get(name or model, self.scripted))
+        if model == self.model and epoch == self.epoch and scripted == self.scripted:
+            return self  # the run's only model, once: the task itself, not a copy of it
+        return replace(self, model=model, epoch=epoch, scripted=scripted)
