@@ -116,3 +116,20 @@ def test_the_tool_probes_start_without_the_keys(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("AGENTBENCH_TEST_TOKEN", "sk-test-PLANTED-probe")
     assert _probe(["/bin/sh", "-c", 'test -z "$AGENTBENCH_TEST_TOKEN"']) is None
     assert _probe(["/bin/sh", "-c", 'test -n "$PATH"']) is None
+
+
+NON_DUMPABLE = """
+import ctypes
+from pytest_agentbench.sandbox.environ_guard import _set_non_dumpable
+print(_set_non_dumpable(), ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))  # 3: PR_GET_DUMPABLE
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+def test_the_harness_makes_itself_non_dumpable() -> None:
+    """Non-dumpable, another process of the same user cannot read the harness's
+    /proc/<pid>/environ or mem: the call must reach libc's prctl."""
+    proc = subprocess.run(
+        [sys.executable, "-c", NON_DUMPABLE], capture_output=True, text=True, timeout=60
+    )
+    assert proc.stdout.split() == ["True", "0"], proc.stdout + proc.stderr

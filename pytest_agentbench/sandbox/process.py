@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import functools
 import math
 import os
@@ -146,7 +145,7 @@ def _ptrace_dropper() -> Callable[[], object] | None:
     if os.geteuid() != 0:
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols hold libc's
         prctl = libc.prctl
     except (OSError, AttributeError):
         return None
