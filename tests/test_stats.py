@@ -234,3 +234,15 @@ def test_bootstrap_interval_does_not_depend_on_the_order_of_the_values() -> None
     first = stats.bootstrap_mean(values, seed=7)
     assert stats.bootstrap_mean(values[::-1], seed=7) == first
     assert stats.bootstrap_mean(sorted(values), seed=7) == first
+
+
+@pytest.mark.parametrize("values", [[8.98846567431158e304], [1e308, 1e308, 0.5], [-1e308, 1e308]])
+def test_finite_values_past_the_float_range_never_raise(values: list[float]) -> None:
+    """A plugin's reward may be any float: the score line must still be made (hypothesis
+    found 8.99e304 raising OverflowError in the bootstrap's fsum)."""
+    boot = stats.bootstrap_mean(values)
+    assert boot.value is not None
+    assert math.isclose(boot.value, sum(v / len(values) for v in values), rel_tol=1e-12)
+    clustered = stats.clustered_mean(values, list(range(len(values))))
+    assert clustered.value == boot.value
+    assert stats.reduce_samples(values, "mean") == boot.value

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist, median
 from typing import Literal, TypeVar, get_args
@@ -90,6 +90,23 @@ def wilson(successes: int, n: int, level: float = DEFAULT_LEVEL) -> Estimate:
     return Estimate(p, n, se, lo, hi, "wilson", level)
 
 
+def _mean(values: Sequence[float]) -> float:
+    """The mean; finite values whose sum leaves the float range (a plugin's reward of
+    1e305, say) are divided first rather than raise."""
+    try:
+        return math.fsum(values) / len(values)
+    except OverflowError:
+        return math.fsum(v / len(values) for v in values)
+
+
+def _sum_or_inf(values: Iterable[float]) -> float:
+    """``math.fsum``, or infinity where the finite terms' sum leaves the float range."""
+    try:
+        return math.fsum(values)
+    except OverflowError:
+        return math.inf
+
+
 def bootstrap_mean(
     values: Sequence[float],
     *,
@@ -110,12 +127,12 @@ def bootstrap_mean(
     # sorted: the interval depends on the values alone, not on the order the tasks
     # finished in (concurrent rollouts, xdist workers)
     data = sorted(float(v) for v in values)
-    mean = math.fsum(data) / n
+    mean = _mean(data)
     resamples = min(resamples, max(MIN_RESAMPLES, MAX_DRAWS // n))
     rng = random.Random(seed)
-    means = sorted(math.fsum(rng.choices(data, k=n)) / n for _ in range(resamples))
-    centre = math.fsum(means) / resamples
-    se = math.sqrt(math.fsum((m - centre) ** 2 for m in means) / max(1, resamples - 1))
+    means = sorted(_mean(rng.choices(data, k=n)) for _ in range(resamples))
+    centre = _mean(means)
+    se = math.sqrt(_sum_or_inf((m - centre) * (m - centre) for m in means) / max(1, resamples - 1))
     lo, hi = _percentiles(means, level)
     return Estimate(mean, n, se, lo, hi, "bootstrap", level)
 
@@ -145,14 +162,14 @@ def clustered_mean(
     if n == 0:
         return _empty("clustered", level)
     z = z_value(level)
-    mean = math.fsum(float(v) for v in values) / n
+    mean = _mean([float(v) for v in values])
     sums: dict[Hashable, float] = {}
     for value, cluster in zip(values, clusters, strict=True):
         sums[cluster] = sums.get(cluster, 0.0) + float(value) - mean
     groups = len(sums)
     if groups < 2:
         return Estimate(mean, n, None, None, None, "clustered", level)
-    var = groups / (groups - 1) * math.fsum(s * s for s in sums.values()) / (n * n)
+    var = groups / (groups - 1) * _sum_or_inf(s * s for s in sums.values()) / (n * n)
     se = math.sqrt(var)
     return Estimate(mean, n, se, mean - z * se, mean + z * se, "clustered", level)
 
@@ -204,7 +221,7 @@ def reduce_samples(values: Sequence[float], how: Reducer) -> float:
     if not values:
         raise ValueError(f"{how}: no values to reduce")
     if how == "mean":
-        return math.fsum(values) / len(values)
+        return _mean(values)
     if how == "median":
         return float(median(values))
     if how == "max":
