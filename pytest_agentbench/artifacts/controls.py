@@ -18,10 +18,6 @@ from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.suites.task import ControlExpect
 
 
-def is_control(record: TaskRecord) -> bool:
-    return record.control is not None
-
-
 def task_records(records: Iterable[TaskRecord]) -> list[TaskRecord]:
     """The records that are scored: every record but the controls'."""
     return [record for record in records if record.control is None]

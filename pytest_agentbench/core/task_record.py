@@ -421,11 +421,6 @@ class TaskRecord:
         """A copy with ``changes`` (the record itself never changes)."""
         return replace(self, **changes)  # type: ignore[arg-type]
 
-    @property
-    def is_control(self) -> bool:
-        """Whether this is a control's record (never scored)."""
-        return self.control is not None
-
 
 def _required(obj: Obj, key: str, where: str) -> object:
     if key not in obj:

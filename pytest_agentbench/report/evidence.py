@@ -199,14 +199,6 @@ def ctrf_evidence(verifier_dir: Path) -> Evidence | None:
     return _ctrf_evidence(findings) if findings is not None else None
 
 
-def artifact_evidence(verifier_dir: str | os.PathLike[str]) -> Evidence | None:
-    """The verifier files' evidence, first that yields: ``ctrf.json``'s first failure,
-    ``reward.json``'s metric breakdown, ``test-stdout.txt``'s last summary or failure
-    line."""
-    directory = Path(verifier_dir)
-    return ctrf_evidence(directory) or _file_evidence(directory)
-
-
 def _file_evidence(directory: Path) -> Evidence | None:
     """``reward.json``'s metric breakdown, else ``test-stdout.txt``'s last line that says
     how the tests went."""

@@ -53,7 +53,6 @@ from pytest_agentbench.report.html_source import SummaryStream
 DEFAULT_NAME = "report.html"
 MAX_LOOP_FIGURES = 60
 #: The page is written in pieces of about this many characters.
-WRITE_CHUNK = 1 << 16
 #: The fields of a task record a comparison of models or runs reads.
 _COMPARED = ("suite", "task_id", "model", "outcome", "reward", "first_attempt_reward")
 
@@ -270,19 +269,6 @@ def _comparisons(
     return found
 
 
-def _chunks(pieces: Iterable[str]) -> Iterator[str]:
-    held: list[str] = []
-    size = 0
-    for piece in pieces:
-        held.append(piece)
-        size += len(piece)
-        if size >= WRITE_CHUNK:
-            yield "".join(held)
-            held, size = [], 0
-    if held:
-        yield "".join(held)
-
-
 def write_html_report(
     run_dir: Path,
     out: Path | None = None,
@@ -330,5 +316,5 @@ def write_html_report(
             "order": order,
         }
         pieces = page_pieces(data, tasks.rows_read(), _panels(tasks, order, left_out))
-        write_text_atomic(target, _chunks(pieces))
+        write_text_atomic(target, pieces)  # written in ~64 KiB batches
     return target
