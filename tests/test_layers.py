@@ -27,6 +27,7 @@ ARCHITECTURE = ROOT / "docs" / "architecture.md"
 #: events every layer may import.
 LAYERS = (
     "core",
+    "agents",
     "suites",
     "models",
     "scripted",
@@ -56,10 +57,15 @@ NEVER: dict[str, frozenset[str]] = {
     "runner": frozenset({"report", "scripted"}),
     "scripted": _ONLY_THE_BOTTOM - {"scripted"},
     "core": _ONLY_THE_BOTTOM,
+    # agents under test and their gateway sit above the runner: below them, anything
+    "agents": frozenset(),
 }
 #: schemas/ holds the published JSON Schemas of the files a run writes and their loader,
 #: for users and tests: it imports only the bottom, and no layer reads it while running.
-NEVER = {layer: rule | {"schemas"} for layer, rule in NEVER.items()}
+NEVER = {
+    layer: rule | {"schemas"} | ({"agents"} if layer != "agents" else set())
+    for layer, rule in NEVER.items()
+}
 NEVER["schemas"] = _ONLY_THE_BOTTOM - {"schemas"}
 #: The agent loop asks sandbox/ for its workspace, never a verifier.
 AGENT_LOOP = ("runner/agent.py", "runner/tools.py")
