@@ -15,14 +15,21 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
-from pytest_agentbench.core.stats import DEFAULT_LEVEL, Estimate, compare_paired
+from pytest_agentbench.core.stats import (
+    DEFAULT_LEVEL,
+    Comparison,
+    Estimate,
+    compare_paired,
+    detectable_words,
+)
 from pytest_agentbench.core.task_record import TaskRecord
+from pytest_agentbench.core.verdicts import Decision, VerdictWord
 
 Record = TaskRecord
 #: What two runs are compared on; ``Metric`` adds ``auto`` (reward when both have one).
 PairMetric = Literal["pass", "reward"]
 Metric = Literal["auto", PairMetric]
-Verdict = Literal["better", "worse", "tie", "none"]
+Verdict = VerdictWord
 
 
 def task_key(record: Record) -> tuple[str, str]:
@@ -64,6 +71,7 @@ class RecordComparison:
     significant: bool
     regressions: tuple[str, ...]
     improvements: tuple[str, ...]
+    decision: Decision
 
     @property
     def level(self) -> float:
@@ -71,14 +79,11 @@ class RecordComparison:
 
     @property
     def verdict(self) -> Verdict:
-        """``worse`` or ``better`` when the difference is significant, ``tie`` when it
-        is within noise, ``none`` when no task paired."""
-        value = self.difference.value
-        if value is None or self.paired == 0:
+        """``better`` / ``worse`` (the test rejects no difference), ``equivalent`` (within
+        the margin, by two one-sided tests), ``inconclusive``, or ``none`` (no pair)."""
+        if self.difference.value is None or self.paired == 0:
             return "none"
-        if not self.significant:
-            return "tie"
-        return "worse" if value < 0 else "better"
+        return self.decision.word
 
     def words(self) -> str:
         """One sentence: the difference, its interval, the test, and the verdict."""
@@ -92,14 +97,13 @@ class RecordComparison:
             interval = f", {round(d.level * 100)} % CI {d.lo:+.3f} to {d.hi:+.3f}"
         what = "pass rate" if self.metric == "pass" else "mean reward"
         verdict = {
-            "worse": f"significantly worse at {alpha}",
-            "better": f"significantly better at {alpha}",
-            "tie": f"a tie: within noise at {alpha}",
-        }[self.verdict]
+            "worse": f"worse (significant at {alpha})",
+            "better": f"better (significant at {alpha})",
+        }.get(self.verdict, self.decision.words())
         p = "" if self.p_value is None else f"{self.test} p={self.p_value:.3g}"
         return (
             f"{self.second} vs {self.first}: {what} {d.value:+.3f} over {self.paired} "
-            f"paired task(s){interval} ({p}): {verdict}"
+            f"paired task(s){interval} ({p}): {verdict}{detectable_words(self.decision)}"
         )
 
     def notes(self) -> list[str]:
@@ -127,6 +131,7 @@ class RecordComparison:
             "p_value": self.p_value,
             "significant": self.significant,
             "verdict": self.verdict,
+            "decision": self.decision.as_dict(),
             "words": self.words(),
             "regressions": list(self.regressions),
             "improvements": list(self.improvements),
@@ -161,6 +166,7 @@ def compare_records(
     metric: Metric = "auto",
     key: Callable[[Record], Hashable] = sample_key,
     second_key: Callable[[Record], Hashable] | None = None,
+    margin: float | None = None,
 ) -> RecordComparison:
     """Compare ``second`` with ``first`` task by task. ``key`` pairs the records
     (``second_key`` for the second side when it differs, e.g. a perturbed task's
@@ -174,7 +180,7 @@ def compare_records(
         metric = "pass" if _binary(shared_records) else "reward"
     values_before = {k: _value(r, metric) for k, r in before.items()}
     values_after = {k: _value(r, metric) for k, r in after.items()}
-    stats = compare_paired(values_after, values_before, level=level)
+    stats: Comparison = compare_paired(values_after, values_before, level=level, margin=margin)
     shared = [k for k in before if k in after]
     regressions, improvements = [], []
     for k in shared:
@@ -201,6 +207,7 @@ def compare_records(
         significant=stats.significant,
         regressions=tuple(sorted(regressions)),
         improvements=tuple(sorted(improvements)),
+        decision=stats.decision,
     )
 
 
@@ -212,7 +219,11 @@ def _by_model(records: Sequence[Record]) -> dict[str, list[Record]]:
 
 
 def baseline_comparisons(
-    baseline: Sequence[Record], records: Sequence[Record], *, level: float = DEFAULT_LEVEL
+    baseline: Sequence[Record],
+    records: Sequence[Record],
+    *,
+    level: float = DEFAULT_LEVEL,
+    margin: float | None = None,
 ) -> list[RecordComparison]:
     """This run against the baseline, per model: a model compares with the baseline's
     records of the same model, or with the whole baseline when it holds one model only."""
@@ -229,7 +240,9 @@ def baseline_comparisons(
         first = "baseline" if same else f"baseline [{_only_model(earlier)}]"
         second = "this run" if same else f"this run [{model}]"
         out.append(
-            compare_records(earlier, members, first_label=first, second_label=second, level=level)
+            compare_records(
+                earlier, members, first_label=first, second_label=second, level=level, margin=margin
+            )
         )
     return out
 
@@ -245,7 +258,11 @@ def _perturbation(record: Record) -> Mapping[str, JsonValue] | None:
 
 
 def robustness_comparisons(
-    records: Sequence[Record], *, level: float = DEFAULT_LEVEL, order: Sequence[str] = ()
+    records: Sequence[Record],
+    *,
+    level: float = DEFAULT_LEVEL,
+    order: Sequence[str] = (),
+    margin: float | None = None,
 ) -> list[tuple[str, RecordComparison]]:
     """Each perturbation (per model) against the original tasks it was made from: a
     negative difference is the robustness drop. Perturbations come in ``order`` (as the
@@ -267,6 +284,7 @@ def robustness_comparisons(
                 second_label=f"{name} [{model}]" if several else name,
                 level=level,
                 second_key=_original_key,
+                margin=margin,
             )
             out.append((name, comparison))
     return out
@@ -302,7 +320,9 @@ def comparison_lines(comparison: RecordComparison, *, regressions: bool = True) 
 
 
 def robustness_line(name: str, comparison: RecordComparison) -> str:
-    """``shuffle: drop 0.400 (95 % CI …) over 5 pairs, McNemar exact p=…: significant``."""
+    """``robustness shuffle: drop +0.400 over 5 pair(s), 95 % CI …, McNemar exact p=…:
+    worse (significant at 0.05)`` — or *equivalent within ±D*, or *inconclusive* with the
+    smallest drop the pairs could have shown."""
     d = comparison.difference
     if d.value is None or comparison.verdict == "none":
         return f"robustness {name}: no task paired with its original"
@@ -310,10 +330,13 @@ def robustness_line(name: str, comparison: RecordComparison) -> str:
     if d.lo is not None and d.hi is not None:
         interval = f", {round(d.level * 100)} % CI {0.0 - d.hi:+.3f} to {0.0 - d.lo:+.3f}"
     alpha = f"{1 - comparison.level:g}"
-    verdict = f"significant at {alpha}" if comparison.significant else f"within noise at {alpha}"
+    verdict = {
+        "worse": f"a real drop (significant at {alpha})",
+        "better": f"a real gain (significant at {alpha})",
+    }.get(comparison.verdict, comparison.decision.words())
     p = "" if comparison.p_value is None else f", {comparison.test} p={comparison.p_value:.3g}"
     excluded = f"; {comparison.excluded} excluded (harness error)" if comparison.excluded else ""
     return (
         f"robustness {comparison.second}: drop {0.0 - d.value:+.3f} over {comparison.paired} "
-        f"pair(s){interval}{p}: {verdict}{excluded}"
+        f"pair(s){interval}{p}: {verdict}{detectable_words(comparison.decision)}{excluded}"
     )

@@ -3,6 +3,8 @@ models, the failures with their reasons, where the artifacts are."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pytest_agentbench.artifacts.controls import task_records
 from pytest_agentbench.artifacts.coverage import partial_line
 from pytest_agentbench.artifacts.score_stats import interval_text
@@ -125,10 +127,20 @@ def comparison_markdown(summary: JsonObject) -> list[str]:
                 if d.get("lo") is None
                 else f"{0.0 - _number(d['hi']):+.3f} to {0.0 - _number(d['lo']):+.3f}"
             )
-            verdict = "significant" if row["significant"] else "within noise"
+            verdict = _verdict_cell(row)
             cells = (row["second"], row["paired"], value, ci, row["test"], row["p_value"], verdict)
             lines.append("| " + " | ".join(_cell(v) for v in cells) + " |")
     return lines
+
+
+def _verdict_cell(row: Mapping[str, JsonValue]) -> str:
+    """A comparison's verdict in a table cell: *worse*, *better*, *equivalent within ±D*
+    or *inconclusive* (never a bare "not significant")."""
+    decision = row.get("decision")
+    if isinstance(decision, dict) and isinstance(decision.get("words"), str):
+        words = str(decision["words"])
+        return words.split(" — ")[0] if words.startswith("inconclusive") else words
+    return str(row.get("verdict", "—"))
 
 
 def markdown_summary(run: RunSummary, *, run_dir: str) -> str:
