@@ -13,25 +13,25 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_agentbench.stash import STATE_KEY
+from pytest_agentbench.session.stash import STATE_KEY
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from execnet import XSpec
 
-    from pytest_agentbench.model_fixture import BenchModel
-    from pytest_agentbench.pytest_compat import WorkerNode
+    from pytest_agentbench.session.model_fixture import BenchModel
+    from pytest_agentbench.session.pytest_compat import WorkerNode
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from pytest_agentbench import hookspecs
+    from pytest_agentbench.hooks import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from pytest_agentbench.options import add_options
+    from pytest_agentbench.config.options import add_options
 
     add_options(parser)
 
@@ -55,7 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(gc.unfreeze)
     atexit.unregister(gc.freeze)  # once, however many sessions this process runs
     atexit.register(gc.freeze)
-    from pytest_agentbench.start import start_run
+    from pytest_agentbench.session.start import start_run
 
     start_run(config)
 
@@ -77,8 +77,8 @@ def pytest_xdist_setupnodes(config: pytest.Config, specs: Sequence[XSpec]) -> No
     state = config.stash.get(STATE_KEY, None)
     if state is None:
         return
-    from pytest_agentbench.pytest_compat import give_workers_env
     from pytest_agentbench.sandbox.environ_guard import secret_items, withhold_from_children
+    from pytest_agentbench.session.pytest_compat import give_workers_env
 
     held = secret_items(os.environ)
     give_workers_env(specs, held)
@@ -96,7 +96,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         if not settings.model_configured:
             model += " — set --agentbench-model to benchmark a real model"
     else:
-        from pytest_agentbench.urls import public_url
+        from pytest_agentbench.core.urls import public_url
 
         where = public_url(settings.base_url) if settings.base_url else "the provider default URL"
         model = f"{settings.model.label} at {where}"
@@ -138,7 +138,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is None or state.run.is_worker or config.getoption("dist", "no") != "no":
         return
-    from pytest_agentbench.pytest_compat import terminal_stream, uncaptured
+    from pytest_agentbench.session.pytest_compat import terminal_stream, uncaptured
 
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     found = terminal_stream(config)
@@ -166,7 +166,7 @@ def pytest_make_collect_report(
         return report
     import contextlib
 
-    from pytest_agentbench.items import special_suite_files
+    from pytest_agentbench.session.items import special_suite_files
 
     with contextlib.suppress(OSError):  # gone since pytest listed it: nothing to add
         report.result.extend(special_suite_files(collector, state.settings.files))
@@ -180,11 +180,11 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     from fnmatch import fnmatch
 
     if any(fnmatch(file_path.name, pattern) for pattern in state.settings.files):
-        from pytest_agentbench.items import SuiteFile
+        from pytest_agentbench.session.items import SuiteFile
 
         return SuiteFile.from_parent(parent, path=file_path)
     if file_path.name.startswith("bench_") and _plugin_formats(parent.config):
-        from pytest_agentbench.items import SuiteFile
+        from pytest_agentbench.session.items import SuiteFile
 
         suite = SuiteFile.from_parent(parent, path=file_path)
         suite.claim_only = True  # a suite only if a plugin's load_suite reads it
@@ -194,7 +194,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 def _plugin_formats(config: pytest.Config) -> bool:
     """Whether a plugin (not the built-ins) implements ``pytest_agentbench_load_suite``."""
-    from pytest_agentbench.plugin_hooks import plugin_names
+    from pytest_agentbench.hooks.plugin_hooks import plugin_names
 
     return bool(plugin_names(config.pluginmanager, "pytest_agentbench_load_suite"))
 
@@ -203,8 +203,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     state = config.stash.get(STATE_KEY, None)
     if state is None or state.settings.shard is None:
         return
-    from pytest_agentbench.items import TaskItem
     from pytest_agentbench.runner.shard import in_shard
+    from pytest_agentbench.session.items import TaskItem
 
     shard, total = state.settings.shard
     keep, drop = [], []
@@ -223,7 +223,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state = session.config.stash.get(STATE_KEY, None)
     if state is None:
         return
-    from pytest_agentbench.items import SuiteFile, TaskItem
+    from pytest_agentbench.session.items import SuiteFile, TaskItem
 
     SuiteFile.forget_owners(session.config)
     queue = [item for item in session.items if isinstance(item, TaskItem)]
@@ -247,7 +247,7 @@ def agentbench_model(request: pytest.FixtureRequest) -> BenchModel:
     state = request.config.stash.get(STATE_KEY, None)
     if state is None:
         pytest.skip("the agentbench_model fixture needs --agentbench")
-    from pytest_agentbench.model_fixture import BenchModel
+    from pytest_agentbench.session.model_fixture import BenchModel
 
     model = BenchModel(state, request.node)
     request.node.agentbench_model = model
@@ -284,7 +284,7 @@ def pytest_runtest_makereport(
     if task is None:
         model = getattr(item, "agentbench_model", None)
         if model is not None and (call.when == "call" or report.failed):
-            from pytest_agentbench.execution import plugin_reason
+            from pytest_agentbench.session.execution import plugin_reason
 
             record = model.record(item, report)
             if record.outcome != "passed" and (reason := plugin_reason(state, record)):
@@ -296,8 +296,8 @@ def pytest_runtest_makereport(
         report.agentbench_skipped = True  # type: ignore[attr-defined]
         return report
     if record is None and call.excinfo is not None:
-        from pytest_agentbench.collector import stand_in_record
-        from pytest_agentbench.execution import plugin_reason
+        from pytest_agentbench.session.collector import stand_in_record
+        from pytest_agentbench.session.execution import plugin_reason
 
         model = task.model or state.settings.model_name
         record = stand_in_record(item, call, task=task, model=model, start_ms=None)
@@ -384,7 +384,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             workeroutput["agentbench_deselected"] = state.results.deselected
             workeroutput["agentbench_hook_failures"] = state.hooks.export()
         return
-    from pytest_agentbench.finish import write_reports
+    from pytest_agentbench.session.finish import write_reports
 
     write_reports(session, exitstatus, state)
 
@@ -395,7 +395,7 @@ def pytest_terminal_summary(
     state = config.stash.get(STATE_KEY, None)
     if state is None or state.run.is_worker:
         return
-    from pytest_agentbench.finish import summary_section
+    from pytest_agentbench.session.finish import summary_section
 
     summary_section(terminalreporter, config, state)
 

@@ -284,9 +284,12 @@ def test_probe():
     assert heavy == []
     assert "pytest_agentbench.plugin" in sys.modules
     ours = sorted(m for m in sys.modules if m.startswith("pytest_agentbench"))
-    light = ["pytest_agentbench", "pytest_agentbench.core", "pytest_agentbench.core.choices",
-             "pytest_agentbench.errors", "pytest_agentbench.hookspecs",
-             "pytest_agentbench.options", "pytest_agentbench.plugin", "pytest_agentbench.stash"]
+    light = ["pytest_agentbench", "pytest_agentbench.config",
+             "pytest_agentbench.config.options", "pytest_agentbench.core",
+             "pytest_agentbench.core.choices", "pytest_agentbench.errors",
+             "pytest_agentbench.hooks", "pytest_agentbench.hooks.hookspecs",
+             "pytest_agentbench.plugin", "pytest_agentbench.session",
+             "pytest_agentbench.session.stash"]
     assert ours == light
 """
     )

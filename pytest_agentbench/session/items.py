@@ -13,7 +13,7 @@ import pytest
 
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import SuiteError
-from pytest_agentbench.run import STATE_KEY, RunState
+from pytest_agentbench.session.run import STATE_KEY, RunState
 from pytest_agentbench.suites.controls import Planned
 from pytest_agentbench.suites.task import Task
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from _pytest._code.code import TerminalRepr, TracebackStyle
 
-    from pytest_agentbench.settings import Settings
+    from pytest_agentbench.config.settings import Settings
 
 #: (suite name, task id) → the suite file that holds it, over every file collected so
 #: far: two files may declare the same suite name, but never the same task in it.
@@ -243,7 +243,7 @@ class SuiteFile(pytest.File):
         except SuiteError:
             raise
         except Exception as exc:
-            from pytest_agentbench.plugin_hooks import plugin_names
+            from pytest_agentbench.hooks.plugin_hooks import plugin_names
 
             names = ", ".join(
                 plugin_names(self.config.pluginmanager, "pytest_agentbench_load_suite")
@@ -352,8 +352,8 @@ class TaskItem(pytest.Item):
         self.record: TaskRecord | None = None
 
     def runtest(self) -> None:
-        from pytest_agentbench.execution import run_task_item
-        from pytest_agentbench.timeouts import pytest_timeout_s
+        from pytest_agentbench.session.execution import run_task_item
+        from pytest_agentbench.session.timeouts import pytest_timeout_s
 
         state: RunState = self.config.stash[STATE_KEY]
 

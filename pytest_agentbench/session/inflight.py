@@ -17,10 +17,10 @@ import pytest
 from pytest_agentbench.runner.pool import RolloutPool
 
 if TYPE_CHECKING:
-    from pytest_agentbench.items import TaskItem
-    from pytest_agentbench.pytest_compat import WorkerInteractor
+    from pytest_agentbench.config.settings import Settings
     from pytest_agentbench.report.live import LiveStatus, StatusWriter
-    from pytest_agentbench.settings import Settings
+    from pytest_agentbench.session.items import TaskItem
+    from pytest_agentbench.session.pytest_compat import WorkerInteractor
 
 #: What a job makes of a task item: its record.
 R = TypeVar("R")
@@ -82,8 +82,8 @@ class InFlight:
         worker only what xdist sent this worker (never session.items, which another
         worker runs too); else the next items of the queue not planned yet."""
         if self.is_worker:
-            from pytest_agentbench.items import TaskItem
-            from pytest_agentbench.pytest_compat import find_interactor, worker_queue
+            from pytest_agentbench.session.items import TaskItem
+            from pytest_agentbench.session.pytest_compat import find_interactor, worker_queue
 
             if self._interactor is None:
                 self._interactor = find_interactor(self.config) or False

@@ -36,8 +36,8 @@ from pytest_agentbench.verifiers.base import Check, Verdict, Verifier
 
 if TYPE_CHECKING:
     from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
-    from pytest_agentbench.pytest_compat import Scheduling, WorkerNode
-    from pytest_agentbench.run import RunState
+    from pytest_agentbench.session.pytest_compat import Scheduling, WorkerNode
+    from pytest_agentbench.session.run import RunState
 
 
 #: what ends a worker's process under a task (short: the one-line reason is cut at 100)
@@ -91,7 +91,7 @@ class MarkedVerifier:
             if left is not None and left.get("pid") != os.getpid():
                 raise WorkerCrashed(crash_reason(str(left.get("worker", "?"))))
             rollout_dir = check.verifier_dir.parent if check.verifier_dir is not None else None
-            from pytest_agentbench.items import item_name
+            from pytest_agentbench.session.items import item_name
 
             mark = {
                 "pid": os.getpid(),
@@ -233,7 +233,7 @@ class XdistController:
     def pytest_handlecrashitem(
         self, crashitem: str, report: pytest.TestReport, sched: Scheduling
     ) -> None:
-        from pytest_agentbench.pytest_compat import report_worker
+        from pytest_agentbench.session.pytest_compat import report_worker
 
         worker = report_worker(report)
         if not interrupted_only(crashitem, worker, self.state.services.marks_dir):
@@ -252,7 +252,7 @@ class XdistController:
         concurrency = self.state.settings.concurrency
         if config.getoption("dist", None) != "load" or concurrency <= 1:
             return None
-        from pytest_agentbench.pytest_compat import deep_load_scheduler
+        from pytest_agentbench.session.pytest_compat import deep_load_scheduler
 
         return deep_load_scheduler(config, log, depth=concurrency + 1)
 
