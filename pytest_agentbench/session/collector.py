@@ -172,7 +172,7 @@ class RecordCollector:
         from fnmatch import fnmatch
         from pathlib import PurePath
 
-        from pytest_agentbench.session.items import item_parts
+        from pytest_agentbench.session.names import item_parts
         from pytest_agentbench.session.pytest_compat import is_crash_report, report_worker
         from pytest_agentbench.session.workers import crash_record
 

@@ -26,7 +26,8 @@ from pytest_agentbench.artifacts.controls import misbehaved, task_records
 from pytest_agentbench.artifacts.coverage import partial_line, run_coverage
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.task_record import RunSummary
-from pytest_agentbench.session.run import STATE_KEY, RunState
+from pytest_agentbench.session.run import RunState
+from pytest_agentbench.session.stash import STATE_KEY
 
 
 def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> None:

@@ -32,7 +32,6 @@ from pytest_agentbench.core.urls import url_secrets
 from pytest_agentbench.hooks.plugin_hooks import PluginHooks
 from pytest_agentbench.session.inflight import InFlight
 from pytest_agentbench.session.services import RunServices
-from pytest_agentbench.session.stash import STATE_KEY as STATE_KEY  # re-exported: the glue's key
 
 if TYPE_CHECKING:
     from pytest_agentbench.artifacts.baseline import BaselineRun

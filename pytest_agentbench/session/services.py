@@ -21,10 +21,9 @@ if TYPE_CHECKING:
     from pytest_agentbench.models.breaker import CircuitBreaker
     from pytest_agentbench.models.ratelimit import Limit, SharedLimit
     from pytest_agentbench.models.ratelimit_remote import LimitService
+    from pytest_agentbench.models.scripted import ScriptedTask
     from pytest_agentbench.runner.tools import Tool
     from pytest_agentbench.scripted.server import ScriptedServer
-    from pytest_agentbench.session.model_fixture import _TestScript
-    from pytest_agentbench.suites.task import Task
     from pytest_agentbench.verifiers.base import Verifier
 
 
@@ -199,7 +198,7 @@ class RunServices:
     def prepare(
         self,
         key: str,
-        tasks: Iterable[Task | _TestScript],
+        tasks: Iterable[ScriptedTask],
         model: str = "",
         *,
         controls: bool = False,

@@ -2,7 +2,8 @@
 (API keys, the strict sandbox, a local server's slots), the keys hidden from child
 processes, the scripted server started when no real model is configured, the run's state
 made and stashed on the config, and the run's own plugins registered (records, session
-end, xdist crashes, built-ins, pytest-timeout). Called by ``plugin.pytest_configure``.
+end, xdist crashes, built-ins, pytest-timeout), the hooks of the run itself among them
+(session/plugin.py). Called by ``plugin.pytest_configure``.
 """
 
 from __future__ import annotations
@@ -96,10 +97,13 @@ def start_run(config: pytest.Config) -> None:
 
         config.pluginmanager.register(SessionEndGuard(), "agentbench-session-end")
         if config.pluginmanager.hasplugin("xdist"):
-            from pytest_agentbench.session.workers import XdistController
+            from pytest_agentbench.session.controller import XdistController
 
             config.pluginmanager.register(XdistController(state), "agentbench-xdist-crashes")
     config.stash[STATE_KEY] = state
+    from pytest_agentbench.session.plugin import SessionPlugin
+
+    config.pluginmanager.register(SessionPlugin(state), "agentbench-session")
     from pytest_agentbench.hooks import builtins
 
     config.pluginmanager.register(builtins, "agentbench-builtins")
