@@ -385,11 +385,11 @@ def test_the_check_sees_a_circle(tmp_path: Path) -> None:
 
 
 def _architecture_order() -> tuple[tuple[str, ...], ...]:
-    """The order as ``docs/architecture.md`` writes it: the lines of its fenced block
-    that begin ``plugin →``, read as ``a → b, c → …``."""
+    """The order as ``docs/architecture.md`` writes it: its indented block that begins
+    ``plugin →`` (continued on lines that begin ``→``), read as ``a → b, c → …``."""
     text = ARCHITECTURE.read_text(encoding="utf-8")
-    block = re.search(r"```\n(plugin →.*?)```", text, re.DOTALL)
-    assert block, "docs/architecture.md shows the order in a fenced block: plugin → …"
+    block = re.search(r"^ {4}(plugin →.*(?:\n +→.*)*)", text, re.MULTILINE)
+    assert block, "docs/architecture.md shows the order in an indented block: plugin → …"
     steps = " ".join(block.group(1).split()).split("→")
     return tuple(tuple(name.strip() for name in step.split(",")) for step in steps)
 
