@@ -100,6 +100,8 @@ def detectable_difference(
     _check("power", power)
     if tasks < 2:
         return None
+    if discordance is not None and 2 * 0.5**tasks >= 1 - level:
+        return None  # McNemar's exact test cannot reject with so few pairs, all discordant
 
     def needed(d: float) -> int:
         if discordance is not None:
@@ -404,26 +406,27 @@ def looks_for(total_tasks: int, looks: int, level: float = 0.95) -> tuple[Look, 
     )
 
 
-def mcnemar_more_tasks(b: int, c: int, n: int, *, level: float = 0.95, limit: int = 100_000) -> int | None:
-    """Further tasks after which McNemar's exact test would reject no-difference, if the
-    shares of pairs passed by one side only (b/n, c/n) stayed as observed; None when
-    they are equal (no number of tasks would) or past ``limit``."""
+def mcnemar_more_tasks(
+    b: int, c: int, n: int, *, level: float = 0.95, limit: int = 1_000_000
+) -> int | None:
+    """Further tasks after which McNemar's test would reject no-difference, if the shares
+    of pairs passed by one side only (b/n, c/n) stayed as observed; None when they are
+    equal (no number of tasks would) or past ``limit``. McNemar's z grows with √N, which
+    gives the answer; while the discordant pairs are few (at most 400) the exact test
+    decides it, searched upwards from well below the approximation."""
     from pytest_agentbench.core.stats import mcnemar_exact
 
     if b == c or n == 0:
         return None
-    total = n
-    while total <= limit:
-        total = max(total + 1, math.ceil(total * 1.05))
-        bb, cc = round(b * total / n), round(c * total / n)
-        if mcnemar_exact(bb, cc) < 1 - level:
-            # step back to the first total that decides it
-            low = max(n + 1, math.floor(total / 1.05))
-            for candidate in range(low, total + 1):
-                if mcnemar_exact(round(b * candidate / n), round(c * candidate / n)) < 1 - level:
-                    return candidate - n
-            return total - n
-    return None
+    z_now = abs(b - c) / math.sqrt(b + c)
+    total = math.ceil(n * (_z(1 - (1 - level) / 2) / z_now) ** 2)
+    if total > limit:
+        return None
+    if (b + c) * total / n <= 400:
+        for candidate in range(max(n + 1, math.floor(total * 0.5)), 3 * total + 2):
+            if mcnemar_exact(round(b * candidate / n), round(c * candidate / n)) < 1 - level:
+                return candidate - n
+    return max(1, total - n)
 
 
 def paired_z(differences: Sequence[float]) -> float:

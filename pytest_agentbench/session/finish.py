@@ -81,6 +81,7 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
         gate=gate.as_dict() if gate is not None else None,
         errors_as_failures=settings.errors_as_failures,
         sections=sections,
+        margin=settings.margin,
     )
     summary = write_run_reports(run_dir, records, facts)
     _write_markdown(state, summary)
@@ -113,7 +114,9 @@ def _compare(state: RunState) -> JsonObject:
     sections: JsonObject = {}
     if results.baseline is not None:
         scored, earlier = task_records(results.records), task_records(results.baseline.records)
-        results.compared = baseline_comparisons(earlier, scored)  # controls: never compared
+        results.compared = baseline_comparisons(  # controls: never compared
+            earlier, scored, margin=state.settings.margin
+        )
         sections["baseline"] = {
             "path": str(results.baseline.path),
             "run_id": results.baseline.run_id,
@@ -121,7 +124,9 @@ def _compare(state: RunState) -> JsonObject:
         }
     if state.settings.perturb:
         scored = task_records(results.records)
-        results.robustness = robustness_comparisons(scored, order=state.settings.perturb)
+        results.robustness = robustness_comparisons(
+            scored, order=state.settings.perturb, margin=state.settings.margin
+        )
         sections["robustness"] = [
             c.as_dict() | {"perturbation": name} for name, c in results.robustness
         ]
@@ -170,7 +175,9 @@ def summary_section(
 
     errors_as_failures = state.settings.errors_as_failures
     at = next((i for i, line in enumerate(lines) if line.startswith("tokens ")), 1)
-    lines[at:at] = lineup_lines(records, errors_as_failures=errors_as_failures)
+    lines[at:at] = lineup_lines(
+        records, errors_as_failures=errors_as_failures, margin=state.settings.margin
+    )
     for line in lines:
         terminalreporter.write_line(line)
     not_sent = [r for r in records if r.failure_kind == "circuit_open"]
