@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -108,6 +107,14 @@ def _trajectory(pytester: pytest.Pytester, suite: str, task: str) -> list[dict[s
 STANDIN_ARGV = ["{python}", "{suite_dir}/agents/standin_agent.py", "{prompt}"]
 PROBE_ARGV = ["{python}", "{suite_dir}/agents/probe.py"]
 
+GREET_TESTS = (
+    "from greet import greet\\ndef test_greet():\\n    assert greet('Ada') == 'Hello, Ada!'\\n"
+)
+GREET_VERIFIER = f'{{ kind = "python_tests", module = "greet", tests = "{GREET_TESTS}" }}'
+DONE_WITH_USAGE = '{ text = "done", usage = { prompt_tokens = 40, completion_tokens = 2 } }'
+RESUME_ARGV = ["{python}", "{suite_dir}/agents/standin_agent.py", "--resume", "{prompt}"]
+SLEEP_CALL = '[{ name = "bash", arguments = { command = "sleep 0.3" } }]'
+
 WRITE_GREETING = (
     '{ text = "Writing.", tool_calls = [{ name = "write_file", arguments = { path = "greet.py", '
     "content = \"def greet(name):\\n    return 'Hello, ' + name + '!'\\n\" } }] }"
@@ -133,8 +140,8 @@ verifier = {{ kind = "includes" }}
 id = "passes"
 input = "Write greet.py."
 {_agent_table(STANDIN_ARGV)}
-verifier = {{ kind = "python_tests", module = "greet", tests = "from greet import greet\\ndef test_greet():\\n    assert greet('Ada') == 'Hello, Ada!'\\n" }}
-scripted = [{WRITE_GREETING}, {{ text = "done", usage = {{ prompt_tokens = 40, completion_tokens = 2 }} }}]
+verifier = {GREET_VERIFIER}
+scripted = [{WRITE_GREETING}, {DONE_WITH_USAGE}]
 
 [[task]]
 id = "exits"
@@ -217,7 +224,7 @@ def test_sixteen_agents_in_flight_under_xdist_each_on_its_own_task(
 id = "t{i}"
 input = "Task number t{i}."
 target = "answer-t{i}"
-scripted = [{{ text = "thinking about t{i}", tool_calls = [{{ name = "bash", arguments = {{ command = "sleep 0.3" }} }}] }}, "answer-t{i}"]
+scripted = [{{ text = "thinking about t{i}", tool_calls = {SLEEP_CALL} }}, "answer-t{i}"]
 """
         for i in range(16)
     )
@@ -312,7 +319,7 @@ verifier = {{ kind = "exact" }}
 id = "second-try"
 input = "Say the magic word."
 target = "please"
-{_agent_table(STANDIN_ARGV, resume_argv=["{python}", "{suite_dir}/agents/standin_agent.py", "--resume", "{prompt}"])}
+{_agent_table(STANDIN_ARGV, resume_argv=RESUME_ARGV)}
 scripted = ["abracadabra", "please"]
 """,
     )
