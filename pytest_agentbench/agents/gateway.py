@@ -90,6 +90,8 @@ class _AgentReply:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    #: dozens of agents connect at once (the default backlog of 5 refused some)
+    request_queue_size = 1024
     gateway: Gateway
 
 
