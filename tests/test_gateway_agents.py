@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_agentbench.schemas import schema_for, validate
 from pytest_agentbench.scripted.server import ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -171,9 +172,12 @@ timeout_s = 3
 scripted = ["one answer"]
 """,
     )
-    result = _run(pytester)
+    result = _run(pytester, "--agentbench-html", "report.html")
     out = result.stdout.str()
     assert "5 tasks: 1 passed" in out, out
+    # the HTML report shows what each agent did
+    page = (pytester.path / "report.html").read_text()
+    assert "exit 0 · 2 model calls · network shared with the host" in page
     assert "✗ agents::exits: agent exited 1: boom: no config file" in out
     assert "✗ agents::silent: agent made no model call" in out
     assert "✗ agents::loops: agent killed: loop in the model's stream at " in out
@@ -207,6 +211,15 @@ scripted = ["one answer"]
     ended = next(e["agent"] for e in loop_trajectory if "agent" in e)
     assert ended["killed_by"] == "stopped" and ended["stopped"] == "loop_killed"  # type: ignore[index]
 
+    # every file the run wrote fits its published schema, the agents' trajectories too
+    run_dir = (pytester.path / "agentbench-results" / "latest").resolve()
+    checked = set()
+    for path in run_dir.rglob("*.json"):
+        name = schema_for(path.relative_to(run_dir))
+        if name is not None:
+            validate(name, json.loads(path.read_text()))
+            checked.add(name)
+    assert {"trajectory", "result", "summary"} <= checked
     assert _result(pytester, "agents", "sleeps")["outcome"] == "timeout"
     assert _result(pytester, "agents", "exits")["outcome"] == "failed"
 
