@@ -292,6 +292,7 @@ class CommandSession:
             run.failure, run.failure_detail = "harness", Failure.of("harness", run.error)
             run.elapsed_s = time.monotonic() - start
             return run
+        route.settle()  # a relay still finishing its record (the agent is gone)
         self._read(run, index, argv, result, timeout_s)
         run.elapsed_s = time.monotonic() - start
         return run

@@ -211,7 +211,8 @@ class Gateway:
         if pool is None:
             handler.send_error_body(protocol, 503, "the gateway is closed")
             return
-        pool.submit(_relay, route, protocol, handler, body).result()
+        with route.relaying():
+            pool.submit(_relay, route, protocol, handler, body).result()
 
 
 def _error_entry(exc: ModelError) -> JsonObject:
@@ -305,10 +306,6 @@ def _relay(route: Route, protocol: str, handler: _Handler, body: JsonObject) -> 
         route.record(CallRecord(attempt, {**where, "error": f"the agent hung up: {exc}"}))
         handler.close_connection = True
         return
-    try:
-        reply.finish()
-    except OSError:
-        handler.close_connection = True
     usage = generation.usage.as_dict()
     entry = {
         **where,
@@ -325,7 +322,11 @@ def _relay(route: Route, protocol: str, handler: _Handler, body: JsonObject) -> 
         len(generation.tool_calls),
         ok=True,
     )
-    route.record(record)
+    route.record(record)  # before the reply ends: the agent may exit right after it
+    try:
+        reply.finish()
+    except OSError:
+        handler.close_connection = True
 
 
 class _Handler(BaseHTTPRequestHandler):
