@@ -7,6 +7,8 @@ cheap (no HTTP client, no schema validator), so the plugin stays inert until ask
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pytest_agentbench.errors import (
     AgentbenchError,
     ModelError,
@@ -18,6 +20,9 @@ from pytest_agentbench.errors import (
     TransportError,
     VerifierError,
 )
+
+if TYPE_CHECKING:
+    from pytest import hookimpl
 
 __version__ = "0.1.0"
 
@@ -32,4 +37,16 @@ __all__ = [
     "TransportError",
     "VerifierError",
     "__version__",
+    "hookimpl",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``hookimpl``, the marker of the ``pytest_agentbench_*`` hook implementations:
+    pytest's own (the hooks live in pytest's plugin manager), imported only when asked
+    for, so importing this package stays cheap."""
+    if name == "hookimpl":
+        import pytest
+
+        return pytest.hookimpl
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
