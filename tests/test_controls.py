@@ -482,9 +482,7 @@ FOUR = """
 [suite]
 name = "four"
 verifier = { kind = "exact" }
-""" + "".join(
-    f'\n[[task]]\nid = "t{i}"\ninput = "Say {i}."\ntarget = "{i}"\n' for i in range(4)
-)
+""" + "".join(f'\n[[task]]\nid = "t{i}"\ninput = "Say {i}."\ntarget = "{i}"\n' for i in range(4))
 
 
 def _collected(pytester: pytest.Pytester, *args: str) -> list[str]:
