@@ -22,7 +22,9 @@ from pytest_agentbench.errors import (
 )
 
 if TYPE_CHECKING:
-    from pytest import hookimpl
+    import pluggy
+
+    hookimpl: pluggy.HookimplMarker
 
 __version__ = "0.1.0"
 
@@ -42,11 +44,14 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """``hookimpl``, the marker of the ``pytest_agentbench_*`` hook implementations:
-    pytest's own (the hooks live in pytest's plugin manager), imported only when asked
-    for, so importing this package stays cheap."""
+    """``hookimpl``, the marker of the ``pytest_agentbench_*`` hook implementations: the
+    same marker as ``pytest.hookimpl`` (the hooks live in pytest's plugin manager, whose
+    project name it carries), made when first asked for, so importing this package stays
+    cheap and imports neither pytest nor pluggy."""
     if name == "hookimpl":
-        import pytest
+        import pluggy
 
-        return pytest.hookimpl
+        marker = pluggy.HookimplMarker("pytest")
+        globals()["hookimpl"] = marker
+        return marker
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -96,7 +96,8 @@ def test_the_package_exports_the_hookimpl_marker_it_promises(pytester: pytest.Py
 
     import pytest_agentbench
 
-    assert pytest_agentbench.hookimpl is pytest.hookimpl
+    assert pytest_agentbench.hookimpl.project_name == pytest.hookimpl.project_name == "pytest"
+    assert pytest_agentbench.hookimpl is pytest_agentbench.hookimpl  # made once
     assert "hookimpl" in pytest_agentbench.__all__
     assert "hookimpl" in (pytest_agentbench.__doc__ or "")
     pytester.makeconftest(
@@ -115,8 +116,9 @@ def pytest_agentbench_failure_reason(record):
     )
     result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
     result.stdout.fnmatch_lines(["✗ one::no: marked by the exported hookimpl: no"])
+    code = "import sys, pytest_agentbench; print({'pytest', 'pluggy'} & set(sys.modules))"
     cheap = subprocess.run(
-        [sys.executable, "-c", "import sys, pytest_agentbench; print('pytest' in sys.modules)"],
+        [sys.executable, "-c", code],
         capture_output=True, text=True, check=True, timeout=60,
     )  # fmt: skip
-    assert cheap.stdout.strip() == "False"
+    assert cheap.stdout.strip() == "set()"
