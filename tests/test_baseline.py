@@ -180,7 +180,9 @@ def test_a_regression_against_a_baseline_run_is_flagged_and_can_fail_the_run(
     assert ungated.ret == pytest.ExitCode.OK
 
 
-def test_the_same_results_against_the_baseline_are_inconclusive_then_equivalent_with_a_margin(pytester: pytest.Pytester) -> None:
+def test_the_same_results_against_the_baseline_are_inconclusive_then_equivalent_with_a_margin(
+    pytester: pytest.Pytester,
+) -> None:
     replies = [OK] * 4 + [WRONG] * 4
     run(pytester, replies, "before")
     result = run(

@@ -162,7 +162,9 @@ def test_a_robustness_run_pairs_each_perturbed_task_with_its_original(
     assert data["settings"]["perturb"] == ["shuffle", "case"] and data["settings"]["seed"] == 5
     markdown = (pytester.path / "summary.md").read_text()
     assert "| shuffle | 7 | 1.000 | +0.430 to +1.000 | McNemar exact | 0.016 | worse |" in markdown
-    assert "| case | 7 | 0.000 | -0.218 to +0.218 | McNemar exact | 1.000 | inconclusive |" in markdown
+    assert (
+        "| case | 7 | 0.000 | -0.218 to +0.218 | McNemar exact | 1.000 | inconclusive |" in markdown
+    )
 
 
 def test_a_plugin_paraphrases_through_the_hook(pytester: pytest.Pytester) -> None:

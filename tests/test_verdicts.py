@@ -156,11 +156,15 @@ def test_an_empty_result_is_never_a_tie() -> None:
     assert "too few tasks to detect even a difference of 1" in words
     # the same four tasks with a margin are still not "equivalent": four agreeing tasks
     # are no proof of equivalence
-    same = stats.compare_paired({i: True for i in range(4)}, {i: True for i in range(4)}, margin=0.1)
+    same = stats.compare_paired(
+        {i: True for i in range(4)}, {i: True for i in range(4)}, margin=0.1
+    )
     assert same.decision.word == "inconclusive"
 
 
-def test_a_detected_difference_is_better_or_worse_and_a_significant_tiny_one_is_equivalent() -> None:
+def test_a_detected_difference_is_better_or_worse_and_a_significant_tiny_one_is_equivalent() -> (
+    None
+):
     big = stats.compare_paired({i: True for i in range(40)}, {i: i < 10 for i in range(40)})
     assert big.decision.word == "better" and "better (significant at 0.05)" in big.words()
     tiny = stats.compare_paired(
@@ -177,9 +181,9 @@ def _three_model_suite() -> str:
     """24 tasks: `good` and `twin` answer all right, `weak` only every third."""
     lines = ['[suite]\nname = "trio"\nverifier = { kind = "exact" }\n']
     for i in range(SUITE_TASKS):
-        wrong = "" if i % 3 == 0 else ', scripted_by_model = { weak = ["no"] }'
+        wrong = "" if i % 3 == 0 else 'scripted_by_model = { weak = ["no"] }\n'
         lines.append(f'[[task]]\nid = "t{i:02d}"\ninput = "say {i}"\ntarget = "{i}"\n')
-        lines.append(f'scripted = ["{i}"]{wrong}\n')
+        lines.append(f'scripted = ["{i}"]\n{wrong}')
     return "\n".join(lines)
 
 
@@ -216,7 +220,9 @@ def test_three_models_headline_per_model_holm_and_a_margin(pytester: pytest.Pyte
             "compared: weak − twin = -0.667 *: worse*",
         ]
     )
-    summary = json.loads(next(Path(pytester.path).glob("agentbench-results/*/summary.json")).read_text())
+    summary = json.loads(
+        next(Path(pytester.path).glob("agentbench-results/*/summary.json")).read_text()
+    )
     rows = {(r["first"], r["second"]): r for r in summary["comparisons"]}
     assert rows["good", "twin"]["verdict"] == "equivalent"
     assert rows["good", "weak"]["family"] == 3 and rows["good", "weak"]["p_adjusted"] is not None
@@ -227,6 +233,10 @@ def test_three_models_headline_per_model_holm_and_a_margin(pytester: pytest.Pyte
 
 def test_a_margin_outside_zero_to_one_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makefile(".toml", bench_trio=_three_model_suite())
-    result = pytester.runpytest("--agentbench", "--agentbench-margin", "1.5", "-p", "no:cacheprovider")
+    result = pytester.runpytest(
+        "--agentbench", "--agentbench-margin", "1.5", "-p", "no:cacheprovider"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "agentbench margin: expected a difference between 0 and 1, got '1.5'" in result.stderr.str()
+    assert (
+        "agentbench margin: expected a difference between 0 and 1, got '1.5'" in result.stderr.str()
+    )

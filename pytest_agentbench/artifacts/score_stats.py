@@ -112,7 +112,9 @@ def clustered_score(
     return Estimate(found.value, tasks, found.se, lo, hi, "clustered", found.level)
 
 
-def _effective_wilson(p: float, se: float | None, tasks: int, samples: int, level: float) -> Estimate:
+def _effective_wilson(
+    p: float, se: float | None, tasks: int, samples: int, level: float
+) -> Estimate:
     """A pass rate over clustered samples: the Wilson interval at the effective sample
     size p(1 − p)/se² (between the number of tasks and the number of samples; the
     number of tasks when the rate is 0 or 1, where the clustered error says nothing)."""

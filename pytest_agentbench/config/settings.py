@@ -405,5 +405,7 @@ def _margin(value: object) -> float | None:
         return None
     found = number("agentbench margin", value, float, 0.0)
     if not 0 < found < 1:
-        raise AgentbenchError(f"agentbench margin: expected a difference between 0 and 1, got {value!r}")
+        raise AgentbenchError(
+            f"agentbench margin: expected a difference between 0 and 1, got {value!r}"
+        )
     return found

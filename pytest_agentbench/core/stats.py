@@ -317,7 +317,9 @@ class Comparison:
             return f"{word} (significant at {1 - self.difference.level:g})"
         return self.decision.words()
 
-    def in_family(self, adjusted: float | None, family: int, *, margin: float | None = None) -> Comparison:
+    def in_family(
+        self, adjusted: float | None, family: int, *, margin: float | None = None
+    ) -> Comparison:
         """The same comparison judged as one of ``family`` (Holm-adjusted p-value)."""
         if adjusted is None:
             return self
@@ -423,5 +425,11 @@ def _paired_proportion(b: int, c: int, n: int, level: float) -> Estimate:
     se = math.sqrt(max(0.0, (b2 + c2) - (b2 - c2) ** 2 / n2)) / n2
     z = z_value(level)
     return Estimate(
-        diff, n, se, max(-1.0, centre - z * se), min(1.0, centre + z * se), "paired-agresti-min", level
+        diff,
+        n,
+        se,
+        max(-1.0, centre - z * se),
+        min(1.0, centre + z * se),
+        "paired-agresti-min",
+        level,
     )

@@ -75,7 +75,9 @@ def sample_size(
     _check("power", power)
     d = abs(difference)
     if d == 0:
-        raise ValueError("difference: a difference of 0 cannot be detected; give the smallest one that matters")
+        raise ValueError(
+            "difference: a difference of 0 cannot be detected; give the smallest one that matters"
+        )
     sigma1 = spread
     sigma0 = math.sqrt(spread * spread + d * d)
     n = ((_z(1 - (1 - level) / 2) * sigma0 + _z(power) * sigma1) / d) ** 2
@@ -184,7 +186,12 @@ def plan(
     """The tasks needed at each number of ``epochs`` per side (see
     :func:`spread_of_differences` for the model)."""
     rows = tuple(
-        PlanRow(k, sample_size(difference, spread_of_differences(difference, noise, k), level=level, power=power))
+        PlanRow(
+            k,
+            sample_size(
+                difference, spread_of_differences(difference, noise, k), level=level, power=power
+            ),
+        )
         for k in epochs
     )
     return Plan(abs(difference), power, level, base_rate, noise, noise_source, rows)
@@ -233,7 +240,10 @@ class Decision:
         if self.more is not None:
             return f"inconclusive — about {self.more:,} more task(s) would decide it"
         if self.margin is None:
-            return "inconclusive — no difference seen; a margin (--agentbench-margin) would test equivalence"
+            return (
+                "inconclusive — no difference seen; a margin (--agentbench-margin) would "
+                "test equivalence"
+            )
         return "inconclusive"
 
     def as_dict(self) -> JsonObject:
@@ -276,9 +286,7 @@ def verdict(
     if margin is not None and not 0 < margin < 1:
         raise ValueError(f"margin: expected a number between 0 and 1, got {margin}")
     spread = (se or 0.0) * math.sqrt(n)
-    detectable = detectable_difference(
-        n, spread, level=level, power=power, discordance=discordance
-    )
+    detectable = detectable_difference(n, spread, level=level, power=power, discordance=discordance)
     interval = None
     equivalent = False
     if margin is not None and se is not None:
@@ -414,8 +422,6 @@ def mcnemar_more_tasks(
     equal (no number of tasks would) or past ``limit``. McNemar's z grows with √N, which
     gives the answer; while the discordant pairs are few (at most 400) the exact test
     decides it, searched upwards from well below the approximation."""
-    from pytest_agentbench.core.stats import mcnemar_exact
-
     if b == c or n == 0:
         return None
     z_now = abs(b - c) / math.sqrt(b + c)
@@ -424,9 +430,16 @@ def mcnemar_more_tasks(
         return None
     if (b + c) * total / n <= 400:
         for candidate in range(max(n + 1, math.floor(total * 0.5)), 3 * total + 2):
-            if mcnemar_exact(round(b * candidate / n), round(c * candidate / n)) < 1 - level:
+            if _mcnemar_p(round(b * candidate / n), round(c * candidate / n)) < 1 - level:
                 return candidate - n
     return max(1, total - n)
+
+
+def _mcnemar_p(b: int, c: int) -> float:
+    """McNemar's exact two-sided p-value (core/stats.py's ``mcnemar_exact``, which builds
+    on this module: a copy of its two lines keeps the imports one way)."""
+    n, low = b + c, min(b, c)
+    return 1.0 if n == 0 else min(1.0, 2 * sum(math.comb(n, i) for i in range(low + 1)) / (1 << n))
 
 
 def paired_z(differences: Sequence[float]) -> float:
