@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from loop_corpus import CASES, counting_loop, prose
+from loop_corpus_support import CASES, counting_loop, prose
 
 from pytest_agentbench.runner.loopwatch import LoopWatch
 

@@ -108,7 +108,7 @@ class VerifierError(AgentbenchError):
 
 
 class WorkerCrashed(VerifierError):
-    """This task's verification killed an xdist worker before (workers.py); it is not
+    """This task's verification killed an xdist worker before (session/workers.py); it is not
     verified again. The message is the whole reason, the same words the controller
     reports for the task that was verifying when its worker died."""
 

@@ -5,7 +5,7 @@ that do the work.
 
 Inert without ``--agentbench``: nothing is collected, started or written, and nothing of
 ours is imported beyond this module, the options and the hook specs
-(tests/test_lazy_imports.py).
+(tests/package/test_lazy_imports.py).
 """
 
 from __future__ import annotations

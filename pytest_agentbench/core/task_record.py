@@ -189,7 +189,7 @@ class Failure:
 
 
 #: The required fields, in the order they are written. The schema in
-#: ``schemas/task_record.schema.json`` says the same; ``tests/test_record_schemas.py``
+#: ``schemas/task_record.schema.json`` says the same; ``tests/package/test_record_schemas.py``
 #: checks that they agree.
 REQUIRED_FIELDS = (
     "nodeid",
