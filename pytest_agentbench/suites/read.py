@@ -6,10 +6,13 @@ FIFO or a device, or reads without a bound.
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import os
 import stat
 import tomllib
+import zlib
 from pathlib import Path
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
@@ -119,10 +122,33 @@ def read_head(path: Path, limit: int) -> str | None:
         return file.read(limit).decode("utf-8", errors="replace")
 
 
+def gunzip(data: bytes, path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
+    """The decompressed bytes of gzip ``data`` read from ``path`` (every member), of at
+    most ``max_bytes`` once decompressed: decompression stops one byte past the cap, so a
+    gzip bomb costs no more memory than a file of the cap. Raises ValueError naming the
+    file."""
+    limit = f"the limit is {max_bytes / 1024 / 1024:.3g} MB (--agentbench-max-file-mb)"
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb") as file:
+            out = file.read(max_bytes + 1)
+    except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+        reason = "it ends early (truncated)" if isinstance(exc, EOFError) else str(exc)
+        raise ValueError(f"{path} is not a readable gzip file: {reason}") from None
+    if len(out) > max_bytes:
+        raise ValueError(
+            f"{path} is too large once decompressed (over {max_bytes} bytes from "
+            f"{len(data)} compressed: a gzip bomb?); {limit}"
+        )
+    return out
+
+
 def read_text(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> str:
     """A regular file's text (UTF-8, BOM allowed) of at most ``max_bytes``; raises
-    ValueError naming the file."""
+    ValueError naming the file. A file whose name ends ``.gz`` is decompressed first, the
+    cap applying to the decompressed data."""
     data = read_bytes(path, max_bytes)
+    if path.name.lower().endswith(".gz"):
+        data = gunzip(data, path, max_bytes)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
