@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
-from pytest_agentbench.suites.read import parse_record, read_text
+from pytest_agentbench.suites.read import RepeatWatch, parse_record, read_text, record_problem
 from pytest_agentbench.suites.validate import (
     Parts,
     json_path,
@@ -91,7 +91,8 @@ def _jsonl_rows(text: str) -> Iterator[Row]:
 
 def _json_rows(text: str) -> Iterator[Row]:
     """The items of a JSON array, each with the line its value starts on."""
-    decoder = json.JSONDecoder()
+    watch = RepeatWatch()
+    decoder = json.JSONDecoder(object_pairs_hook=watch)
     position = _skip_space(text, 0)
     if not text.startswith("[", position):
         found = "nothing" if position >= len(text) else show(text[position : position + 10])
@@ -111,7 +112,11 @@ def _json_rows(text: str) -> Iterator[Row]:
                 f"the value at line {line} cannot be read (nested too deeply?)"
             ) from None
         line = text.count("\n", 0, position) + 1
-        if isinstance(value, dict):
+        repeated, watch.repeats = watch.repeats, 0
+        problem = _repeat_problem(value) if repeated else None
+        if problem is not None:
+            yield Row(line, None, problem)
+        elif isinstance(value, dict):
             yield Row(line, value)
         else:
             yield Row(line, None, f"the record must be a JSON object; got {type_name(value)}")
@@ -125,6 +130,14 @@ def _json_rows(text: str) -> Iterator[Row]:
             line = text.count("\n", 0, position) + 1
             raise ValueError(f"JSON syntax error at line {line}: expected ',' or ']'")
         position = _skip_space(text, position + 1)
+
+
+def _repeat_problem(value: JsonValue) -> str | None:
+    try:
+        record_problem(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def _skip_space(text: str, position: int) -> int:

@@ -33,7 +33,11 @@ from pytest_agentbench.suites.build import (
     as_whole,
 )
 from pytest_agentbench.suites.dataset import FindDataset, dataset_rows
-from pytest_agentbench.suites.read import DEFAULT_MAX_FILE_BYTES, read_document
+from pytest_agentbench.suites.read import (
+    DEFAULT_MAX_FILE_BYTES,
+    DocumentProblems,
+    read_document,
+)
 from pytest_agentbench.suites.task import DEFAULT_TOOLS, Task
 from pytest_agentbench.suites.validate import (
     RESERVED_FIELDS,
@@ -95,6 +99,8 @@ def load_suite(
     path = Path(path)
     try:
         document, fmt = read_document(path, max_bytes)
+    except DocumentProblems as exc:
+        raise SuiteError(str(path), exc.problems) from None
     except ValueError as exc:
         raise SuiteError(str(path), [str(exc)]) from None
     loader = _Loader(path, fmt, verifiers, reply_check, tools, max_bytes)
