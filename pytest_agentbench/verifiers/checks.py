@@ -34,6 +34,7 @@ from pytest_agentbench.verifiers.stamped import (
     SCORINGS,
     InnerReport,
     ctrf_document,
+    exited_at_import,
     run_details,
     run_inner,
     untrusted,
@@ -238,7 +239,7 @@ def verify_python_checks(check: Check) -> Verdict:
     except SandboxError as exc:
         return cannot_judge(VerifierError(f"python_checks verifier: {exc}"), got=got)
     stamp = report.stamp if report is not None else {}
-    why = why_unreported(result, problem, "the run")
+    why = exited_at_import(result, stamp) or why_unreported(result, problem, "the run")
     passed, total, tests = score(expected, report, why)
     tampered, killed, tests = untrusted(result, stamp, tests, shown=5)
     if tampered or killed:
