@@ -332,8 +332,8 @@ def test_a_gzipped_json_array_names_the_line_of_a_bad_item(tmp_path: Path) -> No
 def test_a_gzip_bomb_is_refused_by_its_decompressed_size(tmp_path: Path) -> None:
     """A small file that decompresses past the cap is refused with the cap named, and is
     never decompressed whole (the read stops one byte past the cap)."""
-    from pytest_agentbench import builtins
     from pytest_agentbench.suites.load import load_suite
+    from pytest_agentbench.verifiers.builtin import BUILTIN_VERIFIERS
 
     cap = 1024 * 1024
     bomb = gzip.compress(b"{}\n" * (4 * cap // 3), compresslevel=9)
@@ -341,7 +341,7 @@ def test_a_gzip_bomb_is_refused_by_its_decompressed_size(tmp_path: Path) -> None
     (tmp_path / "d.jsonl.gz").write_bytes(bomb)
     path = tmp_path / "bench_bomb.toml"
     path.write_text('[suite]\ndataset = "d.jsonl.gz"\nverifier = { kind = "includes" }\n')
-    verifiers = {v.kind: v for v in builtins.pytest_agentbench_verifiers()}
+    verifiers = {v.kind: v for v in BUILTIN_VERIFIERS}
     with pytest.raises(SuiteError) as info:
         load_suite(path, verifiers, max_bytes=cap)
     (problem,) = info.value.problems
