@@ -256,11 +256,16 @@ class _Loader(TaskBuilder):
         )
 
     def _file_tasks(self, tasks: JsonValue, bad: set[Parts]) -> list[RawTask]:
+        # each task's problem paths, grouped in one pass over them (not one pass per task)
+        by_task: dict[int, set[Parts]] = {}
+        for parts in bad:
+            if len(parts) > 1 and parts[0] == "task" and isinstance(parts[1], int):
+                by_task.setdefault(parts[1], set()).add(parts[2:])
         return [
             RawTask(
                 index=i,
                 data=data,
-                bad=frozenset(parts[2:] for parts in bad if parts[:2] == ("task", i)),
+                bad=frozenset(by_task.get(i, ())),
                 locate=functools.partial(self._task_path, i),
             )
             for i, data in enumerate(tasks if isinstance(tasks, list) else [])
