@@ -12,6 +12,7 @@ with its reason in SKIPPED (see the report at the end of the run).
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -120,10 +121,17 @@ def suite_file(block: dx.Block, folder: Path) -> Path:
     table = value.get("suite", {})
     if isinstance(table.get("files"), str):
         (folder / table["files"]).mkdir(parents=True, exist_ok=True)
-    sample = ROOT / "example_datasets" / str(table.get("dataset"))
-    if "dataset" in table and sample.is_file():  # a manifest of docs/datasets.md
-        (folder / table["dataset"]).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(sample, folder / table["dataset"])
+    # a manifest of docs/datasets.md: its sample file (data/HumanEval.jsonl.gz: the sample
+    # data/humaneval.jsonl, gzipped)
+    named = str(table.get("dataset"))
+    sample = ROOT / "example_datasets" / named.removesuffix(".gz")
+    sample = sample.with_name(sample.name.lower()) if not sample.is_file() else sample
+    if "dataset" in table and sample.is_file():
+        (folder / named).parent.mkdir(parents=True, exist_ok=True)
+        if named.endswith(".gz"):
+            (folder / named).write_bytes(gzip.compress(sample.read_bytes()))
+        else:
+            shutil.copy(sample, folder / named)
     elif "dataset" in table:
         fields = table.get("fields", {})
         record = {fields.get(key, key): f"{key} value" for key in ("id", "input", "target")}

@@ -158,3 +158,69 @@ def test_a_failed_command_check_says_why(pytester: pytest.Pytester, run: str, li
     result.stdout.fnmatch_lines(
         [f"✗ cmd::check: reward 0 — check failed: {line}* (0/1 checks passed)"]
     )
+
+
+EXITS_AT_IMPORT = {
+    "sys.exit(3)": ("import sys\nsys.exit(3)\n", "exit status 3", "SystemExit: 3"),
+    "os._exit(3)": ("import os\nos._exit(3)\n", "exit status 3", "exit status 3"),
+    "raise SystemExit": ("raise SystemExit('bye')\n", "exit status 3", "SystemExit: bye"),
+}
+
+
+@pytest.mark.parametrize("how", list(EXITS_AT_IMPORT))
+def test_an_answer_that_exits_at_import_is_said_to(how: str) -> None:
+    """Not "the test run ended early": the answer's own module ended the run while it was
+    being imported, under python_tests (pytest collecting) and python_checks alike."""
+    from verifiers_support import judge
+
+    code, tests_why, checks_why = EXITS_AT_IMPORT[how]
+    answer = f"```python\n{code}def add(a, b):\n    return a + b\n```"
+    tests = "from solution import add\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+    verdict = judge("python_tests", answer, tests, isolation="basic")
+    assert verdict.reward == 0.0
+    assert verdict.details["failures"] == {
+        "test_add": f"did not run: the answer's module exited during import ({tests_why})"
+    }
+    check = "def check(candidate):\n    assert candidate(1, 2) == 3\n"
+    verdict = judge("python_checks", answer, check, isolation="basic", entry_point="add")
+    assert verdict.details["failures"]["check"] == (
+        f"did not run: the answer's module exited during import ({checks_why})"
+    )
+
+
+@pytest.mark.slow
+def test_the_line_says_the_answer_exited_at_import(pytester: pytest.Pytester) -> None:
+    result = run_suite(pytester, "import sys\nsys.exit(3)\ndef add(a, b):\n    return a + b\n")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "✗ code::add: reward 0 — test_small did not run: the answer's module exited "
+            "during import (exit status 3)*"
+        ]
+    )
+    assert "ended early" not in result.stdout.str()
+
+
+def test_a_hang_is_placed_in_the_import_or_after_it() -> None:
+    """A limit that stops the run says whether the answer's module was still importing."""
+    from verifiers_support import judge
+
+    check = "def check(candidate):\n    assert candidate(1, 2) == 3\n"
+    found = {}
+    for where, code in {
+        "import": "import time\ntime.sleep(60)\n",
+        "call": "import time\ndef add(a, b):\n    time.sleep(60)\n",
+    }.items():
+        verdict = judge(
+            "python_checks",
+            f"```python\n{code}```",
+            check,
+            isolation="basic",
+            entry_point="add",
+            timeout_s=1,
+        )
+        found[where] = verdict.details["failures"]["check"]
+    assert found["import"].startswith(
+        "did not run: the answer's module was still importing when the run timed out after"
+    )
+    assert found["call"].startswith("did not run: the run timed out after")

@@ -4,6 +4,7 @@ array, CSV) run through a manifest, bad rows are collection errors naming the li
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -60,7 +61,10 @@ def test_each_shape_maps_its_published_fields(tmp_path: Path) -> None:
     assert [t.id for t in humaneval] == ["Toy/0", "Toy/1", "Toy/2"]
     assert humaneval[0].prompt == first["prompt"]
     assert humaneval[0].target == first["test"]
-    assert humaneval[0].verifier.options == {"entry_point": first["entry_point"]}
+    assert humaneval[0].verifier.options == {
+        "entry_point": first["entry_point"],
+        "prompt": first["prompt"],
+    }
     assert humaneval[0].scripted == (
         f"```python\n{first['prompt']}{first['canonical_solution']}```",
     )
@@ -122,7 +126,9 @@ def test_humaneval_under_python_tests_calls_check_from_a_generated_test(
     shutil.copytree(EXAMPLES / "data", pytester.path / "data")
     manifest = (EXAMPLES / "bench_humaneval.toml").read_text()
     manifest = manifest.replace('kind = "python_checks"', 'kind = "python_tests", scoring = "all"')
-    manifest = manifest.replace('verifier = { entry_point = "entry_point" }\n', "").replace(
+    manifest = manifest.replace(
+        'verifier = { entry_point = "entry_point", prompt = "prompt" }\n', ""
+    ).replace(
         'target = "test"',
         'target = { template = "from solution import *\\n\\n{test}\\n\\n'
         'def test_check():\\n    check({entry_point})\\n" }',
@@ -265,10 +271,108 @@ def test_field_spec_mistakes_and_a_missing_dataset(tmp_path: Path) -> None:
     path.write_text('[suite]\ndataset = "d.parquet"\n')
     assert problems(path) == [
         '$.suite.dataset has an unknown dataset extension ".parquet"; use .jsonl, .ndjson, '
-        ".json, .csv"
+        ".json, .csv (each may be gzipped: .gz)"
+    ]
+    path.write_text('[suite]\ndataset = "d.parquet.gz"\n')
+    assert problems(path) == [
+        '$.suite.dataset has an unknown dataset extension ".parquet.gz"; use .jsonl, .ndjson, '
+        ".json, .csv (each may be gzipped: .gz)"
     ]
     path.write_text('[suite]\ndataset = "d.jsonl"\ncolumns = ["a", "a"]\n')
     assert problems(path)[0].startswith("$.suite.columns is invalid")
+
+
+# -- gzipped, as published ---------------------------------------------------------------------
+
+
+def gzipped(tmp_path: Path, manifest: str, data: str) -> Path:
+    """A copy of an example manifest whose dataset is the same file gzipped."""
+    path = example(tmp_path, manifest)
+    source = tmp_path / "data" / data
+    (tmp_path / "data" / f"{data}.gz").write_bytes(gzip.compress(source.read_bytes()))
+    source.unlink()
+    path.write_text(path.read_text().replace(f'"data/{data}"', f'"data/{data}.gz"'))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("manifest", "data"),
+    [
+        ("bench_humaneval.toml", "humaneval.jsonl"),
+        ("bench_mmlu.toml", "mmlu_sample_test.csv"),
+        ("bench_gsm8k.toml", "gsm8k.jsonl"),
+    ],
+)
+def test_a_gzipped_dataset_reads_as_the_file_it_holds(
+    tmp_path: Path, manifest: str, data: str
+) -> None:
+    load = real_loader()
+    plain = load(example(tmp_path / "plain", manifest)).tasks
+    packed = load(gzipped(tmp_path / "packed", manifest, data)).tasks
+    assert len(packed) == 3
+    assert [(t.id, t.prompt, t.target, t.scripted) for t in packed] == [
+        (t.id, t.prompt, t.target, t.scripted) for t in plain
+    ]
+
+
+def test_a_gzipped_json_array_names_the_line_of_a_bad_item(tmp_path: Path) -> None:
+    items = [{"question": "1 + 1?", "answer": "#### 2"}, ["not", "an", "object"]]
+    text = "[\n" + ",\n".join(json.dumps(item) for item in items) + "\n]\n"
+    (tmp_path / "d.json.gz").write_bytes(gzip.compress(text.encode()))
+    path = tmp_path / "bench_g.toml"
+    path.write_text(
+        '[suite]\ndataset = "d.json.gz"\nverifier = { kind = "number" }\n[suite.fields]\n'
+        'input = "question"\ntarget = { field = "answer", after = "####" }\n'
+    )
+    assert problems(path) == [
+        "task 2 at d.json.gz line 3: the record must be a JSON object; got array"
+    ]
+
+
+def test_a_gzip_bomb_is_refused_by_its_decompressed_size(tmp_path: Path) -> None:
+    """A small file that decompresses past the cap is refused with the cap named, and is
+    never decompressed whole (the read stops one byte past the cap)."""
+    from pytest_agentbench.suites.load import load_suite
+    from pytest_agentbench.verifiers.builtin import BUILTIN_VERIFIERS
+
+    cap = 1024 * 1024
+    bomb = gzip.compress(b"{}\n" * (4 * cap // 3), compresslevel=9)
+    assert len(bomb) < cap // 50
+    (tmp_path / "d.jsonl.gz").write_bytes(bomb)
+    path = tmp_path / "bench_bomb.toml"
+    path.write_text('[suite]\ndataset = "d.jsonl.gz"\nverifier = { kind = "includes" }\n')
+    verifiers = {v.kind: v for v in BUILTIN_VERIFIERS}
+    with pytest.raises(SuiteError) as info:
+        load_suite(path, verifiers, max_bytes=cap)
+    (problem,) = info.value.problems
+    assert problem == (
+        f"$.suite.dataset names a file that cannot be read: {tmp_path / 'd.jsonl.gz'} is too "
+        f"large once decompressed (over {cap} bytes from {len(bomb)} compressed: a gzip "
+        "bomb?); the limit is 1 MB (--agentbench-max-file-mb)"
+    )
+    # the same data under the cap reads
+    (tmp_path / "d.jsonl.gz").write_bytes(gzip.compress(b'{"input": "x", "target": "x"}\n' * 1000))
+    assert len(load_suite(path, verifiers, max_bytes=cap).tasks) == 1000
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"plain text, not gzip\n", "is not a readable gzip file: Not a gzipped file (b'pl')"),
+        (
+            gzip.compress(b'{"input": "x"}\n' * 100)[:-12],
+            "is not a readable gzip file: it ends early (truncated)",
+        ),
+    ],
+    ids=["not-gzip", "truncated"],
+)
+def test_a_broken_gzip_file_is_a_clear_error(tmp_path: Path, data: bytes, reason: str) -> None:
+    (tmp_path / "d.jsonl.gz").write_bytes(data)
+    path = tmp_path / "bench_broken.toml"
+    path.write_text('[suite]\ndataset = "d.jsonl.gz"\n')
+    (problem,) = problems(path)
+    where = tmp_path / "d.jsonl.gz"
+    assert problem == f"$.suite.dataset names a file that cannot be read: {where} {reason}"
 
 
 # -- choosing tasks -----------------------------------------------------------------------------

@@ -35,6 +35,27 @@ def test_a_unicode_task_in_a_unicode_file_runs_to_a_pass(pytester: pytest.Pytest
     assert (record["suite"], record["task_id"], record["outcome"]) == ("数学", "задача-1", "passed")
 
 
+def test_ids_with_leading_and_trailing_spaces_run_like_any_other(
+    pytester: pytest.Pytester,
+) -> None:
+    """An id travels to the scripted provider in an HTTP header, where a value may not start
+    or end with a space: it is encoded, so the id is never a harness error."""
+    ids = [" lead", "trail ", "  both  ", "in side"]
+    tasks = "".join(
+        f'[[task]]\nid = "{task_id}"\ninput = "2+{n}?"\ntarget = "{2 + n}"\n'
+        f'scripted = ["{2 + n}"]\n'
+        for n, task_id in enumerate(ids)
+    )
+    (pytester.path / "bench_spaced.toml").write_text(f'[suite]\nname = " spaced "\n{tasks}')
+    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4)
+    summary = pytester.path / "agentbench-results" / "latest" / "summary.json"
+    records = json.loads(summary.read_text(encoding="utf-8"))["tasks"]
+    assert sorted((t["suite"], t["task_id"], t["outcome"]) for t in records) == sorted(
+        (" spaced ", task_id, "passed") for task_id in ids
+    )
+
+
 def test_an_id_pytest_cannot_address_is_refused_with_the_reason(tmp_path: Path) -> None:
     path = tmp_path / "bench_ids.toml"
     path.write_text('[[task]]\nid = "part::one"\ninput = "x"\ntarget = "x"\n')

@@ -390,8 +390,8 @@ def test_example_code_suite_end_to_end(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=7, failed=2)
     result.stdout.fnmatch_lines(
         [
-            "*✗ code::second-largest: reward 0 — test_plain did not run: the test run ended "
-            "early (exit status 3) (+1 more failure; 0/2 checks passed)"
+            "*✗ code::second-largest: reward 0 — test_plain did not run: the answer's module "
+            "exited during import (exit status 3) (+1 more failure; 0/2 checks passed)"
         ]
     )
     result.stdout.fnmatch_lines(

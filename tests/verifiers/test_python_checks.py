@@ -294,7 +294,35 @@ def test_bad_slot_count_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> Non
         pass
 
 
+PROMPT = 'import math\n\n\ndef _twice(x):\n    return 2 * x\n\n\ndef add(a, b):\n    """Sum."""\n'
+
+
+@pytest.mark.parametrize("mode", ["fork", "basic"][0 if FORK else 1 :])
+def test_the_prompt_option_runs_the_answer_after_the_prompt(tmp_path: Path, mode: str) -> None:
+    """HumanEval's program: prompt + answer. A whole function using the prompt's import and
+    helper, and a bare body, pass only with the prompt before them."""
+    whole = "```python\ndef add(a, b):\n    return math.fsum([_twice(a), _twice(b)]) / 2\n```"
+    body = "```python\n    return a + b\n```"
+    for answer in (whole, body):
+        with_prompt = verify(answer, tmp_path, mode, prompt=PROMPT)
+        assert with_prompt.reward == 1.0 and with_prompt.details["program"] == "prompt + answer"
+        alone = verify(answer, tmp_path, mode)
+        assert alone.reward == 0.0 and alone.details["program"] == "answer"
+    wrong = verify(
+        "```python\ndef add(a, b):\n    return _twice(a)\n```", tmp_path, mode, prompt=PROMPT
+    )
+    assert wrong.reward == 0.0
+
+
 def test_setup_problems_are_collection_problems() -> None:
+    [problem] = PYTHON_CHECKS.check_task(
+        verifier_task(
+            "python_checks",
+            {"test": "def check(c): pass", "entry_point": "f", "prompt": "x = 1\n"},
+            mode="agent",
+        )
+    )
+    assert problem.at == ("options", "prompt") and "answer-mode tasks" in problem.text
     assert PYTHON_CHECKS.check_task(task(test="def check(c): pass", entry_point="f")) == []
     [problem] = PYTHON_CHECKS.check_task(task(test="def other(c): pass", entry_point="f"))
     assert problem.at == ("options", "test") and "defines no function check" in problem.text
