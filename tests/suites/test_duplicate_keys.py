@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from suite_fuzz import real_loader
+from suite_fuzz_support import real_loader
 
 from pytest_agentbench.errors import SuiteError
 

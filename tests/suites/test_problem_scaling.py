@@ -15,7 +15,7 @@ from types import FrameType
 from typing import Any
 
 import pytest
-from suite_fuzz import real_loader
+from suite_fuzz_support import real_loader
 
 from pytest_agentbench.errors import SuiteError
 
