@@ -22,7 +22,7 @@ from pytest_agentbench.verifiers.command import COMMAND, REWARD_FILE_LIMIT
 from pytest_agentbench.verifiers.json_schema import JSON_SCHEMA
 from pytest_agentbench.verifiers.text import REGEX
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "suite-format.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "suite-format.md"
 
 
 def table() -> dict[str, str]:
@@ -100,7 +100,7 @@ def test_the_limits_table_states_the_codes_numbers() -> None:
 
 def test_the_cli_timeout_has_the_documented_range() -> None:
     """``--agentbench-timeout`` is checked with the bounds the table's note gives."""
-    source = (Path(__file__).resolve().parents[1] / "pytest_agentbench").rglob("settings.py")
+    source = (Path(__file__).resolve().parents[2] / "pytest_agentbench").rglob("settings.py")
     text = "".join(path.read_text(encoding="utf-8") for path in source)
     found = re.search(r'number\("agentbench timeout", timeout, float, ([\d.]+), (\d+)\)', text)
     assert found is not None
