@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from pytest_agentbench.artifacts.controls import control_fields
+from pytest_agentbench.artifacts.cost_totals import with_cost
 from pytest_agentbench.artifacts.paths import control_dir, task_dir
 from pytest_agentbench.artifacts.record import task_record
 from pytest_agentbench.artifacts.rollout_files import (
@@ -184,6 +185,8 @@ def run_task_item(
         sampling=task.sampling.public(),
     )
     record = with_sample(record, model, task, settings.reducer or task.reducer)
+    if control is None and priced(settings):
+        record = with_cost(record, settings.price)  # (no price: a cost of None, said so)
     if task.perturbation is not None:
         perturbation: JsonObject = {
             "name": task.perturbation,
@@ -218,6 +221,16 @@ def run_task_item(
         return record
     write_result(directory, rollout, redacted, fingerprint=settings.fingerprint(), secrets=secrets)
     return record
+
+
+def priced(settings: Settings) -> bool:
+    """Whether the run reports cost: a model with a price, a price file, or a model that
+    is not the offline scripted one (its cost is then said to be not known)."""
+    return (
+        settings.price is not None
+        or settings.prices_file is not None
+        or settings.model.provider != "scripted"
+    )
 
 
 def with_sample(record: TaskRecord, model: str, task: Task, reducer: str) -> TaskRecord:

@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from pytest_agentbench.artifacts.controls import invalid_reason, task_records
+from pytest_agentbench.artifacts.cost_totals import run_cost
 from pytest_agentbench.artifacts.ctrf import build_ctrf
 from pytest_agentbench.artifacts.jsonio import write_json_atomic
 from pytest_agentbench.artifacts.score_stats import score_stats
@@ -48,6 +49,7 @@ def write_run_reports(
             "coverage": dict(coverage) if coverage is not None else None,
             "fingerprint": settings.get("fingerprint"),
             "usage": run_usage(scored),
+            "cost": run_cost(scored),
             "stats": score_stats(scored, errors_as_failures=errors_as_failures),
             "invalid": invalid_reason(records),
         },

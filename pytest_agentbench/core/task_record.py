@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Literal, cast, get_args
 
 from pytest_agentbench import errors
+from pytest_agentbench.core.cost import CostRecord
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.record_parts import (
     ControlRecord,
@@ -230,6 +231,7 @@ OPTIONAL_FIELDS = (
     "epoch",
     "reducer",
     "control",
+    "cost",
 )
 _KNOWN = frozenset((*REQUIRED_FIELDS, *OPTIONAL_FIELDS, "failure", "schema_version"))
 
@@ -282,6 +284,9 @@ class TaskRecord:
     #: set on a control's record (artifacts/controls.py): which control, what it expected,
     #: whether it behaved; a control is never scored
     control: ControlRecord | None = None
+    #: what the task cost (core/cost.py), set when the run prices its model; its ``usd``
+    #: is None when the price or the usage is not known
+    cost: CostRecord | None = None
     extras: JsonObject = field(default_factory=dict)
     schema_version: int = TASK_RECORD_VERSION
 
@@ -337,6 +342,8 @@ class TaskRecord:
             data["reducer"] = self.reducer
         if self.control is not None:
             data["control"] = self.control.to_json()
+        if self.cost is not None:
+            data["cost"] = self.cost.to_json()
         data.update(self.extras)
         return data
 
@@ -364,6 +371,7 @@ class TaskRecord:
         rounds = obj.get("rounds")
         reruns = obj.get("reruns")
         control = obj.get("control")
+        cost = obj.get("cost")
         return cls(
             nodeid=read_str(obj, "nodeid", where),
             file=read_str(obj, "file", where),
@@ -413,6 +421,7 @@ class TaskRecord:
             control=None
             if control is None
             else ControlRecord.from_json(control, f"{where}.control"),
+            cost=None if cost is None else CostRecord.from_json(cost, f"{where}.cost"),
             extras={k: cast(JsonValue, v) for k, v in obj.items() if k not in _KNOWN},
             schema_version=version,
         )

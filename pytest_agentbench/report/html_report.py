@@ -27,6 +27,7 @@ from typing import IO, TypedDict
 from pytest_agentbench.artifacts.jsonio import write_text_atomic
 from pytest_agentbench.artifacts.rollout_files import redacted_json
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+from pytest_agentbench.core.task_record import REQUIRED_FIELDS
 from pytest_agentbench.report import html_svg
 from pytest_agentbench.report.html_data import (
     DETAIL_BUDGET,
@@ -54,7 +55,10 @@ DEFAULT_NAME = "report.html"
 MAX_LOOP_FIGURES = 60
 #: The page is written in pieces of about this many characters.
 #: The fields of a task record a comparison of models or runs reads.
-_COMPARED = ("suite", "task_id", "model", "outcome", "reward", "first_attempt_reward")
+#: The fields of a record the model scores and comparisons read: enough to read it back
+#: as a TaskRecord (the per-model outcomes and score statistics need one), without the
+#: long texts (message, trace) a page of thousands of tasks would hold twice.
+_COMPARED = (*REQUIRED_FIELDS, "schema_version", "failure", "epoch", "reducer", "control")
 
 
 class _Compared(TypedDict):
@@ -237,7 +241,7 @@ def _pictures(
 def _compared(run_dir: Path) -> list[Record]:
     """The fields of each record that comparisons of models or runs read."""
     records = SummaryStream(run_dir, SUMMARY_LIMIT).records()
-    return [{key: record.get(key) for key in _COMPARED} for record in records]
+    return [{key: record[key] for key in _COMPARED if key in record} for record in records]
 
 
 def _comparisons(
