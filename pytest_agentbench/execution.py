@@ -22,7 +22,7 @@ from pytest_agentbench.core.records import Rollout
 from pytest_agentbench.core.sampling import Sampling
 from pytest_agentbench.core.stream import EventSink, RolloutEvent, StreamEvent
 from pytest_agentbench.core.task_record import TaskRecord
-from pytest_agentbench.errors import ModelError, unexpected_cause
+from pytest_agentbench.errors import BudgetExhausted, ModelError, unexpected_cause
 from pytest_agentbench.report.controls import control_message
 from pytest_agentbench.report.evidence import collapse, cut, failure_reason
 from pytest_agentbench.run import RunState
@@ -162,6 +162,8 @@ def run_task_item(
         rollout = Rollout.harness_error(
             task.key, task.suite, task.id, model, str(exc), task.pass_threshold
         )
+        if isinstance(exc, BudgetExhausted):
+            rollout.failure_kind = "budget"
     except Exception as exc:  # a bug (ours, a plugin's, a library's): recorded, never lost
         cause = f"unexpected {unexpected_cause(exc)}"
         rollout = Rollout.harness_error(
@@ -215,6 +217,10 @@ def run_task_item(
     redacted: JsonObject = redact(data, secrets)  # ``data`` itself when no secret is in it
     if redacted is not data:  # a secret in a message: the record keeps it out too
         record = TaskRecord.from_json(redacted)
+    if rollout.failure_kind == "budget":
+        # not sent: the spending cap was reached. Not a result (no result.json), so the
+        # item reports the task as not run and --agentbench-resume sends it later
+        return record
     if rollout.outcome == "harness_error" and state.inflight.closing:
         # the run stopped under this rollout (its client closed): not a result, so no
         # result.json, and --agentbench-resume sends the task again

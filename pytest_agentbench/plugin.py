@@ -293,7 +293,10 @@ def pytest_runtest_makereport(
         return report
     record = getattr(item, "record", None)
     if report.skipped and record is None:  # skipped before it ran (an xfail task has one)
-        report.agentbench_skipped = True  # type: ignore[attr-defined]
+        if getattr(item, "not_run", None):  # stopped by the spending cap: not run
+            report.agentbench_not_run = item.not_run  # type: ignore[attr-defined]
+        else:
+            report.agentbench_skipped = True  # type: ignore[attr-defined]
         return report
     if record is None and call.excinfo is not None:
         from pytest_agentbench.collector import stand_in_record

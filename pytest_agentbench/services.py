@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from pytest_agentbench.model_fixture import _TestScript
     from pytest_agentbench.models.base import ModelClient
     from pytest_agentbench.models.breaker import CircuitBreaker
+    from pytest_agentbench.models.budget import BudgetLedger
     from pytest_agentbench.models.ratelimit import Limit, SharedLimit
     from pytest_agentbench.models.ratelimit_remote import LimitService
     from pytest_agentbench.runner.tools import Tool
@@ -54,6 +55,7 @@ class RunServices:
         self.breaker: CircuitBreaker | None = None
         self.limit: SharedLimit | None = None
         self.limit_service: LimitService | None = None
+        self.ledger: BudgetLedger | None = None
         self._client: ModelClient | None = None
         #: the clients of the run's other models, by name (several models in one run)
         self._clients: dict[str, ModelClient] = {}
@@ -194,7 +196,21 @@ class RunServices:
             if settings is self.settings:
                 self.breaker = breaker
             wrapped = BreakerClient(wrapped, breaker)
+        if settings.max_cost is not None and settings.price is not None:
+            from pytest_agentbench.models.budget import BudgetClient
+
+            wrapped = BudgetClient(wrapped, self.budget(), settings.price)
         return wrapped
+
+    def budget(self) -> BudgetLedger:
+        """The run's spending ledger (--agentbench-max-cost), one file in the folder the
+        controller shares with its workers (``marks``), opened once per process."""
+        if self.ledger is None:
+            from pytest_agentbench.models.budget import BudgetLedger
+
+            assert self.settings.max_cost is not None
+            self.ledger = BudgetLedger(self.marks() / "budget", self.settings.max_cost)
+        return self.ledger
 
     def prepare(
         self,

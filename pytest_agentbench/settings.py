@@ -350,7 +350,15 @@ def with_prices(settings: Settings, entries: list[ModelEntry], given: OptionRead
         return replace(one, price=price, prices_file=path, max_cost=max_cost)
 
     models = tuple(priced(one) for one in settings.models)
-    return replace(priced(settings), models=models)
+    settings = replace(priced(settings), models=models)
+    unpriced = [one.model_name for one in settings.lineup() if one.price is None]
+    if max_cost is not None and unpriced:
+        raise AgentbenchError(
+            f"--agentbench-max-cost needs the price of every model, and "
+            f"{', '.join(unpriced)} has none: give it in a price file (--agentbench-prices) "
+            "or the models list (price_in=, price_out=); see docs/cost.md"
+        )
+    return settings
 
 
 def with_models(
