@@ -22,6 +22,7 @@ from pytest_agentbench.core.records import Rollout
 from pytest_agentbench.core.sampling import Sampling
 from pytest_agentbench.core.stream import EventSink, RolloutEvent, StreamEvent
 from pytest_agentbench.core.task_record import TaskRecord
+from pytest_agentbench.core.usage import Usage, sum_usage
 from pytest_agentbench.errors import BudgetExhausted, ModelError, unexpected_cause
 from pytest_agentbench.report.controls import control_message
 from pytest_agentbench.report.evidence import collapse, cut, failure_reason
@@ -187,8 +188,16 @@ def run_task_item(
         sampling=task.sampling.public(),
     )
     record = with_sample(record, model, task, settings.reducer or task.reducer)
+    cached = sum(attempt.cached for attempt in rollout.attempts)
+    if cached:
+        record = replace(record, cached=cached)
     if control is None and priced(settings):
-        record = with_cost(record, settings.price)  # (no price: a cost of None, said so)
+        replayed = [a.cached_usage for a in rollout.attempts if a.cached_usage is not None]
+        record = with_cost(  # (no price: a cost of None, said so)
+            record,
+            settings.price,
+            cached_usage=Usage.from_json(sum_usage(replayed)) if replayed else None,
+        )
     if task.perturbation is not None:
         perturbation: JsonObject = {
             "name": task.perturbation,

@@ -342,6 +342,22 @@ def _add_cost(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
         "flight would pass USD; tasks not sent are reported as not run (reason budget) and "
         "--agentbench-resume finishes them later",
     )
+    group.addoption(
+        "--agentbench-cache",
+        metavar="DIR",
+        nargs="?",
+        const=".agentbench-cache",
+        help="answer a request identical to one already answered from its recorded reply, "
+        "not the provider (default folder .agentbench-cache); docs/cost.md",
+    )
+    group.addoption(
+        "--agentbench-cache-mode",
+        choices=("read-write", "read", "write", "refresh"),
+        help="read-write (default: replay hits, record misses), read (replay only), write "
+        "(send everything, record what is new), refresh (send everything, record over)",
+    )
+    parser.addini("agentbench_cache", "response cache folder (turns the cache on)")
+    parser.addini("agentbench_cache_mode", "read-write, read, write or refresh")
     parser.addini("agentbench_prices", "price file (TOML or JSON), see docs/cost.md")
     parser.addini("agentbench_max_cost", "spending cap of a run in USD")
 

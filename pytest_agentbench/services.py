@@ -129,6 +129,12 @@ class RunServices:
         )
         if client is None:
             raise pytest.UsageError(self._unclaimed(settings))
+        if settings.cache_dir is not None:
+            from pytest_agentbench.models.http import ProtocolClient
+            from pytest_agentbench.models.response_cache import ResponseCache
+
+            if isinstance(client, ProtocolClient):  # a plugin's client is never cached
+                client.cache = ResponseCache(settings.cache_dir, settings.cache_mode)  # type: ignore[arg-type]
         self._bare[settings.model_name] = client
         return client  # type: ignore[no-any-return]
 

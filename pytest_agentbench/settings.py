@@ -140,6 +140,9 @@ class Settings:
     price: Price | None = None
     prices_file: Path | None = None
     max_cost: float | None = None
+    #: The response cache's folder (--agentbench-cache) and mode; None: no cache.
+    cache_dir: Path | None = None
+    cache_mode: str = "read-write"
 
     @property
     def model_name(self) -> str:
@@ -223,6 +226,8 @@ class Settings:
             "reducer": self.reducer,
             "prices_file": str(self.prices_file) if self.prices_file else None,
             "max_cost": self.max_cost,
+            "cache": str(self.cache_dir) if self.cache_dir else None,
+            "cache_mode": self.cache_mode if self.cache_dir else None,
         }
 
 
@@ -332,8 +337,12 @@ def with_prices(settings: Settings, entries: list[ModelEntry], given: OptionRead
     list keys, the user's ``agentbench_prices`` file, the shipped table) and the
     ``--agentbench-max-cost`` cap."""
     from pytest_agentbench.models.prices import load_price_file, resolve_price
+    from pytest_agentbench.models.response_cache import CACHE_MODES
 
     prices, cap = given("prices"), given("max_cost")
+    cache, mode = given("cache"), given("cache_mode")
+    cache_dir = Path(str(cache)) if cache else None
+    cache_mode = choice("agentbench cache mode", mode, CACHE_MODES) or "read-write"
     path = Path(str(prices)) if prices else None
     user = load_price_file(path) if path is not None else {}
     max_cost = number("agentbench max cost", cap, float, 0.0) if cap is not None else None
@@ -347,7 +356,14 @@ def with_prices(settings: Settings, entries: list[ModelEntry], given: OptionRead
             user=user,
             listed=listed.get(one.model_name),
         )
-        return replace(one, price=price, prices_file=path, max_cost=max_cost)
+        return replace(
+            one,
+            price=price,
+            prices_file=path,
+            max_cost=max_cost,
+            cache_dir=cache_dir,
+            cache_mode=cache_mode,
+        )
 
     models = tuple(priced(one) for one in settings.models)
     settings = replace(priced(settings), models=models)

@@ -95,3 +95,22 @@ def run_cost(records: Iterable[TaskRecord]) -> JsonObject | None:
         "per_solved_usd": per_solved,
         "saved_usd": _sum(saved),
     }
+
+
+def cache_totals(records: Iterable[TaskRecord]) -> JsonObject | None:
+    """What the response cache did for ``records``: ``hits`` (model calls replayed, not
+    sent), ``tasks`` (records with a hit) and ``saved_usd`` (what the hits would have
+    cost, None when no price is known); None when nothing was replayed."""
+    hits = tasks = 0
+    saved: list[float] = []
+    for record in records:
+        if not record.cached:
+            continue
+        hits += record.cached
+        tasks += 1
+        cost = record.cost
+        if cost is not None and cost.saved_usd is not None:
+            saved.append(cost.saved_usd)
+    if not hits:
+        return None
+    return {"hits": hits, "tasks": tasks, "saved_usd": _sum(saved)}

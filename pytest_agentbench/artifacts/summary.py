@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from pytest_agentbench.artifacts.controls import controls_summary, invalid_reason, task_records
-from pytest_agentbench.artifacts.cost_totals import run_cost
+from pytest_agentbench.artifacts.cost_totals import cache_totals, run_cost
 from pytest_agentbench.artifacts.jsonio import Streamed
 from pytest_agentbench.artifacts.lineup import model_comparisons, reduced_score, task_samples
 from pytest_agentbench.artifacts.score_stats import (
@@ -182,6 +182,7 @@ def build_summary(
             "incomplete": sum(1 for r in records if r.incomplete),
             "usage": run_usage(records),
             "cost": run_cost(records),
+            "cache": cache_totals(records),
             "stats": score_stats(records, errors_as_failures=errors_as_failures),
             "repair_curve": repair_curve(records, errors_as_failures=errors_as_failures),
         },

@@ -234,6 +234,7 @@ OPTIONAL_FIELDS = (
     "reducer",
     "control",
     "cost",
+    "cached",
 )
 _KNOWN = frozenset((*REQUIRED_FIELDS, *OPTIONAL_FIELDS, "failure", "schema_version"))
 
@@ -289,6 +290,8 @@ class TaskRecord:
     #: what the task cost (core/cost.py), set when the run prices its model; its ``usd``
     #: is None when the price or the usage is not known
     cost: CostRecord | None = None
+    #: how many of its model calls were replayed from the response cache (not sent)
+    cached: int | None = None
     extras: JsonObject = field(default_factory=dict)
     schema_version: int = TASK_RECORD_VERSION
 
@@ -346,6 +349,8 @@ class TaskRecord:
             data["control"] = self.control.to_json()
         if self.cost is not None:
             data["cost"] = self.cost.to_json()
+        if self.cached is not None:
+            data["cached"] = self.cached
         data.update(self.extras)
         return data
 
@@ -424,6 +429,7 @@ class TaskRecord:
             if control is None
             else ControlRecord.from_json(control, f"{where}.control"),
             cost=None if cost is None else CostRecord.from_json(cost, f"{where}.cost"),
+            cached=maybe_int(obj, "cached", where),
             extras={k: cast(JsonValue, v) for k, v in obj.items() if k not in _KNOWN},
             schema_version=version,
         )

@@ -3,6 +3,7 @@ messages, URLs (the deadline watchdog is in models/deadline.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import json
 import ssl
@@ -24,6 +25,7 @@ from pytest_agentbench.errors import (
     TransportError,
 )
 from pytest_agentbench.models.base import (
+    REQUEST_EPOCH,
     FinishReason,
     Generation,
     ModelRequest,
@@ -33,6 +35,7 @@ from pytest_agentbench.models.base import (
 )
 from pytest_agentbench.models.deadline import Watchdog
 from pytest_agentbench.models.overflow import context_overflow, error_object, overflow_error
+from pytest_agentbench.models.response_cache import Recorded, ResponseCache, Tee, request_key
 from pytest_agentbench.models.sse import SSEParser, StringSlot, parse_json
 from pytest_agentbench.urls import public_url
 
@@ -241,6 +244,8 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
     ``_read_events``."""
 
     endpoint: str
+    #: The response cache (models/response_cache.py), when the run has one.
+    cache: ResponseCache | None = None
 
     def _connect(
         self, spec: ModelSpec, endpoint: str, headers: Mapping[str, str], trust_env: bool
@@ -431,14 +436,31 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         watchdog = Watchdog(deadline)
         emit = on_event or ignore_events
         streamed = request.stream
+        headers = self.request_headers(request)
+        cache, key, hit, tee = self.cache, "", None, None
+        if cache is not None:
+            key = request_key(
+                protocol=type(self).__name__,
+                endpoint=self.public_endpoint,
+                body=body,
+                headers={**self._headers, **headers},
+                epoch=request.metadata.get(REQUEST_EPOCH),
+            )
+            hit = cache.read(key)
         try:
-            with self._http.stream(
-                "POST",
-                self._url,
-                content=content,
-                headers=self.request_headers(request),
-                timeout=self._timeouts(deadline),
+            with (
+                contextlib.nullcontext(hit.response(self._url))
+                if hit is not None
+                else self._http.stream(
+                    "POST",
+                    self._url,
+                    content=content,
+                    headers=headers,
+                    timeout=self._timeouts(deadline),
+                )
             ) as response:
+                if cache is not None and hit is None and cache.writes:
+                    response.stream = tee = Tee(response.stream)  # type: ignore[arg-type]
                 received.status = response.status_code
                 if response.status_code >= 400:
                     raise self._status_error(response)
@@ -457,6 +479,18 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         finally:
             watchdog.finish()
         generation = self._generation(received, body, started)
+        if hit is not None:
+            reply = generation.exchange["response"]
+            if isinstance(reply, dict):
+                reply["cached"] = True  # replayed from the response cache: nothing was sent
+        elif cache is not None and tee is not None and received.status is not None:
+            recorded = Recorded(
+                received.status,
+                response.headers.get("content-type", ""),
+                response.headers.get("content-encoding", ""),
+                b"".join(tee.chunks),
+            )
+            cache.write(key, recorded, model=self.spec.label, endpoint=self.public_endpoint)
         if streamed != request.stream:
             # the server chose: one JSON body for a streamed request, or a stream for a
             # non-streamed one; both are valid answers, read as what they are

@@ -11,7 +11,7 @@ from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.task_record import RunSummary
 from pytest_agentbench.report.controls import control_lines
 from pytest_agentbench.report.evidence import failure_reason
-from pytest_agentbench.report.terminal import cost_text, task_label, tokens_text
+from pytest_agentbench.report.terminal import cache_text, cost_text, task_label, tokens_text
 
 MAX_FAILURES = 20
 
@@ -168,6 +168,9 @@ def markdown_summary(run: RunSummary, *, run_dir: str) -> str:
     cost = totals.get("cost")
     if isinstance(cost, dict):
         lines += [f"Cost: {cost_text(cost)}", ""]
+    cache = totals.get("cache")
+    if isinstance(cache, dict):
+        lines += [f"{cache_text(cache)[:1].upper()}{cache_text(cache)[1:]}", ""]
     priced = any(isinstance(row.get("cost"), dict) for row in _objects(run.scores))
     lines += stats_lines(totals)
     lines.append(

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_agentbench.artifacts.controls import task_records
-from pytest_agentbench.artifacts.cost_totals import run_cost
+from pytest_agentbench.artifacts.cost_totals import cache_totals, run_cost
 from pytest_agentbench.artifacts.score_stats import interval_text, score_estimate
 from pytest_agentbench.artifacts.summary import classify, score
 from pytest_agentbench.artifacts.usage_totals import run_usage, whole_input
@@ -81,6 +81,15 @@ def cost_text(cost: Mapping[str, JsonValue]) -> str:
     if unknown:
         text += f" (not known for {unknown} of {cost.get('tasks')} task(s): no price or no usage)"
     return text
+
+
+def cache_text(cache: Mapping[str, JsonValue]) -> str:
+    """``cache: 12 model call(s) of 6 task(s) replayed, not sent ($0.0420 saved)``."""
+    saved = _usd(cache.get("saved_usd"))
+    return (
+        f"cache: {cache.get('hits')} model call(s) of {cache.get('tasks')} task(s) replayed, "
+        "not sent" + (f" ({money(saved)} saved)" if saved is not None else "")
+    )
 
 
 def _usd(value: JsonValue | None) -> float | None:
@@ -175,6 +184,9 @@ def summary_lines(
     if cost is not None:
         lines.append(f"cost {cost_text(cost)}")
         lines += group_cost_lines(records)
+    cache = cache_totals(records)
+    if cache is not None:
+        lines.append(cache_text(cache))
 
     failures = shown_failures(records)
     for record in failures[:MAX_FAILURE_LINES]:
