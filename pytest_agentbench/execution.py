@@ -7,6 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TypedDict
 
+import pytest
+
 from pytest_agentbench.artifacts.controls import control_fields
 from pytest_agentbench.artifacts.cost_totals import with_cost
 from pytest_agentbench.artifacts.paths import control_dir, task_dir
@@ -308,3 +310,22 @@ def resumable_record(settings: Settings, directory: Path, nodeid: str) -> TaskRe
     if settings.retry_errors and record.outcome == "harness_error":
         return None
     return replace(record, resumed=True)
+
+
+def dry_run(session: pytest.Session, state: RunState) -> None:
+    """Print the forecast of the selected tasks (runner/forecast.py), each with its
+    model's price and max_tokens; nothing is sent, nothing is written."""
+    from pytest_agentbench.runner.forecast import forecast, forecast_lines
+
+    planned = []
+    for item in session.items:
+        task = getattr(item, "task", None)
+        if not isinstance(task, Task) or task.control is not None:
+            continue
+        settings = state.settings.for_model(task.model)
+        task = with_overrides(task, settings)
+        planned.append((task, settings.price, settings.max_tokens or task.max_tokens))
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    for line in forecast_lines(forecast(planned)):
+        if reporter is not None:
+            reporter.write_line(line)

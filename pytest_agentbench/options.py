@@ -356,6 +356,13 @@ def _add_cost(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
         help="read-write (default: replay hits, record misses), read (replay only), write "
         "(send everything, record what is new), refresh (send everything, record over)",
     )
+    group.addoption(
+        "--agentbench-dry-run",
+        action="store_true",
+        help="send nothing: print per suite x model the requests the run would send, its "
+        "prompt tokens (estimated) and its cost from every task right first time to every "
+        "repair used at max_tokens",
+    )
     parser.addini("agentbench_cache", "response cache folder (turns the cache on)")
     parser.addini("agentbench_cache_mode", "read-write, read, write or refresh")
     parser.addini("agentbench_prices", "price file (TOML or JSON), see docs/cost.md")

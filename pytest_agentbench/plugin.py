@@ -239,6 +239,18 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
+    """``--agentbench-dry-run``: the forecast instead of the run; nothing is sent."""
+    state = session.config.stash.get(STATE_KEY, None)
+    if state is None or not state.settings.dry_run:
+        return None
+    from pytest_agentbench.execution import dry_run
+
+    dry_run(session, state)
+    return True
+
+
 @pytest.fixture
 def agentbench_model(request: pytest.FixtureRequest) -> BenchModel:
     """The run's model for an ordinary test: ``agentbench_model.generate(prompt)`` (see

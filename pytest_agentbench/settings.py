@@ -143,6 +143,8 @@ class Settings:
     #: The response cache's folder (--agentbench-cache) and mode; None: no cache.
     cache_dir: Path | None = None
     cache_mode: str = "read-write"
+    #: --agentbench-dry-run: forecast the run, send nothing
+    dry_run: bool = False
 
     @property
     def model_name(self) -> str:
@@ -329,6 +331,7 @@ def resolve_settings(option: OptionReader, ini: OptionReader, env: Mapping[str, 
         seed=int_option(option, ini, "agentbench_seed", 0, 0, MAX_OPTION_NUMBER),
         html=Path(str(html)) if html else None,
     )
+    settings = replace(settings, dry_run=bool(option("agentbench_dry_run")))
     return with_prices(with_models(settings, entries, option, ini, env), entries, given)
 
 
