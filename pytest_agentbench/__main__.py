@@ -48,7 +48,18 @@ def main(argv: list[str] | None = None) -> int:
     cache.add_argument(
         "--max-size-mb", type=float, help="then remove the oldest until the folder fits"
     )
+    rescore = commands.add_parser(
+        "rescore",
+        help="run the current verifiers on a finished run's saved answers, into a new run "
+        "folder (the model is not asked again)",
+    )
+    rescore.add_argument("run", type=Path, help="run folder (agentbench-results/<id>)")
+    rescore.add_argument(
+        "--out", type=Path, default=None, help="the new run folder (default RUN-rescored)"
+    )
     args = parser.parse_args(argv)
+    if args.command == "rescore":
+        return _rescore(args.run, args.out)
     if args.command == "cache":
         return _cache(args.folder, args.max_age_days, args.max_size_mb)
     if args.command == "report":
@@ -85,6 +96,24 @@ def _report(run_dir: Path, html: Path | None, baseline: Path | None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {path}")
+    return 0
+
+
+def _rescore(run_dir: Path, out: Path | None) -> int:
+    from pytest_agentbench.runner.rescore import rescore_run
+
+    try:
+        target, summary = rescore_run(run_dir, out, tool_version=__version__)
+    except (AgentbenchError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    section = summary.sections.get("rescored")
+    changed = section.get("changed") if isinstance(section, dict) else None
+    score = summary.totals.get("score")
+    print(
+        f"rescored {len(summary.tasks)} task(s) of {run_dir}: {changed} changed, score "
+        f"{round(score, 3) if isinstance(score, float) else score} -> {target}"
+    )
     return 0
 
 
