@@ -34,14 +34,21 @@ def _summary(pytester: pytest.Pytester) -> dict[str, object]:
     return data
 
 
-@pytest.mark.parametrize("concurrency", ["1", "4"])
+@pytest.mark.parametrize(
+    "concurrency",
+    ["1", "4", pytest.param("xdist", marks=pytest.mark.slow)],
+)
 def test_a_budget_stop_leaves_valid_partial_reports_and_resume_finishes(
     pytester: pytest.Pytester, concurrency: str
 ) -> None:
+    """Serial, four rollouts in flight, and two xdist workers sharing one ledger."""
     pytester.makefile(".toml", bench_b=SUITE)
     pytester.makefile(".toml", prices=PRICES)
     args = ["--agentbench", "-p", "no:cacheprovider", "--agentbench-prices", "prices.toml"]
-    args += ["--agentbench-concurrency", concurrency]
+    if concurrency == "xdist":
+        args += ["-n", "2", "--agentbench-concurrency", "2"]
+    else:
+        args += ["--agentbench-concurrency", concurrency]
     result = pytester.runpytest(*args, "--agentbench-max-cost", "0.035")
     assert result.ret == BUDGET_EXIT
     # three requests fit under $0.035 ($0.01 each, reserved before sending); the rest
