@@ -9,10 +9,10 @@ import threading
 from pathlib import Path
 
 import pytest
+from pytest_agentbench.session.finish import BUDGET_EXIT
 
 from pytest_agentbench import schemas
 from pytest_agentbench.core.cost import Price
-from pytest_agentbench.finish import BUDGET_EXIT
 from pytest_agentbench.models.base import ModelRequest
 from pytest_agentbench.models.budget import BudgetLedger, estimated_prompt_tokens, worst_case
 

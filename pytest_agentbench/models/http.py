@@ -16,6 +16,7 @@ import httpx
 
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.stream import EventSink, StreamEvent
+from pytest_agentbench.core.urls import public_url
 from pytest_agentbench.errors import (
     RATE_LIMIT_STATUSES,
     ModelError,
@@ -37,7 +38,6 @@ from pytest_agentbench.models.deadline import Watchdog
 from pytest_agentbench.models.overflow import context_overflow, error_object, overflow_error
 from pytest_agentbench.models.response_cache import Recorded, ResponseCache, Tee, request_key
 from pytest_agentbench.models.sse import SSEParser, StringSlot, parse_json
-from pytest_agentbench.urls import public_url
 
 CONNECT_TIMEOUT_S = 10.0
 ERROR_BODY_LIMIT = 65536

@@ -29,7 +29,7 @@ from pytest_agentbench.artifacts.jsonio import write_json_atomic
 from pytest_agentbench.artifacts.record import verdict_record
 from pytest_agentbench.artifacts.reports import write_run_reports
 from pytest_agentbench.artifacts.rollout_files import read_result
-from pytest_agentbench.artifacts.summary import load_summary
+from pytest_agentbench.artifacts.summary import RunFacts, load_summary
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.record_parts import Round
 from pytest_agentbench.core.task_record import RunSummary, TaskRecord
@@ -207,9 +207,7 @@ def rescore_run(run_dir: Path, out: Path | None, *, tool_version: str) -> tuple[
         "changed": changed,
         "kept": dict[str, JsonValue](kept),
     }
-    written = write_run_reports(
-        target,
-        records,
+    facts = RunFacts(
         run_id=f"{summary.run_id}-rescored",
         settings=settings if isinstance(settings, Mapping) else {},
         tool_version=tool_version,
@@ -220,4 +218,5 @@ def rescore_run(run_dir: Path, out: Path | None, *, tool_version: str) -> tuple[
         coverage=coverage if isinstance(coverage, Mapping) else None,
         sections={"rescored": section},
     )
+    written = write_run_reports(target, records, facts)
     return target, written
