@@ -133,14 +133,21 @@ class RunServices:
         )
         if client is None:
             raise pytest.UsageError(self._unclaimed(settings))
-        if settings.cache_dir is not None:
-            from pytest_agentbench.models.http import ProtocolClient
-            from pytest_agentbench.models.response_cache import ResponseCache
-
-            if isinstance(client, ProtocolClient):  # a plugin's client is never cached
-                client.cache = ResponseCache(settings.cache_dir, settings.cache_mode)  # type: ignore[arg-type]
+        self._cached(client, settings)
         self._bare[settings.model_name] = client
         return client  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _cached(client: ModelClient, settings: Settings) -> None:
+        """Give ``client`` the run's response cache (--agentbench-cache): built-in protocol
+        clients only; a plugin's client is never cached."""
+        if settings.cache_dir is None:
+            return
+        from pytest_agentbench.models.http import ProtocolClient
+        from pytest_agentbench.models.response_cache import ResponseCache
+
+        if isinstance(client, ProtocolClient):
+            client.cache = ResponseCache(settings.cache_dir, settings.cache_mode)  # type: ignore[arg-type]
 
     def control_client(self) -> ModelClient:
         """The scripted client that plays controls (suites/controls.py): the run's own
@@ -308,6 +315,8 @@ class RunServices:
             if key not in self._protocol_clients:
                 bare = self._bare.get(settings.model_name)
                 made = sibling(bare, protocol) if bare is not None else None
+                if made is not None and made is not bare:
+                    self._cached(made, settings)
                 if made is bare and made is not None:
                     self._protocol_clients[key] = own
                 else:
