@@ -78,7 +78,12 @@ def test_the_forecast_sends_nothing_and_its_range_holds_the_real_cost(
 
 
 def test_a_model_without_a_price_has_no_cost_range(pytester: pytest.Pytester) -> None:
+    """With -n too: the forecast reads the tasks in one process (no workers start)."""
     pytester.makefile(".toml", bench_d=_suite())
-    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider", "--agentbench-dry-run")
-    assert "cost not known (no price: docs/cost.md)" in result.stdout.str()
+    result = pytester.runpytest(
+        "--agentbench", "-p", "no:cacheprovider", "--agentbench-dry-run", "-n", "2"
+    )
+    out = result.stdout.str()
+    assert "cost not known (no price: docs/cost.md)" in out
+    assert "whole run: 3 task(s) · requests 3 to 9 · cost not known" in out
     assert not (pytester.path / "agentbench-results").exists()

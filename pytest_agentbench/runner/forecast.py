@@ -136,8 +136,8 @@ def forecast_lines(groups: list[Forecast]) -> list[str]:
     low = math.fsum(g.low_usd or 0.0 for g in known)
     high = math.fsum(g.high_usd or 0.0 for g in known)
     unknown = len(groups) - len(known)
-    total = f"cost {range_text(low, high)}"
-    if unknown:
+    total = f"cost {range_text(low, high)}" if known else "cost not known"
+    if unknown and known:
         total += f" (not known for {unknown} group(s))"
     lines.append(
         f"whole run: {sum(g.tasks for g in groups)} task(s) · requests "
