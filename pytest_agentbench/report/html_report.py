@@ -27,7 +27,6 @@ from typing import IO, TypedDict
 from pytest_agentbench.artifacts.jsonio import write_text_atomic
 from pytest_agentbench.artifacts.rollout_files import redacted_json
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
-from pytest_agentbench.core.task_record import REQUIRED_FIELDS
 from pytest_agentbench.report import html_svg
 from pytest_agentbench.report.html_data import (
     DETAIL_BUDGET,
@@ -35,6 +34,7 @@ from pytest_agentbench.report.html_data import (
     Record,
     Side,
     comparisons,
+    is_control,
     mapping,
     model_scores,
     row,
@@ -55,10 +55,7 @@ DEFAULT_NAME = "report.html"
 MAX_LOOP_FIGURES = 60
 #: The page is written in pieces of about this many characters.
 #: The fields of a task record a comparison of models or runs reads.
-#: The fields of a record the model scores and comparisons read: enough to read it back
-#: as a TaskRecord (the per-model outcomes and score statistics need one), without the
-#: long texts (message, trace) a page of thousands of tasks would hold twice.
-_COMPARED = (*REQUIRED_FIELDS, "schema_version", "failure", "epoch", "reducer", "control")
+_COMPARED = ("suite", "task_id", "model", "outcome", "reward", "first_attempt_reward")
 
 
 class _Compared(TypedDict):
@@ -94,17 +91,18 @@ class _Tasks:
     def add(self, record: Record, run_dir: Path, secrets: Sequence[str]) -> None:
         index = self.count
         self.count += 1
-        self.models.setdefault(str(record.get("model")), None)
         self.suites.add(str(record.get("suite")))
         kind, reward = severity(record)
         self.classes.append(kind)
         self.rewards.append(reward)
-        total = mapping(record.get("usage")).get("total")
-        if isinstance(total, int):
-            self.tokens.append(float(total))
-        duration = record.get("duration_ms")
-        if isinstance(duration, int) and record.get("outcome") != "harness_error":
-            self.walls.append(float(duration) / 1000)
+        if not is_control(record):  # a control is no model's, and no task's tokens or time
+            self.models.setdefault(str(record.get("model")), None)
+            total = mapping(record.get("usage")).get("total")
+            if isinstance(total, int):
+                self.tokens.append(float(total))
+            duration = record.get("duration_ms")
+            if isinstance(duration, int) and record.get("outcome") != "harness_error":
+                self.walls.append(float(duration) / 1000)
         values = redacted_json(row(record), secrets)[0]
         self.rows.write(json.dumps(values, ensure_ascii=False).encode("utf-8") + b"\n")
         heapq.heappush(self.first, ((-kind, -reward, -index), values))
@@ -239,9 +237,12 @@ def _pictures(
 
 
 def _compared(run_dir: Path) -> list[Record]:
-    """The fields of each record that comparisons of models or runs read."""
+    """The fields of each record that comparisons of models or runs read; controls are
+    left out (no model played them, and they are never scored)."""
     records = SummaryStream(run_dir, SUMMARY_LIMIT).records()
-    return [{key: record[key] for key in _COMPARED if key in record} for record in records]
+    return [
+        {key: record.get(key) for key in _COMPARED} for record in records if not is_control(record)
+    ]
 
 
 def _comparisons(
