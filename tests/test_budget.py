@@ -9,12 +9,13 @@ import threading
 from pathlib import Path
 
 import pytest
-from pytest_agentbench.session.finish import BUDGET_EXIT
 
 from pytest_agentbench import schemas
 from pytest_agentbench.core.cost import Price
 from pytest_agentbench.models.base import ModelRequest
 from pytest_agentbench.models.budget import BudgetLedger, estimated_prompt_tokens, worst_case
+from pytest_agentbench.scripted.server import ScriptedServer
+from pytest_agentbench.session.finish import BUDGET_EXIT
 
 # Each reply declares 10 output tokens; at $1000 per million output tokens and nothing
 # for input, a request costs $0.01 and its worst case (max_tokens = 10) is $0.01 too.
@@ -131,3 +132,35 @@ def test_the_worst_case_of_a_request() -> None:
     price = Price(input=1.0, output=10.0, cache_read=0.1, cache_write=1.25)
     # the prompt at the dearest prompt price (a cache write), the output at max_tokens
     assert worst_case(request, price) == pytest.approx((tokens * 1.25 + 100 * 10.0) / 1e6)
+
+
+def test_a_reply_in_the_response_cache_is_replayed_even_when_the_cap_is_reached(
+    pytester: pytest.Pytester,
+) -> None:
+    """A request the cache answers sends nothing: it needs no reservation and costs
+    nothing, so it runs even after the cap stopped the live requests. (One scripted
+    server for both runs: its address is part of the cache key.)"""
+    server = ScriptedServer()
+    url = server.start()
+    pytester.makefile(".toml", bench_b=SUITE)
+    pytester.makefile(".toml", prices=PRICES)
+    args = ["--agentbench", "-p", "no:cacheprovider", "--agentbench-prices", "prices.toml"]
+    args += ["--agentbench-concurrency", "1", "--agentbench-cache", "cache"]
+    args += ["--agentbench-base-url", url]
+    try:
+        pytester.runpytest(*args, "-k", "t3 or t4").assert_outcomes(passed=2)  # recorded
+        # $0.015: t0 is sent ($0.01); t1 could pass the cap, so the ledger stops; t2 is
+        # not sent either; t3 and t4 are answered from the cache
+        result = pytester.runpytest(*args, "--agentbench-max-cost", "0.015")
+    finally:
+        server.stop()
+    result.assert_outcomes(passed=3, skipped=2)
+    summary = _summary(pytester)
+    assert {r["task_id"] for r in summary["tasks"]} == {"t0", "t3", "t4"}  # type: ignore[index, union-attr]
+    budget = summary["budget"]
+    assert budget == {
+        "max_usd": 0.015,
+        "spent_usd": pytest.approx(0.01),
+        "stopped": True,
+        "not_run": 2,
+    }

@@ -24,7 +24,7 @@ import json
 import math
 import os
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pytest_agentbench.core.cost import Price, money, usage_cost
@@ -126,13 +126,29 @@ class BudgetClient:
     """A client that sends a request only when the ledger grants its worst case, and
     charges it what it cost (module docstring)."""
 
-    def __init__(self, inner: ModelClient, ledger: BudgetLedger, price: Price) -> None:
+    def __init__(
+        self,
+        inner: ModelClient,
+        ledger: BudgetLedger,
+        price: Price,
+        replays: Callable[[ModelRequest], bool] | None = None,
+    ) -> None:
         self.inner = inner
         self.spec = inner.spec
         self.ledger = ledger
         self.price = price
+        self.replays = replays
 
     def generate(self, request: ModelRequest, on_event: EventSink | None = None) -> Generation:
+        if self.replays is not None and self.replays(request):
+            # the response cache holds its reply: nothing is sent, nothing reserved (an
+            # entry that turns out unreadable is sent after all, and charged)
+            generation = self.inner.generate(request, on_event)
+            reply = generation.exchange.get("response")
+            if not (isinstance(reply, dict) and reply.get("cached") is True):
+                known = usage_cost(generation.usage, self.price)
+                self.ledger.settle(0.0, worst_case(request, self.price) if known is None else known)
+            return generation
         worst = worst_case(request, self.price)
         if not self.ledger.reserve(worst):
             spent, _, _ = self.ledger.state()
@@ -152,7 +168,8 @@ class BudgetClient:
         else:
             known = usage_cost(generation.usage, self.price)
             cost = worst if known is None else known
-            if generation.exchange.get("cached") is True:
+            reply = generation.exchange.get("response")
+            if isinstance(reply, dict) and reply.get("cached") is True:
                 cost = 0.0  # replayed from the response cache: nothing was sent
             return generation
         finally:

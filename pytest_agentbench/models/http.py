@@ -443,6 +443,30 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
     def _timeouts(self, deadline: float | None) -> httpx.Timeout:
         return timeout_for(deadline)
 
+    def _cache_key(
+        self, request: ModelRequest, body: JsonObject, headers: Mapping[str, str]
+    ) -> str:
+        return request_key(
+            protocol=type(self).__name__,
+            endpoint=self.public_endpoint,
+            body=body,
+            headers={**self._headers, **headers},
+            epoch=request.metadata.get(REQUEST_EPOCH),
+        )
+
+    def replays(self, request: ModelRequest) -> bool:
+        """Whether the response cache holds the reply to ``request``, so it would be
+        replayed, not sent (the spending cap reserves nothing for it)."""
+        cache = self.cache
+        if cache is None or not cache.reads:
+            return False
+        relay = request.relay
+        body = self.build_body(request) if relay is None else self.relay_body(relay.body)
+        headers = self.request_headers(request)
+        if relay is not None:
+            headers = {**relay.headers, **headers}
+        return cache.path(self._cache_key(request, body, headers)).is_file()
+
     def generate(self, request: ModelRequest, on_event: EventSink | None = None) -> Generation:
         """One request, no retries (RetryingClient adds them). The reply is read as what
         the server sent, whatever was asked: an SSE stream (``text/event-stream``) as a
@@ -461,13 +485,7 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
             headers = {**relay.headers, **headers}
         cache, key, hit, tee = self.cache, "", None, None
         if cache is not None:
-            key = request_key(
-                protocol=type(self).__name__,
-                endpoint=self.public_endpoint,
-                body=body,
-                headers={**self._headers, **headers},
-                epoch=request.metadata.get(REQUEST_EPOCH),
-            )
+            key = self._cache_key(request, body, headers)
             hit = cache.read(key)
         try:
             with (

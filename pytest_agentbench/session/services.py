@@ -185,6 +185,7 @@ class RunServices:
 
     def _reliable(self, client: ModelClient, settings: Settings) -> ModelClient:
         """Retries inside, the circuit breaker outside: a retried failure counts once."""
+        bare = client
         from pytest_agentbench.models.breaker import BreakerClient
         from pytest_agentbench.models.retry import RetryingClient, RetryPolicy
 
@@ -216,7 +217,8 @@ class RunServices:
         if settings.max_cost is not None and settings.price is not None:
             from pytest_agentbench.models.budget import BudgetClient
 
-            wrapped = BudgetClient(wrapped, self.budget(), settings.price)
+            replays = getattr(bare, "replays", None)
+            wrapped = BudgetClient(wrapped, self.budget(), settings.price, replays)
         return wrapped
 
     def budget(self) -> BudgetLedger:
