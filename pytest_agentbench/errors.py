@@ -8,6 +8,7 @@
      │    │    └── ContextOverflow the conversation does not fit the model's context
      │    ├── TransportError the connection failed or the stream broke
      │    ├── CircuitOpen    not sent: the same permanent error kept coming back
+     │    ├── BudgetExhausted not sent: it could pass the run's --agentbench-max-cost
      │    └── ModelTimeout   the request ran past its deadline
      ├── SandboxError        the sandbox could not run something
      └── VerifierError       a verifier could not reach a verdict (bad config, crash)
@@ -120,6 +121,12 @@ class ModelTimeout(ModelError):
 class CircuitOpen(ModelError):
     """A request was not sent: the circuit breaker opened after identical permanent
     errors in a row (a bad key, an unknown model); the message names the first of them."""
+
+
+class BudgetExhausted(ModelError):
+    """A request was not sent: the run's spend plus the worst case of the requests in
+    flight and of this one could pass ``--agentbench-max-cost``. Its task is reported as
+    not run (reason budget), never as a failure."""
 
 
 def unexpected_cause(exc: BaseException) -> str:

@@ -38,6 +38,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not config.getoption("agentbench"):
         return
+    if config.getoption("agentbench_dry_run") and config.getoption("dist", "no") != "no":
+        # the forecast reads the collected tasks in this process, and sends nothing: no
+        # workers (xdist's own configure, trylast, then registers none)
+        config.option.dist, config.option.numprocesses = "no", None
     import atexit
     import gc
 

@@ -131,6 +131,8 @@ def kind(block: Block) -> str:
             return "suite"
         if "default" in value or "scripts" in value:
             return "script"
+        if isinstance(value.get("models"), dict):
+            return "prices"
         if "model" in value:
             return "request"
         return "unknown"

@@ -58,6 +58,10 @@ class Attempt:
     loop: JsonObject | None = None
     turns: int | None = None
     tool_calls: list[JsonObject] | None = None
+    #: model calls replayed from the response cache (not sent, not paid for) and their
+    #: summed usage (None when none was)
+    cached: int = 0
+    cached_usage: JsonObject | None = None
 
 
 @dataclass

@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Literal, cast, get_args
 
 from pytest_agentbench import errors
+from pytest_agentbench.core.cost import CostRecord
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.record_parts import (
     ControlRecord,
@@ -55,6 +56,7 @@ FailureKind = Literal[
     "provider_error",
     "transport_error",
     "circuit_open",
+    "budget",
     "model_timeout",
     "model_error",
     "loop_killed",
@@ -76,6 +78,7 @@ _MODEL_KINDS: tuple[tuple[type[BaseException], FailureKind], ...] = (
     (errors.ProviderError, "provider_error"),
     (errors.TransportError, "transport_error"),
     (errors.CircuitOpen, "circuit_open"),
+    (errors.BudgetExhausted, "budget"),
     (errors.ModelTimeout, "model_timeout"),
     (errors.ModelError, "model_error"),
     (errors.SandboxError, "sandbox_error"),
@@ -230,6 +233,8 @@ OPTIONAL_FIELDS = (
     "epoch",
     "reducer",
     "control",
+    "cost",
+    "cached",
 )
 _KNOWN = frozenset((*REQUIRED_FIELDS, *OPTIONAL_FIELDS, "failure", "schema_version"))
 
@@ -282,6 +287,11 @@ class TaskRecord:
     #: set on a control's record (artifacts/controls.py): which control, what it expected,
     #: whether it behaved; a control is never scored
     control: ControlRecord | None = None
+    #: what the task cost (core/cost.py), set when the run prices its model; its ``usd``
+    #: is None when the price or the usage is not known
+    cost: CostRecord | None = None
+    #: how many of its model calls were replayed from the response cache (not sent)
+    cached: int | None = None
     extras: JsonObject = field(default_factory=dict)
     schema_version: int = TASK_RECORD_VERSION
 
@@ -337,6 +347,10 @@ class TaskRecord:
             data["reducer"] = self.reducer
         if self.control is not None:
             data["control"] = self.control.to_json()
+        if self.cost is not None:
+            data["cost"] = self.cost.to_json()
+        if self.cached is not None:
+            data["cached"] = self.cached
         data.update(self.extras)
         return data
 
@@ -364,6 +378,7 @@ class TaskRecord:
         rounds = obj.get("rounds")
         reruns = obj.get("reruns")
         control = obj.get("control")
+        cost = obj.get("cost")
         return cls(
             nodeid=read_str(obj, "nodeid", where),
             file=read_str(obj, "file", where),
@@ -413,6 +428,8 @@ class TaskRecord:
             control=None
             if control is None
             else ControlRecord.from_json(control, f"{where}.control"),
+            cost=None if cost is None else CostRecord.from_json(cost, f"{where}.cost"),
+            cached=maybe_int(obj, "cached", where),
             extras={k: cast(JsonValue, v) for k, v in obj.items() if k not in _KNOWN},
             schema_version=version,
         )

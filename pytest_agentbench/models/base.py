@@ -21,6 +21,7 @@ from pytest_agentbench.errors import AgentbenchError
 __all__ = [
     "KNOWN_PROVIDERS",
     "REQUEST_CALL",
+    "REQUEST_EPOCH",
     "REQUEST_TASK",
     "SCRIPTED_PROTOCOLS",
     "EventSink",
@@ -49,6 +50,8 @@ SCRIPTED_PROTOCOLS = ("openai", "openai-responses", "anthropic")
 #: ``ModelRequest.metadata`` keys the runner sets on every request.
 REQUEST_TASK = "task"
 REQUEST_CALL = "call"
+#: the task's epoch (1..K, "0" for a task run once): part of the response cache's key
+REQUEST_EPOCH = "epoch"
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "other"]
 

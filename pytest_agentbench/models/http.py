@@ -3,6 +3,7 @@ messages, URLs (the deadline watchdog is in models/deadline.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import json
 import ssl
@@ -25,6 +26,7 @@ from pytest_agentbench.errors import (
     TransportError,
 )
 from pytest_agentbench.models.base import (
+    REQUEST_EPOCH,
     FinishReason,
     Generation,
     ModelRequest,
@@ -35,6 +37,7 @@ from pytest_agentbench.models.base import (
 )
 from pytest_agentbench.models.deadline import Watchdog
 from pytest_agentbench.models.overflow import context_overflow, error_object, overflow_error
+from pytest_agentbench.models.response_cache import Recorded, ResponseCache, Tee, request_key
 from pytest_agentbench.models.sse import SSEParser, StringSlot, parse_json
 
 CONNECT_TIMEOUT_S = 10.0
@@ -260,6 +263,8 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
     ``_read_events``."""
 
     endpoint: str
+    #: The response cache (models/response_cache.py), when the run has one.
+    cache: ResponseCache | None = None
 
     def _connect(
         self, spec: ModelSpec, endpoint: str, headers: Mapping[str, str], trust_env: bool
@@ -438,6 +443,30 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
     def _timeouts(self, deadline: float | None) -> httpx.Timeout:
         return timeout_for(deadline)
 
+    def _cache_key(
+        self, request: ModelRequest, body: JsonObject, headers: Mapping[str, str]
+    ) -> str:
+        return request_key(
+            protocol=type(self).__name__,
+            endpoint=self.public_endpoint,
+            body=body,
+            headers={**self._headers, **headers},
+            epoch=request.metadata.get(REQUEST_EPOCH),
+        )
+
+    def replays(self, request: ModelRequest) -> bool:
+        """Whether the response cache holds the reply to ``request``, so it would be
+        replayed, not sent (the spending cap reserves nothing for it)."""
+        cache = self.cache
+        if cache is None or not cache.reads:
+            return False
+        relay = request.relay
+        body = self.build_body(request) if relay is None else self.relay_body(relay.body)
+        headers = self.request_headers(request)
+        if relay is not None:
+            headers = {**relay.headers, **headers}
+        return cache.path(self._cache_key(request, body, headers)).is_file()
+
     def generate(self, request: ModelRequest, on_event: EventSink | None = None) -> Generation:
         """One request, no retries (RetryingClient adds them). The reply is read as what
         the server sent, whatever was asked: an SSE stream (``text/event-stream``) as a
@@ -454,14 +483,24 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         headers = self.request_headers(request)
         if relay is not None:
             headers = {**relay.headers, **headers}
+        cache, key, hit, tee = self.cache, "", None, None
+        if cache is not None:
+            key = self._cache_key(request, body, headers)
+            hit = cache.read(key)
         try:
-            with self._http.stream(
-                "POST",
-                self._url,
-                content=content,
-                headers=headers,
-                timeout=self._timeouts(deadline),
+            with (
+                contextlib.nullcontext(hit.response(self._url))
+                if hit is not None
+                else self._http.stream(
+                    "POST",
+                    self._url,
+                    content=content,
+                    headers=headers,
+                    timeout=self._timeouts(deadline),
+                )
             ) as response:
+                if cache is not None and hit is None and cache.writes:
+                    response.stream = tee = Tee(response.stream)  # type: ignore[arg-type]
                 received.status = response.status_code
                 if response.status_code >= 400:
                     raise self._status_error(response)
@@ -485,6 +524,18 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         finally:
             watchdog.finish()
         generation = self._generation(received, body, started)
+        if hit is not None:
+            reply = generation.exchange["response"]
+            if isinstance(reply, dict):
+                reply["cached"] = True  # replayed from the response cache: nothing was sent
+        elif cache is not None and tee is not None and received.status is not None:
+            recorded = Recorded(
+                received.status,
+                response.headers.get("content-type", ""),
+                response.headers.get("content-encoding", ""),
+                b"".join(tee.chunks),
+            )
+            cache.write(key, recorded, model=self.spec.label, endpoint=self.public_endpoint)
         if streamed != request.stream:
             # the server chose: one JSON body for a streamed request, or a stream for a
             # non-streamed one; both are valid answers, read as what they are

@@ -28,6 +28,7 @@ from pytest_agentbench.core.usage import sum_usage
 from pytest_agentbench.errors import AgentbenchError, CircuitOpen, ModelError, ModelTimeout
 from pytest_agentbench.models.base import (
     REQUEST_CALL,
+    REQUEST_EPOCH,
     REQUEST_TASK,
     Generation,
     ModelClient,
@@ -135,6 +136,8 @@ class AgentRun:
     finish_reason: str | None = None
     turns: int = 0
     usages: list[JsonObject] = field(default_factory=list)
+    #: the usage of the calls replayed from the response cache
+    cached_usages: list[JsonObject] = field(default_factory=list)
     usage_native: JsonObject | None = None
     tool_calls: list[JsonObject] = field(default_factory=list)
     guards: list[GuardSummary] = field(default_factory=list)
@@ -148,6 +151,9 @@ class AgentRun:
         attempt.thinking = self.thinking
         attempt.finish_reason = self.finish_reason
         attempt.usage = sum_usage(self.usages) if self.usages else {}
+        if self.cached_usages:
+            attempt.cached = len(self.cached_usages)
+            attempt.cached_usage = sum_usage(self.cached_usages)
         attempt.elapsed_s = self.elapsed_s
         attempt.error = self.error
         attempt.loop = self.loop_record()
@@ -382,7 +388,11 @@ class AgentSession:
             max_tokens=self.max_tokens,
             timeout_s=deadline - time.monotonic(),
             stream=self.stream,
-            metadata={REQUEST_TASK: self.task.key, REQUEST_CALL: str(self.calls)},
+            metadata={
+                REQUEST_TASK: self.task.key,
+                REQUEST_CALL: str(self.calls),
+                REQUEST_EPOCH: str(self.task.epoch or 0),
+            },
         )
         self.calls += 1
         # a plain answer's trajectory entries are the exchanges as they are
@@ -446,6 +456,9 @@ class AgentSession:
         run.text, run.thinking = generation.text, generation.thinking
         run.finish_reason = generation.finish_reason
         run.usages.append(generation.usage.as_dict())
+        reply = generation.exchange.get("response")
+        if isinstance(reply, dict) and reply.get("cached") is True:
+            run.cached_usages.append(run.usages[-1])
         native = generation.usage_native
         run.usage_native = dict(native) if native else None
 

@@ -246,6 +246,16 @@ def test_script_examples_load(block: dx.Block, tmp_path: Path) -> None:
     assert script.scripts or script.default
 
 
+@pytest.mark.parametrize("block", of_kind("prices"))
+def test_price_files_load(block: dx.Block, tmp_path: Path) -> None:
+    """A price file of docs/cost.md is read by the loader a run uses."""
+    from pytest_agentbench.models.prices import load_price_file
+
+    path = tmp_path / f"prices.{block.lang}"
+    path.write_text(block.text, encoding="utf-8")
+    assert load_price_file(path)
+
+
 # -- commands -----------------------------------------------------------------------------
 
 
