@@ -3,6 +3,7 @@ messages, URLs (the deadline watchdog is in models/deadline.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import json
 import ssl
@@ -34,6 +35,7 @@ from pytest_agentbench.models.base import (
 from pytest_agentbench.models.deadline import Watchdog
 from pytest_agentbench.models.overflow import context_overflow, error_object, overflow_error
 from pytest_agentbench.models.sse import SSEParser, StringSlot, parse_json
+from pytest_agentbench.models.usage import recovered_usage
 from pytest_agentbench.urls import public_url
 
 CONNECT_TIMEOUT_S = 10.0
@@ -215,6 +217,11 @@ class Received(Protocol):
     done: bool
     #: The stream's repeating delta once learned (``StringSlot``), else None.
     slot: StringSlot | None
+    #: The answer text and the thinking as they arrived, in pieces.
+    text: list[str]
+    thinking: list[str]
+    #: The provider's own usage object, when it sent one.
+    usage: JsonObject | None
 
     @property
     def anything(self) -> bool:
@@ -236,11 +243,17 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
     ``on_event`` propagate unchanged (that is how a caller cancels a stream).
 
     A subclass calls ``_connect`` and supplies ``build_body``, ``_new_received``,
-    ``_read_stream``, ``_read_body`` and ``_generation`` (and ``_settle`` if it holds text
-    back); a stream reader may hand the events to ``_on_stream_event`` through
-    ``_read_events``."""
+    ``_on_stream_event`` (one SSE event), ``_read_body`` (a whole JSON reply), what a
+    finished stream shows (``_stream_finished``, named by ``STREAM_FINISH``) and the parts
+    of a Generation only it knows (``_tool_calls``, ``_finish_reason``, ``_native_finish``,
+    ``_normalise_usage``; ``_usage`` and ``_reasoning_blocks`` when it needs more); it
+    overrides ``_settle`` if it holds text back. The stream loop, the "ended before its
+    finish" error and the assembly of the Generation are here, once."""
 
     endpoint: str
+    #: What a complete stream of the protocol carries, as the "ended before its finish"
+    #: error names it.
+    STREAM_FINISH = ""
 
     def _connect(
         self, spec: ModelSpec, endpoint: str, headers: Mapping[str, str], trust_env: bool
@@ -396,6 +409,64 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
             )
         return obj
 
+    def _read_stream(self, response: httpx.Response, received: ReceivedT, emit: EventSink) -> None:
+        """A streamed reply, event by event; a stream that ends without the protocol's
+        finish is a TransportError (what arrived is kept as the partial)."""
+        self._read_events(response, received, emit)
+        self._stream_ended(received, emit)
+        if not self._stream_finished(received):
+            raise TransportError(
+                f"{self.spec.label}: the stream from {self.public_endpoint} ended before "
+                f"its finish ({self.STREAM_FINISH})",
+                endpoint=self.public_endpoint,
+                status=received.status,
+            )
+
+    def _stream_ended(self, received: ReceivedT, emit: EventSink) -> None:
+        """What a client completes when its stream's bytes end (nothing, unless it holds
+        text back)."""
+
+    def _usage(self, received: ReceivedT, text: str, thinking: str) -> Usage:
+        """The usage the provider reported, normalised; counted from the text (flagged
+        ``recovered``) when it reported none."""
+        if received.usage is not None:
+            return self._normalise_usage(received.usage)
+        return recovered_usage(text, thinking)
+
+    def _reasoning_blocks(self, received: ReceivedT) -> tuple[JsonObject, ...]:
+        """Protocol-native reasoning blocks to send back unchanged (none by default)."""
+        return ()
+
+    def _generation(
+        self,
+        received: ReceivedT,
+        body: JsonObject,
+        started: float,
+        error: str | None = None,
+    ) -> Generation:
+        """The Generation of what arrived (the whole reply, or a failed one's part)."""
+        text = "".join(received.text)
+        thinking = "".join(received.thinking)
+        tool_calls = self._tool_calls(received)
+        finish = self._finish_reason(received, tool_calls)
+        generation = self._assemble(
+            text=text,
+            thinking=thinking,
+            tool_calls=tool_calls,
+            finish_reason=finish,
+            usage=self._usage(received, text, thinking),
+            native_usage=received.usage,
+            native_finish=self._native_finish(received, finish),
+            status=received.status,
+            body=body,
+            started=started,
+            error=error,
+        )
+        blocks = self._reasoning_blocks(received)
+        if blocks:
+            generation = dataclasses.replace(generation, reasoning_blocks=blocks)
+        return generation
+
     def _with_partial(
         self, error: ModelError, received: ReceivedT, body: JsonObject, started: float
     ) -> ModelError:
@@ -474,9 +545,6 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
     def _new_received(self) -> ReceivedT:
         raise NotImplementedError
 
-    def _read_stream(self, response: httpx.Response, received: ReceivedT, emit: EventSink) -> None:
-        raise NotImplementedError
-
     def _read_body(self, response: httpx.Response, received: ReceivedT, emit: EventSink) -> None:
         raise NotImplementedError
 
@@ -485,11 +553,22 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
     ) -> None:
         raise NotImplementedError
 
-    def _generation(
-        self,
-        received: ReceivedT,
-        body: JsonObject,
-        started: float,
-        error: str | None = None,
-    ) -> Generation:
+    def _stream_finished(self, received: ReceivedT) -> bool:
+        """Whether the stream delivered the protocol's end (a finish, a final event)."""
+        raise NotImplementedError
+
+    def _tool_calls(self, received: ReceivedT) -> tuple[ToolCall, ...]:
+        raise NotImplementedError
+
+    def _finish_reason(
+        self, received: ReceivedT, tool_calls: tuple[ToolCall, ...]
+    ) -> FinishReason | None:
+        raise NotImplementedError
+
+    def _native_finish(self, received: ReceivedT, finish: FinishReason | None) -> JsonObject:
+        """The protocol's own finish fields, as the trajectory keeps them."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _normalise_usage(native: JsonObject) -> Usage:
         raise NotImplementedError
