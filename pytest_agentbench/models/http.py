@@ -14,6 +14,7 @@ from typing import Generic, Protocol, TypeVar
 
 import httpx
 
+from pytest_agentbench.core.durations import seconds_text
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.stream import EventSink, StreamEvent
 from pytest_agentbench.errors import (
@@ -138,7 +139,7 @@ class ErrorMapping:
     def _timeout_error(self, request: ModelRequest) -> ModelTimeout:
         return ModelTimeout(
             f"{self.spec.label}: no complete reply from {self.public_endpoint} within the "
-            f"{request.timeout_s:g} s deadline",
+            f"{seconds_text(request.timeout_s or 0)} s deadline",
             endpoint=self.public_endpoint,
         )
 
@@ -152,7 +153,7 @@ class ErrorMapping:
         if isinstance(exc, httpx.ReadTimeout) and idle is not None:
             return ModelTimeout(
                 f"{self.spec.label}: no byte from {self.public_endpoint} for "
-                f"{idle:g} s (the idle timeout)",
+                f"{seconds_text(idle)} s (the idle timeout)",
                 endpoint=self.public_endpoint,
             )
         if isinstance(exc, httpx.TimeoutException):
