@@ -80,8 +80,8 @@ class ContextOverflow(ProviderError):
     ``exceed_context_size_error``, OpenAI's ``context_length_exceeded``, Anthropic's
     "prompt is too long". Asking again cannot help (never retried, whatever the status;
     never counted by the circuit breaker, since each conversation overflows on its own).
-    ``prompt_tokens`` and ``context_tokens`` are the server's counts, None when it gave
-    none."""
+    ``prompt_tokens``, ``completion_tokens`` (the output the request asked room for) and
+    ``context_tokens`` are the server's counts, None when it gave none."""
 
     def __init__(
         self,
@@ -91,9 +91,11 @@ class ContextOverflow(ProviderError):
         status: int | None = None,
         prompt_tokens: int | None = None,
         context_tokens: int | None = None,
+        completion_tokens: int | None = None,
     ) -> None:
         self.prompt_tokens = prompt_tokens
         self.context_tokens = context_tokens
+        self.completion_tokens = completion_tokens
         super().__init__(message, endpoint=endpoint, status=status)
 
 

@@ -197,6 +197,11 @@ def _reads_as_stream(response: httpx.Response, asked: bool) -> bool:
     return response.read().lstrip().startswith(_SSE_STARTS)
 
 
+class EmptyStream(TransportError):
+    """A streamed reply (HTTP 200) that ended without one event: nothing arrived, not
+    even the reason (see ``ProtocolClient._ask_unstreamed``)."""
+
+
 def attach_partial(error: ModelError, partial: Generation | None) -> ModelError:
     """Give ``error`` the contract every client keeps: ``partial`` (what arrived, or None)
     and ``retry_after`` (None unless the server said)."""
@@ -416,7 +421,8 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         self._read_events(response, received, emit)
         self._stream_ended(received, emit)
         if not self._stream_finished(received):
-            raise TransportError(
+            kind = TransportError if received.anything else EmptyStream
+            raise kind(
                 f"{self.spec.label}: the stream from {self.public_endpoint} ended before "
                 f"its finish ({self.STREAM_FINISH})",
                 endpoint=self.public_endpoint,
@@ -503,6 +509,7 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         watchdog = Watchdog(deadline)
         emit = on_event or ignore_events
         streamed = request.stream
+        empty: EmptyStream | None = None
         try:
             with self._http.stream(
                 "POST",
@@ -520,6 +527,11 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
                     self._read_stream(response, received, emit)
                 else:
                     self._read_body(response, received, emit)
+        except EmptyStream as exc:
+            if watchdog.fired or not request.stream:
+                failed: ModelError = self._timeout_error(request) if watchdog.fired else exc
+                raise self._with_partial(failed, received, body, started) from None
+            empty = exc
         except ModelError as exc:
             error = self._timeout_error(request) if watchdog.fired else exc
             raise self._with_partial(error, received, body, started) from None
@@ -528,6 +540,8 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
             raise self._with_partial(error, received, body, started) from exc
         finally:
             watchdog.finish()
+        if empty is not None:
+            return self._ask_unstreamed(request, on_event, empty, started)
         generation = self._generation(received, body, started)
         if streamed != request.stream:
             # the server chose: one JSON body for a streamed request, or a stream for a
@@ -535,6 +549,38 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
             reply = generation.exchange["response"]
             if isinstance(reply, dict):  # (always: _assemble makes it)
                 reply["streamed"] = streamed
+        return generation
+
+    def _ask_unstreamed(
+        self,
+        request: ModelRequest,
+        on_event: EventSink | None,
+        empty: EmptyStream,
+        started: float,
+    ) -> Generation:
+        """After a stream that ended without one event: the same request once more, not
+        streamed. An empty stream says nothing of why; llama-cpp-python sends one when
+        the prompt exceeds its context window, and says so on an unstreamed request
+        (a ContextOverflow, which is never retried). The second request's error, or its
+        reply, is the answer; its exchange records ``after_empty_stream``."""
+        note = "after an empty stream, asked again without streaming"
+        left = None
+        if request.timeout_s is not None:
+            left = request.timeout_s - (time.monotonic() - started)
+            if left <= 0.001:
+                raise attach_partial(empty, None)
+        try:
+            generation = self.generate(
+                dataclasses.replace(request, stream=False, timeout_s=left), on_event
+            )
+        except ModelError as exc:
+            if exc.args:
+                exc.args = (f"{exc.args[0]} ({note})", *exc.args[1:])
+            raise
+        reply = generation.exchange["response"]
+        if isinstance(reply, dict):  # (always: _assemble makes it)
+            reply["streamed"] = False
+            reply["after_empty_stream"] = True
         return generation
 
     # What each protocol client supplies (see the class docstring).

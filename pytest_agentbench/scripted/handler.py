@@ -188,6 +188,11 @@ class ChatHandler(BaseHTTPRequestHandler):
         if reply.delay_s and self._provider._stopping.wait(reply.delay_s):
             self._drop()
             return
+        if reply.empty_stream and body.get("stream") is True:
+            self._start_chunked("text/event-stream; charset=utf-8")
+            self._land()
+            self.wfile.write(b"0\r\n\r\n")
+            return
         if reply.error is not None:
             error = reply.error
             extra = (
