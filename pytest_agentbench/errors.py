@@ -7,6 +7,7 @@
      │    │    ├── RateLimited     429 / 529 and friends (retryable)
      │    │    └── ContextOverflow the conversation does not fit the model's context
      │    ├── TransportError the connection failed or the stream broke
+ │    │    └── QueueTimeout    no reply began while queued behind earlier requests
      │    ├── CircuitOpen    not sent: the same permanent error kept coming back
      │    └── ModelTimeout   the request ran past its deadline
      ├── SandboxError        the sandbox could not run something
@@ -51,8 +52,9 @@ class ModelError(AgentbenchError):
     words from an HTTP error response ("" for any other error). Set by the clients as the error
     travels up: ``partial`` (what arrived before it, a Generation, or None),
     ``retry_after`` (seconds the server asked for, or None), ``retries`` (one entry per
-    retried attempt) and ``retry_note`` (why retrying stopped, as appended to the message,
-    or "")."""
+    retried attempt), ``retry_note`` (why retrying stopped, as appended to the message,
+    or "") and ``waited_s`` (seconds the request waited in its server's queue before its
+    own time began: not the model's time)."""
 
     def __init__(
         self, message: str, *, endpoint: str = "", status: int | None = None, detail: str = ""
@@ -64,6 +66,7 @@ class ModelError(AgentbenchError):
         self.retry_after: float | None = None
         self.retries: list[JsonObject] = []
         self.retry_note = ""
+        self.waited_s = 0.0
         super().__init__(message)
 
 
@@ -101,6 +104,12 @@ class ContextOverflow(ProviderError):
 
 class TransportError(ModelError):
     """The connection could not be made, or the stream broke mid-way."""
+
+
+class QueueTimeout(TransportError):
+    """No reply began while earlier requests to the same server were still in flight:
+    the request waited in the server's queue past its bound (models/queue.py). Not the
+    model's time, so never a model timeout; never retried (it would queue again)."""
 
 
 class SandboxError(AgentbenchError):

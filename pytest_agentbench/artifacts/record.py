@@ -87,6 +87,9 @@ def task_record(
         verifier_dir=str(rollout_dir / "verifier"),
         failure=_evidence(rollout.failure, rollout_dir),
     )
+    waited = sum(attempt.waited_s for attempt in rollout.attempts)
+    if waited >= 0.0005:
+        record = replace(record, waited_s=round(waited, 3))
     return SHARED.share(record)
 
 

@@ -54,6 +54,9 @@ class Attempt:
     usage: JsonObject = field(default_factory=dict)
     usage_native: JsonObject | None = None
     elapsed_s: float = 0.0
+    #: of ``elapsed_s``, the seconds its requests waited in the server's queue before
+    #: their own time began: not the model's time (models/queue.py)
+    waited_s: float = 0.0
     error: str | None = None
     loop: JsonObject | None = None
     turns: int | None = None

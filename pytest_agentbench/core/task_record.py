@@ -29,6 +29,7 @@ from pytest_agentbench.core.record_parts import (
     maybe_bool,
     maybe_int,
     maybe_json_object,
+    maybe_number,
     maybe_str,
     nullable_int,
     nullable_number,
@@ -230,6 +231,7 @@ OPTIONAL_FIELDS = (
     "epoch",
     "reducer",
     "control",
+    "waited_s",
 )
 _KNOWN = frozenset((*REQUIRED_FIELDS, *OPTIONAL_FIELDS, "failure", "schema_version"))
 
@@ -282,6 +284,10 @@ class TaskRecord:
     #: set on a control's record (artifacts/controls.py): which control, what it expected,
     #: whether it behaved; a control is never scored
     control: ControlRecord | None = None
+    #: seconds its model requests waited in the server's queue before their own time
+    #: began (models/queue.py): not the model's time, so not spent from its timeout;
+    #: set when there was any
+    waited_s: float | None = None
     extras: JsonObject = field(default_factory=dict)
     schema_version: int = TASK_RECORD_VERSION
 
@@ -333,6 +339,8 @@ class TaskRecord:
             data["crashed_worker"] = self.crashed_worker
         if self.epoch is not None:
             data["epoch"] = self.epoch
+        if self.waited_s is not None:
+            data["waited_s"] = self.waited_s
         if self.reducer is not None:
             data["reducer"] = self.reducer
         if self.control is not None:
@@ -409,6 +417,7 @@ class TaskRecord:
             ),
             crashed_worker=maybe_str(obj, "crashed_worker", where),
             epoch=maybe_int(obj, "epoch", where),
+            waited_s=maybe_number(obj, "waited_s", where),
             reducer=maybe_str(obj, "reducer", where),
             control=None
             if control is None

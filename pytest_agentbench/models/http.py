@@ -6,10 +6,11 @@ from __future__ import annotations
 import dataclasses
 import email.utils
 import json
+import socket
 import ssl
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Generic, Protocol, TypeVar
 
 import httpx
@@ -22,6 +23,7 @@ from pytest_agentbench.errors import (
     ModelError,
     ModelTimeout,
     ProviderError,
+    QueueTimeout,
     RateLimited,
     TransportError,
 )
@@ -35,6 +37,7 @@ from pytest_agentbench.models.base import (
 )
 from pytest_agentbench.models.deadline import Watchdog
 from pytest_agentbench.models.overflow import context_overflow, error_object, overflow_error
+from pytest_agentbench.models.queue import Place, ServerQueue, wait_limit_s
 from pytest_agentbench.models.sse import SSEParser, StringSlot, parse_json
 from pytest_agentbench.models.usage import recovered_usage
 from pytest_agentbench.urls import public_url
@@ -100,6 +103,33 @@ def timeout_for(deadline: float | None) -> httpx.Timeout:
         return _NO_DEADLINE
     remaining = max(deadline - time.monotonic(), 0.001)
     return httpx.Timeout(remaining, connect=min(CONNECT_TIMEOUT_S, remaining))
+
+
+def _socket_tracer(sockets: list[socket.socket]) -> Callable[[str, JsonObject], None]:
+    """An httpcore trace hook that keeps the socket of each connection it opens in
+    ``sockets``: a request waiting for its response headers has no other handle on its
+    socket (the watchdog of a queued request shuts it: models/queue.py)."""
+
+    def trace(event: str, info: JsonObject) -> None:
+        if event == "connection.connect_tcp.complete":
+            stream: object = info.get("return_value")
+            extra = getattr(stream, "get_extra_info", None)
+            sock = extra("socket") if extra is not None else None
+            if isinstance(sock, socket.socket):
+                sockets[:] = [s for s in sockets if s.fileno() != -1]
+                sockets.append(sock)
+
+    return trace
+
+
+def _traced(sockets: list[socket.socket]) -> Callable[[httpx.Request], None]:
+    """An httpx request hook that sets ``_socket_tracer(sockets)`` as the request's trace."""
+    trace = _socket_tracer(sockets)
+
+    def hook(request: httpx.Request) -> None:
+        request.extensions["trace"] = trace
+
+    return hook
 
 
 class ErrorMapping:
@@ -202,10 +232,14 @@ class EmptyStream(TransportError):
     even the reason (see ``ProtocolClient._ask_unstreamed``)."""
 
 
-def attach_partial(error: ModelError, partial: Generation | None) -> ModelError:
-    """Give ``error`` the contract every client keeps: ``partial`` (what arrived, or None)
-    and ``retry_after`` (None unless the server said)."""
+def attach_partial(
+    error: ModelError, partial: Generation | None, waited_s: float = 0.0
+) -> ModelError:
+    """Give ``error`` the contract every client keeps: ``partial`` (what arrived, or None),
+    ``retry_after`` (None unless the server said) and ``waited_s`` (seconds its request
+    waited in the server's queue: not the model's time)."""
     error.partial = partial
+    error.waited_s = waited_s
     return error
 
 
@@ -282,6 +316,7 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         self._clients: list[httpx.Client] = []
         self._clients_lock = threading.Lock()
         self._closed = False
+        self._queue = ServerQueue()  # this model's requests in flight, in order
 
     @property
     def _http(self) -> httpx.Client:
@@ -299,6 +334,7 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
                     self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
                 elif self._tls is None:
                     self._tls = httpx.create_ssl_context(verify=True, trust_env=self._trust_env)
+                sockets: list[socket.socket] = []
                 client = httpx.Client(
                     verify=self._tls,
                     headers=self._headers,
@@ -306,13 +342,26 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
                     http2=False,
                     trust_env=self._trust_env,
                     limits=self._limits,
+                    # every request of this client (the scripted one's admin requests
+                    # too: they may open the connection a generation reuses) keeps the
+                    # sockets it opens
+                    event_hooks={"request": [_traced(sockets)]},
                 )
                 if self._closed:
                     client.close()  # requests after close() fail as with a closed client
                 else:
                     self._clients.append(client)
             self._local.client = client
+            self._local.sockets = sockets
         return client
+
+    @property
+    def _sockets(self) -> list[socket.socket]:
+        """The sockets of this thread's connections (closed ones pruned as new ones
+        come), kept by the trace of its requests (``_socket_tracer``)."""
+        self._http  # noqa: B018 (makes this thread's client and its list)
+        sockets: list[socket.socket] = self._local.sockets
+        return sockets
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.spec.label!r}, {self.public_endpoint!r})"
@@ -339,9 +388,11 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         body: JsonObject,
         started: float,
         error: str | None,
+        waited_s: float = 0.0,
     ) -> Generation:
         """The Generation of a request, with its trajectory entry: the request body and
-        the reply as received (``native_finish`` holds the protocol's own finish fields)."""
+        the reply as received (``native_finish`` holds the protocol's own finish fields),
+        and the seconds it waited in the server's queue when it did."""
         elapsed = time.monotonic() - started
         reply: JsonObject = {
             "status": status,
@@ -367,11 +418,19 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
                 "request": {"url": self.public_endpoint, "body": body},
                 "response": reply,
                 "elapsed_s": round(elapsed, 3),
+                **({"waited_s": round(waited_s, 3)} if waited_s >= 0.0005 else {}),
             },
             elapsed_s=elapsed,
+            waited_s=waited_s,
         )
 
-    def _read_events(self, response: httpx.Response, received: ReceivedT, emit: EventSink) -> None:
+    def _read_events(
+        self,
+        response: httpx.Response,
+        received: ReceivedT,
+        emit: EventSink,
+        began: Callable[[], object] | None = None,
+    ) -> None:
         """Every SSE event of the stream to ``_on_stream_event(type, data, received,
         emit)`` until ``received.done``. Once the handler has learned ``received.slot``
         (the stream's repeating delta), an event that matches it goes straight to
@@ -387,6 +446,9 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
                     received.take_slot(piece, emit)
                     continue
             for event_type, data, _ in parser.feed_fields(chunk):
+                if began is not None:  # the first event: the reply has begun
+                    began()
+                    began = None
                 if received.done:
                     continue
                 slot = received.slot
@@ -415,10 +477,17 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
             )
         return obj
 
-    def _read_stream(self, response: httpx.Response, received: ReceivedT, emit: EventSink) -> None:
-        """A streamed reply, event by event; a stream that ends without the protocol's
-        finish is a TransportError (what arrived is kept as the partial)."""
-        self._read_events(response, received, emit)
+    def _read_stream(
+        self,
+        response: httpx.Response,
+        received: ReceivedT,
+        emit: EventSink,
+        began: Callable[[], object] | None = None,
+    ) -> None:
+        """A streamed reply, event by event (``began`` is called at the first event); a
+        stream that ends without the protocol's finish is a TransportError (what arrived
+        is kept as the partial)."""
+        self._read_events(response, received, emit, began)
         self._stream_ended(received, emit)
         if not self._stream_finished(received):
             kind = TransportError if received.anything else EmptyStream
@@ -450,6 +519,7 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         body: JsonObject,
         started: float,
         error: str | None = None,
+        waited_s: float = 0.0,
     ) -> Generation:
         """The Generation of what arrived (the whole reply, or a failed one's part)."""
         text = "".join(received.text)
@@ -468,6 +538,7 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
             body=body,
             started=started,
             error=error,
+            waited_s=waited_s,
         )
         blocks = self._reasoning_blocks(received)
         if blocks:
@@ -475,15 +546,21 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         return generation
 
     def _with_partial(
-        self, error: ModelError, received: ReceivedT, body: JsonObject, started: float
+        self,
+        error: ModelError,
+        received: ReceivedT,
+        body: JsonObject,
+        started: float,
+        place: Place | None = None,
     ) -> ModelError:
         """``error`` with what arrived as its ``partial`` Generation (None when nothing
-        did)."""
+        did) and the time its request waited in the server's queue."""
         self._settle(received)
+        waited = place.waited_s if place is not None else 0.0
         partial = None
         if received.anything:
-            partial = self._generation(received, body, started, error=str(error))
-        return attach_partial(error, partial)
+            partial = self._generation(received, body, started, error=str(error), waited_s=waited)
+        return attach_partial(error, partial, waited)
 
     @staticmethod
     def _settle(received: ReceivedT) -> None:
@@ -500,13 +577,41 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
     def generate(self, request: ModelRequest, on_event: EventSink | None = None) -> Generation:
         """One request, no retries (RetryingClient adds them). The reply is read as what
         the server sent, whatever was asked: an SSE stream (``text/event-stream``) as a
-        stream, one JSON body as a body (servers and proxies that ignore ``stream``)."""
+        stream, one JSON body as a body (servers and proxies that ignore ``stream``).
+
+        ``request.timeout_s`` is the model's time: its clock starts when the request's
+        turn at the server comes (models/queue.py), so time queued behind this client's
+        earlier requests is not spent from it (``Generation.waited_s``, and
+        ``waited_s`` on a raised error)."""
+        place = self._queue.join()
+        try:
+            return self._generate(request, on_event, place)
+        finally:
+            place.leave()
+
+    def _generate(
+        self, request: ModelRequest, on_event: EventSink | None, place: Place
+    ) -> Generation:
         body = self.build_body(request)
         content = _BODY_ENCODER.encode(body).encode()
-        started = time.monotonic()
-        deadline = started + request.timeout_s if request.timeout_s is not None else None
+        started = place.sent
+        timeout_s = request.timeout_s
+        hard: float | None = None  # the bound of the whole request, queue included
+        watchdog = Watchdog(None)
+        if timeout_s is not None:
+            hard = started + timeout_s + wait_limit_s(timeout_s)
+
+            def moved(origin: float | None) -> None:  # blocked (None) or free again
+                watchdog.move(origin + timeout_s if origin is not None else hard)
+
+            origin = place.listen(moved)
+            watchdog.deadline = origin + timeout_s if origin is not None else hard
+            if origin is None:
+                # blocked: its clock may run again before the headers come, so the
+                # watchdog must be able to end the wait for them (this thread's sockets)
+                watchdog.arm_early(self._sockets)
+        deadline = watchdog.deadline
         received = self._new_received()
-        watchdog = Watchdog(deadline)
         emit = on_event or ignore_events
         streamed = request.stream
         empty: EmptyStream | None = None
@@ -521,28 +626,33 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
                 received.status = response.status_code
                 if response.status_code >= 400:
                     raise self._status_error(response)
-                watchdog.arm(response)
                 streamed = _reads_as_stream(response, request.stream)
+                if not streamed:
+                    place.began()  # an unstreamed reply begins whole (the listener moves)
+                watchdog.arm(response)
                 if streamed:
-                    self._read_stream(response, received, emit)
+                    self._read_stream(response, received, emit, place.began)
                 else:
                     self._read_body(response, received, emit)
         except EmptyStream as exc:
             if watchdog.fired or not request.stream:
-                failed: ModelError = self._timeout_error(request) if watchdog.fired else exc
-                raise self._with_partial(failed, received, body, started) from None
+                failed = self._deadline_error(request, place) if watchdog.fired else exc
+                raise self._with_partial(failed, received, body, started, place) from None
             empty = exc
         except ModelError as exc:
-            error = self._timeout_error(request) if watchdog.fired else exc
-            raise self._with_partial(error, received, body, started) from None
+            error = self._deadline_error(request, place) if watchdog.fired else exc
+            raise self._with_partial(error, received, body, started, place) from None
         except httpx.HTTPError as exc:
-            error = self._transport_error(exc, request, deadline, watchdog.fired)
-            raise self._with_partial(error, received, body, started) from exc
+            if watchdog.fired or (isinstance(exc, httpx.TimeoutException) and place.blocked):
+                error = self._deadline_error(request, place)
+            else:
+                error = self._transport_error(exc, request, watchdog.deadline, watchdog.fired)
+            raise self._with_partial(error, received, body, started, place) from exc
         finally:
             watchdog.finish()
         if empty is not None:
-            return self._ask_unstreamed(request, on_event, empty, started)
-        generation = self._generation(received, body, started)
+            return self._ask_unstreamed(request, on_event, empty, place)
+        generation = self._generation(received, body, started, waited_s=place.waited_s)
         if streamed != request.stream:
             # the server chose: one JSON body for a streamed request, or a stream for a
             # non-streamed one; both are valid answers, read as what they are
@@ -551,12 +661,25 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
                 reply["streamed"] = streamed
         return generation
 
+    def _deadline_error(self, request: ModelRequest, place: Place) -> ModelError:
+        """The deadline passed: the model's (ModelTimeout), or, when its turn never came
+        and no reply began, the queue's (QueueTimeout, not the model's time)."""
+        if not place.blocked or request.timeout_s is None:
+            return self._timeout_error(request)
+        waited = seconds_text(place.waited_s)
+        return QueueTimeout(
+            f"{self.spec.label}: no reply from {self.public_endpoint} began within "
+            f"{waited} s while earlier requests to it were still in flight (queued at "
+            "the server; not the model's time)",
+            endpoint=self.public_endpoint,
+        )
+
     def _ask_unstreamed(
         self,
         request: ModelRequest,
         on_event: EventSink | None,
         empty: EmptyStream,
-        started: float,
+        place: Place,
     ) -> Generation:
         """After a stream that ended without one event: the same request once more, not
         streamed. An empty stream says nothing of why; llama-cpp-python sends one when
@@ -566,9 +689,10 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         note = "after an empty stream, asked again without streaming"
         left = None
         if request.timeout_s is not None:
-            left = request.timeout_s - (time.monotonic() - started)
+            origin = place.origin
+            left = request.timeout_s - (time.monotonic() - (origin or time.monotonic()))
             if left <= 0.001:
-                raise attach_partial(empty, None)
+                raise attach_partial(empty, None, place.waited_s)
         try:
             generation = self.generate(
                 dataclasses.replace(request, stream=False, timeout_s=left), on_event
@@ -576,7 +700,9 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         except ModelError as exc:
             if exc.args:
                 exc.args = (f"{exc.args[0]} ({note})", *exc.args[1:])
+            exc.waited_s += place.waited_s
             raise
+        generation = dataclasses.replace(generation, waited_s=generation.waited_s + place.waited_s)
         reply = generation.exchange["response"]
         if isinstance(reply, dict):  # (always: _assemble makes it)
             reply["streamed"] = False

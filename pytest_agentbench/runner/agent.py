@@ -139,6 +139,9 @@ class AgentRun:
     killed: JsonObject | None = None
     trajectory: list[JsonObject] = field(default_factory=list)
     elapsed_s: float = 0.0
+    #: of ``elapsed_s``, the seconds its requests waited in the server's queue before
+    #: their own time began (models/queue.py): the deadline moves on by as much
+    waited_s: float = 0.0
 
     def fill(self, attempt: Attempt) -> None:
         """Copy this run onto its attempt record (result.json)."""
@@ -147,6 +150,7 @@ class AgentRun:
         attempt.finish_reason = self.finish_reason
         attempt.usage = sum_usage(self.usages) if self.usages else {}
         attempt.elapsed_s = self.elapsed_s
+        attempt.waited_s = round(self.waited_s, 3)
         attempt.error = self.error
         attempt.loop = self.loop_record()
         if self.plain:
@@ -307,14 +311,15 @@ class AgentSession:
         phase: str = "waiting",
     ) -> AgentRun:
         """Run the loop for attempt ``index`` from ``messages`` until the model answers
-        or a limit hits (``deadline`` is a ``time.monotonic`` instant; ``timeout_s`` only
-        names it in the error). Never raises for model failures: they end the run."""
+        or a limit hits (``deadline`` is a ``time.monotonic`` instant, moved on by the
+        time its requests wait in the server's queue, ``AgentRun.waited_s``; ``timeout_s``
+        only names it in the error). Never raises for model failures: they end the run."""
         start = time.monotonic()
         run = AgentRun(messages=[dict(m) for m in messages], plain=self.workspace is None)
         watch = ToolLoopWatch(self.tool_loop)
         specs = tuple(tool.spec for tool in self.tools.values())
         for turn in range(1, self.max_turns + 1):
-            remaining = deadline - time.monotonic()
+            remaining = deadline + run.waited_s - time.monotonic()
             if remaining <= 0:
                 run.stop, run.error = "timeout", f"timeout after {timeout_s:g}s"
                 break
@@ -347,7 +352,7 @@ class AgentSession:
             sampling=self.task.sampling,
             tools=specs,
             max_tokens=self.max_tokens,
-            timeout_s=deadline - time.monotonic(),
+            timeout_s=deadline + run.waited_s - time.monotonic(),
             stream=self.stream,
             metadata={REQUEST_TASK: self.task.key, REQUEST_CALL: str(self.calls)},
         )
@@ -368,6 +373,7 @@ class AgentSession:
             run.trajectory.append({**where, "killed": exc.evidence, "answer_chars": len(run.text)})
             return False
         except ModelError as exc:
+            run.waited_s += exc.waited_s
             partial = getattr(exc, "partial", None)
             if isinstance(partial, Generation):
                 self._took(run, partial)
@@ -377,6 +383,7 @@ class AgentSession:
             run.trajectory.append({**where, **_error_entry(exc)})
             return False
         elapsed = time.monotonic() - t0
+        run.waited_s += generation.waited_s
         run.guards.append(guard.summary())
         self._took(run, generation)
         if run.plain:
@@ -437,7 +444,7 @@ class AgentSession:
                 run.stop, run.error = "loop_killed", str(LoopKilled(evidence))
                 entry["killed"] = evidence
                 return False
-            remaining = max(0.1, deadline - time.monotonic())
+            remaining = max(0.1, deadline + run.waited_s - time.monotonic())
             bash_s = min(BASH_TIMEOUT_S, remaining)
             limits = Limits(
                 timeout_s=bash_s,

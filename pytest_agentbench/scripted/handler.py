@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 REDACTED_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key")
 _BATCH_BYTES = 16384
+#: How often a serial server's queued stream hears a ping comment while it waits.
+_PING_S = 1.0
 
 #: The generation endpoints, by path below ``/v1``, and the protocol each speaks.
 WIRES: dict[str, Wire] = {
@@ -58,6 +60,7 @@ class ChatHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: LoopbackHTTPServer
     _flying = False
+    _chunked = False  # this request's chunked response has begun
     server_version = "agentbench-scripted"
 
     def setup(self) -> None:
@@ -95,6 +98,7 @@ class ChatHandler(BaseHTTPRequestHandler):
             self._send_error(404, f"unknown endpoint GET {self.path}")
 
     def do_POST(self) -> None:
+        self._chunked = False
         route = self._route()
         body = self._read_json()
         if body is None:
@@ -184,7 +188,27 @@ class ChatHandler(BaseHTTPRequestHandler):
             message = f"no script for key {asked!r}; registered keys: {known}"
             self._send_error(404, message, wire=wire)
             return
-        reply = picked[2]
+        serial = self._provider._serial
+        if serial is None:
+            self._serve(picked[2], body, wire)
+            return
+        streamed = body.get("stream") is True and picked[2].error is None
+        if streamed:  # the headers go out at once; the events when its turn comes
+            self._start_chunked("text/event-stream; charset=utf-8")
+        while not serial.acquire(timeout=_PING_S):
+            if self._provider._stopping.is_set():
+                self._drop()
+                return
+            if streamed:
+                ping = b": ping\r\n\r\n"
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(ping), ping))
+        try:
+            self._serve(picked[2], body, wire)
+        finally:
+            serial.release()
+
+    def _serve(self, reply: Reply, body: JsonObject, wire: Wire) -> None:
+        """Answer with ``reply``: delayed, an error, an empty stream, a stream or a body."""
         if reply.delay_s and self._provider._stopping.wait(reply.delay_s):
             self._drop()
             return
@@ -265,6 +289,9 @@ class ChatHandler(BaseHTTPRequestHandler):
         return True
 
     def _start_chunked(self, content_type: str) -> None:
+        if self._chunked:
+            return  # (a serial server sent the headers before the request's turn)
+        self._chunked = True
         self.send_response(200)
         self.send_header("Content-Type", content_type)
         self.send_header("Cache-Control", "no-cache")
