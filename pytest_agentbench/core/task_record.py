@@ -232,6 +232,7 @@ OPTIONAL_FIELDS = (
     "reducer",
     "control",
     "waited_s",
+    "length_limit",
 )
 _KNOWN = frozenset((*REQUIRED_FIELDS, *OPTIONAL_FIELDS, "failure", "schema_version"))
 
@@ -288,6 +289,9 @@ class TaskRecord:
     #: began (models/queue.py): not the model's time, so not spent from its timeout;
     #: set when there was any
     waited_s: float | None = None
+    #: which limit cut the last reply of a ``length_exceeded`` task: ``output_tokens`` or
+    #: ``context_window``
+    length_limit: str | None = None
     extras: JsonObject = field(default_factory=dict)
     schema_version: int = TASK_RECORD_VERSION
 
@@ -341,6 +345,8 @@ class TaskRecord:
             data["epoch"] = self.epoch
         if self.waited_s is not None:
             data["waited_s"] = self.waited_s
+        if self.length_limit is not None:
+            data["length_limit"] = self.length_limit
         if self.reducer is not None:
             data["reducer"] = self.reducer
         if self.control is not None:
@@ -418,6 +424,7 @@ class TaskRecord:
             crashed_worker=maybe_str(obj, "crashed_worker", where),
             epoch=maybe_int(obj, "epoch", where),
             waited_s=maybe_number(obj, "waited_s", where),
+            length_limit=maybe_str(obj, "length_limit", where),
             reducer=maybe_str(obj, "reducer", where),
             control=None
             if control is None

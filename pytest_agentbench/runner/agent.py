@@ -142,6 +142,8 @@ class AgentRun:
     #: of ``elapsed_s``, the seconds its requests waited in the server's queue before
     #: their own time began (models/queue.py): the deadline moves on by as much
     waited_s: float = 0.0
+    #: which limit cut the last reply when it ended with ``length`` (``length_limit``)
+    length_limit: str | None = None
 
     def fill(self, attempt: Attempt) -> None:
         """Copy this run onto its attempt record (result.json)."""
@@ -151,6 +153,7 @@ class AgentRun:
         attempt.usage = sum_usage(self.usages) if self.usages else {}
         attempt.elapsed_s = self.elapsed_s
         attempt.waited_s = round(self.waited_s, 3)
+        attempt.length_limit = self.length_limit
         attempt.error = self.error
         attempt.loop = self.loop_record()
         if self.plain:
@@ -174,6 +177,28 @@ class AgentRun:
                     channels[name] = peak
         recovered = any(summary.recovered for summary in self.guards) and self.killed is None
         return GuardSummary(self.killed, recovered, channels).as_dict()
+
+
+#: Which limit cut a reply that ended with finish reason ``length``.
+OUTPUT_TOKENS = "output_tokens"
+CONTEXT_WINDOW = "context_window"
+
+
+def length_limit(generation: Generation, max_tokens: int | None) -> str | None:
+    """Which limit cut ``generation`` when it ended with ``length`` (None otherwise): the
+    output-token limit the request set, or the model's context window. A server stops at
+    its context window too (prompt plus answer filling it) and reports ``length`` alike;
+    it was not the output-token limit when the reported output is below that limit, or
+    when the request set none. Counts recovered from the text (no usage reported) cannot
+    tell: the output-token limit is assumed."""
+    if generation.finish_reason != "length":
+        return None
+    if max_tokens is None:
+        return CONTEXT_WINDOW
+    usage = generation.usage
+    if usage.output is not None and not usage.recovered and usage.output < max_tokens:
+        return CONTEXT_WINDOW
+    return OUTPUT_TOKENS
 
 
 def _call_part(call: ToolCall) -> JsonObject:
@@ -414,11 +439,11 @@ class AgentSession:
             run, generation.tool_calls, turn, entry, tool_results, watch, deadline, start
         )
 
-    @staticmethod
-    def _took(run: AgentRun, generation: Generation) -> None:
+    def _took(self, run: AgentRun, generation: Generation) -> None:
         """Keep what a generation (or a failed one's partial reply) produced."""
         run.text, run.thinking = generation.text, generation.thinking
         run.finish_reason = generation.finish_reason
+        run.length_limit = length_limit(generation, self.max_tokens)
         run.usages.append(generation.usage.as_dict())
         native = generation.usage_native
         run.usage_native = dict(native) if native else None
