@@ -19,13 +19,19 @@ max_tokens = 64
 id = "context"
 input = "Tell me everything."
 target = "everything"
-scripted = [{ text = "It all began", finish_reason = "length", usage = { prompt_tokens = 198, completion_tokens = 58, total_tokens = 256 } }]
+[[task.scripted]]
+text = "It all began"
+finish_reason = "length"
+usage = { prompt_tokens = 198, completion_tokens = 58, total_tokens = 256 }
 
 [[task]]
 id = "output"
 input = "Tell me more."
 target = "more"
-scripted = [{ text = "More and", finish_reason = "length", usage = { prompt_tokens = 30, completion_tokens = 64, total_tokens = 94 } }]
+[[task.scripted]]
+text = "More and"
+finish_reason = "length"
+usage = { prompt_tokens = 30, completion_tokens = 64, total_tokens = 94 }
 """
 
 

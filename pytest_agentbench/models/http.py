@@ -18,6 +18,7 @@ import httpx
 from pytest_agentbench.core.durations import seconds_text
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.stream import EventSink, StreamEvent
+from pytest_agentbench.core.urls import public_url
 from pytest_agentbench.errors import (
     RATE_LIMIT_STATUSES,
     ModelError,
@@ -40,7 +41,6 @@ from pytest_agentbench.models.overflow import context_overflow, error_object, ov
 from pytest_agentbench.models.queue import Place, ServerQueue, wait_limit_s
 from pytest_agentbench.models.sse import SSEParser, StringSlot, parse_json
 from pytest_agentbench.models.usage import recovered_usage
-from pytest_agentbench.urls import public_url
 
 CONNECT_TIMEOUT_S = 10.0
 ERROR_BODY_LIMIT = 65536
