@@ -85,6 +85,28 @@ class Provider(Protocol):
     def _record(self, entry: JsonObject) -> None: ...
 
 
+def _at_the_limit(usage: JsonObject, body: JsonObject) -> JsonObject:
+    """The default usage of a reply cut with ``length``: its output is the request's
+    output-token limit, as a server that stopped there reports it (declare ``usage`` to
+    imitate a cut by the context window instead)."""
+    limit = next(
+        (
+            value
+            for key in ("max_tokens", "max_completion_tokens", "max_output_tokens")
+            if isinstance(value := body.get(key), int) and not isinstance(value, bool)
+        ),
+        None,
+    )
+    key = next((k for k in ("completion_tokens", "output_tokens") if k in usage), None)
+    if limit is None or key is None:
+        return usage
+    before, total = usage[key], usage.get("total_tokens")
+    changed = {**usage, key: limit}
+    if isinstance(before, int) and isinstance(total, int):
+        changed["total_tokens"] = total + limit - before
+    return changed
+
+
 class ChatHandler(BaseHTTPRequestHandler):
     """One client connection (HTTP/1.1 keep-alive); the reply logic for each request."""
 
@@ -260,6 +282,8 @@ class ChatHandler(BaseHTTPRequestHandler):
             usage = wire.declared_usage(reply.usage)
         else:
             usage = wire.default_usage(reply, body)
+            if reply.finish_reason == "length":
+                usage = _at_the_limit(usage, body)
         if body.get("stream") is True:
             self._stream(wire, reply, model, usage if wire.stream_usage(body) else None, body)
         else:
