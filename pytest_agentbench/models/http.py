@@ -693,10 +693,16 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
             left = request.timeout_s - (time.monotonic() - (origin or time.monotonic()))
             if left <= 0.001:
                 raise attach_partial(empty, None, place.waited_s)
+        unstreamed = dataclasses.replace(request, stream=False, timeout_s=left)
         try:
-            generation = self.generate(
-                dataclasses.replace(request, stream=False, timeout_s=left), on_event
-            )
+            try:
+                generation = self.generate(unstreamed, on_event)
+            except TransportError as exc:
+                if exc.partial is not None or isinstance(exc, EmptyStream | QueueTimeout):
+                    raise
+                # llama-cpp-python closes the connection after its empty stream, which
+                # the pool may hand out again at once: once more, on a new connection
+                generation = self.generate(unstreamed, on_event)
         except ModelError as exc:
             if exc.args:
                 exc.args = (f"{exc.args[0]} ({note})", *exc.args[1:])

@@ -269,6 +269,7 @@ class ChatHandler(BaseHTTPRequestHandler):
             self._start_chunked("text/event-stream; charset=utf-8")
             self._land()
             self.wfile.write(b"0\r\n\r\n")
+            self.close_connection = True  # as llama-cpp-python's server does after it
             return
         if reply.error is not None:
             error = reply.error
