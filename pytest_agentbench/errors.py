@@ -50,8 +50,9 @@ class ModelError(AgentbenchError):
     travels up: ``partial`` (what arrived before it, a Generation, or None),
     ``retry_after`` (seconds the server asked for, or None), ``retries`` (one entry per
     retried attempt), ``retry_note`` (why retrying stopped, as appended to the message,
-    or "") and ``waited_s`` (seconds the request waited in its server's queue before its
-    own time began: not the model's time)."""
+    or ""), ``relayed`` (part of the reply was already handed on: never retried) and
+    ``waited_s`` (seconds the request waited in its server's queue before its own time
+    began: not the model's time)."""
 
     def __init__(
         self, message: str, *, endpoint: str = "", status: int | None = None, detail: str = ""
@@ -63,6 +64,7 @@ class ModelError(AgentbenchError):
         self.retry_after: float | None = None
         self.retries: Sequence[Mapping[str, object]] = ()
         self.retry_note = ""
+        self.relayed = False
         self.waited_s = 0.0
         super().__init__(message)
 

@@ -10,13 +10,13 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Generic, Protocol, TypeVar
 
 import httpx
 
 from pytest_agentbench.core.durations import seconds_text
-from pytest_agentbench.core.jsontypes import JsonObject
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import EventSink, StreamEvent
 from pytest_agentbench.core.urls import public_url
 from pytest_agentbench.errors import (
@@ -33,6 +33,7 @@ from pytest_agentbench.models.base import (
     Generation,
     ModelRequest,
     ModelSpec,
+    Relay,
     ToolCall,
     Usage,
 )
@@ -246,6 +247,24 @@ def attach_partial(
 def ignore_events(event: StreamEvent) -> None:
     """The event sink of a request nobody listens to: clients skip building the stream
     events of text and tool-call deltas for it (``emit is ignore_events``)."""
+
+
+class _Tapped(httpx.SyncByteStream):
+    """A response's raw byte stream that hands each chunk on to a ``Relay`` as it is read
+    (encoded as the server sent it: the relay forwards the server's headers too)."""
+
+    def __init__(self, inner: httpx.SyncByteStream, relay: Relay) -> None:
+        self._inner = inner
+        self._relay = relay
+
+    def __iter__(self) -> Iterator[bytes]:
+        send = self._relay.send
+        for chunk in self._inner:
+            send(chunk)
+            yield chunk
+
+    def close(self) -> None:
+        self._inner.close()
 
 
 class Received(Protocol):
@@ -592,7 +611,8 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
     def _generate(
         self, request: ModelRequest, on_event: EventSink | None, place: Place
     ) -> Generation:
-        body = self.build_body(request)
+        relay = request.relay
+        body = self.build_body(request) if relay is None else self.relay_body(relay.body)
         content = _BODY_ENCODER.encode(body).encode()
         started = place.sent
         timeout_s = request.timeout_s
@@ -615,17 +635,23 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         emit = on_event or ignore_events
         streamed = request.stream
         empty: EmptyStream | None = None
+        headers = self.request_headers(request)
+        if relay is not None:
+            headers = {**relay.headers, **headers}
         try:
             with self._http.stream(
                 "POST",
                 self._url,
                 content=content,
-                headers=self.request_headers(request),
+                headers=headers,
                 timeout=self._timeouts(deadline),
             ) as response:
                 received.status = response.status_code
                 if response.status_code >= 400:
                     raise self._status_error(response)
+                if relay is not None and isinstance(response.stream, httpx.SyncByteStream):
+                    relay.start(response.status_code, response.headers.multi_items())
+                    response.stream = _Tapped(response.stream, relay)
                 streamed = _reads_as_stream(response, request.stream)
                 if not streamed:
                     place.began()  # an unstreamed reply begins whole (the listener moves)
@@ -635,18 +661,22 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
                 else:
                     self._read_body(response, received, emit)
         except EmptyStream as exc:
-            if watchdog.fired or not request.stream:
+            relayed = relay is not None and relay.started
+            if watchdog.fired or not request.stream or relayed:
                 failed = self._deadline_error(request, place) if watchdog.fired else exc
+                failed.relayed = relayed
                 raise self._with_partial(failed, received, body, started, place) from None
             empty = exc
         except ModelError as exc:
             error = self._deadline_error(request, place) if watchdog.fired else exc
+            error.relayed = relay is not None and relay.started
             raise self._with_partial(error, received, body, started, place) from None
         except httpx.HTTPError as exc:
             if watchdog.fired or (isinstance(exc, httpx.TimeoutException) and place.blocked):
                 error = self._deadline_error(request, place)
             else:
                 error = self._transport_error(exc, request, watchdog.deadline, watchdog.fired)
+            error.relayed = relay is not None and relay.started
             raise self._with_partial(error, received, body, started, place) from exc
         finally:
             watchdog.finish()
@@ -714,6 +744,10 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
             reply["streamed"] = False
             reply["after_empty_stream"] = True
         return generation
+
+    def relay_body(self, body: Mapping[str, JsonValue]) -> JsonObject:
+        """A relayed body as sent: the caller's own, naming this client's model."""
+        return {**body, "model": self.spec.model}
 
     # What each protocol client supplies (see the class docstring).
 
