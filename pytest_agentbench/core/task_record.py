@@ -30,6 +30,7 @@ from pytest_agentbench.core.record_parts import (
     maybe_bool,
     maybe_int,
     maybe_json_object,
+    maybe_number,
     maybe_str,
     nullable_int,
     nullable_number,
@@ -235,6 +236,8 @@ OPTIONAL_FIELDS = (
     "control",
     "cost",
     "cached",
+    "waited_s",
+    "length_limit",
 )
 _KNOWN = frozenset((*REQUIRED_FIELDS, *OPTIONAL_FIELDS, "failure", "schema_version"))
 
@@ -292,6 +295,13 @@ class TaskRecord:
     cost: CostRecord | None = None
     #: how many of its model calls were replayed from the response cache (not sent)
     cached: int | None = None
+    #: seconds its model requests waited in the server's queue before their own time
+    #: began (models/queue.py): not the model's time, so not spent from its timeout;
+    #: set when there was any
+    waited_s: float | None = None
+    #: which limit cut the last reply of a ``length_exceeded`` task: ``output_tokens`` or
+    #: ``context_window``
+    length_limit: str | None = None
     extras: JsonObject = field(default_factory=dict)
     schema_version: int = TASK_RECORD_VERSION
 
@@ -343,6 +353,10 @@ class TaskRecord:
             data["crashed_worker"] = self.crashed_worker
         if self.epoch is not None:
             data["epoch"] = self.epoch
+        if self.waited_s is not None:
+            data["waited_s"] = self.waited_s
+        if self.length_limit is not None:
+            data["length_limit"] = self.length_limit
         if self.reducer is not None:
             data["reducer"] = self.reducer
         if self.control is not None:
@@ -424,6 +438,8 @@ class TaskRecord:
             ),
             crashed_worker=maybe_str(obj, "crashed_worker", where),
             epoch=maybe_int(obj, "epoch", where),
+            waited_s=maybe_number(obj, "waited_s", where),
+            length_limit=maybe_str(obj, "length_limit", where),
             reducer=maybe_str(obj, "reducer", where),
             control=None
             if control is None

@@ -191,6 +191,9 @@ class Generation:
     usage_native: Mapping[str, JsonValue] | None = None
     exchange: Mapping[str, JsonValue] = field(default_factory=dict)
     elapsed_s: float = 0.0
+    #: Of ``elapsed_s``, the seconds the request waited in its server's queue before its
+    #: own time began (models/queue.py): not the model's time.
+    waited_s: float = 0.0
     #: Protocol-native reasoning blocks the provider requires back, unchanged, when the
     #: conversation continues after this turn's tool calls (Anthropic ``thinking`` with its
     #: ``signature``, ``redacted_thinking``); empty for protocols that need none.

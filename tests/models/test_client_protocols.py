@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 from client_protocols_support import KEY, PROTOCOLS, Protocol, ask, generate
 
+from pytest_agentbench.core.durations import seconds_text
 from pytest_agentbench.errors import ModelTimeout, ProviderError, RateLimited, TransportError
 from pytest_agentbench.models.base import Generation, StreamEvent, Usage
 from pytest_agentbench.scripted import ScriptedServer
@@ -230,6 +231,23 @@ def test_hang_fails_at_the_deadline(protocol, server, stream):
         generate(protocol, server, "k", stream=stream, timeout_s=0.5)
     assert "within the 0.5 s deadline" in str(info.value)
     assert info.value.partial is None and info.value.retry_after is None
+
+
+def test_a_deadline_reads_rounded(server):
+    """The deadline a request is given is what is left of its task: a raw float such as
+    0.685032 is printed as people read it."""
+    server.add_scripts({"k": [{"text": "never", "hang": True}]})
+    with pytest.raises(ModelTimeout) as info:
+        generate(PROTOCOLS["chat"], server, "k", timeout_s=0.685032)
+    assert "within the 0.69 s deadline" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0.685032, "0.69"), (19.98, "20"), (2.04, "2"), (1.55, "1.6"), (0.5, "0.5"), (0.004, "0.004")],
+)
+def test_seconds_text(seconds: float, text: str) -> None:
+    assert seconds_text(seconds) == text
 
 
 def test_a_trickling_stream_still_ends_at_the_deadline(protocol, server):

@@ -74,7 +74,7 @@ OPENAI = {
                 "type": "invalid_request_error",
                 "code": "context_length_exceeded",
             },
-            (2285, 2048),
+            (2029, 2048),  # 2285 counted the 256 requested for the completion
         ),
         (
             {
@@ -291,3 +291,102 @@ def test_overflow_in_a_repair_round_keeps_the_first_attempt(
     )
     curve = [(r["round"], r["score"]["value"], r["score"]["n"]) for r in totals["repair_curve"]]
     assert curve == [(0, 0.5, 2), (1, 1.0, 1)], "the lost round leaves the curve, not round 0"
+
+
+#: What llama-cpp-python answers an unstreamed request whose prompt (2029 tokens) and
+#: requested completion (256) do not fit its 2048-token context; a streamed one gets an
+#: empty 200 stream.
+LLAMA_CPP_PYTHON_OVERFLOW = (
+    "This model's maximum context length is 2048 tokens. However, you requested 2285 "
+    "tokens (2029 in the messages, 256 in the completion). Please reduce the length of the "
+    "messages or completion."
+)
+EMPTY_STREAM_OVERFLOW = {
+    "empty_stream": True,
+    "error": {"status": 400, "type": "invalid_request_error", "message": LLAMA_CPP_PYTHON_OVERFLOW},
+}
+
+
+@pytest.mark.parametrize("protocol", ["openai", "openai-responses", "anthropic"])
+def test_an_empty_stream_is_asked_once_more_unstreamed_and_an_overflow_never_retried(
+    protocol: str,
+) -> None:
+    """llama-cpp-python answers a streamed request that does not fit its context with
+    HTTP 200 and a stream without one event; the same request unstreamed says why. The
+    client asks once so, and the overflow is not retried (it was retried three times as
+    "the stream ended before its finish", each retry queueing again)."""
+    from pytest_agentbench.models.scripted import scripted_client
+    from pytest_agentbench.scripted import ScriptedServer
+
+    with ScriptedServer({"k": [EMPTY_STREAM_OVERFLOW]}) as server:
+        client = RetryingClient(
+            scripted_client(ModelSpec("scripted", protocol), server.url),
+            RetryPolicy(base_delay_s=0.001),
+            rng=random.Random(1),
+        )
+        request = ModelRequest(ASK.messages, timeout_s=30, metadata={"task": "k", "call": "0"})
+        try:
+            with pytest.raises(ContextOverflow) as info:
+                client.generate(request)
+        finally:
+            client.close()
+        sent = [entry["body"]["stream"] for entry in server.requests]
+    assert sent == [True, False], "one streamed request, then one unstreamed: no retries"
+    error = info.value
+    assert (error.prompt_tokens, error.context_tokens) == (2029, 2048)
+    assert error.completion_tokens == 256
+    assert "(2029 prompt tokens + 256 requested completion tokens > 2048 context tokens)" in str(
+        error
+    )
+    assert "asked again without streaming" in str(error)
+
+
+def test_an_empty_stream_whose_request_answers_unstreamed_is_that_answer() -> None:
+    from pytest_agentbench.models.scripted import scripted_client
+    from pytest_agentbench.scripted import ScriptedServer
+
+    with ScriptedServer({"k": [{"text": "4", "empty_stream": True}]}) as server:
+        client = scripted_client(ModelSpec("scripted", "scripted"), server.url)
+        request = ModelRequest(ASK.messages, timeout_s=30, metadata={"task": "k", "call": "0"})
+        try:
+            generation = client.generate(request)
+        finally:
+            client.close()
+    assert generation.text == "4"
+    reply = generation.exchange["response"]
+    assert reply["streamed"] is False and reply["after_empty_stream"] is True
+
+
+def test_an_overflow_behind_an_empty_stream_ends_the_task_as_an_overflow(
+    pytester: pytest.Pytester,
+) -> None:
+    """Through a real run, streamed (the default): the repair round's empty stream is a
+    context-overflow harness error with the first attempt kept, never a timeout."""
+    error = (
+        '{ status = 400, type = "invalid_request_error", message = "'
+        + LLAMA_CPP_PYTHON_OVERFLOW
+        + '" }'
+    )
+    pytester.makefile(
+        ".toml",
+        bench_ctx=f"""
+[suite]
+name = "ctx"
+verifier = {{ kind = "number" }}
+repairs = 1
+
+[[task]]
+id = "overflows-in-repair"
+input = "3 + 4?"
+target = 7
+scripted = ["8", {{ empty_stream = true, error = {error} }}]
+""",
+    )
+    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    run = (pytester.path / "agentbench-results" / "latest").resolve()
+    task = _load(run / "tasks" / "ctx" / "overflows-in-repair[scripted]" / "result.json")
+    assert (task["outcome"], task["failure_kind"]) == ("harness_error", "context_overflow")
+    assert task["first_attempt_reward"] == 0.0
+    assert task["attempts"][0]["verdict"]["reward"] == 0.0
+    assert "2029 prompt tokens" in task["error"]

@@ -147,3 +147,73 @@ def test_temperature_zero_and_a_seed_give_the_same_answers_on_a_rerun(
             assert task["sampling"] == {"temperature": 0.0, "seed": 1234}, task["nodeid"]
         answers.append({t["nodeid"]: [a["answer"] for a in attempts(t)] for t in tasks})
     assert answers[0] == answers[1]
+
+
+def _run_own(pytester: pytest.Pytester, suite: str, *extra: str) -> Path:
+    """``pytest --agentbench`` over one suite of its own against the real model, at the
+    run's default concurrency; the run dir."""
+    url = os.environ[URL_ENV]
+    model = os.environ.get(MODEL_ENV) or "local"
+    pytester.makefile(".toml", bench_own=suite)
+    result = pytester.runpytest_subprocess(
+        "--agentbench",
+        "--agentbench-model",
+        f"openai-compat/{model}",
+        "--agentbench-base-url",
+        url,
+        "-p",
+        "no:cacheprovider",
+        *extra,
+        timeout=RUN_TIMEOUT_S,
+    )
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), str(result.stdout)
+    return (pytester.path / "agentbench-results" / "latest").resolve()
+
+
+def test_a_streamed_prompt_past_the_context_window_is_an_overflow(
+    pytester: pytest.Pytester,
+) -> None:
+    """llama-cpp-python answers a streamed prompt longer than its context with HTTP 200 and
+    an empty stream: the task is a context-overflow harness error, found by asking once
+    more unstreamed, never retried (it was "the stream ended before its finish", retried
+    three times)."""
+    words = " ".join(["apple banana cherry"] * 4000)  # 12 000 words: past any small n_ctx
+    run = _run_own(
+        pytester,
+        '[suite]\nname = "ctx"\nverifier = { kind = "includes" }\n'
+        f'[[task]]\nid = "too-long"\ninput = "{words}"\ntarget = "apple"\n',
+    )
+    (path,) = (run / "tasks").rglob("result.json")
+    record = json.loads(path.read_text(encoding="utf-8"))
+    assert (record["outcome"], record["failure_kind"]) == ("harness_error", "context_overflow")
+    assert record["failure"]["retries"] == 0
+    assert "prompt tokens" in record["error"]
+
+
+def test_queued_requests_at_the_default_concurrency_do_not_time_out(
+    pytester: pytest.Pytester,
+) -> None:
+    """Eight short tasks at the default concurrency of 8: a server that serves one at a
+    time queues seven of them; the queue is not the model's time, so none times out
+    (with 10 s each, the last waits for the seven before it: about 14 s here)."""
+    tasks = "".join(
+        f'\n[[task]]\nid = "n{i}"\ninput = "Write one short sentence about the number {i}."\n'
+        f'target = "{i}"\n'
+        for i in range(8)
+    )
+    run = _run_own(
+        pytester,
+        '[suite]\nname = "queue"\nverifier = { kind = "includes" }\ntimeout_s = 10\n'
+        "max_tokens = 60\n" + tasks,
+    )
+    records = [
+        json.loads(path.read_text(encoding="utf-8"))
+        for path in (run / "tasks").rglob("result.json")
+    ]
+    assert len(records) == 8
+    stopped = {
+        r["task_id"]: (r["outcome"], r["error"])
+        for r in records
+        if r["outcome"] in ("timeout", "harness_error")
+    }
+    assert not stopped

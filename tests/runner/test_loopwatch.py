@@ -232,3 +232,40 @@ def test_the_window_maps_normalised_offsets_back_to_raw_ones() -> None:
     assert window.norm == re.sub(r"[0-9]+", "0", raw)[-len(window.norm) :]
     assert window.raw == raw[-len(window.raw) :]
     assert window.raw_offset(0) is None  # long gone from the window
+
+
+def _confirmed_at(text: str) -> int | None:
+    """Characters fed (in 32-character deltas) until the watch first says ``looping``."""
+    watch = LoopWatch()
+    for at in range(0, len(text), 32):
+        watch.feed(text[at : at + 32])
+        if watch.verdict().state == "looping":
+            return watch.chars
+    return None
+
+
+_LETTERS = str.maketrans("0123456789", "abcdefghij")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "2024-01-05 12:00:01 retrying request 17\n",
+        "The total is 42 apples and 17 pears, so far.\n",
+        "x = 1234567\n",
+        "Answer: 3.14159\n",
+    ],
+)
+def test_an_exact_loop_with_numbers_is_confirmed_as_soon_as_one_without(line: str) -> None:
+    """An exact cycle's span and growth count the characters a reader sees: its numbers
+    are one placeholder each in the normalised text, which made such a loop need up to
+    twice the text (or, when the text ended inside a number, look like a cycle modulo
+    numbers and never be confirmed: ``x = 1234567``)."""
+    with_digits = _confirmed_at(line * 400)
+    with_letters = _confirmed_at(line.translate(_LETTERS) * 400)
+    assert with_letters is not None
+    assert with_digits == with_letters
+    watch = LoopWatch()
+    watch.feed(line * 400)
+    cycle = watch.verdict().cycle
+    assert cycle is not None and not cycle.numeric and cycle.period == len(line)
