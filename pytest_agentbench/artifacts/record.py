@@ -87,6 +87,11 @@ def task_record(
         verifier_dir=str(rollout_dir / "verifier"),
         failure=_evidence(rollout.failure, rollout_dir),
     )
+    waited = sum(attempt.waited_s for attempt in rollout.attempts)
+    if waited >= 0.0005:
+        record = replace(record, waited_s=round(waited, 3))
+    if rollout.outcome == "length_exceeded" and rollout.attempts:
+        record = replace(record, length_limit=rollout.attempts[-1].length_limit)
     return SHARED.share(record)
 
 
