@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_agentbench.agents.gateway import Gateway
     from pytest_agentbench.model_fixture import _TestScript
     from pytest_agentbench.models.base import ModelClient
     from pytest_agentbench.models.breaker import CircuitBreaker
@@ -63,6 +64,10 @@ class RunServices:
         self._control_server: ScriptedServer | None = None
         self._verifiers: dict[str, Verifier] | None = None
         self._tools: dict[str, Tool] | None = None
+        #: the gateway agents under test call (agents/gateway.py), started on first use,
+        #: and each model's client per wire protocol it relays
+        self._gateway: Gateway | None = None
+        self._protocol_clients: dict[tuple[str, str], ModelClient | None] = {}
         self._prepared: set[str] = set()
         self._preparing: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
@@ -260,7 +265,43 @@ class RunServices:
             self._tools = found
         return self._tools
 
+    def gateway(self) -> Gateway:
+        """This process's gateway for agents under test, started on first use."""
+        with self._lock:
+            if self._gateway is None:
+                from pytest_agentbench.agents.gateway import Gateway
+
+                self._gateway = Gateway()
+            return self._gateway
+
+    def protocol_client(self, model: str, protocol: str) -> ModelClient | None:
+        """The client of the model called ``model`` over ``protocol`` (``chat``,
+        ``responses``, ``messages``), with the model's retries, breaker and the run's rate
+        limit; None when the model's provider does not serve that protocol."""
+        from pytest_agentbench.models.siblings import sibling
+
+        own = self.client(model)
+        settings = self.settings.for_model(model) if model else self.settings
+        key = (settings.model_name, protocol)
+        with self._lock:
+            if key not in self._protocol_clients:
+                bare = self._bare.get(settings.model_name)
+                made = sibling(bare, protocol) if bare is not None else None
+                if made is bare and made is not None:
+                    self._protocol_clients[key] = own
+                else:
+                    wrapped = self._reliable(made, settings) if made is not None else None
+                    self._protocol_clients[key] = wrapped
+            return self._protocol_clients[key]
+
     def close(self) -> None:
+        if self._gateway is not None:
+            self._gateway.close()
+            self._gateway = None
+        for made in self._protocol_clients.values():
+            if made is not None and made is not self._client:
+                made.close()
+        self._protocol_clients.clear()
         if self._client is not None:
             self._client.close()
             self._client = None

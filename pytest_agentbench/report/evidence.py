@@ -251,6 +251,8 @@ def _harness_line(record: TaskRecord) -> str:
 
 
 def _loop_line(record: TaskRecord) -> str:
+    if record.error and record.error.startswith("agent killed:"):
+        return record.error  # an agent under test's own line: where the loop was
     loop = record.loop
     parts = []
     if loop is not None:
@@ -271,6 +273,8 @@ def _loop_line(record: TaskRecord) -> str:
 
 
 def _timeout_line(record: TaskRecord) -> str:
+    if record.error and record.error.startswith("agent timed out"):
+        return record.error  # an agent under test's own line, with its model calls
     limit = _number(record.extras.get("timeout_s"))
     if limit is not None:
         return f"timeout after {_number_text(limit)}s"
@@ -328,6 +332,8 @@ def _reason(record: TaskRecord) -> str:
         return prefix + cut(_clean(_timeout_line(record)))
     if verdict is not None and verdict.error:
         return cut(_clean(verdict.error))
+    if outcome == "failed" and verdict is None and record.error:
+        return cut(_clean(record.error))  # unverified: an agent under test failed itself
     evidence = _verdict_evidence(record)
     if outcome == "length_exceeded":
         note = _length_note(record)
