@@ -30,9 +30,13 @@ VARIABLES = {
 }
 
 
+#: Read at import: pytester points HOME at a test's own folder while the test runs.
+_DEFAULT_DIR = Path.home() / ".cache" / "pytest-agentbench-agents"
+_OWN_DIR = os.environ.get("AGENTBENCH_AGENTS_DIR")
+
+
 def agents_dir() -> Path:
-    default = Path.home() / ".cache" / "pytest-agentbench-agents"
-    return Path(os.environ.get("AGENTBENCH_AGENTS_DIR") or default)
+    return Path(_OWN_DIR or _DEFAULT_DIR)
 
 
 def _skip(what: str, variable: str) -> pytest.skip.Exception:

@@ -216,6 +216,7 @@ class CommandSession:
             "python": sys.executable,
             "suite_dir": str(Path(self.task.path).parent),
             "task_id": self.task.id,
+            "base_url": self.route.endpoint.base_url,
         }
         if self.options.prompt == "argv":
             values["prompt"] = prompt

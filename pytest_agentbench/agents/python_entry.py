@@ -72,9 +72,7 @@ def main(argv: list[str]) -> int:
             module = importlib.import_module(module_name)
             function = getattr(module, function_name, None)
             if not callable(function):
-                sys.stderr.write(
-                    f"python agent: {module_name} has no function {function_name!r}\n"
-                )
+                sys.stderr.write(f"python agent: {module_name} has no function {function_name!r}\n")
                 return 2
             answer = function(task, Path.cwd(), base_url, key)
     except BaseException:  # the agent's own failure, whatever it is: its traceback is its record
