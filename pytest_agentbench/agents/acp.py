@@ -531,7 +531,8 @@ class AcpAgent:
     process, ``initialize``, ``session/new`` in the workspace), asked with :meth:`prompt`
     (once for the task, once more per repair round: the same session), ended with
     :meth:`stop` (``session/cancel`` when a turn is still running, a short grace, then
-    the whole process group is killed). ``env`` is the agent's whole environment."""
+    the whole process group is killed). ``env`` is the agent's whole environment;
+    ``network`` and ``read_only`` as for ``run_command``."""
 
     def __init__(
         self,
@@ -543,6 +544,8 @@ class AcpAgent:
         plan: Plan,
         policy: str = "allow",
         on_event: Callable[[JsonObject], None] | None = None,
+        network: bool = False,
+        read_only: Sequence[Path] = (),
     ) -> None:
         if not argv:
             raise AcpError("an ACP agent needs a command (argv is empty)")
@@ -553,6 +556,8 @@ class AcpAgent:
         self.plan = plan
         self.policy = policy
         self._on_event = on_event
+        self.network = network
+        self.read_only = list(read_only)
         self.command: LiveCommand | None = None
         self.client: AcpClient | None = None
         self._prompting = threading.Event()
@@ -560,7 +565,13 @@ class AcpAgent:
     def start(self, deadline: float) -> AcpClient:
         """Start the agent and open its session; raises AcpError (or SandboxError)."""
         self.command = LiveCommand.start_command(
-            self.argv, cwd=self.workspace, env=self.env, limits=self.limits, plan=self.plan
+            self.argv,
+            cwd=self.workspace,
+            env=self.env,
+            limits=self.limits,
+            plan=self.plan,
+            network=self.network,
+            read_only=self.read_only,
         )
         self.client = AcpClient(
             self.command.stdin,

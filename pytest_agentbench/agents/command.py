@@ -222,6 +222,10 @@ class CommandSession:
             values["prompt"] = prompt
         return fill_template(template, values)
 
+    def _stdin(self, index: int, prompt: str) -> str | None:
+        """What the agent reads on stdin in attempt ``index`` (None: nothing)."""
+        return prompt if self.options.prompt == "stdin" else None
+
     def attempt(
         self,
         messages: Sequence[Mapping[str, JsonValue]],
@@ -262,7 +266,7 @@ class CommandSession:
             result = self._workspace.run(
                 argv,
                 limits=limits,
-                stdin=prompt if self.options.prompt == "stdin" else None,
+                stdin=self._stdin(index, prompt),
                 env=self.options.env,
                 stand_ins=stand_ins,
                 stop=route.stopped,
@@ -377,6 +381,24 @@ def _finish(records: Sequence[CallRecord]) -> str | None:
     return "stop"
 
 
+def open_workspace(task: Task, root: Path, isolation: str) -> Workspace:
+    """A fresh agent workspace at ``root`` seeded from the task's files. Raises
+    SandboxError for ``strict`` (the agent needs the network to reach its gateway)."""
+    import shutil
+
+    if isolation == "strict":
+        raise SandboxError(
+            "strict sandbox: a command agent needs the network to reach its gateway, and "
+            "this version cannot yet limit it to the gateway alone; use sandbox auto or "
+            "basic (the agent then shares the host's network, as its record says)"
+        )
+    if root.is_symlink() or root.is_file():
+        root.unlink()
+    elif root.exists():
+        shutil.rmtree(root)
+    return AgentWorkspace.create(root, task.files, task.files_dir, isolation=isolation)
+
+
 def open_command_session(
     task: Task,
     root: Path,
@@ -390,21 +412,9 @@ def open_command_session(
     """A command agent's session for ``task``: a fresh workspace at ``root`` seeded from
     the task's files, and a route on ``gateway`` to the task's model. Raises
     AgentbenchError (SandboxError) when either cannot be had."""
-    import shutil
-
     if task.agent is None or task.agent.kind != "command":
         raise AgentbenchError(f"task {task.id!r} has no command agent")
     options = CommandOptions.parse(task.agent.options)
-    if isolation == "strict":
-        raise SandboxError(
-            "strict sandbox: a command agent needs the network to reach its gateway, and "
-            "this version cannot yet limit it to the gateway alone; use sandbox auto or "
-            "basic (the agent then shares the host's network, as its record says)"
-        )
-    if root.is_symlink() or root.is_file():
-        root.unlink()
-    elif root.exists():
-        shutil.rmtree(root)
-    workspace = AgentWorkspace.create(root, task.files, task.files_dir, isolation=isolation)
+    workspace = open_workspace(task, root, isolation)
     route = gateway.open_route(task.key, model_label, clients, kill_policy=kill_policy)
     return CommandSession(task, options, workspace, gateway, route)

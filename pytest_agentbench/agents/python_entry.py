@@ -14,9 +14,9 @@ printed to stderr and ends the attempt with exit status 1.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import os
+import pkgutil
 import sys
 import traceback
 from dataclasses import dataclass
@@ -69,8 +69,7 @@ def main(argv: list[str]) -> int:
     out = sys.stdout
     try:
         with contextlib.redirect_stdout(sys.stderr):
-            module = importlib.import_module(module_name)
-            function = getattr(module, function_name, None)
+            function = pkgutil.resolve_name(argv[0])
             if not callable(function):
                 sys.stderr.write(f"python agent: {module_name} has no function {function_name!r}\n")
                 return 2

@@ -78,9 +78,12 @@ class LiveCommand:
         env: Mapping[str, str],
         limits: Limits,
         plan: Plan,
+        network: bool = False,
+        read_only: Sequence[Path] = (),
     ) -> LiveCommand:
-        """Start ``argv`` in ``cwd`` under ``plan`` and ``limits``. Raises SandboxError
-        when it cannot be started."""
+        """Start ``argv`` in ``cwd`` under ``plan`` and ``limits`` (``network`` and
+        ``read_only`` as for ``run_command``). Raises SandboxError when it cannot be
+        started."""
         nproc = None
         if plan.processes == "rlimit":
             nproc = _user_process_count() + int(limits.processes) + _WRAPPER_PROCESSES
@@ -88,7 +91,7 @@ class LiveCommand:
         if plan.processes == "cgroup":
             cgroup = PidsCgroup.create(int(limits.processes) + _WRAPPER_PROCESSES)
         guard_harness()
-        full = wrap(plan, list(argv), cwd, limits.timeout_s)
+        full = wrap(plan, list(argv), cwd, limits.timeout_s, network=network, read_only=read_only)
         drop_ptrace = _ptrace_dropper() if plan.tool is None else None
         start = time.monotonic()
         try:

@@ -73,9 +73,16 @@ def update(session: str, body: dict[str, object]) -> None:
 
 
 def ask_model(messages: list[dict[str, object]]) -> dict[str, object]:
+    """One streamed Chat Completion, put back together: the reply message and usage."""
     base = os.environ["OPENAI_BASE_URL"].rstrip("/")
     body = json.dumps(
-        {"model": os.environ.get("AGENT_MODEL", "scripted"), "messages": messages, "tools": TOOLS}
+        {
+            "model": os.environ.get("AGENT_MODEL", "scripted"),
+            "messages": messages,
+            "tools": TOOLS,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
     ).encode()
     request = urllib.request.Request(
         f"{base}/chat/completions",
@@ -85,9 +92,34 @@ def ask_model(messages: list[dict[str, object]]) -> dict[str, object]:
             "authorization": f"Bearer {os.environ.get('OPENAI_API_KEY', '')}",
         },
     )
+    text: list[str] = []
+    calls: dict[int, dict[str, object]] = {}
+    usage: object = None
     with urllib.request.urlopen(request, timeout=60) as response:
-        reply: dict[str, object] = json.loads(response.read())
-    return reply
+        for raw in response:
+            line = raw.decode("utf-8").strip()
+            if not line.startswith("data:") or line == "data: [DONE]":
+                continue
+            chunk = json.loads(line[5:])
+            usage = chunk.get("usage") or usage
+            for choice in chunk.get("choices") or []:
+                delta = choice.get("delta") or {}
+                text.append(delta.get("content") or "")
+                for part in delta.get("tool_calls") or []:
+                    call = calls.setdefault(
+                        part["index"],
+                        {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
+                    )
+                    function = call["function"]
+                    assert isinstance(function, dict)
+                    call["id"] = part.get("id") or call["id"]
+                    given = part.get("function") or {}
+                    function["name"] += given.get("name") or ""
+                    function["arguments"] += given.get("arguments") or ""
+    message: dict[str, object] = {"role": "assistant", "content": "".join(text) or None}
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return {"choices": [{"message": message}], "usage": usage or {}}
 
 
 def run_tool(session: str, state: dict[str, object], call: dict[str, object]) -> str:
