@@ -116,8 +116,11 @@ def main(argv):
         turn = {"role": "assistant", "content": text}
         if calls:
             turn["tool_calls"] = [
-                {"id": c["id"], "type": "function",
-                 "function": {"name": c["name"], "arguments": c["arguments"]}}
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": c["arguments"]},
+                }
                 for c in calls
             ]
         messages.append(turn)

@@ -90,6 +90,8 @@ class _AgentReply:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    #: dozens of agents connect at once (the default backlog of 5 refused some)
+    request_queue_size = 1024
     gateway: Gateway
 
 
@@ -192,9 +194,10 @@ def _relay(route: Route, protocol: str, handler: _Handler, body: JsonObject) -> 
     """One agent request through ``route``: the tool-call loop watch on its history, the
     relay to the task's model, the record of the call, and a stop when the call must end
     the agent."""
-    call, attempt = route.next_call()
+    call, attempt, turn = route.next_call()
     where: JsonObject = {
         "attempt": attempt + 1,
+        "turn": turn,
         "call": call + 1,
         "protocol": protocol,
         "at_s": round(time.monotonic() - route.started, 3),

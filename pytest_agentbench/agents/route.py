@@ -81,6 +81,7 @@ class Route:
     stopped: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     _calls: int = 0
+    _turns: int = 0
     _tool_watch: ToolLoopWatch | None = None
     _tool_ids: set[str] = field(default_factory=set)
     _clients: dict[str, ModelClient | None] = field(default_factory=dict)
@@ -135,15 +136,17 @@ class Route:
             self.attempt = index
             self.deadline = deadline
             self.on_event = on_event
+            self._turns = 0
             self._tool_watch = ToolLoopWatch(self.tool_loop)
 
-    def next_call(self) -> tuple[int, int]:
+    def next_call(self) -> tuple[int, int, int]:
         """The rollout-wide number of the next call (from 0, what the model's client is
-        told) and the attempt it belongs to."""
+        told), the attempt it belongs to, and its turn in that attempt (from 1)."""
         with self.lock:
             number = self._calls
             self._calls += 1
-            return number, self.attempt
+            self._turns += 1
+            return number, self.attempt, self._turns
 
     def stop(self, reason: StopReason, message: str, evidence: JsonObject | None = None) -> None:
         """End the agent: the first reason given is kept."""
