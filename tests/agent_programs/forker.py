@@ -18,8 +18,8 @@ child = subprocess.Popen(
     stdout=subprocess.DEVNULL,
     stderr=subprocess.DEVNULL,
 )
-# the pid as the host sees it is what the test checks: in a pid namespace, the child's
-# own view differs, so it also records its start time from /proc for a safe match
+# the pid as the agent sees it (in a pid namespace not the host's): the test looks for
+# survivors by their working folder, the workspace, which the child shares
 Path("child.pid").write_text(str(child.pid))
 body = json.dumps({"model": "any", "messages": [{"role": "user", "content": "hi"}]}).encode()
 request = urllib.request.Request(
