@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_agentbench.agents.acp import (
+    CANCEL_GRACE_S,
     PERMISSION_POLICIES,
     AcpAgent,
     AcpError,
@@ -104,8 +105,6 @@ class AcpSession:
         workspace: Workspace,
         gateway: Gateway,
         route: Route,
-        *,
-        rollout_timeout_s: float | None = None,
     ) -> None:
         self.task = task
         self.options = options
@@ -115,7 +114,6 @@ class AcpSession:
         self.route = route
         self.agent: AcpAgent | None = None
         self._events_seen = 0
-        self._rollout_timeout_s = rollout_timeout_s
 
     @property
     def calls(self) -> int:
@@ -132,9 +130,9 @@ class AcpSession:
         return fill_template(self.options.argv, values)
 
     def _start(self, deadline: float, on_phase: Callable[[str], None] | None) -> AcpAgent:
-        limit = max(deadline - time.monotonic(), 0.01)
-        if self._rollout_timeout_s is not None:
-            limit = max(limit, self._rollout_timeout_s)
+        # the process's own wall clock: past the deadline by the cancel grace, so a turn
+        # is cancelled (session/cancel) before the group is killed
+        limit = max(deadline - time.monotonic(), 0.01) + CANCEL_GRACE_S + 2
         limits = Limits(
             timeout_s=limit,
             cpu_s=limit,
@@ -252,7 +250,8 @@ class AcpSession:
             run.stop = "timeout"
             run.error = f"agent timed out after {timeout_s:g} s ({every} model calls)"
         elif outcome is None:
-            if error is not None and "no answer before the deadline" in error:
+            killed = command.reason if command is not None else None
+            if killed == "timeout" or (error is not None and "before the deadline" in error):
                 run.stop = "timeout"
                 run.error = f"agent timed out after {timeout_s:g} s ({every} model calls)"
             else:
@@ -347,4 +346,4 @@ def open_acp_session(
     options = AcpOptions.parse(task.agent.options)
     workspace = open_workspace(task, root, isolation)
     route = gateway.open_route(task.key, model_label, clients, kill_policy=kill_policy)
-    return AcpSession(task, options, workspace, gateway, route, rollout_timeout_s=task.timeout_s)
+    return AcpSession(task, options, workspace, gateway, route)
