@@ -214,3 +214,72 @@ scripted = ["hello"]
     broken = tasks["broken"]["result"]
     assert broken["outcome"] == "failed"
     assert broken["error"].startswith("agent exited 1: RuntimeError: the agent's own bug")
+
+
+FIXTURE_TESTS = '''
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from openai import OpenAI
+
+AGENT = """
+import json, os, urllib.request
+body = {"model": "m", "messages": [{"role": "user", "content": "and you?"}]}
+request = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+    data=json.dumps(body).encode(), headers={"content-type": "application/json",
+    "authorization": "Bearer " + os.environ["OPENAI_API_KEY"]})
+print(json.loads(urllib.request.urlopen(request).read())["choices"][0]["message"]["content"])
+"""
+
+
+@pytest.mark.agentbench_scripted(
+    {"text": "in-process", "usage": {"prompt_tokens": 30, "completion_tokens": 2}},
+    {"text": "subprocess", "usage": {"prompt_tokens": 12, "completion_tokens": 1}},
+)
+def test_my_agent(agentbench_model):
+    endpoint = agentbench_model.endpoint()
+    assert endpoint.key.startswith("agb-")  # a stand-in, never the real key
+    client = OpenAI(base_url=endpoint.base_url + "/v1", api_key=endpoint.key, max_retries=0)
+    reply = client.chat.completions.create(
+        model="any", messages=[{"role": "user", "content": "hello"}]
+    )
+    assert reply.choices[0].message.content == "in-process"
+    env = {"PATH": os.environ["PATH"], **endpoint.environment()}
+    out = subprocess.run([sys.executable, "-c", AGENT], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "subprocess"
+
+
+@pytest.mark.agentbench_scripted({"text": "Let me check that once more. ", "repeat": 4000,
+                                  "chunk_size": 29, "chunk_delay_s": 0.0005})
+def test_my_looping_agent(agentbench_model):
+    endpoint = agentbench_model.endpoint()
+    client = OpenAI(base_url=endpoint.base_url + "/v1", api_key=endpoint.key, max_retries=0)
+    stream = client.chat.completions.create(
+        model="any", messages=[{"role": "user", "content": "go"}], stream=True
+    )
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+    assert "done" in text
+'''
+
+
+def test_agents_in_ordinary_tests_reach_the_gateway_through_the_fixture(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_fixture_agents=FIXTURE_TESTS)
+    result = pytester.runpytest_subprocess("--agentbench", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    summary = json.loads(
+        (pytester.path / "agentbench-results" / "latest" / "summary.json").read_text()
+    )
+    records = {t["task_id"]: t for t in summary["tasks"]}
+    mine = records["test_my_agent"]
+    assert mine["outcome"] == "passed"
+    # both calls, in-process and from the subprocess, counted into the test's record
+    assert (mine["usage"]["input"], mine["usage"]["output"]) == (42, 3)
+    looping = records["test_my_looping_agent"]
+    assert looping["outcome"] == "loop_killed", looping
+    assert looping["failure"]["message"].startswith("agent killed: loop in the model's stream")
