@@ -19,10 +19,7 @@ task or the endpoint, and what was expected. No message ever contains an API key
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from pytest_agentbench.core.jsontypes import JsonObject
+from collections.abc import Mapping, Sequence
 
 #: HTTP statuses that mean "slow down" (429, and Anthropic's 529 overloaded): a provider
 #: answering with one raises RateLimited, any other error status ProviderError.
@@ -62,7 +59,7 @@ class ModelError(AgentbenchError):
         self.detail = detail
         self.partial: object = None
         self.retry_after: float | None = None
-        self.retries: list[JsonObject] = []
+        self.retries: Sequence[Mapping[str, object]] = ()
         self.retry_note = ""
         self.relayed = False
         super().__init__(message)

@@ -224,3 +224,27 @@ def test_a_tool_call_loop_in_the_agents_history_stops_the_route(
     assert route.stopped.is_set() and route.stop_info is not None
     assert route.stop_info.reason == "loop_killed"
     assert route.stop_info.evidence is not None and route.stop_info.evidence["repetitions"] == 4
+
+
+def test_the_agents_own_usage_is_read_and_a_disagreement_flagged() -> None:
+    from pytest_agentbench.agents.command import reported_usage, usage_disagreement
+
+    # Claude Code's --output-format json: one object, Anthropic's usage arithmetic
+    out = (
+        'noise\n{"type": "result", "total_cost_usd": 0.012, "usage": {"input_tokens": 6, '
+        '"cache_read_input_tokens": 44, "cache_creation_input_tokens": 0, "output_tokens": 3}}\n'
+    )
+    reported = reported_usage(out)
+    assert reported is not None and reported["cost_usd"] == 0.012
+    own = reported["usage"]
+    assert isinstance(own, dict)
+    counted = [{"input": 6, "cache_read": 44, "cache_write": 0, "output": 3}]
+    assert usage_disagreement(own, counted) is None
+    over = [{"input": 6, "cache_read": 44, "cache_write": 0, "output": 5}]
+    assert usage_disagreement(own, over) == {"output": {"agent": 3, "gateway": 5}}
+    # Chat shape: the prompt is the whole input
+    chat = {"prompt_tokens": 50, "completion_tokens": 2}
+    assert usage_disagreement(chat, [{"input": 50, "output": 2}]) is None
+    # unknown on one side: no verdict
+    assert usage_disagreement(chat, [{"input": None, "output": 2}]) is None
+    assert reported_usage("no json here\n") is None

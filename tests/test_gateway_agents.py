@@ -57,6 +57,14 @@ if mode == "hold-then-call":
         time.sleep(0.01)
     call("go on")
     time.sleep(600)
+if mode == "netcheck":
+    import socket
+    call("hi")
+    try:
+        socket.create_connection(("1.1.1.1", 80), timeout=3).close()
+        print("outside: reached")
+    except OSError as exc:
+        print("outside: blocked", exc)
 if mode == "call-then-sleep":
     call("one question")
     time.sleep(600)
@@ -396,3 +404,44 @@ verifier = {{ kind = "exact" }}
         for p in _results(pytester).rglob("result.json")
     ]
     assert len(resumed) == 4
+
+
+@pytest.mark.slow
+def test_a_strict_sandbox_lets_the_agent_reach_its_gateway_and_nothing_else(
+    pytester: pytest.Pytester,
+) -> None:
+    """Under --agentbench-sandbox strict the agent has no network but its own loopback:
+    its model calls reach the gateway through the bridge, anything else is unreachable,
+    and the containment record says so."""
+    from pytest_agentbench.sandbox.isolation import plan_for
+
+    try:
+        plan_for("strict")
+    except Exception as exc:  # no bubblewrap here: strict refuses, as documented
+        pytest.skip(f"strict sandbox unavailable: {exc}")
+    _setup(pytester)
+    pytester.makefile(
+        ".toml",
+        bench_strict=f"""
+[suite]
+name = "strict"
+timeout_s = 60
+verifier = {{ kind = "includes" }}
+
+[[task]]
+id = "netcheck"
+input = "Check the network."
+target = "outside: blocked"
+scripted = ["fine"]
+{_agent_table([*PROBE_ARGV, "netcheck"], final_message="stdout")}
+""",
+    )
+    result = _run(pytester, "--agentbench-sandbox", "strict")
+    assert "1 passed" in result.stdout.str(), result.stdout.str()
+    trajectory = _trajectory(pytester, "strict", "netcheck")
+    assert [e["call"] for e in trajectory if "call" in e] == [1]
+    agent = next(e["agent"] for e in trajectory if "agent" in e)
+    assert agent["network"] == "gateway only"  # type: ignore[index]
+    containment = trajectory[-1]["containment"]
+    assert containment["network"] is False  # type: ignore[index]
+    assert "gateway alone" in containment["detail"]  # type: ignore[index]

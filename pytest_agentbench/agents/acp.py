@@ -532,7 +532,7 @@ class AcpAgent:
     (once for the task, once more per repair round: the same session), ended with
     :meth:`stop` (``session/cancel`` when a turn is still running, a short grace, then
     the whole process group is killed). ``env`` is the agent's whole environment;
-    ``network`` and ``read_only`` as for ``run_command``."""
+    ``network``, ``read_only`` and ``writable`` as for ``run_command``."""
 
     def __init__(
         self,
@@ -546,6 +546,7 @@ class AcpAgent:
         on_event: Callable[[JsonObject], None] | None = None,
         network: bool = False,
         read_only: Sequence[Path] = (),
+        writable: Sequence[Path] = (),
     ) -> None:
         if not argv:
             raise AcpError("an ACP agent needs a command (argv is empty)")
@@ -558,6 +559,7 @@ class AcpAgent:
         self._on_event = on_event
         self.network = network
         self.read_only = list(read_only)
+        self.writable = list(writable)
         self.command: LiveCommand | None = None
         self.client: AcpClient | None = None
         self._prompting = threading.Event()
@@ -572,6 +574,7 @@ class AcpAgent:
             plan=self.plan,
             network=self.network,
             read_only=self.read_only,
+            writable=self.writable,
         )
         self.client = AcpClient(
             self.command.stdin,

@@ -27,6 +27,7 @@ from pytest_agentbench.agents.acp import (
     PromptResult,
 )
 from pytest_agentbench.agents.command import (
+    BRIDGE_PORT,
     MEMORY_MB,
     OUTPUT_BYTES,
     PROCESSES,
@@ -37,6 +38,7 @@ from pytest_agentbench.agents.command import (
     open_workspace,
     usage_disagreement,
 )
+from pytest_agentbench.agents.endpoint import AgentEndpoint
 from pytest_agentbench.agents.gateway import Gateway
 from pytest_agentbench.agents.route import ClientFor, Route
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
@@ -105,8 +107,11 @@ class AcpSession:
         workspace: Workspace,
         gateway: Gateway,
         route: Route,
+        *,
+        strict_network: bool = False,
     ) -> None:
         self.task = task
+        self.strict_network = strict_network
         self.options = options
         self.workspace: Workspace | None = workspace
         self._workspace = workspace
@@ -141,16 +146,27 @@ class AcpSession:
             output_bytes=self.options.output_bytes,
         )
         ws = self._workspace
-        env = {**sandbox_env(ws.path, self.options.env), **self.route.endpoint.environment()}
+        route = self.route
+        endpoint = route.endpoint
+        command = self._argv()
+        writable: list[Path] = []
+        if self.strict_network:  # the bridge to the gateway's Unix socket, as for commands
+            socket_path = self.gateway.unix_socket()
+            endpoint = AgentEndpoint(f"http://127.0.0.1:{BRIDGE_PORT}/agent/{route.id}", route.key)
+            bridge = str(Path(__file__).with_name("netbridge.py"))
+            command = [sys.executable, bridge, socket_path, str(BRIDGE_PORT), "--", *command]
+            writable.append(Path(socket_path).parent)
+        env = {**sandbox_env(ws.path, self.options.env), **endpoint.environment()}
         agent = AcpAgent(
-            self._argv(),
+            command,
             workspace=ws.path,
             env=env,
             limits=limits,
             plan=plan_for(ws.isolation),
             policy=self.options.permissions,
-            network=True,
+            network=not self.strict_network,
             read_only=[Path(self.task.path).parent],
+            writable=writable,
         )
         self.agent = agent
         agent.start(deadline)
@@ -293,7 +309,7 @@ class AcpSession:
             "events_left_out": max(0, len(events) - EVENTS_KEPT),
             "stderr": stderr,
             "exited": exited,
-            "network": "shared with the host",
+            "network": "gateway only" if self.strict_network else "shared with the host",
         }
         if outcome is not None and outcome.agent_usage is not None:
             entry["reported"] = {"usage": outcome.agent_usage}
@@ -346,4 +362,5 @@ def open_acp_session(
     options = AcpOptions.parse(task.agent.options)
     workspace = open_workspace(task, root, isolation)
     route = gateway.open_route(task.key, model_label, clients, kill_policy=kill_policy)
-    return AcpSession(task, options, workspace, gateway, route)
+    strict = isolation == "strict"
+    return AcpSession(task, options, workspace, gateway, route, strict_network=strict)

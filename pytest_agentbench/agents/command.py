@@ -6,7 +6,7 @@ verifier's feedback as the prompt, continuing the agent's own session). The agen
 its task's gateway endpoint in the environment variables the common SDKs and CLIs read
 (``AgentEndpoint.environment``), never the real key. It runs in the task's sandbox
 (``auto`` / ``basic``: sharing the host's network, which the containment record says;
-``strict``: a network namespace whose only way out is the gateway, see
+``strict``: a network namespace whose only way out is the gateway, through
 agents/netbridge.py). Its attempt ends when it exits, when the task's deadline passes, or
 when the gateway stops its route (a loop, the circuit breaker): its whole process group
 is killed then.
@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_agentbench.agents.endpoint import AgentEndpoint
 from pytest_agentbench.agents.gateway import Gateway
 from pytest_agentbench.agents.route import CallRecord, ClientFor, Route
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
@@ -37,6 +38,8 @@ from pytest_agentbench.runner.loopguard import KillPolicy
 from pytest_agentbench.sandbox import KEEP_BYTES, CommandResult, Limits, Workspace
 from pytest_agentbench.suites.task import Task
 
+#: The port of the gateway bridge on a strict sandbox's own loopback (agents/netbridge.py).
+BRIDGE_PORT = 41000
 #: What is kept of the agent's stdout and of its stderr (each), by default.
 OUTPUT_BYTES = 65536
 #: No address-space limit by default (JavaScript runtimes reserve far more than they use).
@@ -164,10 +167,15 @@ def usage_disagreement(
 
 class AgentWorkspace(Workspace):
     """An agent under test's workspace: its containment says that the agent shares the
-    host's network (it must reach its gateway on 127.0.0.1)."""
+    host's network (it must reach its gateway on 127.0.0.1), or, in a strict sandbox,
+    that it reaches its gateway and nothing else."""
 
     def containment(self) -> JsonObject:
         found = super().containment()
+        if self.isolation == "strict":
+            detail = str(found.get("detail", ""))
+            note = "the agent under test reaches its gateway alone (a bridge to its socket)"
+            return {**found, "network": False, "detail": f"{detail}; {note}"}
         if not found.get("network"):
             detail = str(found.get("detail", ""))
             note = "the agent under test shares the host's network to reach its gateway"
@@ -261,23 +269,35 @@ class CommandSession:
             processes=self.options.processes,
             output_bytes=self.options.output_bytes,
         )
-        stand_ins = route.endpoint.environment()
+        endpoint = route.endpoint
+        command = argv
+        writable: list[Path] = []
+        if self.strict_network:
+            # no network but the sandbox's own loopback, where the bridge leads to the
+            # gateway's Unix socket and nowhere else
+            socket_path = self.gateway.unix_socket()
+            endpoint = AgentEndpoint(f"http://127.0.0.1:{BRIDGE_PORT}/agent/{route.id}", route.key)
+            bridge = str(Path(__file__).with_name("netbridge.py"))
+            command = [sys.executable, bridge, socket_path, str(BRIDGE_PORT), "--", *argv]
+            writable.append(Path(socket_path).parent)
         try:
             result = self._workspace.run(
-                argv,
+                command,
                 limits=limits,
                 stdin=self._stdin(index, prompt),
                 env=self.options.env,
-                stand_ins=stand_ins,
+                stand_ins=endpoint.environment(),
                 stop=route.stopped,
-                network=True,
+                network=not self.strict_network,
                 read_only=[Path(self.task.path).parent],
+                writable=writable,
             )
         except SandboxError as exc:
             run.stop, run.error = "harness_error", f"agent could not start: {exc}"
             run.failure, run.failure_detail = "harness", Failure.of("harness", run.error)
             run.elapsed_s = time.monotonic() - start
             return run
+        route.settle()  # a relay still finishing its record (the agent is gone)
         self._read(run, index, argv, result, timeout_s)
         run.elapsed_s = time.monotonic() - start
         return run
@@ -382,16 +402,9 @@ def _finish(records: Sequence[CallRecord]) -> str | None:
 
 
 def open_workspace(task: Task, root: Path, isolation: str) -> Workspace:
-    """A fresh agent workspace at ``root`` seeded from the task's files. Raises
-    SandboxError for ``strict`` (the agent needs the network to reach its gateway)."""
+    """A fresh agent workspace at ``root`` seeded from the task's files."""
     import shutil
 
-    if isolation == "strict":
-        raise SandboxError(
-            "strict sandbox: a command agent needs the network to reach its gateway, and "
-            "this version cannot yet limit it to the gateway alone; use sandbox auto or "
-            "basic (the agent then shares the host's network, as its record says)"
-        )
     if root.is_symlink() or root.is_file():
         root.unlink()
     elif root.exists():
@@ -417,4 +430,5 @@ def open_command_session(
     options = CommandOptions.parse(task.agent.options)
     workspace = open_workspace(task, root, isolation)
     route = gateway.open_route(task.key, model_label, clients, kill_policy=kill_policy)
-    return CommandSession(task, options, workspace, gateway, route)
+    strict = isolation == "strict"
+    return CommandSession(task, options, workspace, gateway, route, strict_network=strict)

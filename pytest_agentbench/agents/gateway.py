@@ -21,7 +21,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import shutil
 import socket
+import socketserver
+import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -95,6 +99,16 @@ class _Server(ThreadingHTTPServer):
     gateway: Gateway
 
 
+class _UnixServer(socketserver.ThreadingUnixStreamServer):
+    """The gateway on a Unix socket: how an agent in a strict sandbox (no network but its
+    own loopback) reaches it, through agents/netbridge.py."""
+
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 1024
+    gateway: Gateway
+
+
 class Gateway:
     """See the module docstring. ``start`` binds and serves; ``open_route`` /
     ``close_route`` add and remove a task; ``close`` stops the server."""
@@ -105,6 +119,8 @@ class Gateway:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self._unix: _UnixServer | None = None
+        self._unix_dir: str | None = None
         self.url = ""
 
     def start(self) -> str:
@@ -125,18 +141,41 @@ class Gateway:
                 self.url = f"http://127.0.0.1:{server.server_address[1]}"
         return self.url
 
+    def unix_socket(self) -> str:
+        """The path of the gateway's Unix socket (in a folder of its own under /tmp),
+        served from the first call on; the same routes and keys apply."""
+        self.start()
+        with self._lock:
+            if self._unix is None:
+                self._unix_dir = tempfile.mkdtemp(prefix="agb-gw-", dir="/tmp")
+                server = _UnixServer(os.path.join(self._unix_dir, "gw.sock"), _Handler)
+                server.gateway = self
+                threading.Thread(
+                    target=server.serve_forever,
+                    kwargs={"poll_interval": 0.2},
+                    name="agentbench-gateway-unix",
+                    daemon=True,
+                ).start()
+                self._unix = server
+            return str(self._unix.server_address)
+
     def close(self) -> None:
         """Stop every route's agent and the server."""
         with self._lock:
+            unix, self._unix = self._unix, None
+            unix_dir, self._unix_dir = self._unix_dir, None
             server, self._server = self._server, None
             pool, self._pool = self._pool, None
             routes = list(self._routes.values())
             self._routes.clear()
         for route in routes:
             route.stop("harness_error", "the run stopped")
-        if server is not None:
-            server.shutdown()
-            server.server_close()
+        for each in (server, unix):
+            if each is not None:
+                each.shutdown()
+                each.server_close()
+        if unix_dir is not None:
+            shutil.rmtree(unix_dir, ignore_errors=True)
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
 
@@ -172,7 +211,8 @@ class Gateway:
         if pool is None:
             handler.send_error_body(protocol, 503, "the gateway is closed")
             return
-        pool.submit(_relay, route, protocol, handler, body).result()
+        with route.relaying():
+            pool.submit(_relay, route, protocol, handler, body).result()
 
 
 def _error_entry(exc: ModelError) -> JsonObject:
@@ -266,10 +306,6 @@ def _relay(route: Route, protocol: str, handler: _Handler, body: JsonObject) -> 
         route.record(CallRecord(attempt, {**where, "error": f"the agent hung up: {exc}"}))
         handler.close_connection = True
         return
-    try:
-        reply.finish()
-    except OSError:
-        handler.close_connection = True
     usage = generation.usage.as_dict()
     entry = {
         **where,
@@ -286,7 +322,11 @@ def _relay(route: Route, protocol: str, handler: _Handler, body: JsonObject) -> 
         len(generation.tool_calls),
         ok=True,
     )
-    route.record(record)
+    route.record(record)  # before the reply ends: the agent may exit right after it
+    try:
+        reply.finish()
+    except OSError:
+        handler.close_connection = True
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -294,11 +334,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     server_version = "agentbench-gateway"
-    server: _Server
+    server: _Server | _UnixServer
 
     def setup(self) -> None:
         super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.connection.family != socket.AF_UNIX:
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format: str, *args: object) -> None:
         pass

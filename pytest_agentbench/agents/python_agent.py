@@ -88,4 +88,5 @@ def open_python_session(
     options = python_options(task.agent.options, task)
     workspace = open_workspace(task, root, isolation)
     route = gateway.open_route(task.key, model_label, clients, kill_policy=kill_policy)
-    return PythonSession(task, options, workspace, gateway, route)
+    strict = isolation == "strict"
+    return PythonSession(task, options, workspace, gateway, route, strict_network=strict)

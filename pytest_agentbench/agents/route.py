@@ -82,6 +82,8 @@ class Route:
     lock: threading.Lock = field(default_factory=threading.Lock)
     _calls: int = 0
     _turns: int = 0
+    _in_flight: int = 0
+    _idle: threading.Condition = field(default_factory=threading.Condition)
     _tool_watch: ToolLoopWatch | None = None
     _tool_ids: set[str] = field(default_factory=set)
     _clients: dict[str, ModelClient | None] = field(default_factory=dict)
@@ -148,6 +150,17 @@ class Route:
             self._turns += 1
             return number, self.attempt, self._turns
 
+    def relaying(self) -> _InFlight:
+        """Count a request as in flight while the gateway relays it (``settle`` waits)."""
+        return _InFlight(self)
+
+    def settle(self, timeout_s: float = 5.0) -> bool:
+        """Wait until no request of this route is being relayed (its record is then
+        written: an agent may exit as soon as its last reply's final bytes arrive,
+        before the gateway has finished recording it). False when still busy."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._in_flight == 0, timeout_s)
+
     def stop(self, reason: StopReason, message: str, evidence: JsonObject | None = None) -> None:
         """End the agent: the first reason given is kept."""
         with self.lock:
@@ -180,6 +193,22 @@ class Route:
                 if evidence is not None:
                     return evidence
         return None
+
+
+class _InFlight:
+    """``with route.relaying():`` around one relayed request."""
+
+    def __init__(self, route: Route) -> None:
+        self.route = route
+
+    def __enter__(self) -> None:
+        with self.route._idle:
+            self.route._in_flight += 1
+
+    def __exit__(self, *exc_info: object) -> None:
+        with self.route._idle:
+            self.route._in_flight -= 1
+            self.route._idle.notify_all()
 
 
 def _arguments(raw: JsonValue) -> tuple[Mapping[str, JsonValue] | None, str]:

@@ -15,6 +15,7 @@ import httpx
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import EventSink, StreamEvent
+from pytest_agentbench.core.urls import public_url
 from pytest_agentbench.errors import (
     RATE_LIMIT_STATUSES,
     ModelError,
@@ -35,7 +36,6 @@ from pytest_agentbench.models.base import (
 from pytest_agentbench.models.deadline import Watchdog
 from pytest_agentbench.models.overflow import context_overflow, error_object, overflow_error
 from pytest_agentbench.models.sse import SSEParser, StringSlot, parse_json
-from pytest_agentbench.urls import public_url
 
 CONNECT_TIMEOUT_S = 10.0
 ERROR_BODY_LIMIT = 65536

@@ -95,16 +95,23 @@ def _runtime_binds() -> list[str]:
     return binds
 
 
-def bwrap_args(bwrap: str, workspace: Path, read_only: Sequence[Path] = ()) -> list[str]:
+def bwrap_args(
+    bwrap: str,
+    workspace: Path,
+    read_only: Sequence[Path] = (),
+    writable: Sequence[Path] = (),
+) -> list[str]:
     """The bubblewrap command line before ``--`` for a command in ``workspace``;
-    ``read_only`` folders under the private ``/tmp`` are bound back read-only (before the
-    workspace, which may lie inside one of them and stays writable)."""
+    ``read_only`` folders under the private ``/tmp`` are bound back read-only and
+    ``writable`` ones (a socket's folder) writable, before the workspace, which may lie
+    inside one of them and stays writable."""
     ws = str(workspace)
     kept: list[str] = []
-    for folder in read_only:
-        real = os.path.realpath(folder)
-        if (real == "/tmp" or real.startswith("/tmp/")) and os.path.isdir(real):
-            kept += ["--ro-bind", real, real]
+    for how, folders in (("--ro-bind", read_only), ("--bind", writable)):
+        for folder in folders:
+            real = os.path.realpath(folder)
+            if (real == "/tmp" or real.startswith("/tmp/")) and os.path.isdir(real):
+                kept += [how, real, real]
     return [
         bwrap,
         "--die-with-parent",
@@ -291,6 +298,7 @@ def wrap(
     *,
     network: bool = False,
     read_only: Sequence[Path] = (),
+    writable: Sequence[Path] = (),
 ) -> list[str]:
     """``argv`` as run under ``plan``, with the parent shim where the plan needs one.
     ``network`` keeps the host's network namespace (everything else stays contained);
@@ -301,7 +309,7 @@ def wrap(
         if bwrap is None:
             raise SandboxError("bwrap disappeared since the sandbox was probed")
         shared = ["--share-net"] if network else []
-        return [*bwrap_args(bwrap, workspace, read_only), *shared, "--", *argv]
+        return [*bwrap_args(bwrap, workspace, read_only, writable), *shared, "--", *argv]
     if plan.tool == "unshare":
         unshare = _tool("unshare")
         if unshare is None:

@@ -80,10 +80,11 @@ class LiveCommand:
         plan: Plan,
         network: bool = False,
         read_only: Sequence[Path] = (),
+        writable: Sequence[Path] = (),
     ) -> LiveCommand:
-        """Start ``argv`` in ``cwd`` under ``plan`` and ``limits`` (``network`` and
-        ``read_only`` as for ``run_command``). Raises SandboxError when it cannot be
-        started."""
+        """Start ``argv`` in ``cwd`` under ``plan`` and ``limits`` (``network``,
+        ``read_only`` and ``writable`` as for ``run_command``). Raises SandboxError
+        when it cannot be started."""
         nproc = None
         if plan.processes == "rlimit":
             nproc = _user_process_count() + int(limits.processes) + _WRAPPER_PROCESSES
@@ -91,7 +92,15 @@ class LiveCommand:
         if plan.processes == "cgroup":
             cgroup = PidsCgroup.create(int(limits.processes) + _WRAPPER_PROCESSES)
         guard_harness()
-        full = wrap(plan, list(argv), cwd, limits.timeout_s, network=network, read_only=read_only)
+        full = wrap(
+            plan,
+            list(argv),
+            cwd,
+            limits.timeout_s,
+            network=network,
+            read_only=read_only,
+            writable=writable,
+        )
         drop_ptrace = _ptrace_dropper() if plan.tool is None else None
         start = time.monotonic()
         try:

@@ -357,12 +357,14 @@ def run_command(
     stop: threading.Event | None = None,
     network: bool = False,
     read_only: Sequence[Path] = (),
+    writable: Sequence[Path] = (),
 ) -> CommandResult:
     """Run ``argv`` in ``cwd`` under ``plan`` and ``limits``; wait for it, however it ends.
     Raises SandboxError only when the command could not be started at all. ``stop``, once
     set, kills the command's whole group (``killed_by`` ``stopped``); ``network`` keeps
     the host's network in a namespaced plan (an agent under test reaching its gateway);
-    ``read_only`` folders stay visible, read-only, inside the sandbox."""
+    ``read_only`` folders stay visible, read-only, inside the sandbox, ``writable`` ones
+    writable (bubblewrap only)."""
     nproc = None
     if plan.processes == "rlimit":
         nproc = _user_process_count() + int(limits.processes) + _WRAPPER_PROCESSES
@@ -370,7 +372,15 @@ def run_command(
     if plan.processes == "cgroup":
         cgroup = PidsCgroup.create(int(limits.processes) + _WRAPPER_PROCESSES)
     guard_harness()
-    full = wrap(plan, list(argv), cwd, limits.timeout_s, network=network, read_only=read_only)
+    full = wrap(
+        plan,
+        list(argv),
+        cwd,
+        limits.timeout_s,
+        network=network,
+        read_only=read_only,
+        writable=writable,
+    )
     drop_ptrace = _ptrace_dropper() if plan.tool is None else None
     start = time.monotonic()
     try:

@@ -165,6 +165,7 @@ class Workspace:
         stop: threading.Event | None = None,
         network: bool = False,
         read_only: Sequence[Path] = (),
+        writable: Sequence[Path] = (),
     ) -> CommandResult:
         """Run ``command`` (a string goes to ``/bin/sh -c``; a list is the argv) in the
         workspace. ``env`` adds variables to the scrubbed environment (credential-like
@@ -172,7 +173,8 @@ class Workspace:
         (an agent's gateway key, good for its gateway route alone); ``pass_fds`` are
         descriptors the command inherits; ``stop`` kills the command's group once set;
         ``network`` keeps the host's network (an agent reaching its gateway);
-        ``read_only`` folders stay visible read-only (an agent's program). Never
+        ``read_only`` folders stay visible read-only (an agent's program), ``writable``
+        ones writable (the gateway's socket, for a strict sandbox). Never
         raises for what the command does; SandboxError when it cannot be started."""
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
         if not argv:
@@ -190,6 +192,7 @@ class Workspace:
             stop=stop,
             network=network,
             read_only=read_only,
+            writable=writable,
         )
 
     def containment(self) -> JsonObject:

@@ -48,7 +48,7 @@ from pytest_agentbench.suites.validate import (
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
-    from pytest_agentbench.verifiers.base import Verifier
+    from pytest_agentbench.suites.fit import VerifierKind
 
 #: Judges a ``sampling`` table against the run's wire protocol: ``(key, reason)`` pairs.
 SamplingCheck = Callable[[JsonObject], list[tuple[str, str]]]
@@ -120,7 +120,7 @@ class TaskBuilder:
         self,
         path: Path,
         fmt: str,
-        verifiers: Mapping[str, Verifier],
+        verifiers: Mapping[str, VerifierKind],
         reply_check: ReplyCheck | None,
         tools: Collection[str] = DEFAULT_TOOLS,
         max_bytes: int = DEFAULT_MAX_FILE_BYTES,

@@ -17,15 +17,14 @@ import pytest
 
 if TYPE_CHECKING:
     from pytest_agentbench.agents.gateway import Gateway
-    from pytest_agentbench.model_fixture import _TestScript
+    from pytest_agentbench.config.settings import Settings
     from pytest_agentbench.models.base import ModelClient
     from pytest_agentbench.models.breaker import CircuitBreaker
     from pytest_agentbench.models.ratelimit import Limit, SharedLimit
     from pytest_agentbench.models.ratelimit_remote import LimitService
+    from pytest_agentbench.models.scripted import ScriptedTask
     from pytest_agentbench.runner.tools import Tool
     from pytest_agentbench.scripted.server import ScriptedServer
-    from pytest_agentbench.settings import Settings
-    from pytest_agentbench.suites.task import Task
     from pytest_agentbench.verifiers.base import Verifier
 
 
@@ -86,7 +85,7 @@ class RunServices:
 
     def marks(self) -> Path:
         """The folder where workers mark the verifications they are running (removed at
-        the end); see pytest_agentbench.workers."""
+        the end); see pytest_agentbench.session.workers."""
         if self.marks_dir is None:
             import tempfile
 
@@ -157,8 +156,8 @@ class RunServices:
 
     def _unclaimed(self, settings: Settings) -> str:
         """Why no client serves the model: the built-in providers and the plugins asked."""
+        from pytest_agentbench.hooks.plugin_hooks import plugin_names
         from pytest_agentbench.models.base import KNOWN_PROVIDERS
-        from pytest_agentbench.plugin_hooks import plugin_names
 
         spec = settings.model
         asked = plugin_names(self.config.pluginmanager, "pytest_agentbench_model_client")
@@ -204,7 +203,7 @@ class RunServices:
     def prepare(
         self,
         key: str,
-        tasks: Iterable[Task | _TestScript],
+        tasks: Iterable[ScriptedTask],
         model: str = "",
         *,
         controls: bool = False,
@@ -248,7 +247,7 @@ class RunServices:
                     found[verifier.kind] = verifier
             wrap: Callable[[Verifier], Verifier] | None = None
             if self.is_worker and self.marks_dir is not None:
-                from pytest_agentbench.workers import VerifyMarks
+                from pytest_agentbench.session.workers import VerifyMarks
 
                 wrap = VerifyMarks(self.marks_dir, self.worker_id).guard
                 found = {kind: wrap(verifier) for kind, verifier in found.items()}

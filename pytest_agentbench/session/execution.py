@@ -16,6 +16,7 @@ from pytest_agentbench.artifacts.rollout_files import (
     write_result,
     write_rollout,
 )
+from pytest_agentbench.config.settings import DEFAULT_TIMEOUT_S, Settings
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.records import Rollout
 from pytest_agentbench.core.sampling import Sampling
@@ -24,11 +25,10 @@ from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import ModelError, unexpected_cause
 from pytest_agentbench.report.controls import control_message
 from pytest_agentbench.report.evidence import collapse, cut, failure_reason
-from pytest_agentbench.run import RunState
 from pytest_agentbench.runner.agent import OpenAgent
 from pytest_agentbench.runner.loopguard import KillPolicy
 from pytest_agentbench.runner.rollout import run_rollout
-from pytest_agentbench.settings import DEFAULT_TIMEOUT_S, Settings
+from pytest_agentbench.session.run import RunState
 from pytest_agentbench.suites.task import FeedbackLevel, RepairMode, Task, VerifierConfig
 
 ANSWER_PREVIEW = 300
