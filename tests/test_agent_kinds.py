@@ -283,3 +283,44 @@ def test_agents_in_ordinary_tests_reach_the_gateway_through_the_fixture(
     looping = records["test_my_looping_agent"]
     assert looping["outcome"] == "loop_killed", looping
     assert looping["failure"]["message"].startswith("agent killed: loop in the model's stream")
+
+
+def test_acp_and_python_agents_in_the_strict_sandbox(pytester: pytest.Pytester) -> None:
+    """Under ``strict`` the agents have no network but the bridge to their gateway route:
+    the ACP agent's shell call and the Python agent's model call still work, and the
+    record says the network was the gateway only."""
+    from pytest_agentbench.sandbox.isolation import containment
+
+    if containment("auto")["level"] != "strong":
+        pytest.skip("strict needs bubblewrap: " + str(containment("auto")["detail"]))
+    pytester.makepyfile(my_agent=PYTHON_AGENT)
+    pytester.makefile(
+        ".toml",
+        bench_strict=f"""
+[suite]
+name = "strict"
+timeout_s = 60
+verifier = {{ kind = "command", run = "grep -qx hello out.txt" }}
+
+[[task]]
+id = "acp"
+input = "Create out.txt holding hello."
+agent = {{ kind = "acp", argv = {ARGV} }}
+scripted = [{bash("echo hello > out.txt", "c1")}, "Done."]
+
+[[task]]
+id = "python"
+input = "Say hello."
+agent = {{ kind = "python", function = "my_agent:solve" }}
+scripted = ["hello"]
+""",
+    )
+    result = pytester.runpytest_subprocess(
+        "--agentbench", "-p", "no:cacheprovider", "--agentbench-sandbox", "strict"
+    )
+    assert result.ret == 0, result.stdout.str()
+    tasks = (pytester.path / "agentbench-results" / "latest").resolve() / "tasks" / "strict"
+    for folder in tasks.iterdir():
+        entries = json.loads((folder / "trajectory.json").read_text())["requests"]
+        [agent] = [e["agent"] for e in entries if "agent" in e]
+        assert agent["network"] == "gateway only", folder.name
