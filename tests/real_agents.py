@@ -22,6 +22,9 @@ from pathlib import Path
 
 import pytest
 
+#: Agent programs of our own (stand-ins, hostile ones, the Agents SDK program).
+PROGRAMS = Path(__file__).parent / "agent_programs"
+
 VARIABLES = {
     "claude": "AGENTBENCH_CLAUDE",
     "codex": "AGENTBENCH_CODEX",
@@ -97,3 +100,27 @@ def require_agents_python() -> str:
             if probe.returncode == 0:
                 return candidate
     raise _skip("the OpenAI Agents SDK (PyPI openai-agents)", "AGENTBENCH_AGENTS_PYTHON")
+
+
+def copy_programs(folder: Path) -> None:
+    """Copy our agent programs to ``folder/agents``, beside a test's suite: a suite's own
+    folder is what the sandbox keeps visible (a checkout under /tmp is hidden by the
+    sandbox's private /tmp), and argv names them as ``{suite_dir}/agents/<name>.py``."""
+    target = folder / "agents"
+    target.mkdir(exist_ok=True)
+    for program in PROGRAMS.glob("*.py"):
+        shutil.copy(program, target / program.name)
+
+
+def processes_in(folder: Path) -> list[int]:
+    """Processes of this machine whose working folder is inside ``folder``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cwd = os.readlink(entry / "cwd")
+            except OSError:
+                continue
+            if cwd == str(folder) or cwd.startswith(f"{folder}/"):
+                found.append(int(entry.name))
+    return found

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.real_agents import require_tool
-from tests.test_real_agents import processes_in, shell_call
+from tests.real_agents import processes_in, require_tool
+from tests.test_real_agents import shell_call
 
 pytestmark = pytest.mark.slow
 

@@ -6,18 +6,17 @@ function — each reaching the scripted model through the real gateway, in the s
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.slow
+from tests.real_agents import copy_programs
 
-PROGRAMS = Path(__file__).parent / "agent_programs"
+pytestmark = pytest.mark.slow
 
 
 def run(pytester: pytest.Pytester, name: str, body: str) -> dict[str, dict[str, Any]]:
+    copy_programs(pytester.path)
     pytester.makefile(".toml", **{f"bench_{name}": body})
     result = pytester.runpytest_subprocess("--agentbench", "-p", "no:cacheprovider")
     assert result.ret in (0, 1), result.stdout.str() + result.stderr.str()
@@ -44,7 +43,7 @@ def bash(command: str, call_id: str) -> str:
 
 
 WRITE = '{ id = "c2", name = "write_file", arguments = { path = "notes.txt", content = "kept" } }'
-ARGV = json.dumps([sys.executable, str(PROGRAMS / "acp_agent.py")])
+ARGV = json.dumps(["{python}", "{suite_dir}/agents/acp_agent.py"])
 ACP_SUITE = f"""
 [suite]
 name = "acp"
@@ -54,7 +53,7 @@ verifier = {{ kind = "command", run = "grep -qx hello out.txt" }}
 
 [suite.agent]
 kind = "acp"
-argv = ["{sys.executable}", "{PROGRAMS / "acp_agent.py"}"]
+argv = {ARGV}
 
 [[task]]
 id = "tools"
@@ -294,6 +293,7 @@ def test_acp_and_python_agents_in_the_strict_sandbox(pytester: pytest.Pytester) 
     if containment("auto")["level"] != "strong":
         pytest.skip("strict needs bubblewrap: " + str(containment("auto")["detail"]))
     pytester.makepyfile(my_agent=PYTHON_AGENT)
+    copy_programs(pytester.path)
     pytester.makefile(
         ".toml",
         bench_strict=f"""

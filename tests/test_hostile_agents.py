@@ -13,25 +13,23 @@ time limit ends the sleeper; the flood is capped and stops the agent."""
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_agentbench.scripted.server import ScriptedServer
+from tests.real_agents import copy_programs, processes_in
 
 pytestmark = pytest.mark.slow
 
-PROGRAMS = Path(__file__).parent / "agent_programs"
 SECRET = "sk-test-PLANTED-7c41e9d02b5a"
 
 
 def agent(program: str, **extra: object) -> str:
     fields: dict[str, object] = {
         "kind": "command",
-        "argv": [sys.executable, str(PROGRAMS / program)],
+        "argv": ["{python}", "{suite_dir}/agents/" + program],
         "final_message": "stdout",
         **extra,
     }
@@ -71,20 +69,6 @@ input = "Shout."
 """
 
 
-def processes_in(folder: Path) -> list[int]:
-    """Processes of this machine whose working folder is inside ``folder``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cwd = os.readlink(entry / "cwd")
-            except OSError:
-                continue
-            if cwd == str(folder) or cwd.startswith(f"{folder}/"):
-                found.append(int(entry.name))
-    return found
-
-
 def agent_entry(folder: Path) -> dict[str, Any]:
     entries = json.loads((folder / "trajectory.json").read_text())["requests"]
     [found] = [e["agent"] for e in entries if "agent" in e]
@@ -95,6 +79,7 @@ def agent_entry(folder: Path) -> dict[str, Any]:
 def test_hostile_agents_are_contained(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, sandbox: str
 ) -> None:
+    copy_programs(pytester.path)
     pytester.makefile(".toml", bench_hostile=SUITE)
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     with ScriptedServer(default=["hello"]) as server:

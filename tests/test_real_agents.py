@@ -17,13 +17,17 @@ shows, with the executable's path filled in.
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.real_agents import require_agents_python, require_tool, version
+from tests.real_agents import (
+    copy_programs,
+    processes_in,
+    require_agents_python,
+    require_tool,
+    version,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -53,7 +57,7 @@ resume_argv = [
   "{exe}", "exec", "resume", "--last", "--skip-git-repo-check", {PROVIDER}, "{{prompt}}"
 ]
 """
-    program = Path(__file__).parent / "agent_programs" / "agents_sdk_agent.py"
+    program = "{suite_dir}/agents/agents_sdk_agent.py"
     return f"""
 [suite.agent]
 kind = "command"
@@ -118,6 +122,7 @@ scripted = [{{ hang = true }}]
 
 
 def run_suite(pytester: pytest.Pytester, kind: str, exe: str) -> dict[str, dict[str, Any]]:
+    copy_programs(pytester.path)
     pytester.makefile(".toml", **{f"bench_real_{kind}": suite(kind, exe)})
     result = pytester.runpytest_subprocess(
         "--agentbench", "-p", "no:cacheprovider", "--agentbench-concurrency", "4"
@@ -140,20 +145,6 @@ def agent_entries(task: dict[str, Any]) -> list[dict[str, Any]]:
 
 def relayed(task: dict[str, Any]) -> list[dict[str, Any]]:
     return [e for e in task["trajectory"]["requests"] if "protocol" in e]
-
-
-def processes_in(folder: Path) -> list[int]:
-    """Processes of this machine whose working folder is inside ``folder``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cwd = os.readlink(entry / "cwd")
-            except OSError:
-                continue
-            if cwd == str(folder) or cwd.startswith(f"{folder}/"):
-                found.append(int(entry.name))
-    return found
 
 
 def check_run(tasks: dict[str, dict[str, Any]], protocol: str) -> None:
