@@ -36,6 +36,9 @@ from pytest_agentbench.agents.command import (
     _last_line,
     fill_template,
     open_workspace,
+    record_failure,
+    stopped_by_route,
+    timed_out,
     usage_disagreement,
 )
 from pytest_agentbench.agents.endpoint import AgentEndpoint
@@ -254,22 +257,13 @@ class AcpSession:
         stop = route.stop_info
         every = route.calls
         if stop is not None:
-            if stop.reason == "loop_killed":
-                run.stop, run.killed = "loop_killed", stop.evidence
-                run.error = f"agent killed: {stop.message}"
-            elif stop.reason == "timeout":
-                run.stop = "timeout"
-                run.error = f"agent timed out after {timeout_s:g} s ({every} model calls)"
-            else:
-                run.stop, run.error = "harness_error", f"agent stopped: {stop.message}"
+            stopped_by_route(run, stop, timeout_s, every)
         elif outcome is not None and outcome.timed_out:
-            run.stop = "timeout"
-            run.error = f"agent timed out after {timeout_s:g} s ({every} model calls)"
+            timed_out(run, timeout_s, every)
         elif outcome is None:
             killed = command.reason if command is not None else None
             if killed == "timeout" or (error is not None and "before the deadline" in error):
-                run.stop = "timeout"
-                run.error = f"agent timed out after {timeout_s:g} s ({every} model calls)"
+                timed_out(run, timeout_s, every)
             else:
                 run.stop = "agent_failed"
                 code = command.proc.returncode if exited and command is not None else None
@@ -281,17 +275,7 @@ class AcpSession:
         elif not records:
             run.stop = "agent_failed"
             run.error = "agent made no model call"
-        if run.stop == "loop_killed":
-            run.failure = "loop_killed"
-            run.failure_detail = Failure.of("loop_killed", run.error or "")
-        elif run.stop == "timeout":
-            run.failure = "model_timeout"
-            run.failure_detail = Failure(
-                kind="model_timeout", stage="deadline", message=run.error or ""
-            )
-        elif run.stop == "harness_error":
-            run.failure = "harness"
-            run.failure_detail = Failure.of("harness", run.error or "")
+        record_failure(run)
         client = agent.client if agent is not None else None
         events = client.events[self._events_seen :] if client is not None else []
         self._events_seen += len(events)

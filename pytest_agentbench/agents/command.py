@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pytest_agentbench.agents.endpoint import AgentEndpoint
 from pytest_agentbench.agents.gateway import Gateway
-from pytest_agentbench.agents.route import CallRecord, ClientFor, Route
+from pytest_agentbench.agents.route import CallRecord, ClientFor, Route, RouteStop
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.records import Failure
 from pytest_agentbench.core.stream import EventSink
@@ -320,22 +320,9 @@ class CommandSession:
         stop = route.stop_info
         every = route.calls
         if stop is not None:
-            run.stop = (
-                "loop_killed"
-                if stop.reason == "loop_killed"
-                else ("timeout" if stop.reason == "timeout" else "harness_error")
-            )
-            run.killed = stop.evidence if stop.reason == "loop_killed" else None
-            run.error = (
-                f"agent killed: {stop.message}"
-                if stop.reason == "loop_killed"
-                else (f"agent stopped: {stop.message}")
-            )
-            if stop.reason == "timeout":
-                run.error = f"agent timed out after {timeout_s:g} s ({every} model calls)"
+            stopped_by_route(run, stop, timeout_s, every)
         elif result.killed_by == "timeout":
-            run.stop = "timeout"
-            run.error = f"agent timed out after {timeout_s:g} s ({every} model calls)"
+            timed_out(run, timeout_s, every)
         elif result.exit_code != 0:
             run.stop = "agent_failed"
             if result.exit_code is None:
@@ -348,17 +335,7 @@ class CommandSession:
         elif calls == 0:
             run.stop = "agent_failed"
             run.error = "agent made no model call"
-        if run.stop == "loop_killed":
-            run.failure = "loop_killed"
-            run.failure_detail = Failure.of("loop_killed", run.error or "")
-        elif run.stop == "timeout":
-            run.failure = "model_timeout"
-            run.failure_detail = Failure(
-                kind="model_timeout", stage="deadline", message=run.error or ""
-            )
-        elif run.stop == "harness_error":
-            run.failure = "harness"
-            run.failure_detail = Failure.of("harness", run.error or "")
+        record_failure(run)
         agent: JsonObject = {
             "kind": "command",
             "argv": list(argv),
@@ -379,6 +356,38 @@ class CommandSession:
             if isinstance(own, dict):
                 agent["usage_disagreement"] = usage_disagreement(own, run.usages)
         run.trajectory.append({"attempt": index + 1, "agent": agent})
+
+
+def timed_out(run: AgentRun, timeout_s: float, calls: int) -> None:
+    run.stop = "timeout"
+    run.error = f"agent timed out after {timeout_s:g} s ({calls} model calls)"
+
+
+def stopped_by_route(run: AgentRun, stop: RouteStop, timeout_s: float, calls: int) -> None:
+    """An attempt its route ended: a loop (with the evidence), the deadline, or the
+    harness (the circuit breaker, a rate-limit slot never free)."""
+    if stop.reason == "loop_killed":
+        run.stop, run.killed = "loop_killed", stop.evidence
+        run.error = f"agent killed: {stop.message}"
+    elif stop.reason == "timeout":
+        timed_out(run, timeout_s, calls)
+    else:
+        run.stop, run.error = "harness_error", f"agent stopped: {stop.message}"
+
+
+def record_failure(run: AgentRun) -> None:
+    """The structured failure of an attempt a loop, the deadline or the harness ended."""
+    if run.stop == "loop_killed":
+        run.failure = "loop_killed"
+        run.failure_detail = Failure.of("loop_killed", run.error or "")
+    elif run.stop == "timeout":
+        run.failure = "model_timeout"
+        run.failure_detail = Failure(
+            kind="model_timeout", stage="deadline", message=run.error or ""
+        )
+    elif run.stop == "harness_error":
+        run.failure = "harness"
+        run.failure_detail = Failure.of("harness", run.error or "")
 
 
 def _final_text(records: Sequence[CallRecord]) -> str:
