@@ -16,7 +16,9 @@ In one run, alternating: the load process sends the same requests (a) directly t
 floor server and (b) through the gateway, each agent on its own route with its own key.
 ``efficiency`` is direct wall time / gateway wall time (goal: at least 0.9). The serial
 section sends ``--serial`` requests one at a time through the gateway and reports the
-gateway's CPU per streamed request.
+gateway's CPU per streamed request, next to the same requests made by the plugin's client
+alone in this process (what a built-in rollout pays): the difference is what the gateway
+adds.
 """
 
 from __future__ import annotations
@@ -136,7 +138,7 @@ def main() -> None:
         return
 
     from pytest_agentbench.agents.gateway import Gateway
-    from pytest_agentbench.models.base import ModelSpec
+    from pytest_agentbench.models.base import ModelRequest, ModelSpec
     from pytest_agentbench.models.openai_chat import OpenAIChatClient
     from pytest_agentbench.models.retry import RetryingClient
 
@@ -174,6 +176,19 @@ def main() -> None:
         print(f"  efficiency (direct / gateway)  {best_direct / best_gateway:5.3f}   (goal >= 0.9)")
 
         if args.serial:
+            alone = RetryingClient(
+                OpenAIChatClient(
+                    ModelSpec("openai-compat", "x"), quick_url, "floor-key", trust_env=False
+                )
+            )
+            request = ModelRequest(messages=({"role": "user", "content": "go"},))
+            for _ in range(5):
+                alone.generate(request)
+            cpu = time.process_time()
+            for _ in range(args.serial):
+                alone.generate(request)
+            own = (time.process_time() - cpu) / args.serial
+            alone.close()
             serial = gateway.open_route(
                 "serial",
                 "floor",
@@ -193,10 +208,13 @@ def main() -> None:
                 f"serial: {args.serial} streamed requests through the gateway, one at a time "
                 "(no latency upstream)"
             )
+            per = used / args.serial
             print(
-                f"  gateway CPU per streamed request  {used / args.serial * 1000:6.2f} ms  "
+                f"  gateway CPU per streamed request  {per * 1000:6.2f} ms  "
                 f"(wall per request {wall / args.serial * 1000:6.2f} ms)"
             )
+            print(f"  the plugin's client alone, same request  {own * 1000:6.2f} ms")
+            print(f"  added by the gateway (server, relay, record)  {(per - own) * 1000:6.2f} ms")
         records = sum(len(r.records) for r in routes)
         calls = sum(r.calls for r in routes)
         print(f"  calls recorded by the gateway  {records} of {calls}")
