@@ -13,6 +13,7 @@ from pytest_agentbench.artifacts.jsonio import Streamed
 from pytest_agentbench.artifacts.lineup import model_comparisons, reduced_score, task_samples
 from pytest_agentbench.artifacts.score_stats import (
     RewardField,
+    Scored,
     repair_curve,
     reward_of,
     score_stats,
@@ -44,7 +45,7 @@ def load_summary(run_dir: Path, limit: int) -> JsonObject:
     return data
 
 
-def classify(records: Iterable[TaskRecord]) -> dict[str, int]:
+def classify(records: Iterable[Scored]) -> dict[str, int]:
     """Count tasks per outcome. Every record lands in exactly one bucket (an unknown
     outcome counts as a harness error), so the buckets always sum to the total."""
     counts: Counter[str] = Counter(dict.fromkeys(OUTCOMES, 0))

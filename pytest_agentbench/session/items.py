@@ -179,13 +179,16 @@ class SuiteFile(pytest.File):
         except SuiteError as exc:
             shown = SuiteError(self._display_path(), exc.problems)
             raise self.CollectError(str(shown)) from None
-        tasks = _selected(suite.tasks, state)
+        tasks = selected = _selected(suite.tasks, state)
         if state.settings.perturb:
             tasks = self._with_perturbed(tasks, state.settings.perturb, state.settings.seed)
         self._claim(tasks)
         self.tasks = tasks
         settings = state.settings
         planned = control_plan(suite.tasks, settings, suite.name)  # the original tasks'
+        if settings.controls and len(selected) < len(suite.tasks):  # limit, sample
+            kept = {task.id for task in selected}
+            planned = [plan for plan in planned if plan.task.id in kept]
         #: The control runs of this file, registered with the scripted provider together.
         self.control_runs = tuple(p.run for p in planned if p.run is not None)
         lineup = settings.lineup()
