@@ -39,7 +39,19 @@ ROOT = Path(__file__).resolve().parents[1]
 MARK = re.compile(r"^<!--\s*example:\s*(.*?)\s*-->$")
 FENCE = re.compile(r"^```(\S*)\s*$")
 #: First words of a line that make an unlabelled block a shell block.
-COMMANDS = {"pytest", "python", "python3", "pip", "export", "curl", "echo", "mv", "cd"}
+COMMANDS = {
+    "pytest",
+    "python",
+    "python3",
+    "pip",
+    "export",
+    "curl",
+    "echo",
+    "mv",
+    "cd",
+    "bash",
+    "npm",
+}
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
