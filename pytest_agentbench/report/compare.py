@@ -24,12 +24,15 @@ from pytest_agentbench.core.stats import (
 )
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.core.verdicts import Decision, VerdictWord
+from pytest_agentbench.report.evidence import failure_reason
 
 Record = TaskRecord
 #: What two runs are compared on; ``Metric`` adds ``auto`` (reward when both have one).
 PairMetric = Literal["pass", "reward"]
 Metric = Literal["auto", PairMetric]
 Verdict = VerdictWord
+#: the disagreeing tasks a comparison keeps with their reasons (the rest are counted)
+MAX_DISAGREEMENTS = 20
 
 
 def task_key(record: Record) -> tuple[str, str]:
@@ -49,6 +52,65 @@ def _label(key: Hashable) -> str:
     if isinstance(key, tuple):
         return "::".join(str(part) for part in key)
     return str(key)
+
+
+def reason_line(record: Record) -> str:
+    """One side of a disagreement in a line: ``passed``, or why the task did not pass."""
+    if record.outcome == "passed":
+        return "passed"
+    return record.message or failure_reason(record)
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """A task one side passed and the other did not, with each side's reason line and
+    the folders of its two rollouts (relative to their run folders when known)."""
+
+    task: str
+    first: str
+    second: str
+    first_dir: str | None = None
+    second_dir: str | None = None
+
+    def as_dict(self) -> JsonObject:
+        return {
+            "task": self.task,
+            "first": self.first,
+            "second": self.second,
+            "first_dir": self.first_dir,
+            "second_dir": self.second_dir,
+        }
+
+
+def find_disagreements(
+    first: Mapping[Hashable, Record], second: Mapping[Hashable, Record]
+) -> tuple[int, tuple[Disagreement, ...]]:
+    """The tasks (by pairing key) one side passed and the other did not, harness errors
+    left out: how many, and the first MAX_DISAGREEMENTS by label with their reasons."""
+    differ = sorted(
+        (
+            (_label(k), a, second[k])
+            for k, a in first.items()
+            if k in second
+            and "harness_error" not in (a.outcome, second[k].outcome)
+            and (a.outcome == "passed") != (second[k].outcome == "passed")
+        ),
+        key=lambda item: item[0],
+    )
+    return len(differ), tuple(
+        Disagreement(label, reason_line(a), reason_line(b), a.rollout_dir, b.rollout_dir)
+        for label, a, b in differ[:MAX_DISAGREEMENTS]
+    )
+
+
+def model_disagreements(
+    records: Sequence[Record], first: str, second: str
+) -> tuple[int, tuple[Disagreement, ...]]:
+    """Where two models of one run differ, task by task (epoch K with epoch K)."""
+    return find_disagreements(
+        {sample_key(r): r for r in records if r.model == first},
+        {sample_key(r): r for r in records if r.model == second},
+    )
 
 
 @dataclass(frozen=True)
@@ -72,6 +134,8 @@ class RecordComparison:
     regressions: tuple[str, ...]
     improvements: tuple[str, ...]
     decision: Decision
+    #: the first MAX_DISAGREEMENTS tasks one side passed and the other not (by label)
+    disagreements: tuple[Disagreement, ...] = ()
 
     @property
     def level(self) -> float:
@@ -135,6 +199,8 @@ class RecordComparison:
             "words": self.words(),
             "regressions": list(self.regressions),
             "improvements": list(self.improvements),
+            "disagreements": [found.as_dict() for found in self.disagreements],
+            "disagreements_total": len(self.regressions) + len(self.improvements),
         }
 
 
@@ -192,6 +258,7 @@ def compare_records(
             regressions.append(_label(k))
         elif now and not was:
             improvements.append(_label(k))
+    _, disagreements = find_disagreements(before, after)
     paired = len(shared) - stats.excluded
     return RecordComparison(
         first=first_label,
@@ -208,6 +275,7 @@ def compare_records(
         regressions=tuple(sorted(regressions)),
         improvements=tuple(sorted(improvements)),
         decision=stats.decision,
+        disagreements=disagreements,
     )
 
 
