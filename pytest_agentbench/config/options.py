@@ -246,6 +246,16 @@ def add_options(parser: pytest.Parser) -> None:
         "worse, equivalent within ±D (two one-sided tests) or inconclusive",
     )
     group.addoption(
+        "--agentbench-sequential",
+        metavar="LOOKS",
+        nargs="?",
+        const=4,
+        type=int,
+        help="with exactly two sides (two models, or one and --agentbench-baseline): look "
+        "at the paired comparison LOOKS times (default 4; O'Brien-Fleming bounds) and stop "
+        "sending once it is decided; the tasks not sent are counted as saved",
+    )
+    group.addoption(
         "--agentbench-perturb",
         metavar="NAMES",
         help="also run seeded perturbed copies of each task, paired with the original: "

@@ -48,6 +48,7 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
         interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
         stopped=str(stopped) if stopped else None,
         over_budget=len(results.over_budget),
+        saved=len(results.sequential_saved),
     )
     if not results.records and not state.folder.started:
         return
@@ -62,6 +63,8 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
         judged_ok = gate.ok and other_failures <= 0 and not misbehaved(records)
         session.exitstatus = pytest.ExitCode.OK if judged_ok else pytest.ExitCode.TESTS_FAILED
     sections = _compare(state)
+    if state.sequential is not None:
+        sections["sequential"] = state.sequential.section()
     budget = budget_section(state)
     if budget is not None:
         sections["budget"] = budget
@@ -225,6 +228,8 @@ def summary_section(
                 "--agentbench-resume"
             )
         terminalreporter.write_line(line, yellow=bool(budget["not_run"]))
+    if state.sequential is not None:
+        terminalreporter.write_line(state.sequential.line())
     resumed = sum(1 for record in records if record.resumed)
     if resumed:
         terminalreporter.write_line(

@@ -50,7 +50,7 @@ def test_two_models_lead_with_a_line_each_and_list_where_they_differ(
 ) -> None:
     pytester.makefile(".toml", bench_d=suite())
     markdown = run(pytester, "before", *MODELS)
-    head, blank, *rest = markdown.splitlines()
+    head, _, *rest = markdown.splitlines()
     assert head.startswith("## agentbench — 48 tasks: 26 passed, 22 failed")
     assert "score" not in head  # never pooled over the two models
     assert rest[0].startswith("- score strong  1.000")
