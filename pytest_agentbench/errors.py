@@ -109,6 +109,17 @@ class VerifierError(AgentbenchError):
     """A verifier could not reach a verdict."""
 
 
+class JudgeError(AgentbenchError):
+    """A judge (a model grading an answer) gave no usable verdict: its model failed, or
+    its reply was still unusable after one retry. A harness error of its own kind
+    (``judge_error``), never the model's failure; ``record`` is what the judging cost
+    and found (the task record's ``judge`` table)."""
+
+    def __init__(self, message: str, *, record: JsonObject | None = None) -> None:
+        super().__init__(message)
+        self.record = record
+
+
 class WorkerCrashed(VerifierError):
     """This task's verification killed an xdist worker before (workers.py); it is not
     verified again. The message is the whole reason, the same words the controller

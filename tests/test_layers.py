@@ -51,7 +51,7 @@ NEVER: dict[str, frozenset[str]] = {
     "report": frozenset({"models", "runner", "verifiers", "sandbox", "scripted"}),
     "artifacts": frozenset({"runner", "models", "report", "verifiers"}),
     "models": frozenset({"runner", "verifiers", "report", "artifacts", "sandbox", "suites"}),
-    "verifiers": frozenset({"runner", "models", "report"}),
+    "verifiers": frozenset({"runner", "report"}),
     "sandbox": _ONLY_THE_BOTTOM - {"sandbox"},
     "suites": frozenset({"runner", "models", "report", "artifacts"}),
     "runner": frozenset({"report", "scripted"}),

@@ -91,6 +91,7 @@ def ctrf_test(record: TaskRecord) -> JsonObject:
             "rollout_dir": record.rollout_dir,
             "failure": None if failure is None else failure.to_json(),
             "control": None if control is None else control.to_json(),
+            "judge": record.judge,
         }
     }
     return test

@@ -58,6 +58,8 @@ class Attempt:
     loop: JsonObject | None = None
     turns: int | None = None
     tool_calls: list[JsonObject] | None = None
+    #: what judging this attempt cost and found (the judge verifier's summary), or None
+    judge: JsonObject | None = None
 
 
 @dataclass

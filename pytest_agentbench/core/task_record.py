@@ -62,6 +62,7 @@ FailureKind = Literal[
     "verifier_timeout",
     "sandbox_error",
     "harness",
+    "judge_error",
 ]
 FAILURE_KINDS: tuple[FailureKind, ...] = get_args(FailureKind)
 
@@ -79,6 +80,7 @@ _MODEL_KINDS: tuple[tuple[type[BaseException], FailureKind], ...] = (
     (errors.ModelTimeout, "model_timeout"),
     (errors.ModelError, "model_error"),
     (errors.SandboxError, "sandbox_error"),
+    (errors.JudgeError, "judge_error"),
     (errors.VerifierError, "verifier_crash"),
 )
 
@@ -87,6 +89,7 @@ _STAGE_OF: Mapping[FailureKind, FailureStage] = MappingProxyType(
         "loop_killed": "loop",
         "verifier_crash": "verifier",
         "verifier_timeout": "verifier",
+        "judge_error": "verifier",
         "model_timeout": "deadline",
         "sandbox_error": "sandbox",
         "harness": "harness",
@@ -230,6 +233,7 @@ OPTIONAL_FIELDS = (
     "epoch",
     "reducer",
     "control",
+    "judge",
 )
 _KNOWN = frozenset((*REQUIRED_FIELDS, *OPTIONAL_FIELDS, "failure", "schema_version"))
 
@@ -282,6 +286,9 @@ class TaskRecord:
     #: set on a control's record (artifacts/controls.py): which control, what it expected,
     #: whether it behaved; a control is never scored
     control: ControlRecord | None = None
+    #: set when a judge graded the task (verifiers/judge.py): its model, fingerprint,
+    #: template hash, rubric digest, calls, usage, wall time, score and error
+    judge: JsonObject | None = None
     extras: JsonObject = field(default_factory=dict)
     schema_version: int = TASK_RECORD_VERSION
 
@@ -337,6 +344,8 @@ class TaskRecord:
             data["reducer"] = self.reducer
         if self.control is not None:
             data["control"] = self.control.to_json()
+        if self.judge is not None:
+            data["judge"] = self.judge
         data.update(self.extras)
         return data
 
@@ -413,6 +422,7 @@ class TaskRecord:
             control=None
             if control is None
             else ControlRecord.from_json(control, f"{where}.control"),
+            judge=maybe_json_object(obj, "judge", where),
             extras={k: cast(JsonValue, v) for k, v in obj.items() if k not in _KNOWN},
             schema_version=version,
         )

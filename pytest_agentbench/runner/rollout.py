@@ -17,10 +17,10 @@ from pytest_agentbench.core.records import Attempt, Failure, FailureKind, Outcom
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.core.task_record import FailureStage
 from pytest_agentbench.core.usage import sum_usage
-from pytest_agentbench.errors import AgentbenchError, SandboxError, WorkerCrashed
+from pytest_agentbench.errors import AgentbenchError, JudgeError, SandboxError, WorkerCrashed
 from pytest_agentbench.models.base import ModelClient
 from pytest_agentbench.runner.agent import AgentSession
-from pytest_agentbench.runner.loopguard import KillPolicy
+from pytest_agentbench.runner.loopguard import KillPolicy, LoopGuard
 from pytest_agentbench.runner.pool import step_aside, step_back
 from pytest_agentbench.runner.repair import repair_request, repairs_allowed
 from pytest_agentbench.suites.task import Task
@@ -303,6 +303,11 @@ def run_rollout(
             failure=Failure(kind="harness", stage=stage, message=str(exc)),
         )
 
+    policy = kill_policy or KillPolicy()
+
+    def judge_watch() -> LoopGuard:
+        return LoopGuard(policy)
+
     rewards: list[float] = []  # the verdicts' rewards, one per attempt that reached one
     first_attempt_reward: float | None = None
     for index in range(total_attempts):
@@ -337,7 +342,15 @@ def run_rollout(
         if on_phase is not None:
             on_phase("verifying")
         workspace = session.workspace.path if session.workspace is not None else None
-        check = Check(answer, task, task.verifier.options, verifier_dir, workspace)
+        check = Check(
+            answer,
+            task,
+            task.verifier.options,
+            verifier_dir,
+            workspace,
+            deadline=deadline,
+            watch=judge_watch,  # a judge's stream is watched like the model's
+        )
         if workspace is not None:
             # the agent's commands ran as untrusted code: whatever they left in the
             # verifier dir (a forged report, where the sandbox leaves the host writable)
@@ -356,6 +369,12 @@ def run_rollout(
             failure_detail = Failure.of(failure, error, evidence=_where(verifier_dir))
             attempt.error = error
             break
+        except JudgeError as exc:  # the judge's failure: a harness error of its own kind
+            outcome, failure, error = "harness_error", "judge_error", str(exc)
+            failure_detail = Failure.of(failure, error, evidence=_where(verifier_dir))
+            attempt.error = error
+            attempt.judge = exc.record
+            break
         except Exception as exc:  # a crashing verifier is the harness's fault, not the model's
             outcome, failure = "harness_error", "verifier_crash"
             error = f"verifier {task.verifier.kind!r} raised {type(exc).__name__}: {exc}"
@@ -372,6 +391,9 @@ def run_rollout(
             attempt.error = error
             break
         attempt.verdict = _verdict_dict(verdict)
+        judged = verdict.details.get("judge") if task.verifier.kind == "judge" else None
+        if isinstance(judged, dict):
+            attempt.judge = judged
         rewards.append(verdict.reward)
         if index == 0:
             first_attempt_reward = verdict.reward
