@@ -58,6 +58,17 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
         other_failures = session.testsfailed - results.failed_reports
         judged_ok = gate.ok and other_failures <= 0 and not misbehaved(records)
         session.exitstatus = pytest.ExitCode.OK if judged_ok else pytest.ExitCode.TESTS_FAILED
+    if settings.judge_min_kappa is not None and exitstatus in (
+        pytest.ExitCode.OK,
+        pytest.ExitCode.TESTS_FAILED,
+    ):
+        from pytest_agentbench.artifacts.judge_summary import judge_summary
+
+        judged = judge_summary(records, settings.judge_min_kappa)
+        if (
+            judged is not None and judged["calibrated"] is False
+        ):  # the gate needs a calibrated judge
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
     sections = _compare(state)
     worse = [c for c in results.compared if c.verdict == "worse"]
     if (
@@ -164,6 +175,7 @@ def summary_section(
         wall_s=wall_s,
         relative_to=str(config.invocation_params.dir),
         partial=partial_line(state.results.coverage),
+        min_kappa=state.settings.judge_min_kappa,
     )
     from pytest_agentbench.report.lineup import lineup_lines
 

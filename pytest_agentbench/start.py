@@ -38,7 +38,12 @@ def start_run(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     provider = settings.model.provider
     for one in settings.lineup():
-        if one.model.provider in HOSTED_NEED_KEY and not one.api_key and not settings.controls:
+        if (
+            one.model.provider in HOSTED_NEED_KEY
+            and not one.api_key
+            and not settings.controls
+            and not settings.calibrate
+        ):
             key_var = PROVIDER_ENV[one.model.provider][0]
             raise pytest.UsageError(
                 f"model {one.model_name} needs an API key: set {key_var} "

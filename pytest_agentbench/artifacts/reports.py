@@ -9,8 +9,9 @@ from pathlib import Path
 from pytest_agentbench.artifacts.controls import invalid_reason, task_records
 from pytest_agentbench.artifacts.ctrf import build_ctrf
 from pytest_agentbench.artifacts.jsonio import write_json_atomic
+from pytest_agentbench.artifacts.judge_summary import judge_summary
 from pytest_agentbench.artifacts.score_stats import score_stats
-from pytest_agentbench.artifacts.summary import build_summary
+from pytest_agentbench.artifacts.summary import build_summary, min_kappa_of
 from pytest_agentbench.artifacts.usage_totals import run_usage
 from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.core.task_record import RunSummary, TaskRecord
@@ -50,6 +51,7 @@ def write_run_reports(
             "usage": run_usage(scored),
             "stats": score_stats(scored, errors_as_failures=errors_as_failures),
             "invalid": invalid_reason(records),
+            "judge": judge_summary(records, min_kappa_of(settings)),
         },
         stream=True,
     )

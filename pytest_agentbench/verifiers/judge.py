@@ -97,6 +97,7 @@ OPTIONS_SCHEMA: JsonObject = {
         "samples": {"type": "integer", "minimum": 1, "maximum": 25},
         "combine": {"enum": ["majority", "mean"]},
         "scripted_judge": {"type": "array", "minItems": 1, "items": _RULE_SCHEMA},
+        "labels": {"type": "string", "minLength": 1},
     },
     "additionalProperties": False,
 }
