@@ -65,6 +65,14 @@ id = "looping"
 input = "Capital of France?"
 vars = {{ country = "France" }}
 scripted = ["loop"]
+[[task]]
+id = "wavering"
+input = "Capital of France?"
+vars = {{ country = "France" }}
+scripted = ["Paris, I think"]
+[task.verifier]
+samples = 3
+scripted_judge = [{{ reply = [{PASS}, {FAIL}, {PASS}] }}]
 """
 
 
@@ -138,7 +146,7 @@ def test_a_judged_run_retries_once_with_the_problem_shown_and_watches_the_judge_
     pytester.makefile(".toml", bench_j=SUITE)
     result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
     outcomes = result.parseoutcomes()
-    assert (outcomes.get("passed"), outcomes.get("errors")) == (2, 1), outcomes
+    assert (outcomes.get("passed"), outcomes.get("errors")) == (3, 1), outcomes
     run = latest(pytester)
     retried = judge_file(run, "retried")
     first, second = retried["calls"]
@@ -152,12 +160,24 @@ def test_a_judged_run_retries_once_with_the_problem_shown_and_watches_the_judge_
     assert looping["failure"]["kind"] == "judge_error"
     assert "loop killed" in looping["error"]  # the judge's stream was cut, not read whole
     assert judge_file(run, "looping")["calls"][0]["reply"] is None
+    # self-consistency: three samples with distinct seeds, the majority, the agreement
+    wavering = judge_file(run, "wavering")
+    assert [c["seed"] for c in wavering["calls"]] == [0, 1, 2]
+    assert [x["score"] for x in wavering["samples"]] == ["pass", "fail", "pass"]
+    assert records["wavering"]["outcome"] == "passed"
+    assert records["wavering"]["judge"]["agreement"] == pytest.approx(2 / 3)
     judge = summary(run)["judge"]
-    assert judge["usage"]["calls"] == 1 + 2 + 1 and judge["errors"] == 1
+    assert judge["self_disagreeing"] == ["j::wavering"]
+    assert judge["usage"]["calls"] == 1 + 2 + 1 + 3 and judge["errors"] == 1
     # the judge's tokens are its own: the model under test's totals do not hold them
     model_total = summary(run)["totals"]["usage"]["total"]
     assert judge["usage"]["total"] > model_total
-    result.stdout.fnmatch_lines(["judge: 4 call(s) · tokens * (apart from the model under test)"])
+    result.stdout.fnmatch_lines(
+        [
+            "judge: 7 call(s) · tokens * (apart from the model under test)",
+            "judge disagreed with itself on 1 task(s): j::wavering",
+        ]
+    )
 
 
 def test_any_provider_can_judge_through_its_own_client_with_structured_output(
@@ -249,6 +269,9 @@ def test_a_model_run_reports_the_corrected_rate_and_gates_on_kappa(
     assert result.ret == 1
     judge = summary(latest(pytester))["judge"]
     assert judge["calibrated"] is False and judge["status"] == "judge not calibrated"
+    assert (
+        'id="judge-status">judge not calibrated' in (latest(pytester) / "report.html").read_text()
+    )
     rate = judge["pass_rate"]
     assert rate["raw"]["value"] == pytest.approx(2 / 3)
     expected = rogan_gladen(2 / 3, 0.8, 5 / 7)
@@ -260,8 +283,20 @@ def test_a_model_run_reports_the_corrected_rate_and_gates_on_kappa(
             "⚠ judge not calibrated: κ 0.500 < 0.6 (--agentbench-judge-min-kappa 0.6)",
         ]
     )
+    # a changed judge makes the run not comparable with one graded by the old judge
+    from pytest_agentbench.core.task_record import TaskRecord
+    from pytest_agentbench.report.compare import compare_records
+
+    before = [TaskRecord.from_json(t) for t in summary(latest(pytester))["tasks"]]
+    before = [r for r in before if r.control is None]
+    after = [r.with_fields(judge={**(r.judge or {}), "fingerprint": "other"}) for r in before]
+    assert compare_records(before, before).comparable
+    changed = compare_records(before, after)
+    assert not changed.comparable and changed.judge_changed == 3
+    assert any(note.startswith("not comparable: 3 paired task(s)") for note in changed.notes())
     assert pytester.runpytest(*args, "--agentbench-judge-min-kappa", "0.4").ret == 1  # a task fails
     assert summary(latest(pytester))["judge"]["calibrated"] is True
+    assert "judge not calibrated" not in (latest(pytester) / "report.html").read_text()
 
 
 # -- statistics --------------------------------------------------------------------------

@@ -386,7 +386,9 @@ class JudgeVerifier:
                 generation = client.generate(request, sink)
             except Exception as exc:  # the judge's model failed: never the model's failure
                 calls.elapsed_s += time.monotonic() - started
-                calls.records.append(_call_record(sample, attempt, conversation, None, str(exc)))
+                calls.records.append(
+                    _call_record(sample, attempt, conversation, None, str(exc), sampling.seed)
+                )
                 return None, turn, f"judge {model.spec.label} failed: {type(exc).__name__}: {exc}"
             calls.elapsed_s += time.monotonic() - started
             calls.usages.append(generation.usage.as_dict())
@@ -399,7 +401,7 @@ class JudgeVerifier:
             except ValueError as exc:
                 problem = str(exc)
                 calls.records.append(
-                    _call_record(sample, attempt, conversation, generation, problem)
+                    _call_record(sample, attempt, conversation, generation, problem, sampling.seed)
                 )
                 conversation = [
                     *conversation,
@@ -407,7 +409,9 @@ class JudgeVerifier:
                     {"role": "user", "content": RETRY_TEMPLATE.format(problem=problem)},
                 ]
                 continue
-            calls.records.append(_call_record(sample, attempt, conversation, generation, None))
+            calls.records.append(
+                _call_record(sample, attempt, conversation, generation, None, sampling.seed)
+            )
             return parsed, turn, None
         return (
             None,
@@ -492,6 +496,7 @@ def _call_record(
     conversation: Sequence[Mapping[str, JsonValue]],
     generation: Generation | None,
     problem: str | None,
+    seed: int | None = None,
 ) -> JsonObject:
     """One judge call in judge.json: the messages sent (the system prompt is recorded
     once), the raw reply, its usage and what was wrong with it."""
@@ -499,6 +504,7 @@ def _call_record(
     return {
         "sample": sample,
         "try": attempt,
+        "seed": seed,
         "sent": sent,
         "reply": None if generation is None else generation.text,
         "finish_reason": None if generation is None else generation.finish_reason,
