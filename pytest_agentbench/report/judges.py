@@ -27,10 +27,9 @@ def estimate_text(estimate: JsonValue | None, digits: int = 3) -> str:
 
 
 def _tokens(usage: Mapping[str, JsonValue]) -> str:
-    parts = [
-        f"{usage.get(k)} {k}" for k in ("input", "output", "total") if usage.get(k) is not None
-    ]
-    return " / ".join(parts) if parts else "tokens unknown"
+    words = {"input": "in", "output": "out", "total": "total"}
+    parts = [f"{usage[k]:,} {w}" for k, w in words.items() if isinstance(usage.get(k), int)]
+    return " / ".join(parts) if parts else "unknown"
 
 
 def judge_lines(judge: JsonValue | None) -> list[str]:
