@@ -384,9 +384,13 @@ def _judged_example(*args: str) -> list[str]:
     with tempfile.TemporaryDirectory() as folder:
         shutil.copytree(ROOT / "example_suites", Path(folder) / "example_suites")
         done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--agentbench"]
-            + ["example_suites/bench_support_replies.toml", "--agentbench-judge-labels"]
-            + ["example_suites/support_replies_labels.jsonl", *args],
+            [
+                sys.executable,
+                *("-m", "pytest", "-p", "no:cacheprovider", "--agentbench"),
+                "example_suites/bench_support_replies.toml",
+                *("--agentbench-judge-labels", "example_suites/support_replies_labels.jsonl"),
+                *args,
+            ],
             cwd=folder,
             capture_output=True,
             text=True,
