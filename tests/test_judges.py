@@ -66,6 +66,14 @@ input = "Capital of France?"
 vars = {{ country = "France" }}
 scripted = ["loop"]
 [[task]]
+id = "cut"
+input = "Capital of France?"
+vars = {{ country = "France" }}
+scripted = ["cut short"]
+[task.verifier]
+scripted_judge = [{{ reply = {{ text = '{{"rationale": "Paris is', finish_reason = "length" }} }}]
+
+[[task]]
 id = "wavering"
 input = "Capital of France?"
 vars = {{ country = "France" }}
@@ -146,7 +154,7 @@ def test_a_judged_run_retries_once_with_the_problem_shown_and_watches_the_judge_
     pytester.makefile(".toml", bench_j=SUITE)
     result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
     outcomes = result.parseoutcomes()
-    assert (outcomes.get("passed"), outcomes.get("errors")) == (3, 1), outcomes
+    assert (outcomes.get("passed"), outcomes.get("errors")) == (3, 2), outcomes
     run = latest(pytester)
     retried = judge_file(run, "retried")
     first, second = retried["calls"]
@@ -168,13 +176,14 @@ def test_a_judged_run_retries_once_with_the_problem_shown_and_watches_the_judge_
     assert records["wavering"]["judge"]["agreement"] == pytest.approx(2 / 3)
     judge = summary(run)["judge"]
     assert judge["self_disagreeing"] == ["j::wavering"]
-    assert judge["usage"]["calls"] == 1 + 2 + 1 + 3 and judge["errors"] == 1
+    assert "cut at the token limit (max_tokens 1024)" in records["cut"]["error"]
+    assert judge["usage"]["calls"] == 1 + 2 + 1 + 2 + 3 and judge["errors"] == 2
     # the judge's tokens are its own: the model under test's totals do not hold them
     model_total = summary(run)["totals"]["usage"]["total"]
     assert judge["usage"]["total"] > model_total
     result.stdout.fnmatch_lines(
         [
-            "judge: 7 call(s) · tokens * (apart from the model under test)",
+            "judge: 9 call(s) · tokens * (apart from the model under test)",
             "judge disagreed with itself on 1 task(s): j::wavering",
         ]
     )
@@ -217,6 +226,20 @@ def test_any_provider_can_judge_through_its_own_client_with_structured_output(
     stamped = summary(run)["settings"]["judge"]
     assert stamped["model"] == "openai-compat/grader-7b" and stamped["sampling"]["seed"] == 7
     assert judge_file(run, "paris")["judge"]["source"] == "command line"
+
+
+def test_a_hosted_judge_without_its_key_is_a_usage_error(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    pytester.makefile(".toml", bench_j=SUITE)
+    result = pytester.runpytest(
+        "--agentbench", "--agentbench-judge-model", "anthropic/claude-x", "-p", "no:cacheprovider"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*judge anthropic/claude-x (command line) needs an API key: set ANTHROPIC_API_KEY*"]
+    )
 
 
 def test_a_changed_judge_changes_the_run_fingerprint(pytester: pytest.Pytester) -> None:
