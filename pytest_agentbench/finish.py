@@ -181,7 +181,8 @@ def summary_section(
 
     errors_as_failures = state.settings.errors_as_failures
     at = next((i for i, line in enumerate(lines) if line.startswith("tokens ")), 1)
-    lines[at:at] = lineup_lines(records, errors_as_failures=errors_as_failures)
+    scored = task_records(records)  # controls and calibration items are never compared
+    lines[at:at] = lineup_lines(scored, errors_as_failures=errors_as_failures)
     for line in lines:
         terminalreporter.write_line(line)
     not_sent = [r for r in records if r.failure_kind == "circuit_open"]

@@ -383,3 +383,41 @@ def test_the_corrected_interval_covers_the_true_rate_by_simulation() -> None:
     print(f"coverage over 1000 trials: corrected {corrected:.3f}, raw {raw:.3f}")
     assert corrected >= 0.93
     assert raw < 0.5  # the raw interval is about the judge's verdicts, not the truth
+
+
+def test_a_paired_conclusion_says_whether_the_judges_error_could_change_it() -> None:
+    from pytest_agentbench.artifacts.judge_summary import _pair
+
+    good = _pair("a", "b", (90, 100), (50, 100), (45, 50, 40, 50))
+    assert good["words"] == "the difference holds after correcting for the judge's error"
+    weak = _pair("a", "b", (60, 100), (45, 100), (14, 25, 13, 25))
+    assert weak["judge_could_change"] is True
+    assert weak["words"] == "the judge's error could change this conclusion"
+
+
+def test_several_models_get_their_corrected_rates_and_labels_are_never_compared(
+    pytester: pytest.Pytester,
+) -> None:
+    shutil.copy(EXAMPLE, pytester.path / EXAMPLE.name)
+    shutil.copy(LABELS, pytester.path / LABELS.name)
+    result = pytester.runpytest(
+        "--agentbench",
+        "-p",
+        "no:cacheprovider",
+        "--agentbench-judge-labels",
+        LABELS.name,
+        "--agentbench-model",
+        "big=scripted",
+        "--agentbench-model",
+        "small=scripted",
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "  suite            big                        small",
+            "  big: judged 0.667 * · corrected 0.741 *",
+            "  big − small: judged +0.000 *, corrected +0.000 *: within noise, judged and corrected",
+        ]
+    )
+    rate = summary(latest(pytester))["judge"]["pass_rate"]
+    assert [m["model"] for m in rate["by_model"]] == ["big", "small"]
+    assert summary(latest(pytester))["comparisons"][0]["first"] == "big"

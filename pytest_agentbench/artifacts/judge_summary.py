@@ -11,8 +11,12 @@ from collections.abc import Sequence
 
 from pytest_agentbench.artifacts.controls import calibration_records, task_records
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
-from pytest_agentbench.core.judge_stats import corrected_rate, kappa_estimate
-from pytest_agentbench.core.stats import wilson
+from pytest_agentbench.core.judge_stats import (
+    corrected_difference,
+    corrected_rate,
+    kappa_estimate,
+)
+from pytest_agentbench.core.stats import Estimate, wilson
 from pytest_agentbench.core.task_record import TaskRecord
 
 NOT_CALIBRATED = "judge not calibrated"
@@ -134,10 +138,64 @@ def corrected(records: Sequence[TaskRecord], cal: JsonObject | None) -> JsonObje
         return None
     passed = sum(1 for r in scored if r.outcome == "passed")
     c = {k: _count(v) or 0 for k, v in counts.items()}
-    fixed = corrected_rate(
-        passed, len(scored), c["true_pos"], c["positives"], c["true_neg"], c["negatives"]
-    )
-    return {"raw": wilson(passed, len(scored)).as_dict(), "corrected": fixed.as_dict()}
+    judge = (c["true_pos"], c["positives"], c["true_neg"], c["negatives"])
+    fixed = corrected_rate(passed, len(scored), *judge)
+    result: JsonObject = {
+        "raw": wilson(passed, len(scored)).as_dict(),
+        "corrected": fixed.as_dict(),
+    }
+    models: dict[str, tuple[int, int]] = {}
+    for record in scored:
+        won, total = models.get(record.model, (0, 0))
+        models[record.model] = (won + (record.outcome == "passed"), total + 1)
+    if len(models) > 1:
+        result["by_model"] = [
+            {
+                "model": name,
+                "raw": wilson(won, total).as_dict(),
+                "corrected": corrected_rate(won, total, *judge).as_dict(),
+            }
+            for name, (won, total) in models.items()
+        ]
+        result["pairs"] = [
+            _pair(first, second, models[first], models[second], judge)
+            for i, first in enumerate(models)
+            for second in list(models)[i + 1 :]
+        ]
+    return result
+
+
+def _pair(
+    first: str,
+    second: str,
+    a: tuple[int, int],
+    b: tuple[int, int],
+    judge: tuple[int, int, int, int],
+) -> JsonObject:
+    """Two models graded by one calibrated judge: whether their difference holds once
+    the judge's measured error is carried in."""
+    raw, fixed = corrected_difference(a, b, *judge)
+
+    def excludes_zero(e: Estimate) -> bool:
+        return e.lo is not None and e.hi is not None and (e.lo > 0 or e.hi < 0)
+
+    differ, still = excludes_zero(raw), excludes_zero(fixed)
+    if differ and not still:
+        words = "the judge's error could change this conclusion"
+    elif differ:
+        words = "the difference holds after correcting for the judge's error"
+    elif still:
+        words = "a difference appears only after correcting for the judge's error"
+    else:
+        words = "within noise, judged and corrected"
+    return {
+        "first": first,
+        "second": second,
+        "raw_difference": raw.as_dict(),
+        "corrected_difference": fixed.as_dict(),
+        "judge_could_change": differ != still,
+        "words": words,
+    }
 
 
 def judge_summary(

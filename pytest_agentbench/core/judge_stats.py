@@ -159,3 +159,59 @@ def corrected_rate(
     mean = sum(found) / len(found)
     spread = math.sqrt(sum((f - mean) ** 2 for f in found) / (len(found) - 1))
     return Estimate(value, n, spread, min(lo, value), max(hi, value), method, level)
+
+
+def corrected_difference(
+    first: tuple[int, int],
+    second: tuple[int, int],
+    true_pos: int,
+    positives: int,
+    true_neg: int,
+    negatives: int,
+    *,
+    level: float = DEFAULT_LEVEL,
+    draws: int = DEFAULT_DRAWS,
+    seed: int = DEFAULT_SEED,
+) -> tuple[Estimate, Estimate]:
+    """Two models judged by one calibrated judge, each ``(passed, n)``: the difference
+    of their judged pass rates (first − second) and of their corrected ones, each with a
+    Monte Carlo interval over Jeffreys posteriors. The judge's sensitivity and
+    specificity are drawn once per draw for both sides: one judge graded both."""
+    (pa, na), (pb, nb) = first, second
+    rng = random.Random(seed)
+    raw: list[float] = []
+    fixed: list[float] = []
+    for _ in range(draws):
+        a = rng.betavariate(pa + 0.5, na - pa + 0.5)
+        b = rng.betavariate(pb + 0.5, nb - pb + 0.5)
+        se = rng.betavariate(true_pos + 0.5, positives - true_pos + 0.5)
+        sp = rng.betavariate(true_neg + 0.5, negatives - true_neg + 0.5)
+        raw.append(a - b)
+        ca, cb = rogan_gladen(a, se, sp), rogan_gladen(b, se, sp)
+        if ca is not None and cb is not None:
+            fixed.append(ca - cb)
+    observed = pa / na - pb / nb if na and nb else None
+    pos_ok = positives > 0 and negatives > 0
+    ca = (
+        rogan_gladen(pa / na, true_pos / positives, true_neg / negatives) if pos_ok and na else None
+    )
+    cb = (
+        rogan_gladen(pb / nb, true_pos / positives, true_neg / negatives) if pos_ok and nb else None
+    )
+    corrected = ca - cb if ca is not None and cb is not None else None
+    return (
+        _interval(observed, raw, na + nb, "jeffreys difference", level),
+        _interval(corrected, fixed, na + nb, "rogan-gladen difference", level),
+    )
+
+
+def _interval(
+    value: float | None, found: list[float], n: int, method: str, level: float
+) -> Estimate:
+    if value is None or len(found) < 2:
+        return Estimate(value, n, None, None, None, method, level)
+    found.sort()
+    lo, hi = _percentiles(found, level)
+    mean = sum(found) / len(found)
+    spread = math.sqrt(sum((f - mean) ** 2 for f in found) / (len(found) - 1))
+    return Estimate(value, n, spread, min(lo, value), max(hi, value), method, level)

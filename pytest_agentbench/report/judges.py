@@ -32,6 +32,20 @@ def _tokens(usage: Mapping[str, JsonValue]) -> str:
     return " / ".join(parts) if parts else "unknown"
 
 
+def _list(table: JsonValue | None, key: str) -> list[JsonValue]:
+    found = table.get(key) if isinstance(table, Mapping) else None
+    return found if isinstance(found, list) else []
+
+
+def _signed(estimate: JsonValue | None) -> str:
+    if not isinstance(estimate, Mapping) or not isinstance(estimate.get("value"), int | float):
+        return "n/a"
+    lo, hi, value = estimate.get("lo"), estimate.get("hi"), estimate["value"]
+    if isinstance(lo, int | float) and isinstance(hi, int | float):
+        return f"{value:+.3f} (95 % CI {lo:+.2f} to {hi:+.2f})"
+    return f"{value:+.3f}"
+
+
 def judge_lines(judge: JsonValue | None) -> list[str]:
     """The judge block (empty when no judge ran)."""
     if not isinstance(judge, Mapping):
@@ -87,6 +101,19 @@ def judge_lines(judge: JsonValue | None) -> list[str]:
             f"judged pass rate {estimate_text(rate.get('raw'))} · corrected for the judge's "
             f"error {estimate_text(rate.get('corrected'))}"
         )
+    for one in _list(rate, "by_model"):
+        if isinstance(one, Mapping):
+            lines.append(
+                f"  {one.get('model')}: judged {estimate_text(one.get('raw'))} · corrected "
+                f"{estimate_text(one.get('corrected'))}"
+            )
+    for pair in _list(rate, "pairs"):
+        if isinstance(pair, Mapping):
+            raw, fixed = pair.get("raw_difference"), pair.get("corrected_difference")
+            lines.append(
+                f"  {pair.get('first')} − {pair.get('second')}: judged "
+                f"{_signed(raw)}, corrected {_signed(fixed)}: {pair.get('words')}"
+            )
     if judge.get("status"):
         kappa, least = judge.get("kappa"), judge.get("min_kappa")
         why = "no calibration" if kappa is None else f"κ {_num(kappa)} < {least}"
