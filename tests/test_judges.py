@@ -415,7 +415,7 @@ def test_several_models_get_their_corrected_rates_and_labels_are_never_compared(
         [
             "  suite            big                        small",
             "  big: judged 0.667 * · corrected 0.741 *",
-            "  big − small: judged +0.000 *, corrected +0.000 *: within noise, judged and corrected",
+            "  big − small: judged +0.000 *, corrected +0.000 *: within noise, judged and *",
         ]
     )
     rate = summary(latest(pytester))["judge"]["pass_rate"]
