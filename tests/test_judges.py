@@ -421,3 +421,62 @@ def test_several_models_get_their_corrected_rates_and_labels_are_never_compared(
     rate = summary(latest(pytester))["judge"]["pass_rate"]
     assert [m["model"] for m in rate["by_model"]] == ["big", "small"]
     assert summary(latest(pytester))["comparisons"][0]["first"] == "big"
+
+
+PAIRWISE = """
+[suite]
+name = "pw"
+[suite.verifier]
+kind = "judge"
+mode = "pairwise"
+rubric = "Names the capital of France."
+
+[[task]]
+id = "capital"
+input = "Capital of France?"
+scripted_by_model = { big = ["Paris"], small = ["Lyon"] }
+[task.verifier]
+scripted_judge = [
+  { control = "pairwise", includes = "Paris", reply = { rationale = "A: Paris", winner = "A" } },
+  { control = "pairwise", reply = { rationale = "B names Paris", winner = "B" } },
+  { includes = "Paris", reply = { rationale = "Paris", verdict = "pass" } },
+  { reply = { rationale = "not Paris", verdict = "fail" } },
+]
+
+[[task]]
+id = "biased"
+input = "Capital of France?"
+scripted_by_model = { big = ["Paris"], small = ["Lyon"] }
+[task.verifier]
+scripted_judge = [
+  { control = "pairwise", reply = { rationale = "the first one", winner = "A" } },
+  { includes = "Paris", reply = { rationale = "Paris", verdict = "pass" } },
+  { reply = { rationale = "not Paris", verdict = "fail" } },
+]
+"""
+
+
+def test_pairwise_mode_asks_both_orders_and_reports_position_bias(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(".toml", bench_pw=PAIRWISE)
+    result = pytester.runpytest(
+        "--agentbench",
+        "-p",
+        "no:cacheprovider",
+        "--agentbench-model",
+        "big=scripted",
+        "--agentbench-model",
+        "small=scripted",
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "pairwise big vs small (2 task(s), both orders): big wins 1, small wins 0, ties 1 "
+            "(1 from orders that disagree) · win rate 1.000 (95 % CI *) · position bias 0.50"
+        ]
+    )
+    (pair,) = summary(latest(pytester))["judge_pairwise"]["pairs"]
+    orders = {t["task"]: (t["orders"], t["winner"]) for t in pair["tasks"]}
+    assert orders["pw::capital"] == (["A", "B"], "big")  # big first, then big second
+    assert orders["pw::biased"] == (["A", "A"], "tie")  # the first position, whatever it holds
+    assert summary(latest(pytester))["judge_pairwise"]["usage"]["calls"] == 4

@@ -98,6 +98,7 @@ OPTIONS_SCHEMA: JsonObject = {
         "combine": {"enum": ["majority", "mean"]},
         "scripted_judge": {"type": "array", "minItems": 1, "items": _RULE_SCHEMA},
         "labels": {"type": "string", "minLength": 1},
+        "mode": {"enum": ["pointwise", "pairwise"]},
     },
     "additionalProperties": False,
 }
