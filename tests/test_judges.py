@@ -275,9 +275,19 @@ def test_the_example_suite_calibrates_offline_and_its_controls_pass(
     assert cal["sensitivity"]["value"] == 0.8 and cal["specificity"]["value"] == 5 / 7
     text = (pytester.path / "summary.md").read_text()
     assert "### Judge" in text and "κ 0.500" in text
+    # the suite may name its labels itself: they are judged beside the controls
+    text = EXAMPLE.read_text().replace(
+        'kind = "judge"\n', f'kind = "judge"\nlabels = "{LABELS.name}"\n', 1
+    )
+    (pytester.path / EXAMPLE.name).write_text(text)
     controls = pytester.runpytest("--agentbench", "-p", "no:cacheprovider", "--agentbench-controls")
-    controls.assert_outcomes(passed=15)
-    controls.stdout.fnmatch_lines(["controls: 15 run — 15 behaved, 0 misbehaved"])
+    controls.assert_outcomes(passed=15 + 12)
+    controls.stdout.fnmatch_lines(
+        [
+            "judge calibration (12 labelled answer(s) judged): *",
+            "controls: 15 run — 15 behaved, 0 misbehaved",
+        ]
+    )
     names = [p.name for p in latest(pytester).glob("controls/*/*/*")]
     assert names.count("judge-injection") == 3
 

@@ -20,7 +20,7 @@ from pytest_agentbench.core.usage import sum_usage
 from pytest_agentbench.errors import AgentbenchError, JudgeError, SandboxError, WorkerCrashed
 from pytest_agentbench.models.base import ModelClient
 from pytest_agentbench.runner.agent import AgentSession
-from pytest_agentbench.runner.loopguard import KillPolicy, LoopGuard
+from pytest_agentbench.runner.loopguard import KillPolicy, fresh_guards
 from pytest_agentbench.runner.pool import step_aside, step_back
 from pytest_agentbench.runner.repair import repair_request, repairs_allowed
 from pytest_agentbench.suites.task import Task
@@ -303,11 +303,7 @@ def run_rollout(
             failure=Failure(kind="harness", stage=stage, message=str(exc)),
         )
 
-    policy = kill_policy or KillPolicy()
-
-    def judge_watch() -> LoopGuard:
-        return LoopGuard(policy)
-
+    judge_watch = fresh_guards(kill_policy or KillPolicy())
     rewards: list[float] = []  # the verdicts' rewards, one per attempt that reached one
     first_attempt_reward: float | None = None
     for index in range(total_attempts):
