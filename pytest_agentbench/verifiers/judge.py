@@ -74,8 +74,15 @@ _RULE_SCHEMA: JsonObject = {
 OPTIONS_SCHEMA: JsonObject = {
     "type": "object",
     "properties": {
-        "rubric": {"type": "string", "minLength": 1},
+        "rubric": {
+            "type": "string",
+            "minLength": 1,
+            "description": "what a good answer does; template fields ({input}, {target}, "
+            "the task's vars) are filled in",
+        },
         "criteria": {
+            "description": "named criteria, each graded on its own; the reward is their "
+            "weighted mean",
             "type": "array",
             "minItems": 1,
             "items": {
@@ -90,15 +97,42 @@ OPTIONS_SCHEMA: JsonObject = {
             },
         },
         "scale": {
-            "anyOf": [{"const": PASS_FAIL}, {"type": "integer", "minimum": 2, "maximum": 100}]
+            "description": "pass_fail, or N: scores 1 to N mapped to (score - 1) / (N - 1)",
+            "anyOf": [{"const": PASS_FAIL}, {"type": "integer", "minimum": 2, "maximum": 100}],
         },
-        "reference": {"type": "boolean"},
-        "judge": JUDGE_TABLE_SCHEMA,
-        "samples": {"type": "integer", "minimum": 1, "maximum": 25},
-        "combine": {"enum": ["majority", "mean"]},
-        "scripted_judge": {"type": "array", "minItems": 1, "items": _RULE_SCHEMA},
-        "labels": {"type": "string", "minLength": 1},
-        "mode": {"enum": ["pointwise", "pairwise"]},
+        "reference": {
+            "type": "boolean",
+            "description": "send the task's target to the judge as a reference answer",
+        },
+        "judge": {
+            **JUDGE_TABLE_SCHEMA,
+            "description": "the judge model: model, base_url, key_env, sampling, max_tokens",
+        },
+        "samples": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 25,
+            "description": "judge calls per answer, each with its own seed",
+        },
+        "combine": {
+            "enum": ["majority", "mean"],
+            "description": "how samples become one verdict",
+        },
+        "scripted_judge": {
+            "type": "array",
+            "minItems": 1,
+            "items": _RULE_SCHEMA,
+            "description": "the scripted judge's replies: rules matched against the answer",
+        },
+        "labels": {
+            "type": "string",
+            "minLength": 1,
+            "description": "a labels file beside the suite, to calibrate the judge with",
+        },
+        "mode": {
+            "enum": ["pointwise", "pairwise"],
+            "description": "pairwise: also compare models' answers in both orders",
+        },
     },
     "additionalProperties": False,
 }
