@@ -42,7 +42,7 @@ def suite(tasks: int) -> str:
 #: (the page's, and the run's for the names of the secrets to redact).
 FLOOR = (
     "import pytest_agentbench.__main__, pytest_agentbench.report.html_report, "
-    "pytest_agentbench.run, pytest_agentbench.urls"
+    "pytest_agentbench.session.run, pytest_agentbench.core.urls"
 )
 
 

@@ -29,8 +29,8 @@ from throughput import FLOOR_TEST, MODEL_ARGS, NO_DEV, start_server, suite_text
 PROBE = """
 import collections, sys, time
 import pytest
-import pytest_agentbench.execution as ex
-import pytest_agentbench.finish as fin
+import pytest_agentbench.session.execution as ex
+import pytest_agentbench.session.finish as fin
 import pytest_agentbench.models.http as http
 
 spent = collections.Counter()

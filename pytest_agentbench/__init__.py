@@ -7,6 +7,8 @@ cheap (no HTTP client, no schema validator), so the plugin stays inert until ask
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pytest_agentbench.errors import (
     AgentbenchError,
     ModelError,
@@ -18,6 +20,11 @@ from pytest_agentbench.errors import (
     TransportError,
     VerifierError,
 )
+
+if TYPE_CHECKING:
+    import pluggy
+
+    hookimpl: pluggy.HookimplMarker
 
 __version__ = "0.1.0"
 
@@ -32,4 +39,19 @@ __all__ = [
     "TransportError",
     "VerifierError",
     "__version__",
+    "hookimpl",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``hookimpl``, the marker of the ``pytest_agentbench_*`` hook implementations: the
+    same marker as ``pytest.hookimpl`` (the hooks live in pytest's plugin manager, whose
+    project name it carries), made when first asked for, so importing this package stays
+    cheap and imports neither pytest nor pluggy."""
+    if name == "hookimpl":
+        import pluggy
+
+        marker = pluggy.HookimplMarker("pytest")
+        globals()["hookimpl"] = marker
+        return marker
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -56,9 +56,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _report(run_dir: Path, html: Path | None, baseline: Path | None) -> int:
+    from pytest_agentbench.core.urls import url_secrets
     from pytest_agentbench.report.html_report import write_html_report
-    from pytest_agentbench.run import SECRET_ENV, SECRET_URL_ENV
-    from pytest_agentbench.urls import url_secrets
+    from pytest_agentbench.session.run import SECRET_ENV, SECRET_URL_ENV
 
     secrets = [os.environ.get(name, "") for name in SECRET_ENV]
     for name in SECRET_URL_ENV:

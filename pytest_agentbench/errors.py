@@ -19,6 +19,7 @@ task or the endpoint, and what was expected. No message ever contains an API key
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -51,8 +52,8 @@ class ModelError(AgentbenchError):
     words from an HTTP error response ("" for any other error). Set by the clients as the error
     travels up: ``partial`` (what arrived before it, a Generation, or None),
     ``retry_after`` (seconds the server asked for, or None), ``retries`` (one entry per
-    retried attempt) and ``retry_note`` (why retrying stopped, as appended to the message,
-    or "")."""
+    retried attempt), ``retry_note`` (why retrying stopped, as appended to the message,
+    or "") and ``relayed`` (part of the reply was already handed on: never retried)."""
 
     def __init__(
         self, message: str, *, endpoint: str = "", status: int | None = None, detail: str = ""
@@ -62,8 +63,9 @@ class ModelError(AgentbenchError):
         self.detail = detail
         self.partial: object = None
         self.retry_after: float | None = None
-        self.retries: list[JsonObject] = []
+        self.retries: Sequence[Mapping[str, object]] = ()
         self.retry_note = ""
+        self.relayed = False
         super().__init__(message)
 
 

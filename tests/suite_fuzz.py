@@ -400,7 +400,7 @@ def check_case(case: Case, root: Path, load: Callable[[Path], Any], limit_s: flo
 def real_loader() -> Callable[[Path], Any]:
     """``load_suite`` wired as collection wires it: built-in verifiers and tools, and the
     scripted provider's reply check."""
-    from pytest_agentbench import builtins
+    from pytest_agentbench.hooks import builtins
     from pytest_agentbench.scripted.script import Reply
     from pytest_agentbench.suites.load import load_suite
 

@@ -9,17 +9,17 @@ from typing import Any, get_args, get_type_hints
 import pytest
 
 from pytest_agentbench import schemas
+from pytest_agentbench.config.option_values import choice
+from pytest_agentbench.config.settings import Settings
 from pytest_agentbench.core.records import CTRF_STATUSES, OUTCOMES, CtrfStatus, Outcome
 from pytest_agentbench.core.sampling import REASONING_EFFORTS, ReasoningEffort, Sampling
 from pytest_agentbench.core.stats import REDUCERS, Reducer
 from pytest_agentbench.core.stream import WIRE_PROTOCOLS, WireProtocol
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.sampling_wire import PROTOCOL_NAMES
-from pytest_agentbench.option_values import choice
 from pytest_agentbench.report.compare import PairMetric, Verdict
 from pytest_agentbench.report.gate import GATE_ON, GateOn
 from pytest_agentbench.sandbox.isolation import ISOLATION_MODES, Isolation
-from pytest_agentbench.settings import Settings
 from pytest_agentbench.suites.build import as_word
 from pytest_agentbench.suites.task import (
     CONTROL_EXPECTS,

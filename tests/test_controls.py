@@ -476,3 +476,31 @@ def test_a_control_that_errors_before_it_runs_stays_a_control(pytester: pytest.P
     result.assert_outcomes(passed=1, failed=1, errors=1)
     assert summary["totals"]["tasks"] == 0
     assert summary["controls"]["errors"] == 1 and summary["controls"]["misbehaved"] == 1
+
+
+FOUR = """
+[suite]
+name = "four"
+verifier = { kind = "exact" }
+""" + "".join(f'\n[[task]]\nid = "t{i}"\ninput = "Say {i}."\ntarget = "{i}"\n' for i in range(4))
+
+
+def _collected(pytester: pytest.Pytester, *args: str) -> list[str]:
+    result = pytester.runpytest("--agentbench", "--collect-only", "-q", *args)
+    return [line for line in result.outlines if "::" in line]
+
+
+def test_limit_and_sample_choose_the_tasks_whose_controls_run(pytester: pytest.Pytester) -> None:
+    """--agentbench-limit and --agentbench-sample pick the tasks of a controls run as they
+    pick those of a model run: only the picked tasks' controls are items."""
+    pytester.makefile(".toml", bench_four=FOUR)
+    every = _collected(pytester, "--agentbench-controls")
+    assert {line.split("::")[1].split("[")[0] for line in every} == {"t0", "t1", "t2", "t3"}
+    limited = _collected(pytester, "--agentbench-controls", "--agentbench-limit", "1:3")
+    assert {line.split("::")[1].split("[")[0] for line in limited} == {"t1", "t2"}
+    assert limited == [line for line in every if "::t1[" in line or "::t2[" in line]
+    for seed in ("1", "5"):
+        sample = ("--agentbench-sample", "1", "--agentbench-seed", seed)
+        (task,) = _collected(pytester, *sample)  # the task a model run would run
+        picked = _collected(pytester, "--agentbench-controls", *sample)
+        assert picked and all(line.startswith(task + "[control-") for line in picked)

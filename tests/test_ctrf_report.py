@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -18,7 +19,16 @@ EXAMPLES = ROOT / "example_suites"
 NPM_CACHE = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
 
 
+def assert_ctrf_accepted(*reports: Path) -> None:
+    """The independent checker accepts ``reports``. Call it as the last statement of a
+    test: without the checker beside the checkout (a user's clone) it skips, and a skip
+    must never hide the test's own assertions (test_the_checker_is_the_last_step)."""
+    checked = check_ctrf(*reports)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
 def check_ctrf(*reports: Path) -> subprocess.CompletedProcess[str]:
+    """The checker's verdict on ``reports``; skips when it is not beside the checkout."""
     if not CHECK_CTRF.exists():
         pytest.skip(
             f"{CHECK_CTRF} is missing: the CTRF checker ships beside the repository in CI "
@@ -82,3 +92,32 @@ def test_check_ctrf_rejects_a_report_whose_counts_lie(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(bad))
     assert check_ctrf(path).returncode == 1
+
+
+def _called(node: ast.AST, name: str) -> bool:
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
+        for n in ast.walk(node)
+    )
+
+
+def test_the_checker_is_the_last_step() -> None:
+    """Without the checker beside the checkout only its own part may skip: every test
+    that asks it (``assert_ctrf_accepted``) does so as its last statement, after all its
+    own assertions; ``check_ctrf`` itself is for the checker's tests here."""
+    misplaced = []
+    for path in sorted(ROOT.joinpath("tests").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for func in ast.walk(tree):
+            if not isinstance(func, ast.FunctionDef) or func.name in (
+                "assert_ctrf_accepted",
+                "check_ctrf",
+            ):
+                continue
+            where = f"{path.name}::{func.name}"
+            if path.name != "test_ctrf_report.py" and _called(func, "check_ctrf"):
+                misplaced.append(f"{where} calls check_ctrf (use assert_ctrf_accepted, last)")
+            body = func.body
+            if any(_called(stmt, "assert_ctrf_accepted") for stmt in body[:-1]):
+                misplaced.append(f"{where} asserts more after assert_ctrf_accepted")
+    assert misplaced == []

@@ -128,7 +128,10 @@ def test_markdown_summary_goes_to_a_file_and_the_github_step_summary(
     assert "| gate | scripted | 4 | 3 | 1 | 0 | 0.750 | 0.301–0.954 | 0.750 | 0.301–0.954 |" in text
     assert "Score 0.750 ± 0.217 (n=4, 95 % CI 0.301–0.954) · first try 0.750" in text
     assert "- ✗ `gate::d` — reward 0" in text
-    assert "tasks/gate/d[scripted]" in text
+    # each bullet names the task's folder relative to the run folder, never the runner's path
+    bullet = next(line for line in text.splitlines() if line.startswith("- ✗ `gate::d`"))
+    assert bullet.endswith(" (`tasks/gate/d[scripted]`)"), bullet
+    assert str(pytester.path) not in bullet
     assert step.read_text() == "earlier step\n" + text
 
 

@@ -85,3 +85,40 @@ def test_a_conftest_model_client_overrides_the_builtin(pytester: pytest.Pytester
     )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["agentbench: model openai-compat/echo*", "tokens 3 in / 1 out*"])
+
+
+def test_the_package_exports_the_hookimpl_marker_it_promises(pytester: pytest.Pytester) -> None:
+    """``pytest_agentbench.hookimpl`` (promised by the package docstring) marks a hook
+    implementation the run calls (``tryfirst`` honoured), and importing the package alone
+    still imports no pytest: the marker is fetched when asked for."""
+    import subprocess
+    import sys
+
+    import pytest_agentbench
+
+    assert pytest_agentbench.hookimpl.project_name == pytest.hookimpl.project_name == "pytest"
+    assert pytest_agentbench.hookimpl is pytest_agentbench.hookimpl  # made once
+    assert "hookimpl" in pytest_agentbench.__all__
+    assert "hookimpl" in (pytest_agentbench.__doc__ or "")
+    pytester.makeconftest(
+        """
+import pytest_agentbench
+
+@pytest_agentbench.hookimpl(tryfirst=True)
+def pytest_agentbench_failure_reason(record):
+    return f"marked by the exported hookimpl: {record.task_id}"
+"""
+    )
+    pytester.makefile(
+        ".toml",
+        bench_one='[suite]\nverifier = { kind = "exact" }\n\n'
+        '[[task]]\nid = "no"\ninput = "say yes"\ntarget = "yes"\nscripted = ["no"]\n',
+    )
+    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["✗ one::no: marked by the exported hookimpl: no"])
+    code = "import sys, pytest_agentbench; print({'pytest', 'pluggy'} & set(sys.modules))"
+    cheap = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    assert cheap.stdout.strip() == "set()"

@@ -20,7 +20,7 @@ import pytest
 from html_report_suites import HOSTILE, LOOPS, WEB, Page, run
 
 from pytest_agentbench.artifacts.score_stats import interval_text
-from pytest_agentbench.artifacts.summary import build_summary
+from pytest_agentbench.artifacts.summary import RunFacts, build_summary
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.report.html_page import asset, tasks_section
 
@@ -139,8 +139,11 @@ def test_several_models_get_scores_a_paired_comparison_and_a_side_by_side(
     both = pytester.path / "both"
     both.mkdir()
     summary = build_summary(
-        records, run_id="both", settings={"fingerprint": "two-models"}, tool_version="0",
-        start_ms=0, stop_ms=1, partial=False, exit_status=None,
+        records,
+        RunFacts(
+            run_id="both", settings={"fingerprint": "two-models"}, tool_version="0",
+            start_ms=0, stop_ms=1, partial=False, exit_status=None,
+        ),
     )  # fmt: skip
     (both / "summary.json").write_text(json.dumps(summary))
     built = report_cli(str(both))

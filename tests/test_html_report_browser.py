@@ -121,3 +121,37 @@ def test_without_javascript_the_tables_are_still_there(
     assert visit.page.is_visible("#run") and not visit.page.is_visible("#filters")
     assert visit.requests == [visit.url]
     visit.context.close()
+
+
+def test_the_models_table_shows_each_models_score_and_no_canary(
+    browser: Any, pytester: pytest.Pytester
+) -> None:
+    """A run of two models with a canary: the Models table has a row per model with the
+    score and outcomes of summary.json, the canary is no model (not a row, not a filter
+    choice), and the model filter keeps that model's tasks."""
+    from test_controls_are_no_model import SUITE
+
+    pytester.makefile(".toml", bench_sums=SUITE)
+    models = ("--agentbench-model", "strong=scripted", "--agentbench-model", "weak=scripted")
+    run_dir = run(pytester, *models, "--agentbench-canary")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    visit = Visit(browser, run_dir / "report.html")
+    page = visit.page
+    shown: list[list[str]] = page.eval_on_selector_all(
+        "#models table tbody tr", "rows => rows.map(r => Array.from(r.cells, c => c.innerText))"
+    )
+    expected = [
+        [row["model"], str(row["tasks"]), interval_text(row["stats"]["score"])]
+        for row in summary["scores"]
+    ]
+    assert [cells[:3] for cells in shown] == expected
+    assert [cells[3].split() for cells in shown] == [
+        [str(row["outcomes"]["passed"]), "passed", str(row["outcomes"]["failed"]), "failed"]
+        for row in summary["scores"]
+    ]
+    choices = page.eval_on_selector_all("#f-model option", "os => os.map(o => o.value)")
+    assert choices == ["", "strong", "weak"]
+    page.select_option("#f-model", "weak")
+    assert sorted(r[1] for r in visit.rows()) == ["apples", "pears", "plums"]
+    assert visit.errors == [] and visit.requests == [visit.url]
+    visit.context.close()

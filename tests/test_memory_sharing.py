@@ -61,8 +61,8 @@ def test_tasks_share_what_they_inherit_unchanged(tmp_path: Path) -> None:
 
 SHARED_CONFTEST = """
 import json, os
-from pytest_agentbench.items import _TASK_FILES
-from pytest_agentbench.stash import STATE_KEY
+from pytest_agentbench.session.items import _TASK_FILES
+from pytest_agentbench.session.stash import STATE_KEY
 
 def pytest_sessionfinish(session):
     records = session.config.stash[STATE_KEY].results.records

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from records_support import make_record
-from test_ctrf_report import check_ctrf
+from test_ctrf_report import assert_ctrf_accepted
 from test_record_schemas import validate_run
 
 from pytest_agentbench.artifacts.lineup import reduce_task
@@ -117,8 +117,7 @@ def test_each_model_answers_its_own_way_in_folders_of_its_own(pytester: pytest.P
     assert "- strong − weak = +0.667 (n=3" in markdown
     assert "`sums::apples[weak:epoch1]`" in markdown
     validate_run(run_dir)
-    checked = check_ctrf(run_dir / "ctrf.json")
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert_ctrf_accepted(run_dir / "ctrf.json")
 
 
 def test_k_selects_by_model_and_the_ini_names_models_with_settings(
@@ -199,8 +198,7 @@ def test_xdist_resume_shards_and_merge_keep_models_and_epochs(pytester: pytest.P
     assert pair["paired"] == 3 and pair["difference"]["value"] == pytest.approx(2 / 3)
     for folder in (first, merged_dir):
         validate_run(folder)
-    checked = check_ctrf(first / "ctrf.json", merged_dir / "ctrf.json")
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert_ctrf_accepted(first / "ctrf.json", merged_dir / "ctrf.json")
 
 
 def sample(reward: float, outcome: str | None = None) -> TaskRecord:
@@ -319,7 +317,7 @@ def test_models_are_compared_over_the_run_and_within_each_suite() -> None:
 
 
 def resolve(cli: dict[str, Any], ini: dict[str, Any], env: dict[str, str]) -> Any:
-    from pytest_agentbench.settings import resolve_settings
+    from pytest_agentbench.config.settings import resolve_settings
 
     return resolve_settings(lambda n: cli.get(n), lambda n: ini.get(n, ""), env)
 

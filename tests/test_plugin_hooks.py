@@ -159,7 +159,7 @@ def test_failures_from_workers_add_up_and_a_malformed_entry_is_left_out(
 ) -> None:
     """What a worker sends (``export``'s form) adds to the controller's counts; an entry of
     another form is left out instead of failing the controller's ``pytest_testnodedown``."""
-    from pytest_agentbench.plugin_hooks import PluginHooks
+    from pytest_agentbench.hooks.plugin_hooks import PluginHooks
 
     hooks = PluginHooks(pytestconfig.pluginmanager)
     hooks.merge([{"plugin": "p", "hook": "h", "error": "RuntimeError: x", "calls": 2}])

@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from pytest_agentbench.stash import STATE_KEY
+from pytest_agentbench.session.stash import STATE_KEY
 from pytest_agentbench.verifiers import FunctionVerifier, Verdict
 
 CONFIGS = []

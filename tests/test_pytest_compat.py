@@ -1,4 +1,4 @@
-"""The internals pytest_agentbench/pytest_compat.py relies on, checked against the
+"""The internals pytest_agentbench/session/pytest_compat.py relies on, checked against the
 installed pytest, pytest-xdist and pytest-timeout. An upgrade that moves or renames one
 fails here, with a message naming what changed and which compat function needs it."""
 
@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from pytest_agentbench import pytest_compat
+from pytest_agentbench.session import pytest_compat
 
 
 def _params(func: object, where: str, expected: list[str]) -> None:
@@ -69,7 +69,7 @@ def test_worker_interactor_queue(pytester: pytest.Pytester) -> None:
     _params(TestQueue.lock, "xdist.remote.TestQueue.lock", ["self"])
     pytester.makeconftest(
         """
-        from pytest_agentbench import pytest_compat
+        from pytest_agentbench.session import pytest_compat
 
         def pytest_runtest_call(item):
             interactor = pytest_compat.find_interactor(item.config)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from test_ctrf_report import check_ctrf
+from test_ctrf_report import assert_ctrf_accepted
 
 SUITE = """
 [suite]
@@ -98,11 +98,27 @@ def test_resume_of_a_missing_run_is_a_usage_error(pytester: pytest.Pytester) -> 
     result.stderr.fnmatch_lines(["*--agentbench-resume*not a run folder*no earlier run*"])
 
 
-SLOW = "".join(
-    f'\n[[task]]\nid = "slow-{i:02d}"\ninput = "x"\ntarget = "x"\n'
-    f'scripted = [{{ text = "x", delay_s = 0.3 }}]\n'
+#: Thirty tasks that answer at once: the inner run is interrupted by its own conftest
+#: (STOPPER) after the STOP_AFTER-th task has reported, so the counts are exact.
+MANY = "".join(
+    f'\n[[task]]\nid = "task-{i:02d}"\ninput = "x"\ntarget = "x"\nscripted = ["x"]\n'
     for i in range(30)
 )
+STOP_AFTER = 4
+STOPPER = """
+import os, signal
+import pytest
+
+reported = []
+
+@pytest.hookimpl(trylast=True)  # after the plugin has taken the task's record
+def pytest_runtest_logreport(report):
+    stop = os.environ.get("STOP_AFTER_TASKS")
+    if stop and report.when == "call":
+        reported.append(report.nodeid)
+        if len(reported) == int(stop):
+            os.kill(os.getpid(), getattr(signal, os.environ["STOP_WITH"]))
+"""
 
 
 @pytest.mark.slow
@@ -110,21 +126,27 @@ SLOW = "".join(
 def test_interrupt_leaves_valid_partial_reports_and_resume_finishes(
     pytester: pytest.Pytester, sig: signal.Signals
 ) -> None:
-    pytester.makefile(".toml", bench_slow='[suite]\nverifier = { kind = "exact" }\n' + SLOW)
+    """The run signals itself right after its 4th task reported (a conftest hook: no
+    timer), one rollout at a time so none runs ahead: the partial reports hold exactly
+    those 4 tasks, and resume reads exactly them back and runs the other 26."""
+    pytester.makefile(".toml", bench_many='[suite]\nverifier = { kind = "exact" }\n' + MANY)
+    pytester.makeconftest(STOPPER)
     cmd = [
         sys.executable,
         "-m",
         "pytest",
         "--agentbench",
         "--agentbench-concurrency",
-        "2",
+        "1",
         "-p",
         "no:cacheprovider",
+        "-p",
+        "no:randomly",
         "-q",
     ]
     # The run is started with Ctrl-C's default handler: a child inherits an ignored
     # SIGINT (a test run started in the background by a non-interactive shell has one),
-    # and Python then leaves it ignored, so the signal below would do nothing.
+    # and Python then leaves it ignored, so the signal would do nothing.
     start = [
         sys.executable,
         "-c",
@@ -132,27 +154,28 @@ def test_interrupt_leaves_valid_partial_reports_and_resume_finishes(
         "sys.argv[0] = 'pytest'; sys.exit(pytest.console_main())",
         *cmd[3:],
     ]
-    process = subprocess.Popen(
-        start, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    run_root = pytester.path / "agentbench-results"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if run_root.exists() and len(list(run_root.rglob("result.json"))) >= 4:
-            break
-        time.sleep(0.05)
-    process.send_signal(sig)
-    output, _ = process.communicate(timeout=60)
-    assert process.returncode == pytest.ExitCode.INTERRUPTED, output
-    run = (run_root / "latest").resolve()
+    stop = {"STOP_AFTER_TASKS": str(STOP_AFTER), "STOP_WITH": sig.name}
+    interrupted = subprocess.run(
+        start, cwd=pytester.path, capture_output=True, text=True, timeout=120,
+        env={**os.environ, **stop},
+    )  # fmt: skip
+    output = interrupted.stdout + interrupted.stderr
+    assert interrupted.returncode == pytest.ExitCode.INTERRUPTED, output
+    run = (pytester.path / "agentbench-results" / "latest").resolve()
     summary = json.loads((run / "summary.json").read_text())
     assert summary["partial"] is True
-    done = summary["totals"]["tasks"]
-    assert 1 <= done < 30
+    first = [f"task-{i:02d}" for i in range(STOP_AFTER)]
+    assert [t["task_id"] for t in summary["tasks"]] == first
+    assert summary["totals"]["tasks"] == STOP_AFTER
+    assert summary["totals"]["outcomes"]["passed"] == STOP_AFTER
+    assert sorted(p.parent.name for p in (run / "tasks").rglob("result.json")) == [
+        f"{task}[scripted]" for task in first
+    ]
     for path in run.rglob("*.json"):
         json.loads(path.read_text())  # nothing half-written
-    checked = check_ctrf(run / "ctrf.json")
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+    ctrf = json.loads((run / "ctrf.json").read_text())
+    assert ctrf["results"]["summary"]["tests"] == STOP_AFTER
+    shutil.copy(run / "ctrf.json", pytester.path / "interrupted-ctrf.json")
 
     finish = subprocess.run(
         [*cmd, "--agentbench-resume"],
@@ -164,6 +187,8 @@ def test_interrupt_leaves_valid_partial_reports_and_resume_finishes(
     )
     assert finish.returncode == 0, finish.stdout
     summary = json.loads((run / "summary.json").read_text())
-    assert summary["totals"]["tasks"] == 30
+    assert summary["totals"]["tasks"] == summary["totals"]["outcomes"]["passed"] == 30
     assert summary["partial"] is False
-    assert sum(1 for t in summary["tasks"] if t.get("resumed")) >= done
+    assert [t["task_id"] for t in summary["tasks"] if t.get("resumed")] == first
+    assert f"{STOP_AFTER} task(s) resumed from the earlier run" in finish.stdout
+    assert_ctrf_accepted(pytester.path / "interrupted-ctrf.json", run / "ctrf.json")

@@ -273,27 +273,6 @@ def test_plugin_is_inert_without_the_flag(pytester: pytest.Pytester) -> None:
     assert not (pytester.path / "agentbench-results").exists()
 
 
-@pytest.mark.slow
-def test_plugin_imports_nothing_heavy_when_inert(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        test_probe="""
-import sys
-def test_probe():
-    heavy = [m for m in ("httpx", "jsonschema", "pytest_agentbench.scripted.server",
-                         "pytest_agentbench.suites.load") if m in sys.modules]
-    assert heavy == []
-    assert "pytest_agentbench.plugin" in sys.modules
-    ours = sorted(m for m in sys.modules if m.startswith("pytest_agentbench"))
-    light = ["pytest_agentbench", "pytest_agentbench.core", "pytest_agentbench.core.choices",
-             "pytest_agentbench.errors", "pytest_agentbench.hookspecs",
-             "pytest_agentbench.options", "pytest_agentbench.plugin", "pytest_agentbench.stash"]
-    assert ours == light
-"""
-    )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1)
-
-
 def test_unreachable_model_server_makes_every_task_a_harness_error(
     pytester: pytest.Pytester,
 ) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pytest_agentbench.config.settings import resolve_settings
 from pytest_agentbench.core.sampling import Sampling
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.anthropic import AnthropicClient
@@ -19,7 +20,6 @@ from pytest_agentbench.models.base import ModelClient, ModelRequest, ModelSpec
 from pytest_agentbench.models.openai_chat import OpenAIChatClient
 from pytest_agentbench.models.openai_responses import OpenAIResponsesClient
 from pytest_agentbench.scripted import ScriptedServer
-from pytest_agentbench.settings import resolve_settings
 
 #: What each protocol's body holds whatever the sampling settings say.
 BASE_KEYS = {

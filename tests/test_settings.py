@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from pytest_agentbench.config.settings import resolve_settings
 from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.settings import resolve_settings
 
 
 def resolve(cli: dict[str, Any], ini: dict[str, Any], env: dict[str, str]):

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_agentbench.core.urls import public_url, url_secrets
 from pytest_agentbench.scripted import ScriptedServer
-from pytest_agentbench.urls import public_url, url_secrets
 
 SUITE = """
 [suite]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from xdist.scheduler import LoadScheduling
 
-from pytest_agentbench.pytest_compat import deep_load_scheduler
+from pytest_agentbench.session.pytest_compat import deep_load_scheduler
 
 pytest_plugins = ["pytester"]
 

@@ -13,6 +13,7 @@ import itertools
 import re
 from collections.abc import Hashable, Mapping, Sequence
 
+from pytest_agentbench.artifacts.controls import task_records
 from pytest_agentbench.artifacts.score_stats import estimate, scored_values
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.stats import (
@@ -161,7 +162,8 @@ def model_comparisons(
 ) -> list[JsonObject] | None:
     """Each pair of the run's models (in the order first seen), compared over every task
     both ran (``suite`` None), then within each suite when there are several; None with
-    fewer than two models."""
+    fewer than two models. Control records are no model's: they are left out."""
+    records = task_records(records)
     models = list(dict.fromkeys(r.model for r in records))
     if len(models) < 2:
         return None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pytest_agentbench.artifacts.coverage import run_coverage
 from pytest_agentbench.artifacts.reports import write_run_reports
-from pytest_agentbench.artifacts.summary import load_summary
+from pytest_agentbench.artifacts.summary import RunFacts, load_summary
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.task_record import RunSummary, TaskRecord
 from pytest_agentbench.errors import AgentbenchError
@@ -53,9 +53,7 @@ def merge_runs(
         settings["fingerprint"] = "mixed"
     partial, coverage = _merged_coverage([summary for _, summary in summaries], len(records))
     out_dir.mkdir(parents=True, exist_ok=True)
-    return write_run_reports(
-        out_dir,
-        list(records.values()),
+    facts = RunFacts(
         run_id="merged-" + "+".join(str(s.get("run_id")) for _, s in summaries),
         settings=settings,
         tool_version=tool_version,
@@ -66,6 +64,7 @@ def merge_runs(
         exit_status=None,
         errors_as_failures=bool(settings.get("errors_as_failures")),
     )
+    return write_run_reports(out_dir, list(records.values()), facts)
 
 
 def _merged_coverage(summaries: Sequence[JsonObject], tasks: int) -> tuple[bool, JsonObject | None]:

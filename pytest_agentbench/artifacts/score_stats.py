@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Literal, Protocol
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.record_parts import Round
@@ -28,12 +28,24 @@ from pytest_agentbench.core.task_record import TaskRecord
 RewardField = Literal["reward", "first_attempt_reward"]
 
 
-def reward_of(record: TaskRecord, field: RewardField = "reward") -> float | None:
+class Scored(Protocol):
+    """What a score reads of a record: a :class:`TaskRecord`, or the few fields of one a
+    report kept (the HTML report's comparisons keep only these)."""
+
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def reward(self) -> float | None: ...
+    @property
+    def first_attempt_reward(self) -> float | None: ...
+
+
+def reward_of(record: Scored, field: RewardField = "reward") -> float | None:
     return record.reward if field == "reward" else record.first_attempt_reward
 
 
 def scored_values(
-    records: Sequence[TaskRecord], field: RewardField = "reward", *, errors_as_failures: bool
+    records: Sequence[Scored], field: RewardField = "reward", *, errors_as_failures: bool
 ) -> list[float]:
     """The rewards a score averages: harness errors out (unless counted as failures, or
     they still hold a reward for ``field``), a missing reward counts as 0."""
@@ -62,7 +74,7 @@ def _estimate(values: tuple[float, ...], seed: int, level: float) -> Estimate:
 
 
 def score_estimate(
-    records: Sequence[TaskRecord],
+    records: Sequence[Scored],
     field: RewardField = "reward",
     *,
     errors_as_failures: bool = False,
@@ -71,7 +83,7 @@ def score_estimate(
     return estimate(scored_values(records, field, errors_as_failures=errors_as_failures), seed=seed)
 
 
-def score_stats(records: Sequence[TaskRecord], *, errors_as_failures: bool = False) -> JsonObject:
+def score_stats(records: Sequence[Scored], *, errors_as_failures: bool = False) -> JsonObject:
     """The ``stats`` block of summary.json and ctrf.json: the repaired (final) score and
     the first-try score, each with n, standard error and interval; never merged."""
     return {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_agentbench.artifacts.controls import controls_summary, invalid_reason, task_records
@@ -13,6 +14,7 @@ from pytest_agentbench.artifacts.judge_summary import judge_summary
 from pytest_agentbench.artifacts.lineup import model_comparisons, reduced_score, task_samples
 from pytest_agentbench.artifacts.score_stats import (
     RewardField,
+    Scored,
     repair_curve,
     reward_of,
     score_stats,
@@ -44,7 +46,7 @@ def load_summary(run_dir: Path, limit: int) -> JsonObject:
     return data
 
 
-def classify(records: Iterable[TaskRecord]) -> dict[str, int]:
+def classify(records: Iterable[Scored]) -> dict[str, int]:
     """Count tasks per outcome. Every record lands in exactly one bucket (an unknown
     outcome counts as a harness error), so the buckets always sum to the total."""
     counts: Counter[str] = Counter(dict.fromkeys(OUTCOMES, 0))
@@ -130,66 +132,90 @@ def _group_scores(
     return rows
 
 
+@dataclass(frozen=True)
+class RunFacts:
+    """What the run reports (summary.json, ctrf.json) say of a run besides its records:
+    made once where the run ends (session/finish.py) or is merged (artifacts/merge.py).
+    ``coverage`` (artifacts/coverage.py) says how many of the planned tasks the records
+    cover, None when unknown (a merge of runs); ``sections`` (the baseline comparison,
+    robustness) are added to summary.json as they are."""
+
+    run_id: str
+    settings: Mapping[str, JsonValue]
+    tool_version: str
+    start_ms: int
+    stop_ms: int
+    partial: bool
+    exit_status: int | None
+    gate: Mapping[str, JsonValue] | None = None
+    errors_as_failures: bool = False
+    coverage: Mapping[str, JsonValue] | None = None
+    sections: Mapping[str, JsonValue] | None = None
+
+
+def run_totals(records: Sequence[TaskRecord], *, errors_as_failures: bool = False) -> JsonObject:
+    """summary.json's ``totals`` over the scored ``records`` (controls left out already);
+    its ``usage`` and ``stats`` (a bootstrap) are ctrf.json's too, computed once."""
+    outcomes = classify(records)
+    return {
+        "tasks": len(records),
+        "outcomes": dict(outcomes),
+        "scored": len(records) - (0 if errors_as_failures else outcomes["harness_error"]),
+        "score": score(records, errors_as_failures=errors_as_failures),
+        "first_try_score": score(
+            records, "first_attempt_reward", errors_as_failures=errors_as_failures
+        ),
+        "repaired": sum(1 for r in records if r.repaired),
+        "incomplete": sum(1 for r in records if r.incomplete),
+        "usage": run_usage(records),
+        "stats": score_stats(records, errors_as_failures=errors_as_failures),
+        "repair_curve": repair_curve(records, errors_as_failures=errors_as_failures),
+    }
+
+
 def build_summary(
     records: Sequence[TaskRecord],
+    run: RunFacts,
     *,
-    run_id: str,
-    settings: Mapping[str, JsonValue],
-    tool_version: str,
-    start_ms: int,
-    stop_ms: int,
-    partial: bool,
-    exit_status: int | None,
-    gate: Mapping[str, JsonValue] | None = None,
-    errors_as_failures: bool = False,
     stream: bool = False,
-    coverage: Mapping[str, JsonValue] | None = None,
-    sections: Mapping[str, JsonValue] | None = None,
+    totals: JsonObject | None = None,
 ) -> dict[str, object]:
     """The summary.json document. ``tasks`` holds every task's record as the reports saw
     it (outcome, reward, usage, reason, where its artifacts are), so shards can be merged
     and runs resumed from it alone. With ``stream`` it is a :class:`Streamed` array of the
-    records themselves, not copies. ``coverage`` (artifacts/coverage.py) says how many of
-    the planned tasks the records cover; None when unknown (a merge of runs). Each task
-    is its record's JSON form (``TaskRecord.to_json``), made as it is written.
-    ``sections`` (the baseline comparison, robustness) come before ``tasks``. Control
+    records themselves, not copies. Each task is its record's JSON form
+    (``TaskRecord.to_json``), made as it is written. ``totals``, when given, are
+    ``run_totals`` of the scored records, already made. ``run.sections`` come before
+    ``tasks``. Control
     records (artifacts/controls.py) are in ``tasks`` but never in a count or a score:
     ``controls`` sums them up, and ``invalid`` says why a canary made the run invalid."""
     every = records
     records = task_records(every)
-    outcomes = classify(records)
+    errors_as_failures = run.errors_as_failures
+    start_ms, stop_ms = run.start_ms, run.stop_ms
     return {
         "schema_version": SUMMARY_SCHEMA_VERSION,
-        "tool": {"name": "pytest-agentbench", "version": tool_version},
-        "run_id": run_id,
+        "tool": {"name": "pytest-agentbench", "version": run.tool_version},
+        "run_id": run.run_id,
         "start_ms": start_ms,
         "stop_ms": max(stop_ms, start_ms),
         "wall_s": round(max(0, stop_ms - start_ms) / 1000, 3),
-        "partial": partial,
-        "coverage": dict(coverage) if coverage is not None else None,
-        "exit_status": exit_status,
-        "settings": dict(settings),
-        "totals": {
-            "tasks": len(records),
-            "outcomes": dict(outcomes),
-            "scored": len(records) - (0 if errors_as_failures else outcomes["harness_error"]),
-            "score": score(records, errors_as_failures=errors_as_failures),
-            "first_try_score": score(
-                records, "first_attempt_reward", errors_as_failures=errors_as_failures
-            ),
-            "repaired": sum(1 for r in records if r.repaired),
-            "incomplete": sum(1 for r in records if r.incomplete),
-            "usage": run_usage(records),
-            "stats": score_stats(records, errors_as_failures=errors_as_failures),
-            "repair_curve": repair_curve(records, errors_as_failures=errors_as_failures),
-        },
+        "partial": run.partial,
+        "coverage": dict(run.coverage) if run.coverage is not None else None,
+        "exit_status": run.exit_status,
+        "settings": dict(run.settings),
+        "totals": (
+            totals
+            if totals is not None
+            else run_totals(records, errors_as_failures=errors_as_failures)
+        ),
         "scores": _group_scores(records, errors_as_failures),
         "comparisons": model_comparisons(records, errors_as_failures=errors_as_failures),
-        "gate": dict(gate) if gate is not None else None,
+        "gate": dict(run.gate) if run.gate is not None else None,
         "controls": controls_summary(every),
         "invalid": invalid_reason(every),
-        "judge": judge_summary(every, min_kappa_of(settings)),
-        **dict(sections or {}),
+        "judge": judge_summary(every, min_kappa_of(run.settings)),
+        **dict(run.sections or {}),
         "tasks": Streamed(r.to_json() for r in every) if stream else [r.to_json() for r in every],
     }
 

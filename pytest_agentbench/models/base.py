@@ -29,6 +29,7 @@ __all__ = [
     "ModelClient",
     "ModelRequest",
     "ModelSpec",
+    "Relay",
     "Sampling",
     "StreamEvent",
     "ToolCall",
@@ -121,6 +122,25 @@ class ToolCall:
         return {"id": self.id, "name": self.name, "arguments": dict(self.arguments or {})}
 
 
+class Relay(Protocol):
+    """A request relayed for someone else (the gateway's agents): the client sends
+    ``body`` as it is (its ``model`` replaced by the client's own) with ``headers`` added,
+    and hands the reply on as it arrives — ``start`` with the status and headers of a
+    successful reply, then ``send`` with each raw chunk — while reading it as usual. A
+    failed status is not handed on (the error is raised, and may be retried); once
+    ``started``, a failure is never retried (the receiver already holds part of it)."""
+
+    body: Mapping[str, JsonValue]
+    headers: Mapping[str, str]
+
+    @property
+    def started(self) -> bool: ...
+
+    def start(self, status: int, headers: list[tuple[str, str]]) -> None: ...
+
+    def send(self, chunk: bytes) -> None: ...
+
+
 @dataclass(frozen=True)
 class ModelRequest:
     """One generation request, in a protocol-neutral form every client translates.
@@ -139,7 +159,9 @@ class ModelRequest:
     model call in its rollout, from 0); no client sends it to a real provider, a client
     that needs it (the scripted one) reads it.
     ``sampling`` (temperature, seed, ...) goes in each protocol's own fields
-    (models/sampling_wire.py); unset ones are not sent.
+    (models/sampling_wire.py); unset ones are not sent. ``relay`` (the gateway's): send
+    another caller's body of this client's own protocol as it is and hand the reply on
+    (``Relay``); ``messages``, ``system``, ``tools`` and ``sampling`` are then unused.
     """
 
     messages: tuple[Mapping[str, JsonValue], ...]
@@ -150,6 +172,7 @@ class ModelRequest:
     timeout_s: float | None = None
     stream: bool = True
     metadata: Mapping[str, str] = field(default_factory=dict)
+    relay: Relay | None = None
     #: a JSON Schema the reply's text must follow, sent as the protocol's structured
     #: output where it has one (Chat ``response_format``, Responses ``text.format``);
     #: Anthropic Messages has none, so it is not sent there (the prompt asks instead)

@@ -8,13 +8,14 @@ import json
 import ssl
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Generic, Protocol, TypeVar
 
 import httpx
 
-from pytest_agentbench.core.jsontypes import JsonObject
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import EventSink, StreamEvent
+from pytest_agentbench.core.urls import public_url
 from pytest_agentbench.errors import (
     RATE_LIMIT_STATUSES,
     ModelError,
@@ -28,13 +29,13 @@ from pytest_agentbench.models.base import (
     Generation,
     ModelRequest,
     ModelSpec,
+    Relay,
     ToolCall,
     Usage,
 )
 from pytest_agentbench.models.deadline import Watchdog
 from pytest_agentbench.models.overflow import context_overflow, error_object, overflow_error
 from pytest_agentbench.models.sse import SSEParser, StringSlot, parse_json
-from pytest_agentbench.urls import public_url
 
 CONNECT_TIMEOUT_S = 10.0
 ERROR_BODY_LIMIT = 65536
@@ -204,6 +205,24 @@ def attach_partial(error: ModelError, partial: Generation | None) -> ModelError:
 def ignore_events(event: StreamEvent) -> None:
     """The event sink of a request nobody listens to: clients skip building the stream
     events of text and tool-call deltas for it (``emit is ignore_events``)."""
+
+
+class _Tapped(httpx.SyncByteStream):
+    """A response's raw byte stream that hands each chunk on to a ``Relay`` as it is read
+    (encoded as the server sent it: the relay forwards the server's headers too)."""
+
+    def __init__(self, inner: httpx.SyncByteStream, relay: Relay) -> None:
+        self._inner = inner
+        self._relay = relay
+
+    def __iter__(self) -> Iterator[bytes]:
+        send = self._relay.send
+        for chunk in self._inner:
+            send(chunk)
+            yield chunk
+
+    def close(self) -> None:
+        self._inner.close()
 
 
 class Received(Protocol):
@@ -423,7 +442,8 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         """One request, no retries (RetryingClient adds them). The reply is read as what
         the server sent, whatever was asked: an SSE stream (``text/event-stream``) as a
         stream, one JSON body as a body (servers and proxies that ignore ``stream``)."""
-        body = self.build_body(request)
+        relay = request.relay
+        body = self.build_body(request) if relay is None else self.relay_body(relay.body)
         content = _BODY_ENCODER.encode(body).encode()
         started = time.monotonic()
         deadline = started + request.timeout_s if request.timeout_s is not None else None
@@ -431,17 +451,23 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         watchdog = Watchdog(deadline)
         emit = on_event or ignore_events
         streamed = request.stream
+        headers = self.request_headers(request)
+        if relay is not None:
+            headers = {**relay.headers, **headers}
         try:
             with self._http.stream(
                 "POST",
                 self._url,
                 content=content,
-                headers=self.request_headers(request),
+                headers=headers,
                 timeout=self._timeouts(deadline),
             ) as response:
                 received.status = response.status_code
                 if response.status_code >= 400:
                     raise self._status_error(response)
+                if relay is not None and isinstance(response.stream, httpx.SyncByteStream):
+                    relay.start(response.status_code, response.headers.multi_items())
+                    response.stream = _Tapped(response.stream, relay)
                 watchdog.arm(response)
                 streamed = _reads_as_stream(response, request.stream)
                 if streamed:
@@ -450,9 +476,11 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
                     self._read_body(response, received, emit)
         except ModelError as exc:
             error = self._timeout_error(request) if watchdog.fired else exc
+            error.relayed = relay is not None and relay.started
             raise self._with_partial(error, received, body, started) from None
         except httpx.HTTPError as exc:
             error = self._transport_error(exc, request, deadline, watchdog.fired)
+            error.relayed = relay is not None and relay.started
             raise self._with_partial(error, received, body, started) from exc
         finally:
             watchdog.finish()
@@ -464,6 +492,10 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
             if isinstance(reply, dict):  # (always: _assemble makes it)
                 reply["streamed"] = streamed
         return generation
+
+    def relay_body(self, body: Mapping[str, JsonValue]) -> JsonObject:
+        """A relayed body as sent: the caller's own, naming this client's model."""
+        return {**body, "model": self.spec.model}
 
     # What each protocol client supplies (see the class docstring).
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from pytest_agentbench.core.stream import EventSink
+from pytest_agentbench.core.urls import public_url
 from pytest_agentbench.errors import ModelTimeout, RateLimited, TransportError
 from pytest_agentbench.models.base import Generation, ModelClient, ModelRequest
-from pytest_agentbench.urls import public_url
 
 Outcome = Literal["ok", "limited", "error"]
 

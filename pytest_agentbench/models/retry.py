@@ -75,7 +75,10 @@ class RetryPolicy:
 
 
 def delivered(error: BaseException) -> bool:
-    """Whether the failed attempt already delivered content (text, thinking, a tool call)."""
+    """Whether the failed attempt already delivered content (text, thinking, a tool call),
+    or handed part of its reply on (a relayed request)."""
+    if getattr(error, "relayed", False):
+        return True
     partial = getattr(error, "partial", None)
     return isinstance(partial, Generation) and bool(
         partial.text or partial.thinking or partial.tool_calls

@@ -3,7 +3,8 @@
 Tiers, first that yields wins (docs/failure-reasons.md has the rules and examples):
 
 1. the verifier's own error;
-2. ``reward R — <first failed test>[: <message>]`` from the inner ``verifier/ctrf.json``;
+2. ``reward R — <first failed test>[: <message>]`` from the inner ``verifier/ctrf.json``,
+   else ``reward R — expected …, got …`` from ``verifier/reward.json``'s details;
 3. ``reward R — <metric breakdown>`` from the verdict's metrics;
 4. ``reward R — <evidence>`` from ``verifier/reward.json``, then
    ``verifier/test-stdout.txt``;
@@ -27,6 +28,7 @@ from typing import TypeVar
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import RATE_LIMIT_STATUSES
 from pytest_agentbench.report.ctrf_scan import CtrfFindings, scan_ctrf
+from pytest_agentbench.report.mismatch import count_note, mismatch_line
 from pytest_agentbench.report.probes import read_reward_json, stdout_evidence
 
 BODY_LIMIT = 100
@@ -140,7 +142,9 @@ def metric_breakdown(metrics: Mapping[str, object]) -> str | None:
 class Evidence:
     """A free-text ``body`` (cut to :data:`BODY_LIMIT`) and a count ``suffix`` added after
     the cut, so "more is broken" is never truncated away. ``from_report`` is True when it
-    names a failed test of the inner test report."""
+    says exactly what failed (a failed test of the inner test report, or what the verifier
+    expected and what came instead): it wins over a repair round's feedback, which may
+    hold the expected answer back on purpose."""
 
     body: str
     suffix: str = ""
@@ -199,6 +203,27 @@ def ctrf_evidence(verifier_dir: Path) -> Evidence | None:
     return _ctrf_evidence(findings) if findings is not None else None
 
 
+def mismatch_evidence(directory: Path) -> Evidence | None:
+    """What the verifier expected and what came instead (report/mismatch.py), from the
+    ``details`` of ``reward.json``, with its ``<x>_found`` counts as the suffix; None when
+    the file or its details say neither."""
+    reward_json = _attempt(read_reward_json, directory / "reward.json")
+    if reward_json is None:
+        return None
+    details, metrics = reward_json.get("details"), reward_json.get("metrics")
+    reward = _number(reward_json.get("reward"))
+    if not isinstance(details, dict) or (reward is not None and reward >= 1):
+        return None  # a full reward: nothing came instead of what was expected
+    try:
+        line = mismatch_line(details)
+        note = count_note(metrics) if isinstance(metrics, dict) else ""
+    except Exception:  # a hostile reward.json degrades to the next tier
+        return None
+    if not line:
+        return None
+    return Evidence(line, f"({note})" if note else "", from_report=True)
+
+
 def _file_evidence(directory: Path) -> Evidence | None:
     """``reward.json``'s metric breakdown, else ``test-stdout.txt``'s last line that says
     how the tests went."""
@@ -221,6 +246,8 @@ def _verdict_evidence(record: TaskRecord) -> Evidence | None:
     vdir = record.verifier_dir
     directory = Path(vdir) if vdir else None
     if directory is not None and (evidence := ctrf_evidence(directory)) is not None:
+        return evidence
+    if directory is not None and (evidence := mismatch_evidence(directory)) is not None:
         return evidence
     if record.verdict is not None:
         breakdown = metric_breakdown(record.verdict.metrics)
@@ -251,6 +278,8 @@ def _harness_line(record: TaskRecord) -> str:
 
 
 def _loop_line(record: TaskRecord) -> str:
+    if record.error and record.error.startswith("agent killed:"):
+        return record.error  # an agent under test's own line: where the loop was
     loop = record.loop
     parts = []
     if loop is not None:
@@ -271,6 +300,8 @@ def _loop_line(record: TaskRecord) -> str:
 
 
 def _timeout_line(record: TaskRecord) -> str:
+    if record.error and record.error.startswith("agent timed out"):
+        return record.error  # an agent under test's own line, with its model calls
     limit = _number(record.extras.get("timeout_s"))
     if limit is not None:
         return f"timeout after {_number_text(limit)}s"
@@ -328,6 +359,8 @@ def _reason(record: TaskRecord) -> str:
         return prefix + cut(_clean(_timeout_line(record)))
     if verdict is not None and verdict.error:
         return cut(_clean(verdict.error))
+    if outcome == "failed" and verdict is None and record.error:
+        return cut(_clean(record.error))  # unverified: an agent under test failed itself
     evidence = _verdict_evidence(record)
     if outcome == "length_exceeded":
         note = _length_note(record)

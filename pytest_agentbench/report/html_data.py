@@ -10,6 +10,7 @@ page. Text is cut at ``TEXT_LIMIT`` characters.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal, TypedDict
 
 from pytest_agentbench.artifacts.score_stats import score_stats
@@ -28,6 +29,8 @@ ROW_COLUMNS = (
     "suite", "task", "model", "outcome", "reward", "first_try", "attempts", "tokens",
     "wall_s", "reason",
 )  # fmt: skip
+#: The model column of a control's row: controls are played by no model of the run.
+NO_MODEL = "—"
 _SEVERITY = {"harness_error": 0, "loop_killed": 1, "timeout": 2, "length_exceeded": 3}
 #: A task record as summary.json holds it (read, not yet checked).
 Record = Mapping[str, JsonValue]
@@ -101,10 +104,15 @@ def row(record: Record) -> list[JsonValue]:
         )
     duration = number(record.get("duration_ms"))
     attempts, tokens = record.get("attempts"), usage.get("total")
+    task, model = str(record.get("task_id")), str(record.get("model"))
+    control = record.get("control")
+    if isinstance(control, dict):  # a control is no model's task: named for its control
+        kind = "canary" if control.get("canary") else "control"
+        task, model = f"{task} [{kind}-{control.get('name')}]", NO_MODEL
     return [
         str(record.get("suite")),
-        str(record.get("task_id")),
-        str(record.get("model")),
+        task,
+        model,
         str(record.get("outcome")),
         number(record.get("reward")),
         number(record.get("first_attempt_reward")),
@@ -129,21 +137,45 @@ def severity(record: Record) -> tuple[int, float]:
 # -- models and comparisons -------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class _Scored:
+    """The fields of a record a score reads (``score_stats.Scored``): the comparisons
+    keep only a few fields of each record, too few to read it back as a whole one."""
+
+    outcome: str
+    reward: float | None
+    first_attempt_reward: float | None
+
+    @classmethod
+    def of(cls, record: Record) -> _Scored:
+        return cls(
+            str(record.get("outcome")),
+            number(record.get("reward")),
+            number(record.get("first_attempt_reward")),
+        )
+
+
+def is_control(record: Record) -> bool:
+    """A control's (or a canary's) record: never a model's task, never scored."""
+    return record.get("control") is not None
+
+
 def model_scores(summary: Record, records: Sequence[Record]) -> list[JsonValue]:
     """Per model: tasks, outcomes and the score's stats. summary.json's own ``models``
     list is shown as it is when a writer made one (each entry: ``model``, ``tasks``,
-    ``outcomes``, ``stats``); else the records are grouped here with the same functions
-    summary.json uses."""
+    ``outcomes``, ``stats``); else the records (controls left out) are grouped here with
+    the same functions summary.json uses."""
     given = summary.get("models")
     if isinstance(given, list) and all(isinstance(m, Mapping) for m in given):
         return list(given)
     errors_as_failures = bool(mapping(summary.get("settings")).get("errors_as_failures"))
     groups: dict[str, list[Record]] = {}
     for record in records:
-        groups.setdefault(str(record.get("model")), []).append(record)
+        if not is_control(record):
+            groups.setdefault(str(record.get("model")), []).append(record)
     rows: list[JsonValue] = []
     for model, members in groups.items():
-        typed = [t for r in members if (t := typed_record(r)) is not None]
+        typed = [_Scored.of(r) for r in members]
         outcomes: JsonObject = dict(classify(typed))
         rows.append(
             {
@@ -161,7 +193,7 @@ def _task_rewards(records: Sequence[Record], model: str) -> dict[Hashable, float
     harness error (left out of a paired comparison)."""
     rewards: dict[Hashable, float | bool | None] = {}
     for record in records:
-        if str(record.get("model")) != model:
+        if str(record.get("model")) != model or is_control(record):
             continue
         reward = number(record.get("reward"))
         harness = record.get("outcome") == "harness_error"
@@ -177,7 +209,7 @@ def comparisons(summary: Record, records: Sequence[Record]) -> list[JsonValue]:
     given = summary.get("comparisons")
     if isinstance(given, list) and all(isinstance(c, Mapping) for c in given):
         return list(given)
-    models = list(dict.fromkeys(str(r.get("model")) for r in records))
+    models = list(dict.fromkeys(str(r.get("model")) for r in records if not is_control(r)))
     found: list[JsonValue] = []
     for other in models[1:4]:
         first, second = _task_rewards(records, models[0]), _task_rewards(records, other)

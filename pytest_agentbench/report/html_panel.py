@@ -149,7 +149,7 @@ def _turn(entry: Record) -> JsonObject:
     usage = mapping(entry.get("usage"))
     native = mapping(response.get("usage"))
     turn: JsonObject = {
-        "turn": entry.get("turn"),
+        "turn": entry.get("turn", entry.get("call")),
         "thinking": cut_text(response.get("thinking")),
         "text": cut_text(response.get("text")),
         "tool_calls": _tool_calls(response, entry.get("tool_results")),
@@ -185,6 +185,37 @@ def _attempt_turns(requests: list[JsonValue], attempts: int) -> list[list[JsonVa
         if 0 <= index < attempts and len(grouped[index]) < MAX_TURNS:
             grouped[index].append(_turn(entry))
     return grouped
+
+
+def _agent_runs(requests: list[JsonValue], attempts: int) -> list[JsonObject | None]:
+    """Per attempt, what its agent under test did (the trajectory's ``agent`` entries):
+    a one-line summary and its output, for the panel; None without one."""
+    found: list[JsonObject | None] = [None] * attempts
+    for entry in requests:
+        agent = entry.get("agent") if isinstance(entry, dict) else None
+        number_ = entry.get("attempt") if isinstance(entry, dict) else None
+        if not isinstance(agent, dict) or not isinstance(number_, int):
+            continue
+        if not 0 < number_ <= attempts:
+            continue
+        ended = agent.get("stopped") or agent.get("killed_by")
+        parts = [
+            f"exit {agent.get('exit_code')}" if ended is None else f"ended: {ended}",
+            f"{agent.get('model_calls')} model calls",
+            f"network {agent.get('network')}",
+        ]
+        differ = agent.get("usage_disagreement")
+        if isinstance(differ, dict) and differ:
+            parts.append(f"usage disagrees: {json.dumps(differ)}")
+        output = f"$ {' '.join(str(a) for a in mapping_list(agent.get('argv')))}\n"
+        output += f"--- stdout ---\n{agent.get('stdout') or ''}\n"
+        output += f"--- stderr ---\n{agent.get('stderr') or ''}"
+        found[number_ - 1] = {"summary": " · ".join(parts), "output": cut_text(output, 8000)}
+    return found
+
+
+def mapping_list(value: JsonValue) -> list[JsonValue]:
+    return value if isinstance(value, list) else []
 
 
 def _loop_trace(loop: JsonValue) -> JsonObject | None:
@@ -283,6 +314,7 @@ def task_detail(record: Record, run_dir: Path) -> JsonObject:
     listed = result.get("attempts") or []
     attempts = [a for a in (listed if isinstance(listed, list) else []) if isinstance(a, dict)]
     turns = _attempt_turns(requests, len(attempts))
+    agents = _agent_runs(requests, len(attempts))
     for index, attempt in enumerate(attempts):
         usage = attempt.get("usage")
         shown.append(
@@ -297,6 +329,7 @@ def task_detail(record: Record, run_dir: Path) -> JsonObject:
                 "verdict": _verdict(attempt.get("verdict")),
                 "feedback_sent": cut_text(attempt.get("feedback_sent"), 3000),
                 "turns": turns[index],
+                "agent": agents[index],
                 "loop": _loop_trace(attempt.get("loop")),
             }
         )

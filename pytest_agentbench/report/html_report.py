@@ -34,6 +34,7 @@ from pytest_agentbench.report.html_data import (
     Record,
     Side,
     comparisons,
+    is_control,
     mapping,
     model_scores,
     row,
@@ -90,17 +91,18 @@ class _Tasks:
     def add(self, record: Record, run_dir: Path, secrets: Sequence[str]) -> None:
         index = self.count
         self.count += 1
-        self.models.setdefault(str(record.get("model")), None)
         self.suites.add(str(record.get("suite")))
         kind, reward = severity(record)
         self.classes.append(kind)
         self.rewards.append(reward)
-        total = mapping(record.get("usage")).get("total")
-        if isinstance(total, int):
-            self.tokens.append(float(total))
-        duration = record.get("duration_ms")
-        if isinstance(duration, int) and record.get("outcome") != "harness_error":
-            self.walls.append(float(duration) / 1000)
+        if not is_control(record):  # a control is no model's, and no task's tokens or time
+            self.models.setdefault(str(record.get("model")), None)
+            total = mapping(record.get("usage")).get("total")
+            if isinstance(total, int):
+                self.tokens.append(float(total))
+            duration = record.get("duration_ms")
+            if isinstance(duration, int) and record.get("outcome") != "harness_error":
+                self.walls.append(float(duration) / 1000)
         values = redacted_json(row(record), secrets)[0]
         self.rows.write(json.dumps(values, ensure_ascii=False).encode("utf-8") + b"\n")
         heapq.heappush(self.first, ((-kind, -reward, -index), values))
@@ -235,9 +237,12 @@ def _pictures(
 
 
 def _compared(run_dir: Path) -> list[Record]:
-    """The fields of each record that comparisons of models or runs read."""
+    """The fields of each record that comparisons of models or runs read; controls are
+    left out (no model played them, and they are never scored)."""
     records = SummaryStream(run_dir, SUMMARY_LIMIT).records()
-    return [{key: record.get(key) for key in _COMPARED} for record in records]
+    return [
+        {key: record.get(key) for key in _COMPARED} for record in records if not is_control(record)
+    ]
 
 
 def _comparisons(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from pytest_agentbench.artifacts.controls import task_records
 from pytest_agentbench.artifacts.lineup import model_comparisons, reduced_score, task_samples
 from pytest_agentbench.artifacts.score_stats import score_estimate
 from pytest_agentbench.core.task_record import TaskRecord
@@ -28,7 +29,9 @@ def _cell(samples: Mapping[str, Sequence[TaskRecord]], errors_as_failures: bool)
 
 
 def lineup_lines(records: Sequence[TaskRecord], *, errors_as_failures: bool = False) -> list[str]:
-    """The table and the comparisons; no lines for a one-model run whose tasks ran once."""
+    """The table and the comparisons; no lines for a one-model run whose tasks ran once.
+    Controls (and canaries) are left out: the scripted provider plays them, no model."""
+    records = task_records(records)
     models = list(dict.fromkeys(record.model for record in records))
     epochs = any(record.epoch for record in records)
     if len(models) < 2 and not epochs:

@@ -11,7 +11,7 @@ from pytest_agentbench.core.task_record import RunSummary
 from pytest_agentbench.report.controls import control_lines
 from pytest_agentbench.report.evidence import failure_reason
 from pytest_agentbench.report.judges import judge_lines
-from pytest_agentbench.report.terminal import task_label, tokens_text
+from pytest_agentbench.report.terminal import shown_path, task_label, tokens_text
 
 MAX_FAILURES = 20
 
@@ -133,7 +133,8 @@ def comparison_markdown(summary: JsonObject) -> list[str]:
 
 
 def markdown_summary(run: RunSummary, *, run_dir: str) -> str:
-    """The Markdown text for ``run`` (summary.json) and its records."""
+    """The Markdown text for ``run`` (summary.json) and its records. Each task's folder is
+    shown relative to ``run_dir`` (the run folder), not as the runner's absolute path."""
     records = run.tasks
     summary: JsonObject = {
         **run.sections,
@@ -223,7 +224,7 @@ def markdown_summary(run: RunSummary, *, run_dir: str) -> str:
             cause = record.error
             if record.outcome == "harness_error" and cause:
                 reason = f"harness error: {cause}"  # whole: the reason line is cut
-            where = record.rollout_dir or ""
+            where = shown_path(record.rollout_dir or "", run_dir)  # no runner's own path
             name = task_label(record)
             mark = "⚠" if record.outcome == "harness_error" else "✗"
             lines.append(f"- {mark} `{name}` — {_cell(reason)} (`{where}`)")

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.records import Attempt, Failure, FailureKind, failure_kind
@@ -55,7 +55,9 @@ from pytest_agentbench.sandbox import KEEP_BYTES, Limits, Workspace
 from pytest_agentbench.suites.task import Task
 
 #: How an attempt's loop ended: the model answered, or a limit or a failure stopped it.
-AgentStop = Literal["answered", "turn_limit", "loop_killed", "timeout", "harness_error"]
+AgentStop = Literal[
+    "answered", "turn_limit", "loop_killed", "timeout", "harness_error", "agent_failed"
+]
 #: What ``result.json`` keeps of a call's arguments (the trajectory has them whole).
 ARGUMENTS_PREVIEW = 300
 _EXCERPT = 300
@@ -170,6 +172,37 @@ class AgentRun:
                     channels[name] = peak
         recovered = any(summary.recovered for summary in self.guards) and self.killed is None
         return GuardSummary(self.killed, recovered, channels).as_dict()
+
+
+class Session(Protocol):
+    """What a rollout asks of the generator of its attempts: ``AgentSession`` (the
+    built-in loop) or an agent under test's session (agents/: ``stop`` may then also be
+    ``agent_failed``, the agent's own failure: the attempt fails, unverified)."""
+
+    @property
+    def workspace(self) -> Workspace | None: ...
+
+    @property
+    def calls(self) -> int: ...
+
+    def attempt(
+        self,
+        messages: Sequence[Mapping[str, JsonValue]],
+        *,
+        index: int,
+        deadline: float,
+        timeout_s: float,
+        on_event: EventSink | None = None,
+        on_phase: Callable[[str], None] | None = None,
+        phase: str = "waiting",
+    ) -> AgentRun: ...
+
+    def close(self) -> list[str]: ...
+
+
+#: Opens the session of a task naming an agent under test, with its workspace at the
+#: given folder (the session glue passes one in; the runner knows no agent kind).
+OpenAgent = Callable[[Task, Path], Session]
 
 
 def _call_part(call: ToolCall) -> JsonObject:

@@ -19,7 +19,7 @@ from pytest_agentbench.core.task_record import FailureStage
 from pytest_agentbench.core.usage import sum_usage
 from pytest_agentbench.errors import AgentbenchError, JudgeError, SandboxError, WorkerCrashed
 from pytest_agentbench.models.base import ModelClient
-from pytest_agentbench.runner.agent import AgentSession
+from pytest_agentbench.runner.agent import AgentSession, OpenAgent, Session
 from pytest_agentbench.runner.loopguard import KillPolicy, fresh_guards
 from pytest_agentbench.runner.pool import step_aside, step_back
 from pytest_agentbench.runner.repair import repair_request, repairs_allowed
@@ -192,9 +192,18 @@ def _open_session(
     max_tokens: int | None,
     stream: bool,
     kill_policy: KillPolicy,
-) -> AgentSession:
-    """The session whose attempts generate the answers: the agent loop over a fresh
-    workspace in agent mode, else the same loop with no tools and one turn."""
+    open_agent: OpenAgent | None = None,
+) -> Session:
+    """The session whose attempts generate the answers: the task's agent under test
+    (``open_agent``), the agent loop over a fresh workspace in agent mode, else the same
+    loop with no tools and one turn."""
+    if task.agent is not None:
+        if verifier_dir is None or open_agent is None:
+            raise AgentbenchError(
+                f"task {task.id!r} names an agent of kind {task.agent.kind!r}: it needs a "
+                "rollout directory and an agent runner (the plugin's run provides both)"
+            )
+        return open_agent(task, verifier_dir.parent / "workspace")
     if task.mode != "agent":
         return AgentSession.plain(
             task, client, max_tokens=max_tokens, stream=stream, kill_policy=kill_policy
@@ -224,7 +233,7 @@ def _where(verifier_dir: Path | None) -> str | None:
     return None if verifier_dir is None else str(verifier_dir)
 
 
-def _workspace_entry(agent: AgentSession) -> JsonObject | None:
+def _workspace_entry(agent: Session) -> JsonObject | None:
     """The trajectory's last entry in agent mode: where the workspace was kept, what was
     pruned from it, and the containment its commands ran under. None without one."""
     pruned = agent.close()
@@ -252,6 +261,7 @@ def run_rollout(
     on_phase: Callable[[str], None] | None = None,
     tools: Mapping[str, Tool] | None = None,
     isolation: str | None = None,
+    open_agent: OpenAgent | None = None,
 ) -> Rollout:
     """Run ``task`` to an outcome. Never raises for model or verifier failures: they become
     the ``timeout`` / ``harness_error`` / ``loop_killed`` outcomes with every earlier
@@ -265,7 +275,9 @@ def run_rollout(
     workspace. A turn limit ends the rollout without repairs: ``passed`` when the verifier
     passes the workspace anyway, else ``failed`` with the limit as the error.
     ``isolation`` overrides the sandbox mode the verifier's options name (default
-    ``auto``)."""
+    ``auto``). A task naming an agent under test (``task.agent``) is run by the session
+    ``open_agent`` opens; an attempt its agent failed (it exited with an error, or made
+    no model call) fails unverified, without repairs."""
     started_at = time.time()
     start = time.monotonic()
     deadline = start + timeout_s
@@ -290,6 +302,7 @@ def run_rollout(
             max_tokens=max_tokens,
             stream=stream,
             kill_policy=kill_policy or KillPolicy(),
+            open_agent=open_agent,
         )
     except AgentbenchError as exc:
         stage: FailureStage = "sandbox" if isinstance(exc, SandboxError) else "harness"
@@ -330,7 +343,13 @@ def run_rollout(
         if run.stop in ("loop_killed", "timeout", "harness_error"):
             outcome, failure = run.stop, run.failure
             failure_detail = run.failure_detail
-            error = f"timeout after {timeout_s:g}s" if run.stop == "timeout" else run.error
+            built_in = isinstance(session, AgentSession)
+            timed_out = run.stop == "timeout" and (built_in or not run.error)
+            error = f"timeout after {timeout_s:g}s" if timed_out else run.error
+            break
+        if run.stop == "agent_failed":
+            outcome, error = "failed", run.error
+            attempt.error = error
             break
         answer, finish_reason, messages = run.text, run.finish_reason, run.messages
         turn_limit = run.error if run.stop == "turn_limit" else None

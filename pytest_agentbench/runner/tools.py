@@ -11,16 +11,21 @@ crashing tool all become an error result the model reads on its next turn.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.errors import AgentbenchError, SandboxError
 from pytest_agentbench.models.base import ToolCall, ToolSpec
 from pytest_agentbench.sandbox import Limits, Workspace
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 ToolFunction = Callable[[Workspace, Mapping[str, JsonValue]], str]
 
@@ -48,6 +53,15 @@ class Tool:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @functools.cached_property
+    def validator(self) -> Validator:
+        """The JSON Schema validator of the tool's arguments, built once per tool (on its
+        first call), not on every call."""
+        from jsonschema import Draft202012Validator
+
+        validator: Validator = Draft202012Validator(dict(self.spec.parameters))
+        return validator
 
 
 @dataclass(frozen=True)
@@ -182,10 +196,7 @@ BUILTIN_TOOLS: tuple[Tool, ...] = (
 
 
 def _schema_problem(tool: Tool, arguments: Mapping[str, JsonValue]) -> str | None:
-    from jsonschema import Draft202012Validator
-
-    validator = Draft202012Validator(dict(tool.spec.parameters))
-    errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
+    errors = sorted(tool.validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
     if not errors:
         return None
     error = errors[0]

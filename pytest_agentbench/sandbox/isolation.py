@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,9 +95,23 @@ def _runtime_binds() -> list[str]:
     return binds
 
 
-def bwrap_args(bwrap: str, workspace: Path) -> list[str]:
-    """The bubblewrap command line before ``--`` for a command in ``workspace``."""
+def bwrap_args(
+    bwrap: str,
+    workspace: Path,
+    read_only: Sequence[Path] = (),
+    writable: Sequence[Path] = (),
+) -> list[str]:
+    """The bubblewrap command line before ``--`` for a command in ``workspace``;
+    ``read_only`` folders under the private ``/tmp`` are bound back read-only and
+    ``writable`` ones (a socket's folder) writable, before the workspace, which may lie
+    inside one of them and stays writable."""
     ws = str(workspace)
+    kept: list[str] = []
+    for how, folders in (("--ro-bind", read_only), ("--bind", writable)):
+        for folder in folders:
+            real = os.path.realpath(folder)
+            if (real == "/tmp" or real.startswith("/tmp/")) and os.path.isdir(real):
+                kept += [how, real, real]
     return [
         bwrap,
         "--die-with-parent",
@@ -115,6 +130,7 @@ def bwrap_args(bwrap: str, workspace: Path) -> list[str]:
         "--tmpfs",
         "/tmp",
         *_runtime_binds(),
+        *kept,
         "--bind",
         ws,
         ws,
@@ -274,16 +290,30 @@ def containment(isolation: str = "auto") -> JsonObject:
     return plan_for(isolation).as_dict()
 
 
-def wrap(plan: Plan, argv: list[str], workspace: Path, timeout_s: float) -> list[str]:
-    """``argv`` as run under ``plan``, with the parent shim where the plan needs one."""
+def wrap(
+    plan: Plan,
+    argv: list[str],
+    workspace: Path,
+    timeout_s: float,
+    *,
+    network: bool = False,
+    read_only: Sequence[Path] = (),
+    writable: Sequence[Path] = (),
+) -> list[str]:
+    """``argv`` as run under ``plan``, with the parent shim where the plan needs one.
+    ``network`` keeps the host's network namespace (everything else stays contained);
+    ``read_only`` folders are visible read-only even where the plan hides them (under the
+    private ``/tmp``: an agent's own program next to its suite)."""
     if plan.tool == "bwrap":
         bwrap = _tool("bwrap")
         if bwrap is None:
             raise SandboxError("bwrap disappeared since the sandbox was probed")
-        return [*bwrap_args(bwrap, workspace), "--", *argv]
+        shared = ["--share-net"] if network else []
+        return [*bwrap_args(bwrap, workspace, read_only, writable), *shared, "--", *argv]
     if plan.tool == "unshare":
         unshare = _tool("unshare")
         if unshare is None:
             raise SandboxError("unshare disappeared since the sandbox was probed")
-        return [*unshare_args(unshare), "--", *timeout_shim(timeout_s), *argv]
+        own = [arg for arg in unshare_args(unshare) if not (network and arg == "--net")]
+        return [*own, "--", *timeout_shim(timeout_s), *argv]
     return [*timeout_shim(timeout_s), *argv]

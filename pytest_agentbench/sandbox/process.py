@@ -20,6 +20,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -278,7 +279,9 @@ class _Run:
             return count >= self.limits.processes
         return count > self.limits.processes + _WRAPPER_PROCESSES
 
-    def loop(self, stdin: bytes | None, deadline: float) -> None:
+    def loop(
+        self, stdin: bytes | None, deadline: float, stop: threading.Event | None = None
+    ) -> None:
         selector = selectors.DefaultSelector()
         captures: dict[int, OutputCapture] = {}
         for stream, capture in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
@@ -301,6 +304,9 @@ class _Run:
                 break
             if self.drain_until is None and now >= deadline:
                 self.kill("timeout")
+                continue
+            if self.drain_until is None and stop is not None and stop.is_set():
+                self.kill("stopped")
                 continue
             if not exited and self.proc.poll() is not None:
                 exited = True
@@ -348,9 +354,17 @@ def run_command(
     plan: Plan,
     stdin: str | None = None,
     pass_fds: Sequence[int] = (),
+    stop: threading.Event | None = None,
+    network: bool = False,
+    read_only: Sequence[Path] = (),
+    writable: Sequence[Path] = (),
 ) -> CommandResult:
     """Run ``argv`` in ``cwd`` under ``plan`` and ``limits``; wait for it, however it ends.
-    Raises SandboxError only when the command could not be started at all."""
+    Raises SandboxError only when the command could not be started at all. ``stop``, once
+    set, kills the command's whole group (``killed_by`` ``stopped``); ``network`` keeps
+    the host's network in a namespaced plan (an agent under test reaching its gateway);
+    ``read_only`` folders stay visible, read-only, inside the sandbox, ``writable`` ones
+    writable (bubblewrap only)."""
     nproc = None
     if plan.processes == "rlimit":
         nproc = _user_process_count() + int(limits.processes) + _WRAPPER_PROCESSES
@@ -358,7 +372,15 @@ def run_command(
     if plan.processes == "cgroup":
         cgroup = PidsCgroup.create(int(limits.processes) + _WRAPPER_PROCESSES)
     guard_harness()
-    full = wrap(plan, list(argv), cwd, limits.timeout_s)
+    full = wrap(
+        plan,
+        list(argv),
+        cwd,
+        limits.timeout_s,
+        network=network,
+        read_only=read_only,
+        writable=writable,
+    )
     drop_ptrace = _ptrace_dropper() if plan.tool is None else None
     start = time.monotonic()
     try:
@@ -383,7 +405,11 @@ def run_command(
         raise SandboxError(f"could not start {full[0]!r} in {cwd}: {exc}") from None
     run = _Run(proc, limits, plan, cgroup, shimmed=plan.tool is None and len(full) > len(argv))
     try:
-        run.loop(stdin.encode("utf-8") if stdin is not None else None, start + limits.timeout_s)
+        run.loop(
+            stdin.encode("utf-8") if stdin is not None else None,
+            start + limits.timeout_s,
+            stop,
+        )
     finally:
         if run.proc.poll() is None:
             run.kill(run.reason)

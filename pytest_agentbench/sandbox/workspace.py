@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
@@ -160,10 +161,20 @@ class Workspace:
         stdin: str | None = None,
         env: Mapping[str, str] | None = None,
         pass_fds: Sequence[int] = (),
+        stand_ins: Mapping[str, str] | None = None,
+        stop: threading.Event | None = None,
+        network: bool = False,
+        read_only: Sequence[Path] = (),
+        writable: Sequence[Path] = (),
     ) -> CommandResult:
         """Run ``command`` (a string goes to ``/bin/sh -c``; a list is the argv) in the
         workspace. ``env`` adds variables to the scrubbed environment (credential-like
-        names are refused); ``pass_fds`` are descriptors the command inherits. Never
+        names are refused); ``stand_ins`` adds variables that only look like credentials
+        (an agent's gateway key, good for its gateway route alone); ``pass_fds`` are
+        descriptors the command inherits; ``stop`` kills the command's group once set;
+        ``network`` keeps the host's network (an agent reaching its gateway);
+        ``read_only`` folders stay visible read-only (an agent's program), ``writable``
+        ones writable (the gateway's socket, for a strict sandbox). Never
         raises for what the command does; SandboxError when it cannot be started."""
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
         if not argv:
@@ -173,11 +184,15 @@ class Workspace:
         return run_command(
             argv,
             cwd=self.path,
-            env=sandbox_env(self.path, env),
+            env={**sandbox_env(self.path, env), **(stand_ins or {})},
             limits=limits or Limits(),
             plan=plan_for(self.isolation),
             stdin=stdin,
             pass_fds=pass_fds,
+            stop=stop,
+            network=network,
+            read_only=read_only,
+            writable=writable,
         )
 
     def containment(self) -> JsonObject:

@@ -12,9 +12,11 @@ import hashlib
 import json
 import select
 import socket
+import sys
+import threading
 from collections.abc import Mapping
-from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import unquote
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
@@ -25,7 +27,7 @@ from pytest_agentbench.scripted.wire_chat import CHAT_WIRE
 from pytest_agentbench.scripted.wire_responses import RESPONSES_WIRE
 
 if TYPE_CHECKING:
-    from pytest_agentbench.scripted.server import LoopbackHTTPServer, ScriptedServer
+    from pytest_agentbench.scripted.book import ScriptBook
 
 REDACTED_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key")
 _BATCH_BYTES = 16384
@@ -52,6 +54,33 @@ def _header_text(value: str) -> str | None:
         return None
 
 
+class Provider(Protocol):
+    """What a request asks of the scripted server that received it (``server.py``'s
+    ``ScriptedServer`` is the one provider): its script book, counts and request log. The
+    handler knows the server by this alone, so ``server.py`` imports this module and
+    never the other way round."""
+
+    _book: ScriptBook
+    _stopping: threading.Event
+
+    @property
+    def requests(self) -> list[JsonObject]: ...
+
+    @property
+    def stats(self) -> dict[str, int]: ...
+
+    @property
+    def script_keys(self) -> list[str]: ...
+
+    def add_scripts(self, scripts: object) -> None: ...
+
+    def set_default(self, replies: object) -> None: ...
+
+    def _flight(self, change: int) -> None: ...
+
+    def _record(self, entry: JsonObject) -> None: ...
+
+
 class ChatHandler(BaseHTTPRequestHandler):
     """One client connection (HTTP/1.1 keep-alive); the reply logic for each request."""
 
@@ -70,7 +99,7 @@ class ChatHandler(BaseHTTPRequestHandler):
         pass
 
     @property
-    def _provider(self) -> ScriptedServer:
+    def _provider(self) -> Provider:
         return self.server.provider
 
     def _route(self) -> str:
@@ -317,3 +346,48 @@ class ChatHandler(BaseHTTPRequestHandler):
         param: str | None = None,
     ) -> None:
         self._send_json(status, wire.error_body(status, message, error_type, param), headers)
+
+
+#: What socketserver hands a TCP server for each connection (typeshed's ``_RequestType``).
+_Request = socket.socket | tuple[bytes, socket.socket]
+
+
+class LoopbackHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 512
+    provider: Provider
+
+    def __init__(
+        self, server_address: tuple[str, int], handler: type[BaseHTTPRequestHandler]
+    ) -> None:
+        self._connections: set[_Request] = set()
+        self._connections_lock = threading.Lock()
+        super().__init__(server_address, handler)
+
+    def process_request(self, request: _Request, client_address: object) -> None:
+        with self._connections_lock:
+            self._connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: _Request) -> None:
+        with self._connections_lock:
+            self._connections.discard(request)
+        super().shutdown_request(request)
+
+    def drop_connections(self) -> None:
+        """Unblock every handler still reading from or writing to a client."""
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            if isinstance(connection, socket.socket):  # (always, over TCP)
+                with contextlib.suppress(OSError):
+                    connection.shutdown(socket.SHUT_RDWR)
+
+    def handle_error(self, request: _Request, client_address: object) -> None:
+        if isinstance(sys.exc_info()[1], OSError):
+            return  # a client went away or the server is stopping: nothing to report
+        super().handle_error(request, client_address)
+
+
+class LoopbackHTTPServer6(LoopbackHTTPServer):
+    address_family = socket.AF_INET6

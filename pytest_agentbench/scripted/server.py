@@ -18,18 +18,14 @@ arrival until its last byte is about to be written), ``GET /_agentbench/health``
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
-import socket
-import sys
 import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.scripted.book import ScriptBook
-from pytest_agentbench.scripted.handler import ChatHandler
+from pytest_agentbench.scripted.handler import ChatHandler, LoopbackHTTPServer, LoopbackHTTPServer6
 from pytest_agentbench.scripted.script import parse_replies, parse_scripts
 
 
@@ -168,48 +164,3 @@ class ScriptedServer:
         with self._lock:
             self._requests.append(entry)
             self._request_count += 1
-
-
-#: What socketserver hands a TCP server for each connection (typeshed's ``_RequestType``).
-_Request = socket.socket | tuple[bytes, socket.socket]
-
-
-class LoopbackHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 512
-    provider: ScriptedServer
-
-    def __init__(
-        self, server_address: tuple[str, int], handler: type[BaseHTTPRequestHandler]
-    ) -> None:
-        self._connections: set[_Request] = set()
-        self._connections_lock = threading.Lock()
-        super().__init__(server_address, handler)
-
-    def process_request(self, request: _Request, client_address: object) -> None:
-        with self._connections_lock:
-            self._connections.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: _Request) -> None:
-        with self._connections_lock:
-            self._connections.discard(request)
-        super().shutdown_request(request)
-
-    def drop_connections(self) -> None:
-        """Unblock every handler still reading from or writing to a client."""
-        with self._connections_lock:
-            connections = list(self._connections)
-        for connection in connections:
-            if isinstance(connection, socket.socket):  # (always, over TCP)
-                with contextlib.suppress(OSError):
-                    connection.shutdown(socket.SHUT_RDWR)
-
-    def handle_error(self, request: _Request, client_address: object) -> None:
-        if isinstance(sys.exc_info()[1], OSError):
-            return  # a client went away or the server is stopping: nothing to report
-        super().handle_error(request, client_address)
-
-
-class LoopbackHTTPServer6(LoopbackHTTPServer):
-    address_family = socket.AF_INET6

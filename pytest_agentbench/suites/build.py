@@ -24,6 +24,7 @@ from pytest_agentbench.suites.task import (
     FEEDBACK_LEVELS,
     REPAIR_MODES,
     TASK_MODES,
+    AgentConfig,
     Task,
     VerifierConfig,
 )
@@ -47,7 +48,7 @@ from pytest_agentbench.suites.validate import (
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
-    from pytest_agentbench.verifiers.base import Verifier
+    from pytest_agentbench.suites.fit import VerifierKind
 
 #: Judges a ``sampling`` table against the run's wire protocol: ``(key, reason)`` pairs.
 SamplingCheck = Callable[[JsonObject], list[tuple[str, str]]]
@@ -68,6 +69,7 @@ TASK_SETTINGS: JsonObject = {
     "max_turns": 20,
     "tools": None,
     "max_tool_output": 10_000,
+    "agent": None,
 }
 
 
@@ -118,7 +120,7 @@ class TaskBuilder:
         self,
         path: Path,
         fmt: str,
-        verifiers: Mapping[str, Verifier],
+        verifiers: Mapping[str, VerifierKind],
         reply_check: ReplyCheck | None,
         tools: Collection[str] = DEFAULT_TOOLS,
         max_bytes: int = DEFAULT_MAX_FILE_BYTES,
@@ -229,12 +231,33 @@ class TaskBuilder:
             max_turns=as_whole(settings["max_turns"]),
             tools=DEFAULT_TOOLS if tools is None else tuple(as_texts(tools)),
             max_tool_output=as_whole(settings["max_tool_output"]),
+            agent=self._agent(settings["agent"], settings["repairs"], raw),
             oracle=oracle,
             sampling=own.over(defaults.sampling),
         )
         if any(index in (i, None) for index, _, _ in self.problems):
             return None  # asked only of a task with no other problem: no noise on noise
         return task if self._check_setup(raw, task, defaults) else None
+
+    def _agent(self, value: JsonValue, repairs: JsonValue, raw: RawTask) -> AgentConfig | None:
+        """The task's agent under test (None: the built-in loop). A command agent with
+        repair rounds needs ``resume_argv``: a repair round continues the agent's own
+        session, and without a way to continue one, repairs are refused here."""
+        if not isinstance(value, dict) or not isinstance(value.get("kind"), str):
+            return None
+        kind = str(value["kind"])
+        options = {key: item for key, item in value.items() if key != "kind"}
+        resumable = "resume_argv" in options
+        if kind == "command" and isinstance(repairs, int) and repairs > 0 and not resumable:
+            where = raw.locate(("repairs",)) if "repairs" in raw.data else "$.suite.repairs"
+            self.add(
+                raw.index,
+                where,
+                f"repairs = {repairs} needs the command agent's resume_argv (how the "
+                "agent continues its own session with the verifier's feedback); "
+                "without one a command agent cannot be repaired: set repairs = 0",
+            )
+        return AgentConfig(kind, options)
 
     def _oracle(self, raw: RawTask) -> tuple[JsonValue, ...]:
         """The task's known-good answer as scripted replies (a string is one reply),

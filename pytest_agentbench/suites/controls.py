@@ -105,7 +105,7 @@ def no_positive_reason(task: Task) -> str:
 def _target_answer(task: Task) -> str | None:
     target = task.target
     if task.verifier.kind == "choice":
-        from pytest_agentbench.verifiers.choice import expected_index
+        from pytest_agentbench.suites.choice_target import expected_index
 
         try:
             return chr(ord("A") + expected_index(target, task.choices))

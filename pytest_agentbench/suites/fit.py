@@ -11,10 +11,22 @@ that crashes is itself reported as a problem, a bug of the plugin that provides 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Protocol
 
+from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.errors import VerifierError
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.suites.validate import Parts, json_path, show
+
+
+class VerifierKind(Protocol):
+    """What loading asks of a verifier family: the JSON Schema of its options (and, when
+    it has one, ``check_task``, read by ``fit_problems``). ``verifiers.base.Verifier`` is
+    one; loading sits below the verifiers and never imports them."""
+
+    @property
+    def options_schema(self) -> Mapping[str, JsonValue]:
+        """The JSON Schema of the options a suite may give."""
 
 
 def fit_problems(verifier: object, task: Task) -> list[tuple[Parts, str]]:

@@ -52,7 +52,7 @@ from pytest_agentbench.suites.validate import (
 )
 
 if TYPE_CHECKING:
-    from pytest_agentbench.verifiers.base import Verifier
+    from pytest_agentbench.suites.fit import VerifierKind
 
 __all__ = ["ReplyCheck", "SamplingCheck", "Suite", "load_document", "load_suite"]
 
@@ -71,7 +71,7 @@ class Suite:
 
 def load_suite(
     path: Path,
-    verifiers: Mapping[str, Verifier],
+    verifiers: Mapping[str, VerifierKind],
     *,
     reply_check: ReplyCheck | None = None,
     tools: Collection[str] = DEFAULT_TOOLS,
@@ -106,7 +106,7 @@ def load_suite(
 def load_document(
     path: Path,
     document: object,
-    verifiers: Mapping[str, Verifier],
+    verifiers: Mapping[str, VerifierKind],
     *,
     reply_check: ReplyCheck | None = None,
     tools: Collection[str] = DEFAULT_TOOLS,

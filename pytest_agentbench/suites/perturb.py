@@ -104,7 +104,7 @@ def _remap(target: JsonValue, choices: tuple[str, ...], order: list[int]) -> Jso
     (``order[new] = old``): an index stays an index, a letter a letter; the text of an
     option still names it. A target the choice verifier would refuse stays as it is."""
     from pytest_agentbench.errors import VerifierError
-    from pytest_agentbench.verifiers.choice import LETTERS, expected_index
+    from pytest_agentbench.suites.choice_target import LETTERS, expected_index
 
     try:
         old = expected_index(target, choices)

@@ -40,6 +40,16 @@ class VerifierConfig:
 
 
 @dataclass(frozen=True)
+class AgentConfig:
+    """The agent under test of a task (suite ``agent``): its ``kind`` (``command``, …)
+    and its options (the table minus ``kind``), read by that kind's runner in agents/.
+    A task without one is run by the built-in loop."""
+
+    kind: str
+    options: Mapping[str, JsonValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Control:
     """A control run of a task: an answer whose verdict is known before the verifier
     runs. ``expect`` is ``pass`` (the positive control: a known-good answer) or ``fail``
@@ -110,6 +120,8 @@ class Task:
     mode: TaskMode = "answer"
     max_turns: int = 20
     tools: tuple[str, ...] = DEFAULT_TOOLS
+    #: The agent under test (None: the built-in loop, or a plain answer).
+    agent: AgentConfig | None = None
     max_tool_output: int = 10_000
     oracle: Replies = ()
     control: Control | None = None

@@ -9,17 +9,16 @@ and scores 0: a hedge must never count as a pick.
 from __future__ import annotations
 
 import re
-import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.errors import VerifierError
+from pytest_agentbench.suites.choice_target import LETTERS, expected_index
+from pytest_agentbench.suites.choice_target import fold as _fold
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
 from pytest_agentbench.verifiers.text import cannot_judge, excerpt, unusable
-
-LETTERS = string.ascii_uppercase
 
 _EMPHASIS = re.compile(r"\*\*|__|\*|`")
 _WHOLE_LETTER = re.compile(r"\s*[\(\[]?([A-Za-z])[\)\]]?[.:!]?\s*")
@@ -63,37 +62,6 @@ class ChoiceExtraction:
     letter: str | None
     method: str
     candidates: tuple[str, ...] = ()
-
-
-def _fold(text: str) -> str:
-    return " ".join(text.split()).strip(" .,;:!?\"'").casefold()
-
-
-def expected_index(target: object, choices: Sequence[str]) -> int:
-    """The 0-based index of the right option; raises VerifierError saying what to fix."""
-    count = len(choices)
-    if count == 0:
-        raise VerifierError("choice verifier: the task has no choices; list the options")
-    if count > len(LETTERS):
-        raise VerifierError(f"choice verifier: at most 26 choices (A–Z), the task has {count}")
-    if isinstance(target, int) and not isinstance(target, bool):
-        if 0 <= target < count:
-            return target
-        raise VerifierError(
-            f"choice verifier: target index {target} is out of range for {count} choices "
-            "(indexes start at 0)"
-        )
-    if isinstance(target, str):
-        letter = re.fullmatch(r"[\(\[]?([A-Za-z])[\)\].]?", target.strip())
-        if letter and letter.group(1).upper() in LETTERS[:count]:
-            return LETTERS.index(letter.group(1).upper())
-        for index, choice in enumerate(choices):
-            if _fold(choice) == _fold(target):
-                return index
-    raise VerifierError(
-        f"choice verifier: target {excerpt(repr(target), 80)} is not a letter A–"
-        f"{LETTERS[count - 1]}, a 0-based index or the text of one of the {count} choices"
-    )
 
 
 def _letters(match: re.Match[str]) -> str:

@@ -40,7 +40,7 @@ class JudgeModel:
 
     def public(self) -> JsonObject:
         """The judge as records and summary.json show it (no key, no URL credentials)."""
-        from pytest_agentbench.urls import public_url
+        from pytest_agentbench.core.urls import public_url
 
         return {
             "model": self.spec.label,

@@ -176,6 +176,7 @@
       box.appendChild(pre(a.answer || "(no answer)"));
     }
     if (a.error) box.appendChild(pre(a.error, "error"));
+    if (a.agent) box.appendChild(folded("agent under test: " + a.agent.summary, a.agent.output));
     if (a.loop) {
       var fig = document.getElementById("loop-" + detail.index);
       var text = "loop watch: " + a.loop.channel + " " + a.loop.state + ", peak score " + a.loop.score;

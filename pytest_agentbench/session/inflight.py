@@ -8,22 +8,30 @@ the threads). Only pytest's main thread calls in here.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import pytest
 
 from pytest_agentbench.runner.pool import RolloutPool
 
 if TYPE_CHECKING:
-    from pytest_agentbench.items import TaskItem
-    from pytest_agentbench.pytest_compat import WorkerInteractor
+    from pytest_agentbench.config.settings import Settings
+    from pytest_agentbench.core.task_record import TaskRecord
     from pytest_agentbench.report.live import LiveStatus, StatusWriter
-    from pytest_agentbench.settings import Settings
+    from pytest_agentbench.session.pytest_compat import WorkerInteractor
 
-#: What a job makes of a task item: its record.
-R = TypeVar("R")
+
+class Queued(Protocol):
+    """A task item as the pool sees it (``items.TaskItem`` is one): its node id, and its
+    rollout, which the pool may run ahead on another thread."""
+
+    @property
+    def nodeid(self) -> str: ...
+
+    def rollout_record(self) -> TaskRecord:
+        """Run the item's rollout (or make its stand-in record) and return its record."""
+        ...
 
 
 class InFlight:
@@ -33,7 +41,7 @@ class InFlight:
         self.config = config
         self.settings = settings
         self.is_worker = is_worker
-        self.queue: list[TaskItem] = []
+        self.queue: list[Queued] = []
         self.positions: dict[str, int] = {}
         self.pool: RolloutPool | None = None
         self.live: LiveStatus | None = None
@@ -45,54 +53,50 @@ class InFlight:
         #: then ends because its client was closed under it
         self.closing = False
 
-    def set_queue(self, items: list[TaskItem]) -> None:
+    def set_queue(self, items: Sequence[Queued]) -> None:
         """The task items this process will run, in pytest's order (after selection)."""
-        self.queue = items
+        self.queue = list(items)
         self.positions = {item.nodeid: i for i, item in enumerate(items)}
         # concurrency 1 stays strictly serial: one task at a time, nothing run ahead
         wants_pool = self.settings.concurrency > 1 and len(items) > 1
         if (wants_pool or self.live is not None) and self.pool is None and items:
             self.pool = RolloutPool(self.settings.concurrency)
 
-    def record_for(self, item: TaskItem, job: Callable[[TaskItem], R]) -> R:
+    def record_for(self, item: Queued) -> TaskRecord:
         """The record of ``item``'s rollout. With a pool, the rollouts of the next items in
         the queue are planned too: the pool keeps its size in flight and runs at most
-        ``pool.ahead`` uncollected; ``job(item)`` runs one."""
+        ``pool.ahead`` uncollected; ``item.rollout_record()`` runs one."""
         pool = self.pool
         if pool is None or item.nodeid not in self.positions:
-            return job(item)
+            return item.rollout_record()
         for ahead in self._following(item, pool.ahead):
-            pool.plan(ahead.nodeid, functools.partial(job, ahead))
+            pool.plan(ahead.nodeid, ahead.rollout_record)
         status, live = self.status, self.live
         if status is None or live is None:
-            record: R = pool.result(item.nodeid, lambda: job(item))
+            record: TaskRecord = pool.result(item.nodeid, item.rollout_record)
             return record
 
         def show() -> None:
             status.show(live.line(item.nodeid))
 
         try:
-            record = pool.result(item.nodeid, lambda: job(item), on_wait=show)
+            record = pool.result(item.nodeid, item.rollout_record, on_wait=show)
             return record
         finally:
             status.clear()
 
-    def _following(self, item: TaskItem, size: int) -> list[TaskItem]:
+    def _following(self, item: Queued, size: int) -> list[Queued]:
         """``item`` and the items after it that may run ahead, ``size`` in all: in a
         worker only what xdist sent this worker (never session.items, which another
         worker runs too); else the next items of the queue not planned yet."""
-        if self.is_worker:
-            from pytest_agentbench.items import TaskItem
-            from pytest_agentbench.pytest_compat import find_interactor, worker_queue
+        if self.is_worker and isinstance(item, pytest.Item):
+            from pytest_agentbench.session.pytest_compat import find_interactor, worker_queue
 
             if self._interactor is None:
                 self._interactor = find_interactor(self.config) or False
             queue = worker_queue(self.config, self._interactor or None, item, size)
-            return [
-                other
-                for other in queue
-                if isinstance(other, TaskItem) and other.nodeid in self.positions
-            ]
+            positions = self.positions
+            return [self.queue[positions[o.nodeid]] for o in queue if o.nodeid in positions]
         start = self.positions[item.nodeid]
         end = start + size
         following = self.queue[max(start, self._planned_to) : end]

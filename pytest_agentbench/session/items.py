@@ -13,7 +13,10 @@ import pytest
 
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import SuiteError
-from pytest_agentbench.run import STATE_KEY, RunState
+from pytest_agentbench.session.names import item_name as item_name
+from pytest_agentbench.session.names import item_parts as item_parts
+from pytest_agentbench.session.run import RunState
+from pytest_agentbench.session.stash import STATE_KEY
 from pytest_agentbench.suites.controls import Planned
 from pytest_agentbench.suites.task import Task
 
@@ -22,7 +25,7 @@ if TYPE_CHECKING:
 
     from _pytest._code.code import TerminalRepr, TracebackStyle
 
-    from pytest_agentbench.settings import Settings
+    from pytest_agentbench.config.settings import Settings
 
 #: (suite name, task id) → the suite file that holds it, over every file collected so
 #: far: two files may declare the same suite name, but never the same task in it.
@@ -204,13 +207,16 @@ class SuiteFile(pytest.File):
         except SuiteError as exc:
             shown = SuiteError(self._display_path(), exc.problems)
             raise self.CollectError(str(shown)) from None
-        tasks = _selected(suite.tasks, state)
+        tasks = selected = _selected(suite.tasks, state)
         if state.settings.perturb:
             tasks = self._with_perturbed(tasks, state.settings.perturb, state.settings.seed)
         self._claim(tasks)
         self.tasks = tasks
         settings = state.settings
         planned = control_plan(suite.tasks, settings, suite.name)  # the original tasks'
+        if settings.controls and len(selected) < len(suite.tasks):  # limit, sample
+            kept = {task.id for task in selected}
+            planned = [plan for plan in planned if plan.task.id in kept]
         #: The control runs of this file, registered with the scripted provider together.
         self.control_runs = tuple(p.run for p in planned if p.run is not None)
         lineup = settings.lineup()
@@ -271,7 +277,7 @@ class SuiteFile(pytest.File):
         except SuiteError:
             raise
         except Exception as exc:
-            from pytest_agentbench.plugin_hooks import plugin_names
+            from pytest_agentbench.hooks.plugin_hooks import plugin_names
 
             names = ", ".join(
                 plugin_names(self.config.pluginmanager, "pytest_agentbench_load_suite")
@@ -324,32 +330,6 @@ class SuiteFile(pytest.File):
             return str(self.path)
 
 
-def item_name(task: Task) -> str:
-    """``id``, ``id[model]``, ``id[epoch2]`` or ``id[model:epoch2]``: what ``-k`` selects
-    on (``-k model-a``, ``-k epoch2``)."""
-    parts = [task.model] if task.model else []
-    if task.epoch:
-        parts.append(f"epoch{task.epoch}")
-    return f"{task.id}[{':'.join(parts)}]" if parts else task.id
-
-
-def item_parts(name: str, models: Iterable[str]) -> tuple[str, str, int] | None:
-    """The (task id, model name, epoch) an item name of ``item_name`` holds, given the
-    run's model names (none in a one-model run); None for a plain task id."""
-    if not name.endswith("]") or "[" not in name:
-        return None
-    task_id, _, inner = name[:-1].rpartition("[")
-    head, colon, tail = inner.rpartition(":")
-    known = set(models)
-    if colon and head in known and tail.startswith("epoch") and tail[5:].isdigit():
-        return task_id, head, int(tail[5:])
-    if inner in known:
-        return task_id, inner, 0
-    if not known and inner.startswith("epoch") and inner[5:].isdigit():
-        return task_id, "", int(inner[5:])
-    return None
-
-
 def _selected(tasks: tuple[Task, ...], state: RunState) -> tuple[Task, ...]:
     """The tasks ``--agentbench-limit`` and ``--agentbench-sample`` keep, in file order
     (the same on every xdist worker: the sample is seeded)."""
@@ -379,31 +359,33 @@ class TaskItem(pytest.Item):
         self.planned = planned
         self.record: TaskRecord | None = None
 
-    def runtest(self) -> None:
-        from pytest_agentbench.execution import run_task_item
-        from pytest_agentbench.timeouts import pytest_timeout_s
+    def rollout_record(self) -> TaskRecord:
+        """Run this task's rollout and return its record (a missing control: its stand-in);
+        the rollout pool may call it ahead, on another thread (inflight.py)."""
+        from pytest_agentbench.session.execution import run_task_item
+        from pytest_agentbench.session.timeouts import pytest_timeout_s
 
         state: RunState = self.config.stash[STATE_KEY]
+        parent = self.parent
+        assert isinstance(parent, SuiteFile)
+        if self.planned is not None and self.planned.run is None:
+            return missing_control_record(self.planned, self.nodeid, parent.nodeid)
+        return run_task_item(
+            state,
+            self.task,
+            nodeid=self.nodeid,
+            file=parent.nodeid,
+            suite_tasks=(
+                parent.model_tasks.get(self.task.model, ())
+                if self.planned is None
+                else parent.control_runs
+            ),
+            limit_s=pytest_timeout_s(self),
+        )
 
-        def job(item: TaskItem) -> TaskRecord:
-            parent = item.parent
-            assert isinstance(parent, SuiteFile)
-            if item.planned is not None and item.planned.run is None:
-                return missing_control_record(item.planned, item.nodeid, parent.nodeid)
-            return run_task_item(
-                state,
-                item.task,
-                nodeid=item.nodeid,
-                file=parent.nodeid,
-                suite_tasks=(
-                    parent.model_tasks.get(item.task.model, ())
-                    if item.planned is None
-                    else parent.control_runs
-                ),
-                limit_s=pytest_timeout_s(item),
-            )
-
-        self.record = record = state.inflight.record_for(self, job)
+    def runtest(self) -> None:
+        state: RunState = self.config.stash[STATE_KEY]
+        self.record = record = state.inflight.record_for(self)
         self.user_properties.extend(
             [
                 _property("agentbench_outcome", record.outcome),

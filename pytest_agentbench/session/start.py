@@ -2,7 +2,8 @@
 (API keys, the strict sandbox, a local server's slots), the keys hidden from child
 processes, the scripted server started when no real model is configured, the run's state
 made and stashed on the config, and the run's own plugins registered (records, session
-end, xdist crashes, built-ins, pytest-timeout). Called by ``plugin.pytest_configure``.
+end, xdist crashes, built-ins, pytest-timeout), the hooks of the run itself among them
+(session/plugin.py). Called by ``plugin.pytest_configure``.
 """
 
 from __future__ import annotations
@@ -13,23 +14,23 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_agentbench.stash import STATE_KEY
+from pytest_agentbench.session.stash import STATE_KEY
 
 if TYPE_CHECKING:
     from types import FrameType
 
-    from pytest_agentbench.run import SignalHandler
-    from pytest_agentbench.settings import Settings
+    from pytest_agentbench.config.settings import Settings
+    from pytest_agentbench.session.run import SignalHandler
 
 
 def start_run(config: pytest.Config) -> None:
     """Resolve the settings, make the run's state and register the run's plugins; a
     setting that cannot be used is a ``pytest.UsageError``."""
-    from pytest_agentbench.collector import RecordCollector
+    from pytest_agentbench.config.settings import HOSTED_NEED_KEY, PROVIDER_ENV, resolve_settings
     from pytest_agentbench.errors import AgentbenchError
-    from pytest_agentbench.plugin_hooks import load_entry_points
-    from pytest_agentbench.run import RunState
-    from pytest_agentbench.settings import HOSTED_NEED_KEY, PROVIDER_ENV, resolve_settings
+    from pytest_agentbench.hooks.plugin_hooks import load_entry_points
+    from pytest_agentbench.session.collector import RecordCollector
+    from pytest_agentbench.session.run import RunState
 
     load_entry_points(config.pluginmanager)
     try:
@@ -104,15 +105,18 @@ def start_run(config: pytest.Config) -> None:
         state.restore_sigterm = _interrupt_on_sigterm()
         state.results.baseline = baseline
         config.pluginmanager.register(RecordCollector(state), "agentbench-records")
-        from pytest_agentbench.finish import SessionEndGuard
+        from pytest_agentbench.session.finish import SessionEndGuard
 
         config.pluginmanager.register(SessionEndGuard(), "agentbench-session-end")
         if config.pluginmanager.hasplugin("xdist"):
-            from pytest_agentbench.workers import XdistController
+            from pytest_agentbench.session.controller import XdistController
 
             config.pluginmanager.register(XdistController(state), "agentbench-xdist-crashes")
     config.stash[STATE_KEY] = state
-    from pytest_agentbench import builtins
+    from pytest_agentbench.session.plugin import SessionPlugin
+
+    config.pluginmanager.register(SessionPlugin(state), "agentbench-session")
+    from pytest_agentbench.hooks import builtins
 
     config.pluginmanager.register(builtins, "agentbench-builtins")
     for one in settings.lineup():
@@ -128,7 +132,7 @@ def start_run(config: pytest.Config) -> None:
                 f"{type(exc).__name__}: {exc}"
             ) from None
     if config.pluginmanager.hasplugin("timeout"):
-        from pytest_agentbench.timeouts import TimeoutTakeover
+        from pytest_agentbench.session.timeouts import TimeoutTakeover
 
         config.pluginmanager.register(TimeoutTakeover(), "agentbench-timeout")
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import pytest
 
     from pytest_agentbench.core.task_record import Outcome, TaskRecord
-    from pytest_agentbench.run import RunState
+    from pytest_agentbench.session.run import RunState
 
 #: Registered (with its help) in plugin.py, which must not import this module unasked.
 MARKER = "agentbench_scripted"
@@ -88,10 +88,10 @@ class BenchModel:
         """Ask the model: ``prompt`` is the user's message (or the whole list of turns, as
         ``ModelRequest.messages``). Raises the client's ModelError, or AgentbenchError when
         the loop guard killed a looping reply; either is the test's outcome."""
+        from pytest_agentbench.config.settings import DEFAULT_TIMEOUT_S
         from pytest_agentbench.models.base import REQUEST_CALL, REQUEST_TASK, ModelRequest
         from pytest_agentbench.models.usage import recovered_usage
         from pytest_agentbench.runner.loopguard import KillPolicy, LoopGuard, LoopKilled
-        from pytest_agentbench.settings import DEFAULT_TIMEOUT_S
 
         settings = self._state.settings
         services = self._state.services

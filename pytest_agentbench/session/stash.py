@@ -9,6 +9,6 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_agentbench.run import RunState
+    from pytest_agentbench.session.run import RunState
 
 STATE_KEY: pytest.StashKey[RunState] = pytest.StashKey()

@@ -25,7 +25,7 @@ from pytest_agentbench.core.task_record import TaskRecord
 
 if TYPE_CHECKING:
     from pytest_agentbench.core.task_record import Outcome
-    from pytest_agentbench.run import RunState
+    from pytest_agentbench.session.run import RunState
     from pytest_agentbench.suites.task import Task
 
 #: What pytest-timeout's failure message starts with (both of its methods).
@@ -135,7 +135,7 @@ class RecordCollector:
         """Add ``record``, or replace the same task's earlier record and list it."""
         worker = ""
         if self.each:  # the same task runs once on every worker
-            from pytest_agentbench.pytest_compat import report_worker
+            from pytest_agentbench.session.pytest_compat import report_worker
 
             worker = report_worker(report)
         nodeid = record.nodeid or report.nodeid
@@ -172,9 +172,9 @@ class RecordCollector:
         from fnmatch import fnmatch
         from pathlib import PurePath
 
-        from pytest_agentbench.items import item_parts
-        from pytest_agentbench.pytest_compat import is_crash_report, report_worker
-        from pytest_agentbench.workers import crash_record
+        from pytest_agentbench.session.names import item_parts
+        from pytest_agentbench.session.pytest_compat import is_crash_report, report_worker
+        from pytest_agentbench.session.workers import crash_record
 
         name = PurePath(report.nodeid.partition("::")[0]).name
         if not is_crash_report(report) or not any(

@@ -16,6 +16,7 @@ from pytest_agentbench.artifacts.rollout_files import (
     write_result,
     write_rollout,
 )
+from pytest_agentbench.config.settings import DEFAULT_TIMEOUT_S, Settings
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.records import Rollout
 from pytest_agentbench.core.sampling import Sampling
@@ -24,10 +25,10 @@ from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import ModelError, unexpected_cause
 from pytest_agentbench.report.controls import control_message
 from pytest_agentbench.report.evidence import collapse, cut, failure_reason
-from pytest_agentbench.run import RunState
+from pytest_agentbench.runner.agent import OpenAgent
 from pytest_agentbench.runner.loopguard import KillPolicy
 from pytest_agentbench.runner.rollout import run_rollout
-from pytest_agentbench.settings import DEFAULT_TIMEOUT_S, Settings
+from pytest_agentbench.session.run import RunState
 from pytest_agentbench.suites.task import FeedbackLevel, RepairMode, Task, VerifierConfig
 
 ANSWER_PREVIEW = 300
@@ -156,6 +157,7 @@ def run_task_item(
             on_phase=None if live is None else lambda phase: live.phase(nodeid, phase),
             tools=services.tools(),
             isolation=settings.sandbox,
+            open_agent=_agent_opener(state, task, settings) if task.agent is not None else None,
         )
     except ModelError as exc:
         rollout = Rollout.harness_error(
@@ -225,6 +227,24 @@ def run_task_item(
         return record
     write_result(directory, rollout, redacted, fingerprint=settings.fingerprint(), secrets=secrets)
     return record
+
+
+def _agent_opener(state: RunState, task: Task, settings: Settings) -> OpenAgent:
+    """How the rollout opens the session of the task's agent under test: through this
+    process's gateway to the task's model (agents/runners.py)."""
+    from pytest_agentbench.agents.runners import AgentContext, agent_opener
+
+    services = state.services
+    context = AgentContext(
+        gateway=services.gateway(),
+        clients=lambda protocol: services.protocol_client(task.model, protocol),
+        model_label=settings.model_name,
+        isolation=settings.sandbox or str(task.verifier.options.get("isolation", "auto")),
+        kill_policy=KillPolicy(
+            settings.loop_kill / 100, settings.loop_kill_seconds, settings.loop_kill_tokens
+        ),
+    )
+    return agent_opener(context)
 
 
 def with_sample(record: TaskRecord, model: str, task: Task, reducer: str) -> TaskRecord:

@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_agentbench.model_fixture import _TestScript
+    from pytest_agentbench.agents.gateway import Gateway
+    from pytest_agentbench.config.settings import Settings
     from pytest_agentbench.models.base import ModelClient
     from pytest_agentbench.models.breaker import CircuitBreaker
     from pytest_agentbench.models.ratelimit import Limit, SharedLimit
     from pytest_agentbench.models.ratelimit_remote import LimitService
+    from pytest_agentbench.models.scripted import ScriptedTask
     from pytest_agentbench.runner.tools import Tool
     from pytest_agentbench.scripted.server import ScriptedServer
-    from pytest_agentbench.settings import Settings
-    from pytest_agentbench.suites.task import Task
     from pytest_agentbench.verifiers.base import Verifier
     from pytest_agentbench.verifiers.judge_model import JudgeModel
 
@@ -66,6 +66,10 @@ class RunServices:
         #: each judge's client and its bare client, by judge (verifiers/judge.py)
         self._judges: dict[str, tuple[ModelClient, ModelClient]] = {}
         self._tools: dict[str, Tool] | None = None
+        #: the gateway agents under test call (agents/gateway.py), started on first use,
+        #: and each model's client per wire protocol it relays
+        self._gateway: Gateway | None = None
+        self._protocol_clients: dict[tuple[str, str], ModelClient | None] = {}
         self._prepared: set[str] = set()
         self._preparing: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
@@ -84,7 +88,7 @@ class RunServices:
 
     def marks(self) -> Path:
         """The folder where workers mark the verifications they are running (removed at
-        the end); see pytest_agentbench.workers."""
+        the end); see pytest_agentbench.session.workers."""
         if self.marks_dir is None:
             import tempfile
 
@@ -155,8 +159,8 @@ class RunServices:
 
     def _unclaimed(self, settings: Settings) -> str:
         """Why no client serves the model: the built-in providers and the plugins asked."""
+        from pytest_agentbench.hooks.plugin_hooks import plugin_names
         from pytest_agentbench.models.base import KNOWN_PROVIDERS
-        from pytest_agentbench.plugin_hooks import plugin_names
 
         spec = settings.model
         asked = plugin_names(self.config.pluginmanager, "pytest_agentbench_model_client")
@@ -202,7 +206,7 @@ class RunServices:
     def prepare(
         self,
         key: str,
-        tasks: Iterable[Task | _TestScript],
+        tasks: Iterable[ScriptedTask],
         model: str = "",
         *,
         controls: bool = False,
@@ -247,7 +251,7 @@ class RunServices:
             found = self._with_judge(found)
             wrap: Callable[[Verifier], Verifier] | None = None
             if self.is_worker and self.marks_dir is not None:
-                from pytest_agentbench.workers import VerifyMarks
+                from pytest_agentbench.session.workers import VerifyMarks
 
                 wrap = VerifyMarks(self.marks_dir, self.worker_id).guard
                 found = {kind: wrap(verifier) for kind, verifier in found.items()}
@@ -281,7 +285,7 @@ class RunServices:
             made = self._judges.get(identity)
         if made is not None:
             return made
-        from pytest_agentbench.settings import PROVIDER_ENV
+        from pytest_agentbench.config.settings import PROVIDER_ENV
 
         if judge.scripted:
             from pytest_agentbench.models.scripted import scripted_client
@@ -333,7 +337,43 @@ class RunServices:
             self._tools = found
         return self._tools
 
+    def gateway(self) -> Gateway:
+        """This process's gateway for agents under test, started on first use."""
+        with self._lock:
+            if self._gateway is None:
+                from pytest_agentbench.agents.gateway import Gateway
+
+                self._gateway = Gateway()
+            return self._gateway
+
+    def protocol_client(self, model: str, protocol: str) -> ModelClient | None:
+        """The client of the model called ``model`` over ``protocol`` (``chat``,
+        ``responses``, ``messages``), with the model's retries, breaker and the run's rate
+        limit; None when the model's provider does not serve that protocol."""
+        from pytest_agentbench.models.siblings import sibling
+
+        own = self.client(model)
+        settings = self.settings.for_model(model) if model else self.settings
+        key = (settings.model_name, protocol)
+        with self._lock:
+            if key not in self._protocol_clients:
+                bare = self._bare.get(settings.model_name)
+                made = sibling(bare, protocol) if bare is not None else None
+                if made is bare and made is not None:
+                    self._protocol_clients[key] = own
+                else:
+                    wrapped = self._reliable(made, settings) if made is not None else None
+                    self._protocol_clients[key] = wrapped
+            return self._protocol_clients[key]
+
     def close(self) -> None:
+        if self._gateway is not None:
+            self._gateway.close()
+            self._gateway = None
+        for made in self._protocol_clients.values():
+            if made is not None and made is not self._client:
+                made.close()
+        self._protocol_clients.clear()
         if self._client is not None:
             self._client.close()
             self._client = None

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, SupportsFloat, SupportsIndex
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_agentbench.pytest_compat import TimeoutSettings
+    from pytest_agentbench.session.pytest_compat import TimeoutSettings
 
 
 def pytest_timeout_s(item: pytest.Item) -> float | None:
@@ -61,6 +61,6 @@ class TimeoutTakeover:
     def pytest_timeout_set_timer(self, item: pytest.Item, settings: TimeoutSettings) -> bool | None:
         if getattr(item, "task", None) is None:
             return None
-        from pytest_agentbench.pytest_compat import set_timeout_timer
+        from pytest_agentbench.session.pytest_compat import set_timeout_timer
 
         return set_timeout_timer(item, settings, backstop_s(float(settings.timeout)))

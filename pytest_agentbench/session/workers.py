@@ -1,5 +1,6 @@
-"""xdist workers: the task that took one down. (What a worker may run ahead in, and the
-scheduler that keeps its queue deep, read xdist internals: see pytest_compat.py.)
+"""xdist workers: the task that took one down. (The controller's own hooks are
+controller.py; what a worker may run ahead in, and the scheduler that keeps its queue
+deep, read xdist internals: see pytest_compat.py.)
 
 Crashes: a verifier that ends its process (``os._exit``, a segfault, the OOM killer)
 takes every rollout in flight on that worker with it, and xdist blames the item the
@@ -17,12 +18,10 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-import pytest
 
 try:
     import fcntl
@@ -36,8 +35,6 @@ from pytest_agentbench.verifiers.base import Check, Verdict, Verifier
 
 if TYPE_CHECKING:
     from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
-    from pytest_agentbench.pytest_compat import Scheduling, WorkerNode
-    from pytest_agentbench.run import RunState
 
 
 #: what ends a worker's process under a task (short: the one-line reason is cut at 100)
@@ -91,7 +88,7 @@ class MarkedVerifier:
             if left is not None and left.get("pid") != os.getpid():
                 raise WorkerCrashed(crash_reason(str(left.get("worker", "?"))))
             rollout_dir = check.verifier_dir.parent if check.verifier_dir is not None else None
-            from pytest_agentbench.items import item_name
+            from pytest_agentbench.session.names import item_name
 
             mark = {
                 "pid": os.getpid(),
@@ -157,7 +154,7 @@ def crash_record(
     """The harness-error record the controller reports for ``nodeid``, which xdist says
     worker ``worker`` was running when it died. The worker's marks say whether this task
     was being verified then, or which others were. ``sample`` is the item's (task id,
-    model name, epoch) when it is one of several models or epochs (items.item_parts)."""
+    model name, epoch) when it is one of several models or epochs (names.item_parts)."""
     file, _, task_id = nodeid.rpartition("::")
     if sample is not None:
         task_id, model_name, _ = sample
@@ -219,71 +216,3 @@ def _marks(directory: Path | None) -> list[JsonObject]:
         if mark is not None:
             found.append(mark)
     return found
-
-
-class XdistController:
-    """xdist controller only: a task that was merely in flight on a worker that another
-    task's verifier killed is sent to run again (the killer is reported on its own); the
-    scheduler that keeps every worker's rollouts in flight; and the workers' counts of
-    selected and deselected tasks, which the controller does not collect itself."""
-
-    def __init__(self, state: RunState) -> None:
-        self.state = state
-
-    def pytest_handlecrashitem(
-        self, crashitem: str, report: pytest.TestReport, sched: Scheduling
-    ) -> None:
-        from pytest_agentbench.pytest_compat import report_worker
-
-        worker = report_worker(report)
-        if not interrupted_only(crashitem, worker, self.state.services.marks_dir):
-            return
-        try:
-            sched.mark_test_pending(crashitem)
-        except NotImplementedError:  # --dist loadscope/loadfile/each: reported as crashed
-            return
-        report.outcome = "rerun"  # type: ignore[assignment]
-        report.agentbench_rerun = True  # type: ignore[attr-defined]
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: object) -> object | None:
-        """``--dist load`` (xdist's default) with rollouts in flight: each worker keeps
-        enough items queued to fill its pool (see pytest_compat.deep_load_scheduler)."""
-        concurrency = self.state.settings.concurrency
-        if config.getoption("dist", None) != "load" or concurrency <= 1:
-            return None
-        from pytest_agentbench.pytest_compat import deep_load_scheduler
-
-        return deep_load_scheduler(config, log, depth=concurrency + 1)
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node: WorkerNode, ids: Sequence[str]) -> None:
-        """The tasks a worker collected and selected: what the run plans to cover."""
-        from fnmatch import fnmatch
-        from pathlib import PurePath
-
-        patterns = self.state.settings.files
-        tasks = [
-            nodeid
-            for nodeid in ids
-            if any(fnmatch(PurePath(nodeid.partition("::")[0]).name, p) for p in patterns)
-        ]
-        results = self.state.results
-        results.selected = max(results.selected, len(tasks))
-
-    def pytest_testnodedown(self, node: WorkerNode, error: object | None) -> None:
-        """A worker's count of tasks its selection left out (see pytest_deselected), and
-        the plugin hooks that raised there."""
-        output = getattr(node, "workeroutput", None) or {}
-        self.state.hooks.merge(output.get("agentbench_hook_failures"))
-        deselected = output.get("agentbench_deselected")
-        if isinstance(deselected, int):
-            results = self.state.results
-            results.deselected = max(results.deselected, deselected)
-
-    def pytest_report_teststatus(
-        self, report: pytest.TestReport
-    ) -> tuple[str, str, tuple[str, Mapping[str, bool]]] | None:
-        if getattr(report, "agentbench_rerun", False):
-            return "rerun", "R", ("RERUN", {"yellow": True})
-        return None

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_agentbench.config.settings import Settings
 from pytest_agentbench.models.base import ModelClient, ModelSpec
-from pytest_agentbench.settings import Settings
 from pytest_agentbench.verifiers.base import Verifier
 
 if TYPE_CHECKING:

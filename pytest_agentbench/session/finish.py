@@ -26,13 +26,15 @@ from pytest_agentbench.artifacts.controls import misbehaved, task_records
 from pytest_agentbench.artifacts.coverage import partial_line, run_coverage
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.task_record import RunSummary
-from pytest_agentbench.run import STATE_KEY, RunState
+from pytest_agentbench.session.run import RunState
+from pytest_agentbench.session.stash import STATE_KEY
 
 
 def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> None:
     """ctrf.json, summary.json and the Markdown summary, when a task ran; the score gate
     may turn pytest's exit status."""
     from pytest_agentbench.artifacts.reports import write_run_reports
+    from pytest_agentbench.artifacts.summary import RunFacts
     from pytest_agentbench.report.gate import evaluate_gate
 
     settings, results, run = state.settings, state.results, state.run
@@ -81,9 +83,7 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
     ):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     run_dir = state.folder.ensure()
-    summary = write_run_reports(
-        run_dir,
-        records,
+    facts = RunFacts(
         run_id=run.run_id,
         settings=settings.public(),
         tool_version=__version__,
@@ -96,6 +96,7 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
         errors_as_failures=settings.errors_as_failures,
         sections=sections,
     )
+    summary = write_run_reports(run_dir, records, facts)
     _write_markdown(state, summary)
     _write_html(state, run_dir)
     if state.hooks.has("pytest_agentbench_run_finished"):

@@ -28,20 +28,19 @@ from typing import TYPE_CHECKING, NotRequired, TypeAlias, TypedDict
 import pytest
 
 from pytest_agentbench.artifacts.paths import new_run_id, point_latest
-from pytest_agentbench.inflight import InFlight
-from pytest_agentbench.plugin_hooks import PluginHooks
-from pytest_agentbench.services import RunServices
-from pytest_agentbench.stash import STATE_KEY as STATE_KEY  # re-exported: the glue's key
-from pytest_agentbench.urls import url_secrets
+from pytest_agentbench.core.urls import url_secrets
+from pytest_agentbench.hooks.plugin_hooks import PluginHooks
+from pytest_agentbench.session.inflight import InFlight
+from pytest_agentbench.session.services import RunServices
 
 if TYPE_CHECKING:
     from pytest_agentbench.artifacts.baseline import BaselineRun
+    from pytest_agentbench.config.settings import Settings
     from pytest_agentbench.core.jsontypes import JsonObject
     from pytest_agentbench.core.task_record import TaskRecord
     from pytest_agentbench.report.compare import RecordComparison
     from pytest_agentbench.report.gate import GateResult
     from pytest_agentbench.scripted.server import ScriptedServer
-    from pytest_agentbench.settings import Settings
 
 #: Environment variables whose values never reach an artifact, set or not for this run.
 SECRET_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")

@@ -23,11 +23,11 @@ if TYPE_CHECKING:
 
     import pytest
 
+    from pytest_agentbench.config.settings import Settings
     from pytest_agentbench.core.stream import RolloutEvent
     from pytest_agentbench.core.task_record import RunSummary, TaskRecord
     from pytest_agentbench.models.base import ModelClient, ModelSpec
     from pytest_agentbench.runner.tools import Tool
-    from pytest_agentbench.settings import Settings
     from pytest_agentbench.suites.task import Task
     from pytest_agentbench.verifiers.base import Verifier
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from pytest_agentbench.config.option_values import OptionReader
 from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.core.sampling import Sampling, sampling_problems
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.base import ModelSpec
 from pytest_agentbench.models.sampling_wire import PROTOCOL_NAMES, protocol_of, sampling_refusals
-from pytest_agentbench.option_values import OptionReader
 
 
 def _lines(value: object) -> JsonValue:

@@ -13,23 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pytest_agentbench.core.choices import (
-    FEEDBACK_LEVELS,
-    GATE_ON,
-    ISOLATION_MODES,
-    REPAIR_MODES,
-    FeedbackLevel,
-    GateOn,
-    Isolation,
-    RepairMode,
+from pytest_agentbench.config.model_list import (
+    ModelEntry,
+    model_entries,
+    parse_epochs,
+    parse_reducer,
 )
-from pytest_agentbench.core.jsontypes import JsonObject
-from pytest_agentbench.core.sampling import Sampling, sampling_problems
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.model_list import ModelEntry, model_entries, parse_epochs, parse_reducer
-from pytest_agentbench.models.base import ModelSpec
-from pytest_agentbench.models.sampling_wire import PROTOCOL_NAMES, protocol_of, sampling_refusals
-from pytest_agentbench.option_values import (
+from pytest_agentbench.config.option_values import (
     MAX_OPTION_NUMBER,
     OptionReader,
     choice,
@@ -44,8 +34,23 @@ from pytest_agentbench.option_values import (
     task_range,
     text,
 )
-from pytest_agentbench.sampling_options import resolve_sampling
-from pytest_agentbench.urls import public_url
+from pytest_agentbench.config.sampling_options import resolve_sampling
+from pytest_agentbench.core.choices import (
+    FEEDBACK_LEVELS,
+    GATE_ON,
+    ISOLATION_MODES,
+    REPAIR_MODES,
+    FeedbackLevel,
+    GateOn,
+    Isolation,
+    RepairMode,
+)
+from pytest_agentbench.core.jsontypes import JsonObject
+from pytest_agentbench.core.sampling import Sampling, sampling_problems
+from pytest_agentbench.core.urls import public_url
+from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.models.base import ModelSpec
+from pytest_agentbench.models.sampling_wire import PROTOCOL_NAMES, protocol_of, sampling_refusals
 from pytest_agentbench.verifiers.judge_model import JudgeModel
 
 __all__ = [
@@ -344,7 +349,7 @@ def judge_setting(value: object, where: str) -> JudgeModel | None:
     """The judge a ``SPEC [key=value ...]`` line names (None when not given)."""
     if not value or not str(value).strip():
         return None
-    from pytest_agentbench.model_list import parse_model_line
+    from pytest_agentbench.config.model_list import parse_model_line
 
     entry = parse_model_line(str(value), 1, where)
     if entry.name is not None:
