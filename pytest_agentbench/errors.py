@@ -20,10 +20,6 @@ task or the endpoint, and what was expected. No message ever contains an API key
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from pytest_agentbench.core.jsontypes import JsonObject
 
 #: HTTP statuses that mean "slow down" (429, and Anthropic's 529 overloaded): a provider
 #: answering with one raises RateLimited, any other error status ProviderError.
@@ -109,17 +105,6 @@ class SandboxError(AgentbenchError):
 
 class VerifierError(AgentbenchError):
     """A verifier could not reach a verdict."""
-
-
-class JudgeError(AgentbenchError):
-    """A judge (a model grading an answer) gave no usable verdict: its model failed, or
-    its reply was still unusable after one retry. A harness error of its own kind
-    (``judge_error``), never the model's failure; ``record`` is what the judging cost
-    and found (the task record's ``judge`` table)."""
-
-    def __init__(self, message: str, *, record: JsonObject | None = None) -> None:
-        super().__init__(message)
-        self.record = record
 
 
 class WorkerCrashed(VerifierError):

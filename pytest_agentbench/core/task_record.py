@@ -80,7 +80,6 @@ _MODEL_KINDS: tuple[tuple[type[BaseException], FailureKind], ...] = (
     (errors.ModelTimeout, "model_timeout"),
     (errors.ModelError, "model_error"),
     (errors.SandboxError, "sandbox_error"),
-    (errors.JudgeError, "judge_error"),
     (errors.VerifierError, "verifier_crash"),
 )
 

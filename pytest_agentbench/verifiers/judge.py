@@ -25,7 +25,7 @@ from pathlib import Path
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.sampling import Sampling
 from pytest_agentbench.core.usage import sum_usage
-from pytest_agentbench.errors import AgentbenchError, JudgeError
+from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.base import (
     REQUEST_CALL,
     REQUEST_TASK,
@@ -136,6 +136,17 @@ OPTIONS_SCHEMA: JsonObject = {
     },
     "additionalProperties": False,
 }
+
+
+class JudgeError(AgentbenchError):
+    """A judge (a model grading an answer) gave no usable verdict: its model failed, or
+    its reply was still unusable after one retry. A harness error of its own kind
+    (``judge_error``), never the model's failure; ``record`` is what the judging cost
+    and found (the task record's ``judge`` table)."""
+
+    def __init__(self, message: str, *, record: JsonObject | None = None) -> None:
+        super().__init__(message)
+        self.record = record
 
 
 @dataclass(frozen=True)
