@@ -66,6 +66,15 @@ input = "Capital of France?"
 vars = {{ country = "France" }}
 scripted = ["loop"]
 [[task]]
+id = "no-structured-output"
+input = "Capital of France?"
+vars = {{ country = "France" }}
+scripted = ["Paris!"]
+[task.verifier]
+scripted_judge = [{{ reply = {{ text = '{{"rationale": "ok", "verdict": "pass"}}', \
+error = {{ status = 400, message = "response_format: text or json_object", times = 1 }} }} }}]
+
+[[task]]
 id = "cut"
 input = "Capital of France?"
 vars = {{ country = "France" }}
@@ -93,6 +102,10 @@ def judge_file(run: Path, task: str) -> dict[str, Any]:
     assert len(found) == 1, found
     data: dict[str, Any] = json.loads(found[0].read_text())
     return data
+
+
+def records_of(run: Path) -> dict[str, Any]:
+    return {t["task_id"]: t for t in summary(run)["tasks"]}
 
 
 def summary(run: Path) -> dict[str, Any]:
@@ -154,7 +167,9 @@ def test_a_judged_run_retries_once_with_the_problem_shown_and_watches_the_judge_
     pytester.makefile(".toml", bench_j=SUITE)
     result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
     outcomes = result.parseoutcomes()
-    assert (outcomes.get("passed"), outcomes.get("errors")) == (3, 2), outcomes
+    assert (outcomes.get("passed"), outcomes.get("errors")) == (4, 2), outcomes
+    # a server refusing the structured-output field is asked again without it
+    assert records_of(latest(pytester))["no-structured-output"]["outcome"] == "passed"
     run = latest(pytester)
     retried = judge_file(run, "retried")
     first, second = retried["calls"]
@@ -177,13 +192,13 @@ def test_a_judged_run_retries_once_with_the_problem_shown_and_watches_the_judge_
     judge = summary(run)["judge"]
     assert judge["self_disagreeing"] == ["j::wavering"]
     assert "cut at the token limit (max_tokens 1024)" in records["cut"]["error"]
-    assert judge["usage"]["calls"] == 1 + 2 + 1 + 2 + 3 and judge["errors"] == 2
+    assert judge["usage"]["calls"] == 1 + 2 + 1 + 1 + 2 + 3 and judge["errors"] == 2
     # the judge's tokens are its own: the model under test's totals do not hold them
     model_total = summary(run)["totals"]["usage"]["total"]
     assert judge["usage"]["total"] > model_total
     result.stdout.fnmatch_lines(
         [
-            "judge: 9 call(s) · tokens * (apart from the model under test)",
+            "judge: 10 call(s) · tokens * (apart from the model under test)",
             "judge disagreed with itself on 1 task(s): j::wavering",
         ]
     )

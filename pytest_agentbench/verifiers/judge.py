@@ -15,6 +15,7 @@ suites run offline.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections import Counter
@@ -25,7 +26,7 @@ from pathlib import Path
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.sampling import Sampling
 from pytest_agentbench.core.usage import sum_usage
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.errors import AgentbenchError, ProviderError
 from pytest_agentbench.models.base import (
     REQUEST_CALL,
     REQUEST_TASK,
@@ -406,6 +407,7 @@ class JudgeVerifier:
         reply cannot be used. (parsed, next turn, None) or (None, next turn, error)."""
         conversation: list[Mapping[str, JsonValue]] = [{"role": "user", "content": user}]
         problem = ""
+        schema: JsonObject | None = reply_schema(rubric)
         for attempt in range(2):
             metadata = (
                 {} if script_key is None else {REQUEST_TASK: script_key, REQUEST_CALL: str(turn)}
@@ -424,12 +426,22 @@ class JudgeVerifier:
                 timeout_s=timeout,
                 stream=True,
                 metadata=metadata,
-                response_schema=reply_schema(rubric),
+                response_schema=schema,
             )
             started = time.monotonic()
             sink = check.watch() if check.watch is not None else None
             try:
-                generation = client.generate(request, sink)
+                try:
+                    generation = client.generate(request, sink)
+                except ProviderError as exc:
+                    if schema is None or not _refuses_structured_output(exc):
+                        raise
+                    # a server without the protocol's structured output (llama-cpp-python
+                    # takes only json_object): the instructions ask for the JSON anyway
+                    schema = None
+                    request = dataclasses.replace(request, response_schema=None)
+                    sink = check.watch() if check.watch is not None else None
+                    generation = client.generate(request, sink)
             except Exception as exc:  # the judge's model failed: never the model's failure
                 calls.elapsed_s += time.monotonic() - started
                 calls.records.append(
@@ -534,6 +546,12 @@ class JudgeVerifier:
             "summary": summary,
         }
         write_json_atomic(Path(check.verifier_dir) / JUDGE_FILE, document)
+
+
+def _refuses_structured_output(error: ProviderError) -> bool:
+    """Whether a provider's 4xx/5xx refused the structured-output field itself."""
+    text = str(error)
+    return error.status is not None and ("response_format" in text or "text.format" in text)
 
 
 def _call_record(
