@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from loop_corpus import CASES, counting_loop, prose
+from loop_corpus_support import CASES, counting_loop, prose
 
 from pytest_agentbench.runner.loopwatch import LoopWatch
 
@@ -161,6 +161,8 @@ def detection_delay() -> None:
         ("two paragraphs (3002 chars)", prose(2000, seed=7), long_cycle * 12),
         ('"0, " forever', "x = [", "0, " * 10_000),
         ("after 20 KB of prose", prose(20_000, seed=5), SENTENCE * 200),
+        ("a log line with numbers (40 chars)", prose(2000, seed=2), LOG_LINE * 200),
+        ("the same line in letters", prose(2000, seed=2), LOG_LINE.translate(LETTERS) * 200),
     ]
     print(f"  {'loop':34} {'chars':>7} {'cycles':>7} {'tokens':>7} {'seconds':>8}")
     for name, before, loop in scenarios:
@@ -186,6 +188,8 @@ def detection_delay() -> None:
 
 SENTENCE = "The answer is 42 because the two halves add up to the whole amount. "
 WAIT = "I need to check again. Wait, "
+LOG_LINE = "2024-01-05 12:00:01 retrying request 17\n"
+LETTERS = str.maketrans("0123456789", "abcdefghij")
 
 
 if __name__ == "__main__":

@@ -56,6 +56,8 @@ class Run:
     cpu_s: float
     rss_kib: float
     phase_s: float
+    #: the user part of ``cpu_s`` (the rest is system time: file creation above all)
+    user_s: float = float("nan")
 
 
 def start_server(*args: str) -> tuple[subprocess.Popen[str], str]:
@@ -167,7 +169,7 @@ def run_pytest(folder: Path, *args: str) -> Run:
         phase = (max(s for _, s in spans) - min(s for s, _ in spans)) / 1000
         shutil.rmtree(out)  # the next round starts with an empty results folder
     rss = usage.ru_maxrss / (1024 if sys.platform == "darwin" else 1)
-    return Run(wall, usage.ru_utime + usage.ru_stime, rss, phase)
+    return Run(wall, usage.ru_utime + usage.ru_stime, rss, phase, usage.ru_utime)
 
 
 def ours(root: Path, url: str, count: int, *args: str) -> Run:

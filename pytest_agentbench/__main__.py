@@ -1,5 +1,7 @@
 """``python -m pytest_agentbench merge RUN_DIR... --out DIR``: one report from many runs;
-``python -m pytest_agentbench report RUN_DIR [--html PATH]``: (re)build a run's HTML report."""
+``python -m pytest_agentbench report RUN_DIR [--html PATH]``: (re)build a run's HTML report;
+``python -m pytest_agentbench cache [DIR] [--max-age-days D] [--max-size-mb M]``: the
+response cache's size, and pruning it."""
 
 from __future__ import annotations
 
@@ -36,7 +38,30 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="another run folder to set side by side with this one (regressions first)",
     )
+    cache = commands.add_parser(
+        "cache", help="report the response cache's size (--agentbench-cache) and prune it"
+    )
+    cache.add_argument(
+        "folder", type=Path, nargs="?", default=Path(".agentbench-cache"), help="cache folder"
+    )
+    cache.add_argument("--max-age-days", type=float, help="remove entries older than this")
+    cache.add_argument(
+        "--max-size-mb", type=float, help="then remove the oldest until the folder fits"
+    )
+    rescore = commands.add_parser(
+        "rescore",
+        help="run the current verifiers on a finished run's saved answers, into a new run "
+        "folder (the model is not asked again)",
+    )
+    rescore.add_argument("run", type=Path, help="run folder (agentbench-results/<id>)")
+    rescore.add_argument(
+        "--out", type=Path, default=None, help="the new run folder (default RUN-rescored)"
+    )
     args = parser.parse_args(argv)
+    if args.command == "rescore":
+        return _rescore(args.run, args.out)
+    if args.command == "cache":
+        return _cache(args.folder, args.max_age_days, args.max_size_mb)
     if args.command == "report":
         return _report(args.run, args.html, args.baseline)
     from pytest_agentbench.artifacts.merge import merge_runs
@@ -71,6 +96,43 @@ def _report(run_dir: Path, html: Path | None, baseline: Path | None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {path}")
+    return 0
+
+
+def _rescore(run_dir: Path, out: Path | None) -> int:
+    from pytest_agentbench.runner.rescore import rescore_run
+
+    try:
+        target, summary = rescore_run(run_dir, out, tool_version=__version__)
+    except (AgentbenchError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    section = summary.sections.get("rescored")
+    changed = section.get("changed") if isinstance(section, dict) else None
+    score = summary.totals.get("score")
+    print(
+        f"rescored {len(summary.tasks)} task(s) of {run_dir}: {changed} changed, score "
+        f"{round(score, 3) if isinstance(score, float) else score} -> {target}"
+    )
+    return 0
+
+
+def _cache(folder: Path, max_age_days: float | None, max_size_mb: float | None) -> int:
+    from pytest_agentbench.models.response_cache import cache_stats, prune
+
+    if not folder.is_dir():
+        print(f"error: {folder}: no such cache folder", file=sys.stderr)
+        return 2
+    if max_age_days is not None or max_size_mb is not None:
+        removed = prune(
+            folder,
+            max_age_s=None if max_age_days is None else max_age_days * 86400,
+            max_bytes=None if max_size_mb is None else int(max_size_mb * 1024 * 1024),
+        )
+        print(f"removed {removed} entr{'y' if removed == 1 else 'ies'}")
+    stats = cache_stats(folder)
+    oldest = "" if stats.oldest_s is None else f", the oldest {stats.oldest_s / 86400:.1f} days old"
+    print(f"{folder}: {stats.entries} entries, {stats.size / 1024 / 1024:.2f} MB{oldest}")
     return 0
 
 

@@ -7,7 +7,9 @@
      │    │    ├── RateLimited     429 / 529 and friends (retryable)
      │    │    └── ContextOverflow the conversation does not fit the model's context
      │    ├── TransportError the connection failed or the stream broke
+ │    │    └── QueueTimeout    no reply began while queued behind earlier requests
      │    ├── CircuitOpen    not sent: the same permanent error kept coming back
+     │    ├── BudgetExhausted not sent: it could pass the run's --agentbench-max-cost
      │    └── ModelTimeout   the request ran past its deadline
      ├── SandboxError        the sandbox could not run something
      └── VerifierError       a verifier could not reach a verdict (bad config, crash)
@@ -49,7 +51,9 @@ class ModelError(AgentbenchError):
     travels up: ``partial`` (what arrived before it, a Generation, or None),
     ``retry_after`` (seconds the server asked for, or None), ``retries`` (one entry per
     retried attempt), ``retry_note`` (why retrying stopped, as appended to the message,
-    or "") and ``relayed`` (part of the reply was already handed on: never retried)."""
+    or ""), ``relayed`` (part of the reply was already handed on: never retried) and
+    ``waited_s`` (seconds the request waited in its server's queue before its own time
+    began: not the model's time)."""
 
     def __init__(
         self, message: str, *, endpoint: str = "", status: int | None = None, detail: str = ""
@@ -62,6 +66,7 @@ class ModelError(AgentbenchError):
         self.retries: Sequence[Mapping[str, object]] = ()
         self.retry_note = ""
         self.relayed = False
+        self.waited_s = 0.0
         super().__init__(message)
 
 
@@ -78,8 +83,8 @@ class ContextOverflow(ProviderError):
     ``exceed_context_size_error``, OpenAI's ``context_length_exceeded``, Anthropic's
     "prompt is too long". Asking again cannot help (never retried, whatever the status;
     never counted by the circuit breaker, since each conversation overflows on its own).
-    ``prompt_tokens`` and ``context_tokens`` are the server's counts, None when it gave
-    none."""
+    ``prompt_tokens``, ``completion_tokens`` (the output the request asked room for) and
+    ``context_tokens`` are the server's counts, None when it gave none."""
 
     def __init__(
         self,
@@ -89,14 +94,22 @@ class ContextOverflow(ProviderError):
         status: int | None = None,
         prompt_tokens: int | None = None,
         context_tokens: int | None = None,
+        completion_tokens: int | None = None,
     ) -> None:
         self.prompt_tokens = prompt_tokens
         self.context_tokens = context_tokens
+        self.completion_tokens = completion_tokens
         super().__init__(message, endpoint=endpoint, status=status)
 
 
 class TransportError(ModelError):
     """The connection could not be made, or the stream broke mid-way."""
+
+
+class QueueTimeout(TransportError):
+    """No reply began while earlier requests to the same server were still in flight:
+    the request waited in the server's queue past its bound (models/queue.py). Not the
+    model's time, so never a model timeout; never retried (it would queue again)."""
 
 
 class SandboxError(AgentbenchError):
@@ -108,7 +121,7 @@ class VerifierError(AgentbenchError):
 
 
 class WorkerCrashed(VerifierError):
-    """This task's verification killed an xdist worker before (workers.py); it is not
+    """This task's verification killed an xdist worker before (session/workers.py); it is not
     verified again. The message is the whole reason, the same words the controller
     reports for the task that was verifying when its worker died."""
 
@@ -120,6 +133,12 @@ class ModelTimeout(ModelError):
 class CircuitOpen(ModelError):
     """A request was not sent: the circuit breaker opened after identical permanent
     errors in a row (a bad key, an unknown model); the message names the first of them."""
+
+
+class BudgetExhausted(ModelError):
+    """A request was not sent: the run's spend plus the worst case of the requests in
+    flight and of this one could pass ``--agentbench-max-cost``. Its task is reported as
+    not run (reason budget), never as a failure."""
 
 
 def unexpected_cause(exc: BaseException) -> str:

@@ -5,7 +5,7 @@ that do the work.
 
 Inert without ``--agentbench``: nothing is collected, started or written, and nothing of
 ours is imported beyond this module, the options and the hook specs
-(tests/test_lazy_imports.py).
+(tests/package/test_lazy_imports.py).
 """
 
 from __future__ import annotations
@@ -38,6 +38,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not config.getoption("agentbench"):
         return
+    if config.getoption("agentbench_dry_run") and config.getoption("dist", "no") != "no":
+        # the forecast reads the collected tasks in this process, and sends nothing: no
+        # workers (xdist's own configure, trylast, then registers none)
+        config.option.dist, config.option.numprocesses = "no", None
     import atexit
     import gc
 

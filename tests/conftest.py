@@ -9,6 +9,8 @@ before any inner run, keeps one copy of each for the whole session.
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import httpcore  # noqa: F401
 import httpx  # noqa: F401
@@ -19,6 +21,16 @@ import pytest_agentbench.models.openai_chat
 import pytest_agentbench.models.scripted
 import pytest_agentbench.scripted.server
 import pytest_agentbench.suites.load  # noqa: F401
+
+# The tests mirror the package: a folder per layer (core/, suites/, models/ … session/),
+# e2e/ for whole runs, package/ for checks of the package as a whole. The helpers shared
+# by several folders are the *_support.py modules here, importable by name (pytest puts
+# this folder on sys.path for this conftest). A few tests import a helper from another
+# test module (check_ctrf, validate_run): every test folder is on the path too.
+_TESTS = Path(__file__).parent
+for _folder in sorted(p for p in _TESTS.iterdir() if p.is_dir() and any(p.glob("test_*.py"))):
+    if str(_folder) not in sys.path:
+        sys.path.append(str(_folder))
 
 # pytest-randomly (dev extra) is off unless asked for (`-p randomly`, see pyproject.toml).
 # Inner runs must not pick it up either, whatever the outer run does: their tests check

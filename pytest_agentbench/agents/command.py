@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pytest_agentbench.agents.endpoint import AgentEndpoint
 from pytest_agentbench.agents.gateway import Gateway
-from pytest_agentbench.agents.route import CallRecord, ClientFor, Route
+from pytest_agentbench.agents.route import CallRecord, ClientFor, Route, RouteStop
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.records import Failure
 from pytest_agentbench.core.stream import EventSink
@@ -224,10 +224,15 @@ class CommandSession:
             "python": sys.executable,
             "suite_dir": str(Path(self.task.path).parent),
             "task_id": self.task.id,
+            "base_url": self.route.endpoint.base_url,
         }
         if self.options.prompt == "argv":
             values["prompt"] = prompt
         return fill_template(template, values)
+
+    def _stdin(self, index: int, prompt: str) -> str | None:
+        """What the agent reads on stdin in attempt ``index`` (None: nothing)."""
+        return prompt if self.options.prompt == "stdin" else None
 
     def attempt(
         self,
@@ -279,7 +284,7 @@ class CommandSession:
             result = self._workspace.run(
                 command,
                 limits=limits,
-                stdin=prompt if self.options.prompt == "stdin" else None,
+                stdin=self._stdin(index, prompt),
                 env=self.options.env,
                 stand_ins=endpoint.environment(),
                 stop=route.stopped,
@@ -315,22 +320,9 @@ class CommandSession:
         stop = route.stop_info
         every = route.calls
         if stop is not None:
-            run.stop = (
-                "loop_killed"
-                if stop.reason == "loop_killed"
-                else ("timeout" if stop.reason == "timeout" else "harness_error")
-            )
-            run.killed = stop.evidence if stop.reason == "loop_killed" else None
-            run.error = (
-                f"agent killed: {stop.message}"
-                if stop.reason == "loop_killed"
-                else (f"agent stopped: {stop.message}")
-            )
-            if stop.reason == "timeout":
-                run.error = f"agent timed out after {timeout_s:g} s ({every} model calls)"
+            stopped_by_route(run, stop, timeout_s, every)
         elif result.killed_by == "timeout":
-            run.stop = "timeout"
-            run.error = f"agent timed out after {timeout_s:g} s ({every} model calls)"
+            timed_out(run, timeout_s, every)
         elif result.exit_code != 0:
             run.stop = "agent_failed"
             if result.exit_code is None:
@@ -343,17 +335,7 @@ class CommandSession:
         elif calls == 0:
             run.stop = "agent_failed"
             run.error = "agent made no model call"
-        if run.stop == "loop_killed":
-            run.failure = "loop_killed"
-            run.failure_detail = Failure.of("loop_killed", run.error or "")
-        elif run.stop == "timeout":
-            run.failure = "model_timeout"
-            run.failure_detail = Failure(
-                kind="model_timeout", stage="deadline", message=run.error or ""
-            )
-        elif run.stop == "harness_error":
-            run.failure = "harness"
-            run.failure_detail = Failure.of("harness", run.error or "")
+        record_failure(run)
         agent: JsonObject = {
             "kind": "command",
             "argv": list(argv),
@@ -376,6 +358,38 @@ class CommandSession:
         run.trajectory.append({"attempt": index + 1, "agent": agent})
 
 
+def timed_out(run: AgentRun, timeout_s: float, calls: int) -> None:
+    run.stop = "timeout"
+    run.error = f"agent timed out after {timeout_s:g} s ({calls} model calls)"
+
+
+def stopped_by_route(run: AgentRun, stop: RouteStop, timeout_s: float, calls: int) -> None:
+    """An attempt its route ended: a loop (with the evidence), the deadline, or the
+    harness (the circuit breaker, a rate-limit slot never free)."""
+    if stop.reason == "loop_killed":
+        run.stop, run.killed = "loop_killed", stop.evidence
+        run.error = f"agent killed: {stop.message}"
+    elif stop.reason == "timeout":
+        timed_out(run, timeout_s, calls)
+    else:
+        run.stop, run.error = "harness_error", f"agent stopped: {stop.message}"
+
+
+def record_failure(run: AgentRun) -> None:
+    """The structured failure of an attempt a loop, the deadline or the harness ended."""
+    if run.stop == "loop_killed":
+        run.failure = "loop_killed"
+        run.failure_detail = Failure.of("loop_killed", run.error or "")
+    elif run.stop == "timeout":
+        run.failure = "model_timeout"
+        run.failure_detail = Failure(
+            kind="model_timeout", stage="deadline", message=run.error or ""
+        )
+    elif run.stop == "harness_error":
+        run.failure = "harness"
+        run.failure_detail = Failure.of("harness", run.error or "")
+
+
 def _final_text(records: Sequence[CallRecord]) -> str:
     """The last assistant message the gateway relayed: the last reply without tool calls
     (else the last reply)."""
@@ -396,6 +410,17 @@ def _finish(records: Sequence[CallRecord]) -> str | None:
     return "stop"
 
 
+def open_workspace(task: Task, root: Path, isolation: str) -> Workspace:
+    """A fresh agent workspace at ``root`` seeded from the task's files."""
+    import shutil
+
+    if root.is_symlink() or root.is_file():
+        root.unlink()
+    elif root.exists():
+        shutil.rmtree(root)
+    return AgentWorkspace.create(root, task.files, task.files_dir, isolation=isolation)
+
+
 def open_command_session(
     task: Task,
     root: Path,
@@ -409,16 +434,10 @@ def open_command_session(
     """A command agent's session for ``task``: a fresh workspace at ``root`` seeded from
     the task's files, and a route on ``gateway`` to the task's model. Raises
     AgentbenchError (SandboxError) when either cannot be had."""
-    import shutil
-
     if task.agent is None or task.agent.kind != "command":
         raise AgentbenchError(f"task {task.id!r} has no command agent")
     options = CommandOptions.parse(task.agent.options)
-    if root.is_symlink() or root.is_file():
-        root.unlink()
-    elif root.exists():
-        shutil.rmtree(root)
-    workspace = AgentWorkspace.create(root, task.files, task.files_dir, isolation=isolation)
+    workspace = open_workspace(task, root, isolation)
     route = gateway.open_route(task.key, model_label, clients, kill_policy=kill_policy)
     strict = isolation == "strict"
     return CommandSession(task, options, workspace, gateway, route, strict_network=strict)

@@ -18,7 +18,7 @@ from pytest_agentbench.runner.loopguard import KillPolicy
 from pytest_agentbench.suites.task import Task
 
 #: The agent kinds a suite may name (the suite schema lists the same).
-AGENT_KINDS = ("command",)
+AGENT_KINDS = ("command", "python", "acp")
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,30 @@ def open_session(task: Task, root: Path, context: AgentContext) -> Session:
         from pytest_agentbench.agents.command import open_command_session
 
         return open_command_session(
+            task,
+            root,
+            context.gateway,
+            context.clients,
+            context.model_label,
+            isolation=context.isolation,
+            kill_policy=context.kill_policy,
+        )
+    if agent.kind == "python":
+        from pytest_agentbench.agents.python_agent import open_python_session
+
+        return open_python_session(
+            task,
+            root,
+            context.gateway,
+            context.clients,
+            context.model_label,
+            isolation=context.isolation,
+            kill_policy=context.kill_policy,
+        )
+    if agent.kind == "acp":
+        from pytest_agentbench.agents.acp_agent import open_acp_session
+
+        return open_acp_session(
             task,
             root,
             context.gateway,

@@ -20,11 +20,14 @@ def run_coverage(
     interrupted: bool,
     stopped: str | None = None,
     skipped: int = 0,
+    over_budget: int = 0,
 ) -> JsonObject:
     """The ``coverage`` object of summary.json and the CTRF run extra: ``partial``,
     ``tasks``, ``planned``, ``selected``, ``deselected``, ``skipped`` and ``reasons``
     (short phrases, empty when the run is whole). A task skipped by a mark was meant not
-    to run: it has no record and does not make the run partial."""
+    to run: it has no record and does not make the run partial. A task the spending cap
+    stopped (``over_budget``) has no record either: it makes the run partial, with the
+    reason ``N not run: budget`` and the count as ``over_budget``."""
     planned = max(selected + deselected, tasks + skipped)
     done = tasks + skipped
     reasons: list[JsonValue] = []
@@ -35,8 +38,11 @@ def run_coverage(
     if deselected:
         reasons.append(f"{deselected} deselected")
     not_run = max(selected, done) - done
-    if not_run and not interrupted and not stopped:
-        reasons.append(f"{not_run} selected but not run")
+    budget = min(over_budget, not_run)
+    if budget:
+        reasons.append(f"{budget} not run: budget")
+    if not_run - budget and not interrupted and not stopped:
+        reasons.append(f"{not_run - budget} selected but not run")
     if skipped:
         reasons.append(f"{skipped} skipped")
     partial = interrupted or done < planned
@@ -48,6 +54,7 @@ def run_coverage(
         "deselected": deselected,
         "skipped": skipped,
         "reasons": reasons if partial else [],
+        **({"over_budget": budget} if budget else {}),
     }
 
 

@@ -93,6 +93,8 @@ def ctrf_test(record: TaskRecord) -> JsonObject:
             "rollout_dir": record.rollout_dir,
             "failure": None if failure is None else failure.to_json(),
             "control": None if control is None else control.to_json(),
+            "cost": None if record.cost is None else record.cost.to_json(),
+            "cached": record.cached,
             "judge": record.judge,
         }
     }

@@ -88,6 +88,11 @@ def task_record(
         failure=_evidence(rollout.failure, rollout_dir),
         judge=judge_totals([a.judge for a in rollout.attempts if a.judge is not None]),
     )
+    waited = sum(attempt.waited_s for attempt in rollout.attempts)
+    if waited >= 0.0005:
+        record = replace(record, waited_s=round(waited, 3))
+    if rollout.outcome == "length_exceeded" and rollout.attempts:
+        record = replace(record, length_limit=rollout.attempts[-1].length_limit)
     return SHARED.share(record)
 
 

@@ -32,6 +32,7 @@ def write_run_reports(run_dir: Path, records: Sequence[TaskRecord], run: RunFact
             "coverage": dict(run.coverage) if run.coverage is not None else None,
             "fingerprint": run.settings.get("fingerprint"),
             "usage": totals["usage"],
+            "cost": totals["cost"],
             "stats": totals["stats"],
             "invalid": invalid_reason(records),
             "judge": judge_summary(records, min_kappa_of(run.settings)),

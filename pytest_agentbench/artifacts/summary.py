@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_agentbench.artifacts.controls import controls_summary, invalid_reason, task_records
+from pytest_agentbench.artifacts.cost_totals import cache_totals, run_cost
 from pytest_agentbench.artifacts.jsonio import Streamed
 from pytest_agentbench.artifacts.judge_summary import judge_summary
 from pytest_agentbench.artifacts.lineup import model_comparisons, reduced_score, task_samples
@@ -127,6 +128,7 @@ def _group_scores(
                 "stats": score_stats(members, errors_as_failures=errors_as_failures),
                 "repair_curve": repair_curve(members, errors_as_failures=errors_as_failures),
                 "reduced": _reduced(suite, model, members, errors_as_failures),
+                "cost": run_cost(members),
             }
         )
     return rows
@@ -168,6 +170,8 @@ def run_totals(records: Sequence[TaskRecord], *, errors_as_failures: bool = Fals
         "repaired": sum(1 for r in records if r.repaired),
         "incomplete": sum(1 for r in records if r.incomplete),
         "usage": run_usage(records),
+        "cost": run_cost(records),
+        "cache": cache_totals(records),
         "stats": score_stats(records, errors_as_failures=errors_as_failures),
         "repair_curve": repair_curve(records, errors_as_failures=errors_as_failures),
     }

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.base import ModelSpec
+from pytest_agentbench.models.prices import LIST_KEYS, MAX_PRICE
 from pytest_agentbench.sandbox.environ_guard import secret_like
 
 #: A model name: what item ids, rollout folders and the summary call the model.
@@ -43,6 +44,8 @@ class ModelEntry:
     base_url: str | None = None
     key_env: str | None = None
     sampling: dict[str, SamplingValue] = field(default_factory=dict)
+    #: ``price_in=`` ... per million tokens (models/prices.LIST_KEYS), as given
+    prices: dict[str, float] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -87,19 +90,22 @@ def parse_model_line(line: str, number: int, where: str = "") -> ModelEntry:
         raise AgentbenchError(f"{where}: {exc}") from None
     entry: dict[str, str | None] = {"base_url": None, "key_env": None}
     sampling: dict[str, SamplingValue] = {}
+    prices: dict[str, float] = {}
     for word in words[1:]:
         key, eq, value = word.partition("=")
         if not eq or not value:
             raise AgentbenchError(f"{where}: expected key=value, got {word!r}")
         if key in entry:
             entry[key] = value
+        elif key in LIST_KEYS:
+            prices[key] = _price(value, f"{where}: {key}")
         elif key in _SAMPLING_KEYS:
             try:
                 sampling[key] = _SAMPLING_KEYS[key](value)
             except ValueError:
                 raise AgentbenchError(f"{where}: {key}: expected a number, got {value!r}") from None
         else:
-            known = ", ".join(["base_url", "key_env", *_SAMPLING_KEYS])
+            known = ", ".join(["base_url", "key_env", *_SAMPLING_KEYS, *LIST_KEYS])
             raise AgentbenchError(f"{where}: unknown key {key!r} (known: {known})")
     key_env = entry["key_env"]
     if key_env is not None and not secret_like(key_env):
@@ -108,7 +114,21 @@ def parse_model_line(line: str, number: int, where: str = "") -> ModelEntry:
             "(contain KEY, TOKEN or SECRET), so the run hides its value from the code it "
             "runs (docs/sandbox.md, The harness's secrets)"
         )
-    return ModelEntry(spec, name, entry["base_url"], key_env, sampling)
+    return ModelEntry(spec, name, entry["base_url"], key_env, sampling, prices)
+
+
+def _price(value: str, where: str) -> float:
+    """A models list price (USD per million tokens)."""
+    try:
+        found = float(value)
+    except ValueError:
+        found = -1.0
+    if not 0 <= found <= MAX_PRICE:
+        raise AgentbenchError(
+            f"{where}: expected a price from 0 to {MAX_PRICE:g} USD per million tokens, "
+            f"got {value!r}"
+        )
+    return found
 
 
 def model_entries(cli: object, ini_lines: object, single: object) -> list[ModelEntry]:

@@ -275,6 +275,7 @@ def add_options(parser: pytest.Parser) -> None:
         help="add one negative control per suite file to a model run (excluded from the "
         "scores); if one passes, the run is marked invalid and the gate fails",
     )
+    _add_cost(group, parser)
     _add_judge_options(group, parser)
     _add_sampling(group, parser)
     parser.addini("agentbench_model", "model spec used when --agentbench-model is not given")
@@ -324,6 +325,49 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("agentbench_perturb", "perturbations to run, comma-separated")
     parser.addini("agentbench_seed", "seed of the run's random choices (default 0)")
     parser.addini("agentbench_html", "path of the HTML report (default: the run folder's)")
+
+
+def _add_cost(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
+    """Prices and the spending cap (docs/cost.md)."""
+    group.addoption(
+        "--agentbench-prices",
+        metavar="FILE",
+        help="a price file (TOML, or JSON): per model, USD per million tokens of input, "
+        "output, cache_read, cache_write; wins over the built-in table (docs/cost.md)",
+    )
+    group.addoption(
+        "--agentbench-max-cost",
+        metavar="USD",
+        type=float,
+        help="stop sending once this run's spend plus the worst case of the requests in "
+        "flight would pass USD; tasks not sent are reported as not run (reason budget) and "
+        "--agentbench-resume finishes them later",
+    )
+    group.addoption(
+        "--agentbench-cache",
+        metavar="DIR",
+        nargs="?",
+        const=".agentbench-cache",
+        help="answer a request identical to one already answered from its recorded reply, "
+        "not the provider (default folder .agentbench-cache); docs/cost.md",
+    )
+    group.addoption(
+        "--agentbench-cache-mode",
+        choices=("read-write", "read", "write", "refresh"),
+        help="read-write (default: replay hits, record misses), read (replay only), write "
+        "(send everything, record what is new), refresh (send everything, record over)",
+    )
+    group.addoption(
+        "--agentbench-dry-run",
+        action="store_true",
+        help="send nothing: print per suite x model the requests the run would send, its "
+        "prompt tokens (estimated) and its cost from every task right first time to every "
+        "repair used at max_tokens",
+    )
+    parser.addini("agentbench_cache", "response cache folder (turns the cache on)")
+    parser.addini("agentbench_cache_mode", "read-write, read, write or refresh")
+    parser.addini("agentbench_prices", "price file (TOML or JSON), see docs/cost.md")
+    parser.addini("agentbench_max_cost", "spending cap of a run in USD")
 
 
 def _add_sampling(group: pytest.OptionGroup, parser: pytest.Parser) -> None:

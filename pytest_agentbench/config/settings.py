@@ -45,6 +45,7 @@ from pytest_agentbench.core.choices import (
     Isolation,
     RepairMode,
 )
+from pytest_agentbench.core.cost import Price
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.sampling import Sampling, sampling_problems
 from pytest_agentbench.core.urls import public_url
@@ -140,6 +141,16 @@ class Settings:
     #: A reducer is no closed set (``pass@K`` takes any K): model_list.parse_reducer checks it.
     epochs: int | None = None
     reducer: str | None = None
+    #: The model's price (models/prices.py), None when nobody knows it; the user's price
+    #: file; the run's spending cap in USD (--agentbench-max-cost).
+    price: Price | None = None
+    prices_file: Path | None = None
+    max_cost: float | None = None
+    #: The response cache's folder (--agentbench-cache) and mode; None: no cache.
+    cache_dir: Path | None = None
+    cache_mode: str = "read-write"
+    #: --agentbench-dry-run: forecast the run, send nothing
+    dry_run: bool = False
 
     @property
     def model_name(self) -> str:
@@ -224,11 +235,16 @@ class Settings:
                     "base_url": public_url(one.base_url) if one.base_url else None,
                     "sampling": one.sampling.public(),
                     "fingerprint": one.fingerprint(),
+                    "price": one.price.to_json() if one.price is not None else None,
                 }
                 for one in self.lineup()
             ],
             "epochs": self.epochs,
             "reducer": self.reducer,
+            "prices_file": str(self.prices_file) if self.prices_file else None,
+            "max_cost": self.max_cost,
+            "cache": str(self.cache_dir) if self.cache_dir else None,
+            "cache_mode": self.cache_mode if self.cache_dir else None,
             "judge": None if self.judge is None else self.judge.public(),
             "judge_ini": None if self.judge_ini is None else self.judge_ini.public(),
             "judge_labels": str(self.judge_labels) if self.judge_labels else None,
@@ -342,7 +358,53 @@ def resolve_settings(option: OptionReader, ini: OptionReader, env: Mapping[str, 
         if (kappa := given("judge_min_kappa")) is not None
         else None,
     )
-    return with_models(settings, entries, option, ini, env)
+    settings = replace(settings, dry_run=bool(option("agentbench_dry_run")))
+    return with_prices(with_models(settings, entries, option, ini, env), entries, given)
+
+
+def with_prices(settings: Settings, entries: list[ModelEntry], given: OptionReader) -> Settings:
+    """``settings`` with each model's price (models/prices.resolve_price: its models
+    list keys, the user's ``agentbench_prices`` file, the shipped table) and the
+    ``--agentbench-max-cost`` cap."""
+    from pytest_agentbench.models.prices import load_price_file, resolve_price
+    from pytest_agentbench.models.response_cache import CACHE_MODES
+
+    prices, cap = given("prices"), given("max_cost")
+    cache, mode = given("cache"), given("cache_mode")
+    cache_dir = Path(str(cache)) if cache else None
+    cache_mode = choice("agentbench cache mode", mode, CACHE_MODES) or "read-write"
+    path = Path(str(prices)) if prices else None
+    user = load_price_file(path) if path is not None else {}
+    max_cost = number("agentbench max cost", cap, float, 0.0) if cap is not None else None
+    listed = {entry.label: entry.prices for entry in entries}
+
+    def priced(one: Settings) -> Settings:
+        price = resolve_price(
+            one.model,
+            name=one.name,
+            base_url=one.base_url,
+            user=user,
+            listed=listed.get(one.model_name),
+        )
+        return replace(
+            one,
+            price=price,
+            prices_file=path,
+            max_cost=max_cost,
+            cache_dir=cache_dir,
+            cache_mode=cache_mode,
+        )
+
+    models = tuple(priced(one) for one in settings.models)
+    settings = replace(priced(settings), models=models)
+    unpriced = [one.model_name for one in settings.lineup() if one.price is None]
+    if max_cost is not None and unpriced:
+        raise AgentbenchError(
+            f"--agentbench-max-cost needs the price of every model, and "
+            f"{', '.join(unpriced)} has none: give it in a price file (--agentbench-prices) "
+            "or the models list (price_in=, price_out=); see docs/cost.md"
+        )
+    return settings
 
 
 def judge_setting(value: object, where: str) -> JudgeModel | None:

@@ -2,7 +2,7 @@
 
 ``json.loads`` returns ``Any``; the code that reads a file, a request or a reply turns
 that into a ``JsonValue`` (or, better, into a record of its own) at once, so ``Any``
-stays at the edge (``tests/test_any_edge.py`` keeps the count). A ``JsonValue`` read
+stays at the edge (``tests/package/test_any_edge.py`` keeps the count). A ``JsonValue`` read
 back is narrowed with ``isinstance`` before use: that is where a malformed file or reply
 is caught and named.
 """

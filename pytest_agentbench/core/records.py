@@ -54,10 +54,21 @@ class Attempt:
     usage: JsonObject = field(default_factory=dict)
     usage_native: JsonObject | None = None
     elapsed_s: float = 0.0
+    #: of ``elapsed_s``, the seconds its requests waited in the server's queue before
+    #: their own time began: not the model's time (models/queue.py)
+    waited_s: float = 0.0
+    #: which limit cut the reply when it ended with ``length``: ``output_tokens`` (the
+    #: request's max_tokens) or ``context_window`` (prompt and answer filled the model's
+    #: context first); None otherwise
+    length_limit: str | None = None
     error: str | None = None
     loop: JsonObject | None = None
     turns: int | None = None
     tool_calls: list[JsonObject] | None = None
+    #: model calls replayed from the response cache (not sent, not paid for) and their
+    #: summed usage (None when none was)
+    cached: int = 0
+    cached_usage: JsonObject | None = None
     #: what judging this attempt cost and found (the judge verifier's summary), or None
     judge: JsonObject | None = None
 

@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Literal, cast, get_args
 
 from pytest_agentbench import errors
+from pytest_agentbench.core.cost import CostRecord
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.record_parts import (
     ControlRecord,
@@ -29,6 +30,7 @@ from pytest_agentbench.core.record_parts import (
     maybe_bool,
     maybe_int,
     maybe_json_object,
+    maybe_number,
     maybe_str,
     nullable_int,
     nullable_number,
@@ -55,6 +57,7 @@ FailureKind = Literal[
     "provider_error",
     "transport_error",
     "circuit_open",
+    "budget",
     "model_timeout",
     "model_error",
     "loop_killed",
@@ -77,6 +80,7 @@ _MODEL_KINDS: tuple[tuple[type[BaseException], FailureKind], ...] = (
     (errors.ProviderError, "provider_error"),
     (errors.TransportError, "transport_error"),
     (errors.CircuitOpen, "circuit_open"),
+    (errors.BudgetExhausted, "budget"),
     (errors.ModelTimeout, "model_timeout"),
     (errors.ModelError, "model_error"),
     (errors.SandboxError, "sandbox_error"),
@@ -191,7 +195,7 @@ class Failure:
 
 
 #: The required fields, in the order they are written. The schema in
-#: ``schemas/task_record.schema.json`` says the same; ``tests/test_record_schemas.py``
+#: ``schemas/task_record.schema.json`` says the same; ``tests/package/test_record_schemas.py``
 #: checks that they agree.
 REQUIRED_FIELDS = (
     "nodeid",
@@ -232,6 +236,10 @@ OPTIONAL_FIELDS = (
     "epoch",
     "reducer",
     "control",
+    "cost",
+    "cached",
+    "waited_s",
+    "length_limit",
     "judge",
 )
 _KNOWN = frozenset((*REQUIRED_FIELDS, *OPTIONAL_FIELDS, "failure", "schema_version"))
@@ -285,6 +293,18 @@ class TaskRecord:
     #: set on a control's record (artifacts/controls.py): which control, what it expected,
     #: whether it behaved; a control is never scored
     control: ControlRecord | None = None
+    #: what the task cost (core/cost.py), set when the run prices its model; its ``usd``
+    #: is None when the price or the usage is not known
+    cost: CostRecord | None = None
+    #: how many of its model calls were replayed from the response cache (not sent)
+    cached: int | None = None
+    #: seconds its model requests waited in the server's queue before their own time
+    #: began (models/queue.py): not the model's time, so not spent from its timeout;
+    #: set when there was any
+    waited_s: float | None = None
+    #: which limit cut the last reply of a ``length_exceeded`` task: ``output_tokens`` or
+    #: ``context_window``
+    length_limit: str | None = None
     #: set when a judge graded the task (verifiers/judge.py): its model, fingerprint,
     #: template hash, rubric digest, calls, usage, wall time, score and error
     judge: JsonObject | None = None
@@ -339,10 +359,18 @@ class TaskRecord:
             data["crashed_worker"] = self.crashed_worker
         if self.epoch is not None:
             data["epoch"] = self.epoch
+        if self.waited_s is not None:
+            data["waited_s"] = self.waited_s
+        if self.length_limit is not None:
+            data["length_limit"] = self.length_limit
         if self.reducer is not None:
             data["reducer"] = self.reducer
         if self.control is not None:
             data["control"] = self.control.to_json()
+        if self.cost is not None:
+            data["cost"] = self.cost.to_json()
+        if self.cached is not None:
+            data["cached"] = self.cached
         if self.judge is not None:
             data["judge"] = self.judge
         data.update(self.extras)
@@ -372,6 +400,7 @@ class TaskRecord:
         rounds = obj.get("rounds")
         reruns = obj.get("reruns")
         control = obj.get("control")
+        cost = obj.get("cost")
         return cls(
             nodeid=read_str(obj, "nodeid", where),
             file=read_str(obj, "file", where),
@@ -417,10 +446,14 @@ class TaskRecord:
             ),
             crashed_worker=maybe_str(obj, "crashed_worker", where),
             epoch=maybe_int(obj, "epoch", where),
+            waited_s=maybe_number(obj, "waited_s", where),
+            length_limit=maybe_str(obj, "length_limit", where),
             reducer=maybe_str(obj, "reducer", where),
             control=None
             if control is None
             else ControlRecord.from_json(control, f"{where}.control"),
+            cost=None if cost is None else CostRecord.from_json(cost, f"{where}.cost"),
+            cached=maybe_int(obj, "cached", where),
             judge=maybe_json_object(obj, "judge", where),
             extras={k: cast(JsonValue, v) for k, v in obj.items() if k not in _KNOWN},
             schema_version=version,

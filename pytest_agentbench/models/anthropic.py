@@ -21,15 +21,14 @@ from pytest_agentbench.errors import (
     RATE_LIMIT_STATUSES,
     ProviderError,
     RateLimited,
-    TransportError,
 )
 from pytest_agentbench.models.anthropic_format import anthropic_messages
 from pytest_agentbench.models.base import (
     FinishReason,
-    Generation,
     ModelRequest,
     ModelSpec,
     ToolCall,
+    Usage,
 )
 from pytest_agentbench.models.http import (
     ProtocolClient,
@@ -213,15 +212,10 @@ class AnthropicClient(ProtocolClient[_Received]):
     def _new_received(self) -> _Received:
         return _Received()
 
-    def _read_stream(self, response: httpx.Response, received: _Received, emit: EventSink) -> None:
-        self._read_events(response, received, emit)
-        if not received.done and received.stop_reason is None:
-            raise TransportError(
-                f"{self.spec.label}: the stream from {self.public_endpoint} ended before "
-                "its finish (no message_delta stop_reason, no message_stop)",
-                endpoint=self.public_endpoint,
-                status=received.status,
-            )
+    STREAM_FINISH = "no message_delta stop_reason, no message_stop"
+
+    def _stream_finished(self, received: _Received) -> bool:
+        return received.done or received.stop_reason is not None
 
     def _on_stream_event(
         self, event_type: str, text: str, received: _Received, emit: EventSink
@@ -374,37 +368,27 @@ class AnthropicClient(ProtocolClient[_Received]):
             )
         return obj
 
-    def _generation(
-        self,
-        received: _Received,
-        body: JsonObject,
-        started: float,
-        error: str | None = None,
-    ) -> Generation:
-        """The Generation of what arrived. Before message_delta, ``output_tokens`` is only
-        message_start's placeholder, so output is counted from the text and flagged."""
-        text = "".join(received.text)
-        thinking = "".join(received.thinking)
+    def _usage(self, received: _Received, text: str, thinking: str) -> Usage:
+        """Before message_delta, ``output_tokens`` is only message_start's placeholder, so
+        output is counted from the text and flagged."""
         usage = normalise_anthropic_usage(received.usage)
         if not received.final:
             counted = recovered_usage(text, thinking)
             parts = (usage.input, usage.cache_read, usage.cache_write, counted.output)
             total = sum(p for p in parts if p is not None) if None not in parts else None
             usage = dataclasses.replace(usage, output=counted.output, total=total, recovered=True)
-        tool_calls = received.tool_calls()
-        generation = self._assemble(
-            text=text,
-            thinking=thinking,
-            tool_calls=tool_calls,
-            finish_reason=map_stop_reason(received.stop_reason),
-            usage=usage,
-            native_usage=received.usage,
-            native_finish={
-                "stop_reason": received.stop_reason,
-            },
-            status=received.status,
-            body=body,
-            started=started,
-            error=error,
-        )
-        return dataclasses.replace(generation, reasoning_blocks=received.reasoning_blocks())
+        return usage
+
+    def _tool_calls(self, received: _Received) -> tuple[ToolCall, ...]:
+        return received.tool_calls()
+
+    def _finish_reason(
+        self, received: _Received, tool_calls: tuple[ToolCall, ...]
+    ) -> FinishReason | None:
+        return map_stop_reason(received.stop_reason)
+
+    def _native_finish(self, received: _Received, finish: FinishReason | None) -> JsonObject:
+        return {"stop_reason": received.stop_reason}
+
+    def _reasoning_blocks(self, received: _Received) -> tuple[JsonObject, ...]:
+        return received.reasoning_blocks()

@@ -21,6 +21,7 @@ from pytest_agentbench.errors import AgentbenchError
 __all__ = [
     "KNOWN_PROVIDERS",
     "REQUEST_CALL",
+    "REQUEST_EPOCH",
     "REQUEST_TASK",
     "SCRIPTED_PROTOCOLS",
     "EventSink",
@@ -49,6 +50,8 @@ SCRIPTED_PROTOCOLS = ("openai", "openai-responses", "anthropic")
 #: ``ModelRequest.metadata`` keys the runner sets on every request.
 REQUEST_TASK = "task"
 REQUEST_CALL = "call"
+#: the task's epoch (1..K, "0" for a task run once): part of the response cache's key
+REQUEST_EPOCH = "epoch"
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "other"]
 
@@ -192,6 +195,9 @@ class Generation:
     usage_native: Mapping[str, JsonValue] | None = None
     exchange: Mapping[str, JsonValue] = field(default_factory=dict)
     elapsed_s: float = 0.0
+    #: Of ``elapsed_s``, the seconds the request waited in its server's queue before its
+    #: own time began (models/queue.py): not the model's time.
+    waited_s: float = 0.0
     #: Protocol-native reasoning blocks the provider requires back, unchanged, when the
     #: conversation continues after this turn's tool calls (Anthropic ``thinking`` with its
     #: ``signature``, ``redacted_thinking``); empty for protocols that need none.

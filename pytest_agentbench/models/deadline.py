@@ -45,7 +45,7 @@ class _DeadlineClock:
             self._count += 1
             earliest = not heap or deadline < heap[0][0]
             heapq.heappush(heap, (deadline, self._count, watchdog))
-            watchdog.queued = True
+            watchdog.entries += 1
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="agentbench-deadlines", daemon=True
@@ -71,10 +71,10 @@ class _DeadlineClock:
                     self._wake.wait(delay)
                     continue
                 heapq.heappop(heap)
-                watchdog.queued = False
+                watchdog.entries -= 1
                 if watchdog.finished:
                     self.finished -= 1
-                else:
+                elif deadline == watchdog.deadline:  # (an entry of a moved deadline is stale)
                     watchdog.fire()
 
 
@@ -84,14 +84,25 @@ _CLOCK = _DeadlineClock()
 class Watchdog:
     """Shuts the response's socket at the deadline, unblocking a read stuck in recv."""
 
-    __slots__ = ("_socket", "deadline", "finished", "fired", "queued")
+    __slots__ = ("_early", "_socket", "deadline", "entries", "finished", "fired")
 
     def __init__(self, deadline: float | None) -> None:
         self.deadline = deadline
         self.fired = False
         self.finished = False
-        self.queued = False  # in the clock's heap
+        self.entries = 0  # its entries in the clock's heap (more than one once moved)
         self._socket: socket.socket | None = None
+        self._early: list[socket.socket] | None = None
+
+    def arm_early(self, sockets: list[socket.socket]) -> None:
+        """Watch before the response's headers arrive: at the deadline, shut every socket
+        in ``sockets`` (a list that may still grow: the connections of the one thread
+        that sends this request, so only this request or idle connections are hit)."""
+        if self.deadline is None:
+            return
+        with _CLOCK.lock:
+            self._early = sockets
+        _CLOCK.add(self.deadline, self)
 
     def arm(self, response: httpx.Response) -> None:
         if self.deadline is None:
@@ -100,25 +111,41 @@ class Watchdog:
         sock = stream.get_extra_info("socket") if stream is not None else None
         if not isinstance(sock, socket.socket):
             return
-        self._socket = sock
-        _CLOCK.add(self.deadline, self)
+        with _CLOCK.lock:
+            self._socket = sock
+            queued = self.entries > 0  # armed early: its entry holds the deadline
+        if not queued:
+            _CLOCK.add(self.deadline, self)
+
+    def move(self, deadline: float) -> None:
+        """A new deadline, earlier or later (the request's own time began later than it
+        was sent: models/queue.py). Before ``arm`` it is only remembered."""
+        with _CLOCK.lock:
+            self.deadline = deadline
+            armed = (self._socket is not None or self._early is not None) and not self.finished
+        if armed:
+            _CLOCK.add(deadline, self)
 
     def fire(self) -> None:
         """Called by the clock, holding its lock, at the deadline of an unfinished
         request: shut its socket."""
-        if self._socket is None:
+        if self._socket is not None:
+            sockets = [self._socket]
+        elif self._early is not None:
+            sockets = [sock for sock in self._early if sock.fileno() != -1]
+        else:
             return
         self.fired = True
-        with contextlib.suppress(OSError):
-            self._socket.shutdown(socket.SHUT_RDWR)
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def finish(self) -> None:
         """The request is over: the deadline no longer applies (its heap entry is left
         for the clock to drop)."""
-        if self._socket is None:
+        if self._socket is None and self._early is None:
             return
         with _CLOCK.lock:
             self.finished = True
-            self._socket = None
-            if self.queued:
-                _CLOCK.finished += 1
+            self._socket = self._early = None
+            _CLOCK.finished += self.entries

@@ -3,16 +3,20 @@ messages, URLs (the deadline watchdog is in models/deadline.py)."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import email.utils
 import json
+import socket
 import ssl
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Generic, Protocol, TypeVar
 
 import httpx
 
+from pytest_agentbench.core.durations import seconds_text
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import EventSink, StreamEvent
 from pytest_agentbench.core.urls import public_url
@@ -21,10 +25,12 @@ from pytest_agentbench.errors import (
     ModelError,
     ModelTimeout,
     ProviderError,
+    QueueTimeout,
     RateLimited,
     TransportError,
 )
 from pytest_agentbench.models.base import (
+    REQUEST_EPOCH,
     FinishReason,
     Generation,
     ModelRequest,
@@ -35,7 +41,10 @@ from pytest_agentbench.models.base import (
 )
 from pytest_agentbench.models.deadline import Watchdog
 from pytest_agentbench.models.overflow import context_overflow, error_object, overflow_error
+from pytest_agentbench.models.queue import Place, ServerQueue, wait_limit_s
+from pytest_agentbench.models.response_cache import Recorded, ResponseCache, Tee, request_key
 from pytest_agentbench.models.sse import SSEParser, StringSlot, parse_json
+from pytest_agentbench.models.usage import recovered_usage
 
 CONNECT_TIMEOUT_S = 10.0
 ERROR_BODY_LIMIT = 65536
@@ -100,6 +109,33 @@ def timeout_for(deadline: float | None) -> httpx.Timeout:
     return httpx.Timeout(remaining, connect=min(CONNECT_TIMEOUT_S, remaining))
 
 
+def _socket_tracer(sockets: list[socket.socket]) -> Callable[[str, JsonObject], None]:
+    """An httpcore trace hook that keeps the socket of each connection it opens in
+    ``sockets``: a request waiting for its response headers has no other handle on its
+    socket (the watchdog of a queued request shuts it: models/queue.py)."""
+
+    def trace(event: str, info: JsonObject) -> None:
+        if event == "connection.connect_tcp.complete":
+            stream: object = info.get("return_value")
+            extra = getattr(stream, "get_extra_info", None)
+            sock = extra("socket") if extra is not None else None
+            if isinstance(sock, socket.socket):
+                sockets[:] = [s for s in sockets if s.fileno() != -1]
+                sockets.append(sock)
+
+    return trace
+
+
+def _traced(sockets: list[socket.socket]) -> Callable[[httpx.Request], None]:
+    """An httpx request hook that sets ``_socket_tracer(sockets)`` as the request's trace."""
+    trace = _socket_tracer(sockets)
+
+    def hook(request: httpx.Request) -> None:
+        request.extensions["trace"] = trace
+
+    return hook
+
+
 class ErrorMapping:
     """How every client turns HTTP failures into our error tree. Mixed into a client that
     has ``spec`` (its label names the model) and ``public_endpoint`` (no credentials);
@@ -137,7 +173,7 @@ class ErrorMapping:
     def _timeout_error(self, request: ModelRequest) -> ModelTimeout:
         return ModelTimeout(
             f"{self.spec.label}: no complete reply from {self.public_endpoint} within the "
-            f"{request.timeout_s:g} s deadline",
+            f"{seconds_text(request.timeout_s or 0)} s deadline",
             endpoint=self.public_endpoint,
         )
 
@@ -151,7 +187,7 @@ class ErrorMapping:
         if isinstance(exc, httpx.ReadTimeout) and idle is not None:
             return ModelTimeout(
                 f"{self.spec.label}: no byte from {self.public_endpoint} for "
-                f"{idle:g} s (the idle timeout)",
+                f"{seconds_text(idle)} s (the idle timeout)",
                 endpoint=self.public_endpoint,
             )
         if isinstance(exc, httpx.TimeoutException):
@@ -195,10 +231,19 @@ def _reads_as_stream(response: httpx.Response, asked: bool) -> bool:
     return response.read().lstrip().startswith(_SSE_STARTS)
 
 
-def attach_partial(error: ModelError, partial: Generation | None) -> ModelError:
-    """Give ``error`` the contract every client keeps: ``partial`` (what arrived, or None)
-    and ``retry_after`` (None unless the server said)."""
+class EmptyStream(TransportError):
+    """A streamed reply (HTTP 200) that ended without one event: nothing arrived, not
+    even the reason (see ``ProtocolClient._ask_unstreamed``)."""
+
+
+def attach_partial(
+    error: ModelError, partial: Generation | None, waited_s: float = 0.0
+) -> ModelError:
+    """Give ``error`` the contract every client keeps: ``partial`` (what arrived, or None),
+    ``retry_after`` (None unless the server said) and ``waited_s`` (seconds its request
+    waited in the server's queue: not the model's time)."""
     error.partial = partial
+    error.waited_s = waited_s
     return error
 
 
@@ -234,6 +279,11 @@ class Received(Protocol):
     done: bool
     #: The stream's repeating delta once learned (``StringSlot``), else None.
     slot: StringSlot | None
+    #: The answer text and the thinking as they arrived, in pieces.
+    text: list[str]
+    thinking: list[str]
+    #: The provider's own usage object, when it sent one.
+    usage: JsonObject | None
 
     @property
     def anything(self) -> bool:
@@ -255,11 +305,19 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
     ``on_event`` propagate unchanged (that is how a caller cancels a stream).
 
     A subclass calls ``_connect`` and supplies ``build_body``, ``_new_received``,
-    ``_read_stream``, ``_read_body`` and ``_generation`` (and ``_settle`` if it holds text
-    back); a stream reader may hand the events to ``_on_stream_event`` through
-    ``_read_events``."""
+    ``_on_stream_event`` (one SSE event), ``_read_body`` (a whole JSON reply), what a
+    finished stream shows (``_stream_finished``, named by ``STREAM_FINISH``) and the parts
+    of a Generation only it knows (``_tool_calls``, ``_finish_reason``, ``_native_finish``,
+    ``_normalise_usage``; ``_usage`` and ``_reasoning_blocks`` when it needs more); it
+    overrides ``_settle`` if it holds text back. The stream loop, the "ended before its
+    finish" error and the assembly of the Generation are here, once."""
 
     endpoint: str
+    #: The response cache (models/response_cache.py), when the run has one.
+    cache: ResponseCache | None = None
+    #: What a complete stream of the protocol carries, as the "ended before its finish"
+    #: error names it.
+    STREAM_FINISH = ""
 
     def _connect(
         self, spec: ModelSpec, endpoint: str, headers: Mapping[str, str], trust_env: bool
@@ -282,6 +340,7 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         self._clients: list[httpx.Client] = []
         self._clients_lock = threading.Lock()
         self._closed = False
+        self._queue = ServerQueue()  # this model's requests in flight, in order
 
     @property
     def _http(self) -> httpx.Client:
@@ -299,6 +358,7 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
                     self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
                 elif self._tls is None:
                     self._tls = httpx.create_ssl_context(verify=True, trust_env=self._trust_env)
+                sockets: list[socket.socket] = []
                 client = httpx.Client(
                     verify=self._tls,
                     headers=self._headers,
@@ -306,13 +366,26 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
                     http2=False,
                     trust_env=self._trust_env,
                     limits=self._limits,
+                    # every request of this client (the scripted one's admin requests
+                    # too: they may open the connection a generation reuses) keeps the
+                    # sockets it opens
+                    event_hooks={"request": [_traced(sockets)]},
                 )
                 if self._closed:
                     client.close()  # requests after close() fail as with a closed client
                 else:
                     self._clients.append(client)
             self._local.client = client
+            self._local.sockets = sockets
         return client
+
+    @property
+    def _sockets(self) -> list[socket.socket]:
+        """The sockets of this thread's connections (closed ones pruned as new ones
+        come), kept by the trace of its requests (``_socket_tracer``)."""
+        self._http  # noqa: B018 (makes this thread's client and its list)
+        sockets: list[socket.socket] = self._local.sockets
+        return sockets
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.spec.label!r}, {self.public_endpoint!r})"
@@ -339,9 +412,11 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         body: JsonObject,
         started: float,
         error: str | None,
+        waited_s: float = 0.0,
     ) -> Generation:
         """The Generation of a request, with its trajectory entry: the request body and
-        the reply as received (``native_finish`` holds the protocol's own finish fields)."""
+        the reply as received (``native_finish`` holds the protocol's own finish fields),
+        and the seconds it waited in the server's queue when it did."""
         elapsed = time.monotonic() - started
         reply: JsonObject = {
             "status": status,
@@ -367,11 +442,19 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
                 "request": {"url": self.public_endpoint, "body": body},
                 "response": reply,
                 "elapsed_s": round(elapsed, 3),
+                **({"waited_s": round(waited_s, 3)} if waited_s >= 0.0005 else {}),
             },
             elapsed_s=elapsed,
+            waited_s=waited_s,
         )
 
-    def _read_events(self, response: httpx.Response, received: ReceivedT, emit: EventSink) -> None:
+    def _read_events(
+        self,
+        response: httpx.Response,
+        received: ReceivedT,
+        emit: EventSink,
+        began: Callable[[], object] | None = None,
+    ) -> None:
         """Every SSE event of the stream to ``_on_stream_event(type, data, received,
         emit)`` until ``received.done``. Once the handler has learned ``received.slot``
         (the stream's repeating delta), an event that matches it goes straight to
@@ -387,6 +470,9 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
                     received.take_slot(piece, emit)
                     continue
             for event_type, data, _ in parser.feed_fields(chunk):
+                if began is not None:  # the first event: the reply has begun
+                    began()
+                    began = None
                 if received.done:
                     continue
                 slot = received.slot
@@ -415,16 +501,90 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
             )
         return obj
 
+    def _read_stream(
+        self,
+        response: httpx.Response,
+        received: ReceivedT,
+        emit: EventSink,
+        began: Callable[[], object] | None = None,
+    ) -> None:
+        """A streamed reply, event by event (``began`` is called at the first event); a
+        stream that ends without the protocol's finish is a TransportError (what arrived
+        is kept as the partial)."""
+        self._read_events(response, received, emit, began)
+        self._stream_ended(received, emit)
+        if not self._stream_finished(received):
+            kind = TransportError if received.anything else EmptyStream
+            raise kind(
+                f"{self.spec.label}: the stream from {self.public_endpoint} ended before "
+                f"its finish ({self.STREAM_FINISH})",
+                endpoint=self.public_endpoint,
+                status=received.status,
+            )
+
+    def _stream_ended(self, received: ReceivedT, emit: EventSink) -> None:
+        """What a client completes when its stream's bytes end (nothing, unless it holds
+        text back)."""
+
+    def _usage(self, received: ReceivedT, text: str, thinking: str) -> Usage:
+        """The usage the provider reported, normalised; counted from the text (flagged
+        ``recovered``) when it reported none."""
+        if received.usage is not None:
+            return self._normalise_usage(received.usage)
+        return recovered_usage(text, thinking)
+
+    def _reasoning_blocks(self, received: ReceivedT) -> tuple[JsonObject, ...]:
+        """Protocol-native reasoning blocks to send back unchanged (none by default)."""
+        return ()
+
+    def _generation(
+        self,
+        received: ReceivedT,
+        body: JsonObject,
+        started: float,
+        error: str | None = None,
+        waited_s: float = 0.0,
+    ) -> Generation:
+        """The Generation of what arrived (the whole reply, or a failed one's part)."""
+        text = "".join(received.text)
+        thinking = "".join(received.thinking)
+        tool_calls = self._tool_calls(received)
+        finish = self._finish_reason(received, tool_calls)
+        generation = self._assemble(
+            text=text,
+            thinking=thinking,
+            tool_calls=tool_calls,
+            finish_reason=finish,
+            usage=self._usage(received, text, thinking),
+            native_usage=received.usage,
+            native_finish=self._native_finish(received, finish),
+            status=received.status,
+            body=body,
+            started=started,
+            error=error,
+            waited_s=waited_s,
+        )
+        blocks = self._reasoning_blocks(received)
+        if blocks:
+            generation = dataclasses.replace(generation, reasoning_blocks=blocks)
+        return generation
+
     def _with_partial(
-        self, error: ModelError, received: ReceivedT, body: JsonObject, started: float
+        self,
+        error: ModelError,
+        received: ReceivedT,
+        body: JsonObject,
+        started: float,
+        place: Place | None = None,
     ) -> ModelError:
         """``error`` with what arrived as its ``partial`` Generation (None when nothing
-        did)."""
+        did) and the time its request waited in the server's queue."""
         self._settle(received)
+        waited = place.waited_s if place is not None else 0.0
         partial = None
         if received.anything:
-            partial = self._generation(received, body, started, error=str(error))
-        return attach_partial(error, partial)
+            partial = self._generation(received, body, started, error=str(error), waited_s=waited)
+        return attach_partial(error, partial, waited)
 
     @staticmethod
     def _settle(received: ReceivedT) -> None:
@@ -438,59 +598,202 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
     def _timeouts(self, deadline: float | None) -> httpx.Timeout:
         return timeout_for(deadline)
 
-    def generate(self, request: ModelRequest, on_event: EventSink | None = None) -> Generation:
-        """One request, no retries (RetryingClient adds them). The reply is read as what
-        the server sent, whatever was asked: an SSE stream (``text/event-stream``) as a
-        stream, one JSON body as a body (servers and proxies that ignore ``stream``)."""
+    def _cache_key(
+        self, request: ModelRequest, body: JsonObject, headers: Mapping[str, str]
+    ) -> str:
+        return request_key(
+            protocol=type(self).__name__,
+            endpoint=self.public_endpoint,
+            body=body,
+            headers={**self._headers, **headers},
+            epoch=request.metadata.get(REQUEST_EPOCH),
+        )
+
+    def replays(self, request: ModelRequest) -> bool:
+        """Whether the response cache holds the reply to ``request``, so it would be
+        replayed, not sent (the spending cap reserves nothing for it)."""
+        cache = self.cache
+        if cache is None or not cache.reads:
+            return False
         relay = request.relay
         body = self.build_body(request) if relay is None else self.relay_body(relay.body)
-        content = _BODY_ENCODER.encode(body).encode()
-        started = time.monotonic()
-        deadline = started + request.timeout_s if request.timeout_s is not None else None
-        received = self._new_received()
-        watchdog = Watchdog(deadline)
-        emit = on_event or ignore_events
-        streamed = request.stream
         headers = self.request_headers(request)
         if relay is not None:
             headers = {**relay.headers, **headers}
+        return cache.path(self._cache_key(request, body, headers)).is_file()
+
+    def generate(self, request: ModelRequest, on_event: EventSink | None = None) -> Generation:
+        """One request, no retries (RetryingClient adds them). The reply is read as what
+        the server sent, whatever was asked: an SSE stream (``text/event-stream``) as a
+        stream, one JSON body as a body (servers and proxies that ignore ``stream``).
+
+        ``request.timeout_s`` is the model's time: its clock starts when the request's
+        turn at the server comes (models/queue.py), so time queued behind this client's
+        earlier requests is not spent from it (``Generation.waited_s``, and
+        ``waited_s`` on a raised error)."""
+        place = self._queue.join()
         try:
-            with self._http.stream(
-                "POST",
-                self._url,
-                content=content,
-                headers=headers,
-                timeout=self._timeouts(deadline),
+            return self._generate(request, on_event, place)
+        finally:
+            place.leave()
+
+    def _generate(
+        self, request: ModelRequest, on_event: EventSink | None, place: Place
+    ) -> Generation:
+        relay = request.relay
+        body = self.build_body(request) if relay is None else self.relay_body(relay.body)
+        content = _BODY_ENCODER.encode(body).encode()
+        started = place.sent
+        timeout_s = request.timeout_s
+        hard: float | None = None  # the bound of the whole request, queue included
+        watchdog = Watchdog(None)
+        if timeout_s is not None:
+            hard = started + timeout_s + wait_limit_s(timeout_s)
+
+            def moved(origin: float | None) -> None:  # blocked (None) or free again
+                watchdog.move(origin + timeout_s if origin is not None else hard)
+
+            origin = place.listen(moved)
+            watchdog.deadline = origin + timeout_s if origin is not None else hard
+            if origin is None:
+                # blocked: its clock may run again before the headers come, so the
+                # watchdog must be able to end the wait for them (this thread's sockets)
+                watchdog.arm_early(self._sockets)
+        deadline = watchdog.deadline
+        received = self._new_received()
+        emit = on_event or ignore_events
+        streamed = request.stream
+        empty: EmptyStream | None = None
+        headers = self.request_headers(request)
+        if relay is not None:
+            headers = {**relay.headers, **headers}
+        cache, key, hit, tee = self.cache, "", None, None
+        if cache is not None:
+            key = self._cache_key(request, body, headers)
+            hit = cache.read(key)
+        try:
+            with (
+                contextlib.nullcontext(hit.response(self._url))
+                if hit is not None
+                else self._http.stream(
+                    "POST",
+                    self._url,
+                    content=content,
+                    headers=headers,
+                    timeout=self._timeouts(deadline),
+                )
             ) as response:
+                if cache is not None and hit is None and cache.writes:
+                    response.stream = tee = Tee(response.stream)  # type: ignore[arg-type]
                 received.status = response.status_code
                 if response.status_code >= 400:
                     raise self._status_error(response)
                 if relay is not None and isinstance(response.stream, httpx.SyncByteStream):
                     relay.start(response.status_code, response.headers.multi_items())
                     response.stream = _Tapped(response.stream, relay)
-                watchdog.arm(response)
                 streamed = _reads_as_stream(response, request.stream)
+                if not streamed:
+                    place.began()  # an unstreamed reply begins whole (the listener moves)
+                watchdog.arm(response)
                 if streamed:
-                    self._read_stream(response, received, emit)
+                    self._read_stream(response, received, emit, place.began)
                 else:
                     self._read_body(response, received, emit)
+        except EmptyStream as exc:
+            relayed = relay is not None and relay.started
+            if watchdog.fired or not request.stream or relayed:
+                failed = self._deadline_error(request, place) if watchdog.fired else exc
+                failed.relayed = relayed
+                raise self._with_partial(failed, received, body, started, place) from None
+            empty = exc
         except ModelError as exc:
-            error = self._timeout_error(request) if watchdog.fired else exc
+            error = self._deadline_error(request, place) if watchdog.fired else exc
             error.relayed = relay is not None and relay.started
-            raise self._with_partial(error, received, body, started) from None
+            raise self._with_partial(error, received, body, started, place) from None
         except httpx.HTTPError as exc:
-            error = self._transport_error(exc, request, deadline, watchdog.fired)
+            if watchdog.fired or (isinstance(exc, httpx.TimeoutException) and place.blocked):
+                error = self._deadline_error(request, place)
+            else:
+                error = self._transport_error(exc, request, watchdog.deadline, watchdog.fired)
             error.relayed = relay is not None and relay.started
-            raise self._with_partial(error, received, body, started) from exc
+            raise self._with_partial(error, received, body, started, place) from exc
         finally:
             watchdog.finish()
-        generation = self._generation(received, body, started)
+        if empty is not None:
+            return self._ask_unstreamed(request, on_event, empty, place)
+        generation = self._generation(received, body, started, waited_s=place.waited_s)
+        if hit is not None:
+            reply = generation.exchange["response"]
+            if isinstance(reply, dict):
+                reply["cached"] = True  # replayed from the response cache: nothing was sent
+        elif cache is not None and tee is not None and received.status is not None:
+            recorded = Recorded(
+                received.status,
+                response.headers.get("content-type", ""),
+                response.headers.get("content-encoding", ""),
+                b"".join(tee.chunks),
+            )
+            cache.write(key, recorded, model=self.spec.label, endpoint=self.public_endpoint)
         if streamed != request.stream:
             # the server chose: one JSON body for a streamed request, or a stream for a
             # non-streamed one; both are valid answers, read as what they are
             reply = generation.exchange["response"]
             if isinstance(reply, dict):  # (always: _assemble makes it)
                 reply["streamed"] = streamed
+        return generation
+
+    def _deadline_error(self, request: ModelRequest, place: Place) -> ModelError:
+        """The deadline passed: the model's (ModelTimeout), or, when its turn never came
+        and no reply began, the queue's (QueueTimeout, not the model's time)."""
+        if not place.blocked or request.timeout_s is None:
+            return self._timeout_error(request)
+        waited = seconds_text(place.waited_s)
+        return QueueTimeout(
+            f"{self.spec.label}: no reply from {self.public_endpoint} began within "
+            f"{waited} s while earlier requests to it were still in flight (queued at "
+            "the server; not the model's time)",
+            endpoint=self.public_endpoint,
+        )
+
+    def _ask_unstreamed(
+        self,
+        request: ModelRequest,
+        on_event: EventSink | None,
+        empty: EmptyStream,
+        place: Place,
+    ) -> Generation:
+        """After a stream that ended without one event: the same request once more, not
+        streamed. An empty stream says nothing of why; llama-cpp-python sends one when
+        the prompt exceeds its context window, and says so on an unstreamed request
+        (a ContextOverflow, which is never retried). The second request's error, or its
+        reply, is the answer; its exchange records ``after_empty_stream``."""
+        note = "after an empty stream, asked again without streaming"
+        left = None
+        if request.timeout_s is not None:
+            origin = place.origin
+            left = request.timeout_s - (time.monotonic() - (origin or time.monotonic()))
+            if left <= 0.001:
+                raise attach_partial(empty, None, place.waited_s)
+        unstreamed = dataclasses.replace(request, stream=False, timeout_s=left)
+        try:
+            try:
+                generation = self.generate(unstreamed, on_event)
+            except TransportError as exc:
+                if exc.partial is not None or isinstance(exc, EmptyStream | QueueTimeout):
+                    raise
+                # llama-cpp-python closes the connection after its empty stream, which
+                # the pool may hand out again at once: once more, on a new connection
+                generation = self.generate(unstreamed, on_event)
+        except ModelError as exc:
+            if exc.args:
+                exc.args = (f"{exc.args[0]} ({note})", *exc.args[1:])
+            exc.waited_s += place.waited_s
+            raise
+        generation = dataclasses.replace(generation, waited_s=generation.waited_s + place.waited_s)
+        reply = generation.exchange["response"]
+        if isinstance(reply, dict):  # (always: _assemble makes it)
+            reply["streamed"] = False
+            reply["after_empty_stream"] = True
         return generation
 
     def relay_body(self, body: Mapping[str, JsonValue]) -> JsonObject:
@@ -506,9 +809,6 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
     def _new_received(self) -> ReceivedT:
         raise NotImplementedError
 
-    def _read_stream(self, response: httpx.Response, received: ReceivedT, emit: EventSink) -> None:
-        raise NotImplementedError
-
     def _read_body(self, response: httpx.Response, received: ReceivedT, emit: EventSink) -> None:
         raise NotImplementedError
 
@@ -517,11 +817,22 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
     ) -> None:
         raise NotImplementedError
 
-    def _generation(
-        self,
-        received: ReceivedT,
-        body: JsonObject,
-        started: float,
-        error: str | None = None,
-    ) -> Generation:
+    def _stream_finished(self, received: ReceivedT) -> bool:
+        """Whether the stream delivered the protocol's end (a finish, a final event)."""
+        raise NotImplementedError
+
+    def _tool_calls(self, received: ReceivedT) -> tuple[ToolCall, ...]:
+        raise NotImplementedError
+
+    def _finish_reason(
+        self, received: ReceivedT, tool_calls: tuple[ToolCall, ...]
+    ) -> FinishReason | None:
+        raise NotImplementedError
+
+    def _native_finish(self, received: ReceivedT, finish: FinishReason | None) -> JsonObject:
+        """The protocol's own finish fields, as the trajectory keeps them."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _normalise_usage(native: JsonObject) -> Usage:
         raise NotImplementedError

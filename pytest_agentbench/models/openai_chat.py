@@ -20,9 +20,8 @@ from pytest_agentbench.errors import (
     RATE_LIMIT_STATUSES,
     ProviderError,
     RateLimited,
-    TransportError,
 )
-from pytest_agentbench.models.base import Generation, ModelRequest, ModelSpec
+from pytest_agentbench.models.base import FinishReason, ModelRequest, ModelSpec, ToolCall
 from pytest_agentbench.models.chat_format import (
     ChatReceived,
     chat_messages,
@@ -37,7 +36,7 @@ from pytest_agentbench.models.http import (
 from pytest_agentbench.models.overflow import context_overflow, overflow_error
 from pytest_agentbench.models.sampling_wire import apply_sampling
 from pytest_agentbench.models.think import ThinkSplitter
-from pytest_agentbench.models.usage import count, normalise_chat_usage, recovered_usage
+from pytest_agentbench.models.usage import count, normalise_chat_usage
 
 
 class OpenAIChatClient(ProtocolClient[ChatReceived]):
@@ -98,18 +97,13 @@ class OpenAIChatClient(ProtocolClient[ChatReceived]):
     def _new_received(self) -> ChatReceived:
         return ChatReceived(ThinkSplitter() if self.split_think else None)
 
-    def _read_stream(
-        self, response: httpx.Response, received: ChatReceived, emit: EventSink
-    ) -> None:
-        self._read_events(response, received, emit)
+    STREAM_FINISH = "no finish_reason, no [DONE]"
+
+    def _stream_ended(self, received: ChatReceived, emit: EventSink) -> None:
         received.flush(emit)
-        if not received.done and received.finish is None:
-            raise TransportError(
-                f"{self.spec.label}: the stream from {self.public_endpoint} ended before "
-                "its finish (no finish_reason, no [DONE])",
-                endpoint=self.public_endpoint,
-                status=received.status,
-            )
+
+    def _stream_finished(self, received: ChatReceived) -> bool:
+        return received.done or received.finish is not None
 
     def _on_stream_event(
         self, event_type: str, data: str, received: ChatReceived, emit: EventSink
@@ -194,32 +188,15 @@ class OpenAIChatClient(ProtocolClient[ChatReceived]):
         """Text held back by the think splitter belongs to the partial reply too."""
         received.flush(lambda event: None)
 
-    def _generation(
-        self,
-        received: ChatReceived,
-        body: JsonObject,
-        started: float,
-        error: str | None = None,
-    ) -> Generation:
-        text = "".join(received.text)
-        thinking = "".join(received.thinking)
-        if received.usage is not None:
-            usage = normalise_chat_usage(received.usage)
-        else:
-            usage = recovered_usage(text, thinking)
-        tool_calls = received.tool_calls()
-        return self._assemble(
-            text=text,
-            thinking=thinking,
-            tool_calls=tool_calls,
-            finish_reason=map_finish_reason(received.finish),
-            usage=usage,
-            native_usage=received.usage,
-            native_finish={
-                "finish_reason": received.finish,
-            },
-            status=received.status,
-            body=body,
-            started=started,
-            error=error,
-        )
+    def _tool_calls(self, received: ChatReceived) -> tuple[ToolCall, ...]:
+        return received.tool_calls()
+
+    def _finish_reason(
+        self, received: ChatReceived, tool_calls: tuple[ToolCall, ...]
+    ) -> FinishReason | None:
+        return map_finish_reason(received.finish)
+
+    def _native_finish(self, received: ChatReceived, finish: FinishReason | None) -> JsonObject:
+        return {"finish_reason": received.finish}
+
+    _normalise_usage = staticmethod(normalise_chat_usage)

@@ -22,11 +22,9 @@ from pytest_agentbench.core.stream import EventSink, StreamEvent
 from pytest_agentbench.errors import (
     ProviderError,
     RateLimited,
-    TransportError,
 )
 from pytest_agentbench.models.base import (
     FinishReason,
-    Generation,
     ModelRequest,
     ModelSpec,
     ToolCall,
@@ -38,7 +36,7 @@ from pytest_agentbench.models.http import (
 from pytest_agentbench.models.overflow import context_overflow, overflow_error
 from pytest_agentbench.models.sampling_wire import apply_sampling
 from pytest_agentbench.models.sse import StringSlot
-from pytest_agentbench.models.usage import normalise_responses_usage, recovered_usage
+from pytest_agentbench.models.usage import normalise_responses_usage
 
 _INCOMPLETE: dict[str, FinishReason] = {
     "max_output_tokens": "length",
@@ -258,15 +256,10 @@ class OpenAIResponsesClient(ProtocolClient[_Received]):
     def _new_received(self) -> _Received:
         return _Received()
 
-    def _read_stream(self, response: httpx.Response, received: _Received, emit: EventSink) -> None:
-        self._read_events(response, received, emit)
-        if received.response_status is None:
-            raise TransportError(
-                f"{self.spec.label}: the stream from {self.public_endpoint} ended before "
-                "its finish (no response.completed or response.incomplete)",
-                endpoint=self.public_endpoint,
-                status=received.status,
-            )
+    STREAM_FINISH = "no response.completed or response.incomplete"
+
+    def _stream_finished(self, received: _Received) -> bool:
+        return received.response_status is not None
 
     def _on_stream_event(
         self, event_type: str, text: str, received: _Received, emit: EventSink
@@ -376,40 +369,24 @@ class OpenAIResponsesClient(ProtocolClient[_Received]):
             endpoint=self.public_endpoint,
         )
 
-    def _generation(
-        self,
-        received: _Received,
-        body: JsonObject,
-        started: float,
-        error: str | None = None,
-    ) -> Generation:
-        text = "".join(received.text)
-        thinking = "".join(received.thinking)
-        tool_calls = tuple(_tool_call(call) for call in received.calls.values())
-        if received.usage is not None:
-            usage = normalise_responses_usage(received.usage)
-        else:
-            usage = recovered_usage(text, thinking)
-        finish = map_finish_reason(
+    def _tool_calls(self, received: _Received) -> tuple[ToolCall, ...]:
+        return tuple(_tool_call(call) for call in received.calls.values())
+
+    def _finish_reason(
+        self, received: _Received, tool_calls: tuple[ToolCall, ...]
+    ) -> FinishReason | None:
+        return map_finish_reason(
             received.response_status, received.incomplete_reason, bool(tool_calls)
         )
-        return self._assemble(
-            text=text,
-            thinking=thinking,
-            tool_calls=tool_calls,
-            finish_reason=finish,
-            usage=usage,
-            native_usage=received.usage,
-            native_finish={
-                "finish_reason": finish,
-                "response_status": received.response_status,
-                "incomplete_reason": received.incomplete_reason,
-            },
-            status=received.status,
-            body=body,
-            started=started,
-            error=error,
-        )
+
+    def _native_finish(self, received: _Received, finish: FinishReason | None) -> JsonObject:
+        return {
+            "finish_reason": finish,
+            "response_status": received.response_status,
+            "incomplete_reason": received.incomplete_reason,
+        }
+
+    _normalise_usage = staticmethod(normalise_responses_usage)
 
 
 def _parts(item: JsonObject, key: str, kind: str | None = None) -> list[str]:

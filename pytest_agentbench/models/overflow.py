@@ -32,6 +32,13 @@ _OVERFLOW_COUNTS = (
     (re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)"), 1, 2),
     (re.compile(r"maximum context length is (\d+) tokens\. However, you requested (\d+)"), 2, 1),
 )
+#: Where a message splits what was requested into the prompt and the completion asked for
+#: (llama-cpp-python and OpenAI: "… you requested 2285 tokens (2029 in the messages, 256
+#: in the completion)"; its text-completion form: "(2029 in your prompt; 256 for the
+#: completion)"): (prompt, completion).
+_REQUESTED_PARTS = re.compile(
+    r"\((\d+) in (?:the messages|your prompt)[,;] (\d+) (?:in|for) the completion\)"
+)
 
 
 def _int(value: object) -> int | None:
@@ -60,7 +67,17 @@ def context_overflow(error: JsonValue, text: str = "") -> tuple[int | None, int 
         found = pattern.search(message)
         if found and prompt is None and context is None:
             prompt, context = int(found.group(prompt_at)), int(found.group(context_at))
+    parts = _REQUESTED_PARTS.search(message)
+    if parts is not None:
+        prompt = int(parts.group(1))  # "you requested N" counted the completion too
     return prompt, context
+
+
+def requested_completion(detail: str) -> int | None:
+    """The completion tokens an overflowing request asked room for, when the server's
+    message says (None otherwise)."""
+    parts = _REQUESTED_PARTS.search(detail)
+    return int(parts.group(2)) if parts is not None else None
 
 
 def overflow_error(
@@ -72,9 +89,11 @@ def overflow_error(
 ) -> ContextOverflow:
     """The ContextOverflow every client raises, with the counts when the server gave them."""
     prompt, context = counts
+    completion = requested_completion(detail)
     size = ""
     if prompt is not None and context is not None:
-        size = f" ({prompt} prompt tokens > {context} context tokens)"
+        asked = f" + {completion} requested completion tokens" if completion is not None else ""
+        size = f" ({prompt} prompt tokens{asked} > {context} context tokens)"
     where = f"HTTP {status} from {endpoint}" if status is not None else f"from {endpoint}"
     return ContextOverflow(
         f"{label}: context overflow{size}: the conversation does not fit the model's "
@@ -83,6 +102,7 @@ def overflow_error(
         status=status,
         prompt_tokens=prompt,
         context_tokens=context,
+        completion_tokens=completion,
     )
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from pytest_agentbench.core.durations import seconds_text
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.core.urls import public_url
 from pytest_agentbench.errors import ModelTimeout, RateLimited, TransportError
@@ -138,7 +139,9 @@ class SharedLimit:
                     return dataclasses.replace(got, waited_s=now - start)
                 if deadline is not None:
                     if now >= deadline:
-                        raise LimitTimeout(f"no slot within {timeout_s:g} s ({self.describe()})")
+                        raise LimitTimeout(
+                            f"no slot within {seconds_text(timeout_s or 0)} s ({self.describe()})"
+                        )
                     got = deadline - now if got is None else min(got, deadline - now)
                 self._cond.wait(got)
 
@@ -244,7 +247,7 @@ class LimitedClient:
         except LimitTimeout:
             raise ModelTimeout(
                 f"{endpoint or self.spec.label}: not sent: no request slot free within "
-                f"{request.timeout_s:g} s under {self.label}",
+                f"{seconds_text(request.timeout_s or 0)} s under {self.label}",
                 endpoint=endpoint,
             ) from None
         except LimitClosed as exc:

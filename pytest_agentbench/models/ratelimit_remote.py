@@ -19,6 +19,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from pytest_agentbench.core.durations import seconds_text
 from pytest_agentbench.models.ratelimit import (
     LimitClosed,
     LimitTimeout,
@@ -77,7 +78,9 @@ class RemoteLimit:
             return Permit(int(reply[1]), time.monotonic() - started, line)
         if reply == [b"timeout"]:
             self._checkin(line)
-            raise LimitTimeout(f"no slot within {timeout_s:g} s (the run's limit service)")
+            raise LimitTimeout(
+                f"no slot within {seconds_text(timeout_s or 0)} s (the run's limit service)"
+            )
         self._drop(line)
         if self._closed or reply == [b"closed"]:
             raise LimitClosed("the run is stopping")

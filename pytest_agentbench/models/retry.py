@@ -19,7 +19,13 @@ from dataclasses import dataclass
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import EventSink
-from pytest_agentbench.errors import ContextOverflow, ModelError, ProviderError, TransportError
+from pytest_agentbench.errors import (
+    ContextOverflow,
+    ModelError,
+    ProviderError,
+    QueueTimeout,
+    TransportError,
+)
 from pytest_agentbench.models.base import Generation, ModelClient, ModelRequest
 
 #: Statuses worth another try: timeouts, conflicts, too early, rate limits, server and
@@ -59,7 +65,7 @@ class RetryPolicy:
         connection, and nothing delivered yet. Never a timeout (ModelTimeout is neither),
         a context overflow (the same conversation overflows again, even when an older
         llama.cpp says so with a 500) nor any other 4xx."""
-        if delivered(error) or isinstance(error, ContextOverflow):
+        if delivered(error) or isinstance(error, ContextOverflow | QueueTimeout):
             return False
         if isinstance(error, ProviderError):
             return error.status in self.statuses
@@ -130,15 +136,22 @@ class RetryingClient:
     def generate(self, request: ModelRequest, on_event: EventSink | None = None) -> Generation:
         started = self._clock()
         budget_end = started + request.timeout_s if request.timeout_s is not None else None
-        ends = [t for t in (budget_end, self._policy_end(started)) if t is not None]
-        deadline = min(ends) if ends else None
+        policy_end = self._policy_end(started)
         retries: list[JsonObject] = []
         attempt = 1
         current = request
+        waited = 0.0  # seconds the attempts waited in the server's queue: not the budget's
         while True:
             try:
                 generation = self.inner.generate(current, on_event)
             except ModelError as error:
+                queued = error.waited_s
+                waited += queued
+                error.waited_s = waited
+                if budget_end is not None:
+                    budget_end += queued  # queued time is not spent from the budget
+                ends = [t for t in (budget_end, policy_end) if t is not None]
+                deadline = min(ends) if ends else None
                 stop = self._stop_reason(error, attempt, retries)
                 wait = 0.0
                 if stop is None:
@@ -168,7 +181,9 @@ class RetryingClient:
                     )
                 continue
             exchange: JsonObject = {**generation.exchange, "retries": _as_json(retries)}
-            return dataclasses.replace(generation, exchange=exchange)
+            return dataclasses.replace(
+                generation, exchange=exchange, waited_s=waited + generation.waited_s
+            )
 
     def _wait(self, seconds: float) -> bool:
         """Wait before a retry; True when ``close`` came first (or during it)."""

@@ -32,9 +32,11 @@ from pytest_agentbench.models.openai_responses import OpenAIResponsesClient
 from pytest_agentbench.scripted.script import Reply
 
 REGISTER_TIMEOUT_S = 30.0
-#: Kept as they are in the script header: printable ASCII except ``%``, so a plain key
-#: reads the same on the wire and only ``%``, controls and non-ASCII are encoded.
-_HEADER_SAFE = "".join(chr(c) for c in range(0x20, 0x7F) if chr(c) != "%")
+#: Kept as they are in the script header: printable ASCII except ``%`` and the space, so
+#: a plain key reads the same on the wire and only ``%``, spaces, controls and non-ASCII
+#: are encoded (a header value may not start or end with a space: a task id " x" or
+#: "x " must reach the server as any other id does).
+_HEADER_SAFE = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) != "%")
 
 
 class ScriptedTask(Protocol):

@@ -309,7 +309,19 @@ def _timeout_line(record: TaskRecord) -> str:
 
 
 def _length_note(record: TaskRecord) -> str:
+    """Which limit cut the answer: the output-token limit, or the context window (the
+    prompt and the answer filled it before the output-token limit was reached)."""
     limit = _number(record.max_tokens)
+    if record.length_limit == "context_window":
+        rounds = record.rounds
+        used = _number(rounds[-1].tokens) if rounds else None
+        size = f" at {_number_text(used)} tokens (prompt and answer)" if used else ""
+        before = (
+            f", before the output-token limit ({_number_text(limit)})"
+            if limit is not None and limit > 0
+            else ""
+        )
+        return f"context window full{size}{before}"
     if limit is not None and limit > 0:
         return f"output-token limit ({_number_text(limit)}) reached"
     return "output-token limit reached"

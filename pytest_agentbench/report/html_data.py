@@ -9,6 +9,7 @@ page. Text is cut at ``TEXT_LIMIT`` characters.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypedDict
@@ -254,3 +255,45 @@ def side_by_side(reference: Sequence[Record], other: Sequence[Record]) -> list[S
         )
     rank = {"regression": 0, "improvement": 1, "same": 2}
     return sorted(pairs, key=lambda p: (rank[p["change"]], p["delta"], p["task"]))
+
+
+# -- cost -------------------------------------------------------------------------------
+
+
+def model_costs(summary: Record) -> dict[str, JsonObject]:
+    """Per model: its cost over its suites (summary.json's ``scores[].cost``, added up):
+    ``usd`` (None when no suite's cost is known), ``unknown`` (tasks with no known cost)
+    and ``per_solved_usd``."""
+    found: dict[str, tuple[list[float], int, int]] = {}
+    scores = summary.get("scores")
+    for entry in scores if isinstance(scores, list) else []:
+        cost = mapping(mapping(entry).get("cost"))
+        if not cost:
+            continue
+        model = str(mapping(entry).get("model"))
+        usd, unknown, solved = found.get(model, ([], 0, 0))
+        value = number(cost.get("usd"))
+        if value is not None:
+            usd.append(value)
+        unknown += int(number(cost.get("unknown")) or 0)
+        solved += int(number(cost.get("solved")) or 0)
+        found[model] = (usd, unknown, solved)
+    costs: dict[str, JsonObject] = {}
+    for model, (usd, unknown, solved) in found.items():
+        whole = math.fsum(usd) if usd else None
+        per_solved = whole / solved if whole is not None and solved and not unknown else None
+        costs[model] = {"usd": whole, "unknown": unknown, "per_solved_usd": per_solved}
+    return costs
+
+
+def cheapest_for_score(points: Sequence[tuple[str, float, float]]) -> list[bool]:
+    """For each (model, cost, score): whether it is the cheapest for its score, that is
+    no other model scores at least as well for less, or better for the same."""
+    marks = []
+    for name, cost, score in points:
+        beaten = any(
+            other != name and ((c < cost and s >= score) or (c <= cost and s > score))
+            for other, c, s in points
+        )
+        marks.append(not beaten)
+    return marks

@@ -28,8 +28,15 @@ from typing import TypedDict
 from pytest_agentbench.artifacts.score_stats import interval_text
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.records import OUTCOMES
-from pytest_agentbench.report.html_data import ROW_COLUMNS, Side, mapping
-from pytest_agentbench.report.terminal import tokens_text
+from pytest_agentbench.report.html_data import (
+    ROW_COLUMNS,
+    Side,
+    cheapest_for_score,
+    mapping,
+    model_costs,
+)
+from pytest_agentbench.report.html_svg import cost_vs_score
+from pytest_agentbench.report.terminal import cost_text, tokens_text
 
 FIRST_PAGE = 100
 SIDE_ROWS = 500
@@ -133,10 +140,8 @@ def _outcome_badges(outcomes: Mapping[str, JsonValue]) -> str:
 def _cost(totals: Mapping[str, JsonValue]) -> str:
     cost = totals.get("cost")
     if isinstance(cost, dict):
-        cost = cost.get("usd", cost.get("total"))
-    if isinstance(cost, int | float) and not isinstance(cost, bool):
-        return f"${cost:,.4f}"
-    return "not known"
+        return cost_text(cost)
+    return "not known (no model of this run has a price: docs/cost.md)"
 
 
 def _estimate_text(stats: Mapping[str, JsonValue], key: str) -> str:
@@ -210,13 +215,31 @@ def models_section(data: RunData) -> str:
     models, comparisons = data["model_scores"], data["comparisons"]
     if len(models) < 2 and not comparisons:
         return ""
+    costs = model_costs(data["summary"])
     rows = []
+    points: list[tuple[str, float, float]] = []
     for model in models:
         entry = mapping(model)
-        score = _estimate_text(mapping(entry.get("stats")), "score")
+        stats = mapping(entry.get("stats"))
+        score = _estimate_text(stats, "score")
+        name = str(entry.get("model"))
+        cost = costs.get(name, {})
+        usd = cost.get("usd")
+        value = mapping(stats.get("score")).get("value")
+        if isinstance(usd, float) and not cost.get("unknown") and isinstance(value, int | float):
+            points.append((name, usd, float(value)))
         rows.append(
-            f"<tr><td>{_e(entry.get('model'))}</td><td>{_e(entry.get('tasks'))}</td>"
-            f"<td>{_e(score)}</td><td>{_outcome_badges(mapping(entry.get('outcomes')))}</td></tr>"
+            f"<tr><td>{_e(name)}</td><td>{_e(entry.get('tasks'))}</td>"
+            f"<td>{_e(score)}</td><td>{_outcome_badges(mapping(entry.get('outcomes')))}</td>"
+            f"<td>{_e(cost_text(cost) if cost else '–')}</td></tr>"
+        )
+    marks = cheapest_for_score(points)
+    chart = cost_vs_score([(*p, m) for p, m in zip(points, marks, strict=True)])
+    if chart:
+        cheapest = ", ".join(p[0] for p, m in zip(points, marks, strict=True) if m)
+        chart = (
+            f'<figure id="cost-score">{chart}<figcaption>cost against score per model; '
+            f"★ cheapest for its score: {_e(cheapest)}</figcaption></figure>"
         )
     lines = []
     for given in comparisons:
@@ -234,9 +257,10 @@ def models_section(data: RunData) -> str:
         lines.append(f"<li>{_e(words)}</li>")
     return (
         '<section id="models"><h2>Models</h2><table class="grid"><thead><tr><th>model</th>'
-        "<th>tasks</th><th>score</th><th>outcomes</th></tr></thead><tbody>"
+        "<th>tasks</th><th>score</th><th>outcomes</th><th>cost</th></tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table>"
+        + chart
         + (
             f'<h3>Paired comparisons</h3><ul class="comparisons">{"".join(lines)}</ul>'
             if lines

@@ -238,3 +238,37 @@ def loop_chart(loop: Mapping[str, JsonValue], threshold: float | None, width: in
     channel = str(loop.get("channel") or "")
     body.append(_text(left, height - 8, f"loop score over the {channel} stream", cls="lbl small"))
     return _svg(width, height, f"loop-watch score over the {channel} stream", body)
+
+
+def cost_vs_score(points: Sequence[tuple[str, float, float, bool]]) -> str:
+    """One dot per model: its cost (x, USD) against its score (y, 0-1); a model that is
+    the cheapest for its score (no other model scores as well or better for less) is a
+    ringed dot and its label says so. "" with fewer than two models of known cost."""
+    if len(points) < 2:
+        return ""
+    left, top, plot_w, plot_h = 56, 16, WIDTH - 56 - 24, 200
+    height = top + plot_h + 40
+    most = max(cost for _, cost, _, _ in points) or 1.0
+    body = [
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" '
+        'class="axis"/>',
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" class="axis"/>',
+        _text(left - 6, top + 8, "1", "end", "lbl small"),
+        _text(left - 6, top + plot_h, "0", "end", "lbl small"),
+        _text(left, top + plot_h + 16, "$0", "middle", "lbl small"),
+        _text(left + plot_w, top + plot_h + 16, f"${most:.4g}", "end", "lbl small"),
+        _text(left + plot_w / 2, height - 6, "cost (USD)", "middle", "lbl small"),
+    ]
+    for label, cost, score, cheapest in points:
+        x = left + plot_w * (cost / most)
+        y = _y(score, top, plot_h)
+        mark = " ★ cheapest for its score" if cheapest else ""
+        body.append(
+            f'<circle cx="{_f(x)}" cy="{_f(y)}" r="{6 if cheapest else 4}" '
+            f'class="dot{" frontier" if cheapest else ""}"><title>{escape(label)}: '
+            f"score {score:.3f}, ${cost:.4f}{escape(mark)}</title></circle>"
+        )
+        anchor = "end" if x > left + plot_w * 0.7 else "start"
+        dx = -9 if anchor == "end" else 9
+        body.append(_text(x + dx, y + 4, label[:32] + (" ★" if cheapest else ""), anchor))
+    return _svg(WIDTH, height, "cost against score per model", body)

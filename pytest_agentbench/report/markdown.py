@@ -6,12 +6,19 @@ from __future__ import annotations
 from pytest_agentbench.artifacts.controls import task_records
 from pytest_agentbench.artifacts.coverage import partial_line
 from pytest_agentbench.artifacts.score_stats import interval_text
+from pytest_agentbench.core.cost import money
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.task_record import RunSummary
 from pytest_agentbench.report.controls import control_lines
 from pytest_agentbench.report.evidence import failure_reason
 from pytest_agentbench.report.judges import judge_lines
-from pytest_agentbench.report.terminal import shown_path, task_label, tokens_text
+from pytest_agentbench.report.terminal import (
+    cache_text,
+    cost_text,
+    shown_path,
+    task_label,
+    tokens_text,
+)
 
 MAX_FAILURES = 20
 
@@ -166,12 +173,22 @@ def markdown_summary(run: RunSummary, *, run_dir: str) -> str:
     usage = totals.get("usage")
     if isinstance(usage, dict):
         lines += [f"Tokens: {tokens_text(usage)}", ""]
+    cost = totals.get("cost")
+    if isinstance(cost, dict):
+        lines += [f"Cost: {cost_text(cost)}", ""]
+    cache = totals.get("cache")
+    if isinstance(cache, dict):
+        lines += [f"{cache_text(cache)[:1].upper()}{cache_text(cache)[1:]}", ""]
+    priced = any(isinstance(row.get("cost"), dict) for row in _objects(run.scores))
     lines += stats_lines(totals)
     lines.append(
         "| suite | model | tasks | passed | not passed | harness errors | score | 95 % CI "
-        "| first try | 95 % CI |"
+        "| first try | 95 % CI |" + (" cost | per solved |" if priced else "")
     )
-    lines.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    lines.append(
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        + (" ---: | ---: |" if priced else "")
+    )
     for row in _objects(run.scores):
         counts = _object(row["outcomes"])
         not_passed = (
@@ -195,6 +212,7 @@ def markdown_summary(run: RunSummary, *, run_dir: str) -> str:
                 )
             )
             + " |"
+            + (_cost_cells(row) if priced else "")
         )
     lines += _lineup_lines(summary)
     gate = _object(summary.get("gate"))
@@ -232,6 +250,15 @@ def markdown_summary(run: RunSummary, *, run_dir: str) -> str:
             lines.append(f"- … and {len(failures) - MAX_FAILURES} more (see summary.json)")
     lines += ["", f"Results: `{run_dir}` (ctrf.json, summary.json, tasks/)", ""]
     return "\n".join(lines)
+
+
+def _cost_cells(row: JsonObject) -> str:
+    """The cost and cost-per-solved-task cells of a suite × model row."""
+    cost = _object(row.get("cost"))
+    return "".join(
+        f" {money(value) if isinstance(value, int | float) else '–'} |"
+        for value in (cost.get("usd"), cost.get("per_solved_usd"))
+    )
 
 
 def _lineup_lines(summary: JsonObject) -> list[str]:

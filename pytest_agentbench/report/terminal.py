@@ -6,10 +6,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_agentbench.artifacts.controls import task_records
+from pytest_agentbench.artifacts.cost_totals import cache_totals, run_cost
 from pytest_agentbench.artifacts.judge_summary import judge_summary
 from pytest_agentbench.artifacts.score_stats import interval_text, score_estimate
 from pytest_agentbench.artifacts.summary import classify, score
 from pytest_agentbench.artifacts.usage_totals import run_usage, whole_input
+from pytest_agentbench.core.cost import money
 from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.report.controls import control_lines
@@ -59,6 +61,57 @@ def tokens_text(totals: Mapping[str, JsonValue]) -> str:
     missing = max(_count(unknown.get(name)) or 0 for name in ("input", "output", "total"))
     note = f" (not reported by {missing} of {totals.get('tasks')} task(s))" if missing else ""
     return " / ".join(parts) + note
+
+
+def cost_text(cost: Mapping[str, JsonValue]) -> str:
+    """A group's cost in words, from artifacts.cost_totals.run_cost: the whole (with the
+    judges' part when a judge graded), per solved task, what the response cache saved,
+    and how many tasks have no known cost."""
+    usd = _usd(cost.get("usd"))
+    parts = [money(usd)]
+    judge = _usd(cost.get("judge_usd"))
+    if judge is not None:
+        parts[0] += f" (model {money(_usd(cost.get('model_usd')))}, judges {money(judge)})"
+    per_solved = _usd(cost.get("per_solved_usd"))
+    if per_solved is not None:
+        parts.append(f"{money(per_solved)} per solved task")
+    saved = _usd(cost.get("saved_usd"))
+    if saved:
+        parts.append(f"{money(saved)} saved by the cache")
+    text = " · ".join(parts)
+    unknown = _count(cost.get("unknown")) or 0
+    if unknown:
+        text += f" (not known for {unknown} of {cost.get('tasks')} task(s): no price or no usage)"
+    return text
+
+
+def cache_text(cache: Mapping[str, JsonValue]) -> str:
+    """``cache: 12 model call(s) of 6 task(s) replayed, not sent ($0.0420 saved)``."""
+    saved = _usd(cache.get("saved_usd"))
+    return (
+        f"cache: {cache.get('hits')} model call(s) of {cache.get('tasks')} task(s) replayed, "
+        "not sent" + (f" ({money(saved)} saved)" if saved is not None else "")
+    )
+
+
+def _usd(value: JsonValue | None) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def group_cost_lines(records: Sequence[TaskRecord]) -> list[str]:
+    """With several suites or models: ``cost suite × model: …`` per group that has a
+    cost (the same groups as summary.json's ``scores``)."""
+    groups: dict[tuple[str, str], list[TaskRecord]] = {}
+    for record in records:
+        groups.setdefault((record.suite, record.model), []).append(record)
+    if len(groups) < 2:
+        return []
+    lines = []
+    for (suite, model), members in sorted(groups.items()):
+        cost = run_cost(members)
+        if cost is not None:
+            lines.append(f"  {suite} × {model}: {cost_text(cost)}")
+    return ["cost by suite × model:", *lines] if lines else []
 
 
 def task_label(record: TaskRecord) -> str:
@@ -132,6 +185,13 @@ def summary_lines(
     if score(records) is not None:
         lines += score_lines(records)
     lines.append(f"tokens {tokens_text(run_usage(records))} · wall {wall_s:.1f}s")
+    cost = run_cost(records)
+    if cost is not None:
+        lines.append(f"cost {cost_text(cost)}")
+        lines += group_cost_lines(records)
+    cache = cache_totals(records)
+    if cache is not None:
+        lines.append(cache_text(cache))
     lines += judged
 
     failures = shown_failures(records)

@@ -28,6 +28,7 @@ from pytest_agentbench.core.usage import sum_usage
 from pytest_agentbench.errors import AgentbenchError, CircuitOpen, ModelError, ModelTimeout
 from pytest_agentbench.models.base import (
     REQUEST_CALL,
+    REQUEST_EPOCH,
     REQUEST_TASK,
     Generation,
     ModelClient,
@@ -135,12 +136,19 @@ class AgentRun:
     finish_reason: str | None = None
     turns: int = 0
     usages: list[JsonObject] = field(default_factory=list)
+    #: the usage of the calls replayed from the response cache
+    cached_usages: list[JsonObject] = field(default_factory=list)
     usage_native: JsonObject | None = None
     tool_calls: list[JsonObject] = field(default_factory=list)
     guards: list[GuardSummary] = field(default_factory=list)
     killed: JsonObject | None = None
     trajectory: list[JsonObject] = field(default_factory=list)
     elapsed_s: float = 0.0
+    #: of ``elapsed_s``, the seconds its requests waited in the server's queue before
+    #: their own time began (models/queue.py): the deadline moves on by as much
+    waited_s: float = 0.0
+    #: which limit cut the last reply when it ended with ``length`` (``length_limit``)
+    length_limit: str | None = None
 
     def fill(self, attempt: Attempt) -> None:
         """Copy this run onto its attempt record (result.json)."""
@@ -148,7 +156,12 @@ class AgentRun:
         attempt.thinking = self.thinking
         attempt.finish_reason = self.finish_reason
         attempt.usage = sum_usage(self.usages) if self.usages else {}
+        if self.cached_usages:
+            attempt.cached = len(self.cached_usages)
+            attempt.cached_usage = sum_usage(self.cached_usages)
         attempt.elapsed_s = self.elapsed_s
+        attempt.waited_s = round(self.waited_s, 3)
+        attempt.length_limit = self.length_limit
         attempt.error = self.error
         attempt.loop = self.loop_record()
         if self.plain:
@@ -172,6 +185,28 @@ class AgentRun:
                     channels[name] = peak
         recovered = any(summary.recovered for summary in self.guards) and self.killed is None
         return GuardSummary(self.killed, recovered, channels).as_dict()
+
+
+#: Which limit cut a reply that ended with finish reason ``length``.
+OUTPUT_TOKENS = "output_tokens"
+CONTEXT_WINDOW = "context_window"
+
+
+def length_limit(generation: Generation, max_tokens: int | None) -> str | None:
+    """Which limit cut ``generation`` when it ended with ``length`` (None otherwise): the
+    output-token limit the request set, or the model's context window. A server stops at
+    its context window too (prompt plus answer filling it) and reports ``length`` alike;
+    it was not the output-token limit when the reported output is below that limit, or
+    when the request set none. Counts recovered from the text (no usage reported) cannot
+    tell: the output-token limit is assumed."""
+    if generation.finish_reason != "length":
+        return None
+    if max_tokens is None:
+        return CONTEXT_WINDOW
+    usage = generation.usage
+    if usage.output is not None and not usage.recovered and usage.output < max_tokens:
+        return CONTEXT_WINDOW
+    return OUTPUT_TOKENS
 
 
 class Session(Protocol):
@@ -340,14 +375,15 @@ class AgentSession:
         phase: str = "waiting",
     ) -> AgentRun:
         """Run the loop for attempt ``index`` from ``messages`` until the model answers
-        or a limit hits (``deadline`` is a ``time.monotonic`` instant; ``timeout_s`` only
-        names it in the error). Never raises for model failures: they end the run."""
+        or a limit hits (``deadline`` is a ``time.monotonic`` instant, moved on by the
+        time its requests wait in the server's queue, ``AgentRun.waited_s``; ``timeout_s``
+        only names it in the error). Never raises for model failures: they end the run."""
         start = time.monotonic()
         run = AgentRun(messages=[dict(m) for m in messages], plain=self.workspace is None)
         watch = ToolLoopWatch(self.tool_loop)
         specs = tuple(tool.spec for tool in self.tools.values())
         for turn in range(1, self.max_turns + 1):
-            remaining = deadline - time.monotonic()
+            remaining = deadline + run.waited_s - time.monotonic()
             if remaining <= 0:
                 run.stop, run.error = "timeout", f"timeout after {timeout_s:g}s"
                 break
@@ -380,9 +416,13 @@ class AgentSession:
             sampling=self.task.sampling,
             tools=specs,
             max_tokens=self.max_tokens,
-            timeout_s=deadline - time.monotonic(),
+            timeout_s=deadline + run.waited_s - time.monotonic(),
             stream=self.stream,
-            metadata={REQUEST_TASK: self.task.key, REQUEST_CALL: str(self.calls)},
+            metadata={
+                REQUEST_TASK: self.task.key,
+                REQUEST_CALL: str(self.calls),
+                REQUEST_EPOCH: str(self.task.epoch or 0),
+            },
         )
         self.calls += 1
         # a plain answer's trajectory entries are the exchanges as they are
@@ -401,6 +441,7 @@ class AgentSession:
             run.trajectory.append({**where, "killed": exc.evidence, "answer_chars": len(run.text)})
             return False
         except ModelError as exc:
+            run.waited_s += exc.waited_s
             partial = getattr(exc, "partial", None)
             if isinstance(partial, Generation):
                 self._took(run, partial)
@@ -410,6 +451,7 @@ class AgentSession:
             run.trajectory.append({**where, **_error_entry(exc)})
             return False
         elapsed = time.monotonic() - t0
+        run.waited_s += generation.waited_s
         run.guards.append(guard.summary())
         self._took(run, generation)
         if run.plain:
@@ -440,12 +482,15 @@ class AgentSession:
             run, generation.tool_calls, turn, entry, tool_results, watch, deadline, start
         )
 
-    @staticmethod
-    def _took(run: AgentRun, generation: Generation) -> None:
+    def _took(self, run: AgentRun, generation: Generation) -> None:
         """Keep what a generation (or a failed one's partial reply) produced."""
         run.text, run.thinking = generation.text, generation.thinking
         run.finish_reason = generation.finish_reason
+        run.length_limit = length_limit(generation, self.max_tokens)
         run.usages.append(generation.usage.as_dict())
+        reply = generation.exchange.get("response")
+        if isinstance(reply, dict) and reply.get("cached") is True:
+            run.cached_usages.append(run.usages[-1])
         native = generation.usage_native
         run.usage_native = dict(native) if native else None
 
@@ -470,7 +515,7 @@ class AgentSession:
                 run.stop, run.error = "loop_killed", str(LoopKilled(evidence))
                 entry["killed"] = evidence
                 return False
-            remaining = max(0.1, deadline - time.monotonic())
+            remaining = max(0.1, deadline + run.waited_s - time.monotonic())
             bash_s = min(BASH_TIMEOUT_S, remaining)
             limits = Limits(
                 timeout_s=bash_s,

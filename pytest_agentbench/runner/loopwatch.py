@@ -87,13 +87,18 @@ QUIET = LoopVerdict("none", 0.0, None, False)
 class _Run:
     """The candidate cycle at the end of the normalised text."""
 
-    __slots__ = ("cycle", "described_at", "numeric", "period", "run", "words")
+    __slots__ = ("cycle", "described_at", "numeric", "period", "run", "scale", "words")
 
     def __init__(self, period: int, run: int) -> None:
         self.period = period
         self.run = run  # trailing positions i with s[i] == s[i - period]
         self.numeric: bool | None = None  # decided once the cycle looks worth a look
         self.words = 0
+        #: raw characters per normalised one in an exact cycle (its numbers are one
+        #: placeholder each in the normalised text, several digits in the raw one), so its
+        #: span and growth are measured in the characters a reader sees; 1 for a cycle
+        #: modulo numbers, whose length drifts as the numbers grow
+        self.scale = 1.0
         self.cycle: LoopCycle | None = None  # period, excerpt, numeric in raw terms
         self.described_at = 0  # normalised offset when ``cycle`` was worked out
 
@@ -170,7 +175,7 @@ class LoopWatch:
         self._next_analysis = batch
         self._pending: list[str] = []
         self._run: _Run | None = None
-        self._seen: tuple[str, int] | None = None  # qualifying cycle, offset first seen
+        self._seen: tuple[str, int, bool] | None = None  # qualifying cycle, offset first seen, raw
         self._next_probe = 0
         self._probes: deque[bool] = deque()
         self._probe_hits = 0
@@ -262,18 +267,34 @@ class LoopWatch:
             end = stretch + _PROBE // 2
         return best
 
+    def _cycle_ends(self, p: int) -> tuple[int | None, int | None, int | None]:
+        """The raw offsets where the last three whole cycles of period ``p`` (normalised)
+        end, latest first. When the raw text ends inside a run of digits, that number may
+        still grow, so the cycles end one period earlier (None when that has left the
+        window)."""
+        text = self._text
+        shift = p if "0" <= text.raw[-1:] <= "9" else 0
+        last, middle, first = (text.raw_offset(text.norm_total - shift - k * p) for k in range(3))
+        return last, middle, first
+
     def _classify(self, run: _Run) -> None:
-        """Decide whether the cycle repeats exactly or only modulo numbers."""
+        """Decide whether the cycle repeats exactly or only modulo numbers (left
+        undecided while the text does not yet hold whole cycles to compare)."""
         text, p = self._text, run.period
         if PLACEHOLDER not in text.norm[max(0, len(text.norm) - 2 * p) :]:
             run.numeric = False
             return
+        shifted = "0" <= text.raw[-1:] <= "9"
+        if shifted and run.run < 2 * p:
+            return  # the last number may be cut: compare once two whole cycles precede it
         run.words = len(_WORD.findall(text.norm, len(text.norm) - p))
-        last, middle, first = (text.raw_offset(text.norm_total - k * p) for k in range(3))
+        last, middle, first = self._cycle_ends(p)
         if last is None or middle is None or first is None:
             run.numeric = True  # the raw text has left the window: assume the stricter kind
         else:
             run.numeric = text.raw_between(middle, last) != text.raw_between(first, middle)
+            if not run.numeric:
+                run.scale = max(1.0, (last - middle) / p)
 
     def _describe(self, run: _Run) -> LoopCycle:
         """The cycle in raw terms. Period and excerpt are worked out once per run, and again
@@ -283,13 +304,12 @@ class LoopWatch:
         stale = run.numeric and text.norm_total - run.described_at >= 1024
         if run.cycle is None or stale:
             run.described_at = text.norm_total
-            middle = text.raw_offset(text.norm_total - p)
-            first = text.raw_offset(text.norm_total - 2 * p)
-            if middle is None or first is None:
+            last, middle, first = self._cycle_ends(p)
+            if last is None or middle is None or first is None:
                 period, excerpt = p, text.norm[len(text.norm) - p :][:_EXCERPT]
             else:
-                period = text.raw_total - middle
-                excerpt = _excerpt(text.raw_between(first, text.raw_total), middle - first)
+                period = last - middle
+                excerpt = _excerpt(text.raw_between(first, last), middle - first)
             run.cycle = LoopCycle(period, 0.0, 0, excerpt, bool(run.numeric))
         period, excerpt = run.cycle.period, run.cycle.excerpt
         span = round(repetitions * period)
@@ -320,9 +340,20 @@ class LoopWatch:
             factor *= 3
         return max(self._min_span * factor, math.ceil(repetitions * period))
 
+    def _span(self, run: _Run) -> float:
+        """The characters the cycle covers (``run`` plus one period): counted in the raw
+        text for an exact cycle with numbers in it (each number is one placeholder in the
+        normalised text), else in the normalised text."""
+        normalised = run.run + run.period
+        if run.scale == 1.0:
+            return normalised
+        text = self._text
+        start = text.raw_offset(text.norm_total - normalised)
+        return normalised * run.scale if start is None else text.raw_total - start
+
     def _progress(self, run: _Run, numeric: bool) -> float:
         """How far the cycle is towards a loop candidate (1.0: it is one)."""
-        return min(1.0, (run.run + run.period) / self._needs(run.period, numeric))
+        return min(1.0, self._span(run) / self._needs(round(run.period * run.scale), numeric))
 
     def _cycle_score(self, run: _Run) -> tuple[float, bool]:
         """The score the active cycle alone earns, and whether it is confirmed."""
@@ -336,14 +367,18 @@ class LoopWatch:
             return 0.6, False  # periodic data (numbers and punctuation) is not a loop
         cycle = self._text.norm[-p:]
         seen = self._seen
-        if seen is not None and len(seen[0]) == p and cycle in seen[0] * 2:
-            growth = self._text.norm_total - seen[1]
+        # an exact cycle grows by the raw characters, one modulo numbers by normalised ones
+        raw = run.scale != 1.0
+        total = self._text.raw_total if raw else self._text.norm_total
+        if seen is not None and seen[2] == raw and len(seen[0]) == p and cycle in seen[0] * 2:
+            growth = total - seen[1]
         else:
-            self._seen, growth = (cycle, self._text.norm_total), 0
-        needed = max(256, min(2 * p, 1024))
+            self._seen, growth = (cycle, total, raw), 0
+        raw_p = round(p * run.scale)
+        needed = max(256, min(2 * raw_p, 1024))
         if growth < needed:
             return 0.7 + 0.09 * growth / needed, False
-        over = math.log2((run.run + p) / self._needs(p, bool(run.numeric)))
+        over = math.log2(self._span(run) / self._needs(raw_p, bool(run.numeric)))
         return 0.8 + 0.2 * min(1.0, over / 4), True
 
     def _decide(self) -> None:

@@ -6,7 +6,7 @@ of one process, in one page:
 
 Threads. pytest's main thread runs the items, one at a time, in order. The rollout
 threads (``agentbench-rollout-N``, daemons) are started here, on demand, and each runs
-planned jobs (one rollout plus its files, execution.py) until the pool closes. At most
+planned jobs (one rollout plus its files, session/execution.py) until the pool closes. At most
 ``--agentbench-concurrency`` jobs count at once: a rollout that starts a non-trivial
 verification calls ``step_aside`` (runner/rollout.py) and counts again only at its next
 model call (``step_back``, a repair round) or not at all (its files are written after),
@@ -31,11 +31,11 @@ lane took 1.4-1.9 times as long and ~40 % more CPU per request, and one pooled
 the sandbox and the file writes are anyway.
 
 Who waits on whom. The main thread waits in ``RolloutPool.result`` for the item it is on
-(inflight.py plans the next items first; the live line is redrawn while it waits). A
+(session/inflight.py plans the next items first; the live line is redrawn while it waits). A
 rollout thread waits on the model (its own httpx client per thread, models/http.py), on
 the run's rate limit (models/ratelimit.py, or the controller's over TCP), on its
 verifier's subprocess, and briefly on the run's make-once locks (the client, a suite's
-``prepare``, the run folder: services.py, run.py), and in ``step_back`` for a place
+``prepare``, the run folder: session/services.py, session/run.py), and in ``step_back`` for a place
 among the counted jobs (freed by another job's end or step aside; ``close`` frees it).
 Nothing waits on a rollout thread but ``result`` and ``step_back``; no rollout thread
 waits on the main thread.
@@ -43,7 +43,7 @@ waits on the main thread.
 xdist. Each worker is a process with its own pool, planning only what the controller
 sent it (pytest_compat.worker_queue), and the controller's scheduler keeps each worker's
 queue deep enough to fill its pool (pytest_compat.deep_load_scheduler). A verifier that
-kills its worker is named by the marks it left on disk (workers.py).
+kills its worker is named by the marks it left on disk (session/workers.py).
 
 Stop paths. At the end of a session, however it ends (all items run, ``-x``, Ctrl-C,
 SIGTERM, which plugin.py turns into Ctrl-C), ``RunState.close`` (run.py) closes this
@@ -51,7 +51,7 @@ pool first: jobs not started are dropped, idle threads return, running ones are 
 waited for. It then closes the model client (every thread's connections: a rollout
 still running fails promptly and its result is never collected), the scripted server
 and the limit service (waiters on the limit are released). A rollout past its deadline
-(the task's ``timeout_s``, or pytest-timeout's limit, timeouts.py) is ended by the
+(the task's ``timeout_s``, or pytest-timeout's limit, session/timeouts.py) is ended by the
 deadline clock and recorded as a ``timeout``. A first Ctrl-C or SIGTERM while the
 reports are written is held until they are done; a second one interrupts (finish.py).
 """

@@ -340,6 +340,7 @@ def run_rollout(
             phase="waiting" if index == 0 else f"repair {index}",
         )
         run.fill(attempt)
+        deadline += run.waited_s  # time queued at the server is not the task's
         trajectory.extend(run.trajectory)
         if run.stop in ("loop_killed", "timeout", "harness_error"):
             outcome, failure = run.stop, run.failure

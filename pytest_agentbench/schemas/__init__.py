@@ -15,8 +15,12 @@ import json
 from functools import cache
 from importlib import resources
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from pytest_agentbench.core.jsontypes import JsonObject
+
+if TYPE_CHECKING:
+    from referencing import Registry
 
 NAMES = (
     "task_record",
@@ -29,7 +33,12 @@ NAMES = (
     "ctrf_extra",
     "summary",
 )
-BASE_URI = "https://pytest-agentbench.dev/schemas/"
+# No schema has an ``$id`` and a ``$ref`` to another names its file, so the folder works
+# with standard tools as it ships: check-jsonschema given a schema file resolves the
+# others next to it (the file's own location is the base), and jsonschema resolves them
+# through a registry of the folder's files under their file names (``registry``), or a
+# ``retrieve`` that reads the file named. Nothing names a host that would have to serve
+# them.
 
 
 @cache
@@ -62,15 +71,24 @@ def schema_for(path: str | PurePath) -> str | None:
     return {"result.json": "result", "trajectory.json": "trajectory"}.get(name)
 
 
+def registry() -> Registry[JsonObject]:
+    """A ``referencing`` registry of every published schema under its file name
+    (``task_record.schema.json``): what any jsonschema user builds from the folder, as
+    ``validate`` does."""
+    from referencing import Registry
+    from referencing.jsonschema import DRAFT202012
+
+    found: Registry[JsonObject] = Registry().with_resources(
+        (f"{other}.schema.json", DRAFT202012.create_resource(load(other))) for other in NAMES
+    )
+    return found
+
+
 def validate(name: str, document: object) -> None:
     """Raise ``jsonschema.ValidationError`` unless ``document`` matches schema ``name``."""
     import jsonschema
-    from referencing import Registry, Resource
 
-    registry: Registry[JsonObject] = Registry().with_resources(
-        (BASE_URI + f"{other}.schema.json", Resource.from_contents(load(other))) for other in NAMES
-    )
-    validator = jsonschema.Draft202012Validator(load(name), registry=registry)
+    validator = jsonschema.Draft202012Validator(load(name), registry=registry())
     error = jsonschema.exceptions.best_match(validator.iter_errors(document))
     if error is not None:
         raise error

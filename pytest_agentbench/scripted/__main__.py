@@ -35,6 +35,11 @@ def _parser() -> argparse.ArgumentParser:
         default="127.0.0.1",
         help="loopback address to listen on: 127.0.0.0/8, ::1 or localhost (default: 127.0.0.1)",
     )
+    parser.add_argument(
+        "--serial",
+        action="store_true",
+        help="serve one generation at a time, the others queued (as llama-cpp-python does)",
+    )
     return parser
 
 
@@ -55,7 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    server = ScriptedServer(script.scripts, script.default, host=args.host, port=args.port)
+    server = ScriptedServer(
+        script.scripts, script.default, host=args.host, port=args.port, serial=args.serial
+    )
     try:
         url = server.start()
     except OSError as exc:

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 REDACTED_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key")
 _BATCH_BYTES = 16384
+#: How often a serial server's queued stream hears a ping comment while it waits.
+_PING_S = 1.0
 
 #: The generation endpoints, by path below ``/v1``, and the protocol each speaks.
 WIRES: dict[str, Wire] = {
@@ -62,6 +64,8 @@ class Provider(Protocol):
 
     _book: ScriptBook
     _stopping: threading.Event
+    #: held while a generation is served, when the server serves one at a time
+    _serial: threading.Lock | None
 
     @property
     def requests(self) -> list[JsonObject]: ...
@@ -81,12 +85,35 @@ class Provider(Protocol):
     def _record(self, entry: JsonObject) -> None: ...
 
 
+def _at_the_limit(usage: JsonObject, body: JsonObject) -> JsonObject:
+    """The default usage of a reply cut with ``length``: its output is the request's
+    output-token limit, as a server that stopped there reports it (declare ``usage`` to
+    imitate a cut by the context window instead)."""
+    limit = next(
+        (
+            value
+            for key in ("max_tokens", "max_completion_tokens", "max_output_tokens")
+            if isinstance(value := body.get(key), int) and not isinstance(value, bool)
+        ),
+        None,
+    )
+    key = next((k for k in ("completion_tokens", "output_tokens") if k in usage), None)
+    if limit is None or key is None:
+        return usage
+    before, total = usage[key], usage.get("total_tokens")
+    changed = {**usage, key: limit}
+    if isinstance(before, int) and isinstance(total, int):
+        changed["total_tokens"] = total + limit - before
+    return changed
+
+
 class ChatHandler(BaseHTTPRequestHandler):
     """One client connection (HTTP/1.1 keep-alive); the reply logic for each request."""
 
     protocol_version = "HTTP/1.1"
     server: LoopbackHTTPServer
     _flying = False
+    _chunked = False  # this request's chunked response has begun
     server_version = "agentbench-scripted"
 
     def setup(self) -> None:
@@ -124,6 +151,7 @@ class ChatHandler(BaseHTTPRequestHandler):
             self._send_error(404, f"unknown endpoint GET {self.path}")
 
     def do_POST(self) -> None:
+        self._chunked = False
         route = self._route()
         body = self._read_json()
         if body is None:
@@ -213,9 +241,35 @@ class ChatHandler(BaseHTTPRequestHandler):
             message = f"no script for key {asked!r}; registered keys: {known}"
             self._send_error(404, message, wire=wire)
             return
-        reply = picked[2]
+        serial = self._provider._serial
+        if serial is None:
+            self._serve(picked[2], body, wire)
+            return
+        streamed = body.get("stream") is True and picked[2].error is None
+        if streamed:  # the headers go out at once; the events when its turn comes
+            self._start_chunked("text/event-stream; charset=utf-8")
+        while not serial.acquire(timeout=_PING_S):
+            if self._provider._stopping.is_set():
+                self._drop()
+                return
+            if streamed:
+                ping = b": ping\r\n\r\n"
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(ping), ping))
+        try:
+            self._serve(picked[2], body, wire)
+        finally:
+            serial.release()
+
+    def _serve(self, reply: Reply, body: JsonObject, wire: Wire) -> None:
+        """Answer with ``reply``: delayed, an error, an empty stream, a stream or a body."""
         if reply.delay_s and self._provider._stopping.wait(reply.delay_s):
             self._drop()
+            return
+        if reply.empty_stream and body.get("stream") is True:
+            self._start_chunked("text/event-stream; charset=utf-8")
+            self._land()
+            self.wfile.write(b"0\r\n\r\n")
+            self.close_connection = True  # as llama-cpp-python's server does after it
             return
         if reply.error is not None:
             error = reply.error
@@ -229,6 +283,8 @@ class ChatHandler(BaseHTTPRequestHandler):
             usage = wire.declared_usage(reply.usage)
         else:
             usage = wire.default_usage(reply, body)
+            if reply.finish_reason == "length":
+                usage = _at_the_limit(usage, body)
         if body.get("stream") is True:
             self._stream(wire, reply, model, usage if wire.stream_usage(body) else None, body)
         else:
@@ -289,6 +345,9 @@ class ChatHandler(BaseHTTPRequestHandler):
         return True
 
     def _start_chunked(self, content_type: str) -> None:
+        if self._chunked:
+            return  # (a serial server sent the headers before the request's turn)
+        self._chunked = True
         self.send_response(200)
         self.send_header("Content-Type", content_type)
         self.send_header("Cache-Control", "no-cache")

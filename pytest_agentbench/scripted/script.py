@@ -30,6 +30,7 @@ REPLY_KEYS = (
     "repeat",
     "truncate",
     "hang",
+    "empty_stream",
     "finish_reason",
     "tool_calls",
 )
@@ -107,6 +108,10 @@ class Reply:
     repeat: int = 1
     truncate: bool = False
     hang: bool = False
+    #: a streamed request gets a 200 stream that ends without one event (what
+    #: llama-cpp-python sends when the prompt exceeds its context window); a non-streamed
+    #: request gets the reply as usual, its error included
+    empty_stream: bool = False
     finish_reason: str = "stop"
     tool_calls: tuple[ScriptedToolCall, ...] = field(default=())
     errors: tuple[ReplyError, ...] = field(default=())
@@ -171,6 +176,7 @@ class Reply:
             repeat=_count(obj, "repeat", where, 1),
             truncate=_flag(obj, "truncate", where),
             hang=_flag(obj, "hang", where),
+            empty_stream=_flag(obj, "empty_stream", where),
             finish_reason=finish_reason,
             tool_calls=tuple(_parse_tool_call(c, where, i) for i, c in enumerate(tool_calls)),
         )

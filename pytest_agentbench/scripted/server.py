@@ -51,6 +51,10 @@ class ScriptedServer:
     (the JSON sent) and ``headers`` (lower-case names; credential values replaced by
     ``[redacted]``). Older ones are dropped (a 10 000-task run would otherwise keep every
     prompt); ``stats["requests"]`` counts them all.
+
+    ``serial=True`` serves one generation at a time, as llama-cpp-python does: the others
+    wait in a queue, a streamed one with its response headers sent and a ``: ping``
+    comment every second (no event until its turn), an unstreamed one with nothing sent.
     """
 
     def __init__(
@@ -60,6 +64,7 @@ class ScriptedServer:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
+        serial: bool = False,
     ) -> None:
         if not is_loopback(host):
             raise ValueError(
@@ -77,6 +82,8 @@ class ScriptedServer:
         self._in_flight = 0
         self._max_in_flight = 0
         self._stopping = threading.Event()
+        #: held while a generation is served, when the server serves one at a time
+        self._serial = threading.Lock() if serial else None
         self._httpd: LoopbackHTTPServer | None = None
         self._thread: threading.Thread | None = None
         if scripts:

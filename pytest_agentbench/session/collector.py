@@ -114,6 +114,8 @@ class RecordCollector:
             self.started.pop(report.nodeid, None)
         if getattr(report, "agentbench_skipped", False):
             self.state.results.skipped.add(report.nodeid)
+        if getattr(report, "agentbench_not_run", None) == "budget":
+            self.state.results.over_budget.add(report.nodeid)
         if record is None:
             return
         self.suites.setdefault(record.file, record.suite)

@@ -7,7 +7,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TypedDict
 
+import pytest
+
 from pytest_agentbench.artifacts.controls import control_fields
+from pytest_agentbench.artifacts.cost_totals import with_cost
 from pytest_agentbench.artifacts.paths import control_dir, task_dir
 from pytest_agentbench.artifacts.record import task_record
 from pytest_agentbench.artifacts.rollout_files import (
@@ -22,7 +25,8 @@ from pytest_agentbench.core.records import Rollout
 from pytest_agentbench.core.sampling import Sampling
 from pytest_agentbench.core.stream import EventSink, RolloutEvent, StreamEvent
 from pytest_agentbench.core.task_record import TaskRecord
-from pytest_agentbench.errors import ModelError, unexpected_cause
+from pytest_agentbench.core.usage import Usage, sum_usage
+from pytest_agentbench.errors import BudgetExhausted, ModelError, unexpected_cause
 from pytest_agentbench.report.controls import control_message
 from pytest_agentbench.report.evidence import collapse, cut, failure_reason
 from pytest_agentbench.runner.agent import OpenAgent
@@ -163,6 +167,8 @@ def run_task_item(
         rollout = Rollout.harness_error(
             task.key, task.suite, task.id, model, str(exc), task.pass_threshold
         )
+        if isinstance(exc, BudgetExhausted):
+            rollout.failure_kind = "budget"
     except Exception as exc:  # a bug (ours, a plugin's, a library's): recorded, never lost
         cause = f"unexpected {unexpected_cause(exc)}"
         rollout = Rollout.harness_error(
@@ -186,6 +192,16 @@ def run_task_item(
         sampling=task.sampling.public(),
     )
     record = with_sample(record, model, task, settings.reducer or task.reducer)
+    cached = sum(attempt.cached for attempt in rollout.attempts)
+    if cached:
+        record = replace(record, cached=cached)
+    if control is None and priced(settings):
+        replayed = [a.cached_usage for a in rollout.attempts if a.cached_usage is not None]
+        record = with_cost(  # (no price: a cost of None, said so)
+            record,
+            settings.price,
+            cached_usage=Usage.from_json(sum_usage(replayed)) if replayed else None,
+        )
     if task.perturbation is not None:
         perturbation: JsonObject = {
             "name": task.perturbation,
@@ -221,12 +237,26 @@ def run_task_item(
     redacted: JsonObject = redact(data, secrets)  # ``data`` itself when no secret is in it
     if redacted is not data:  # a secret in a message: the record keeps it out too
         record = TaskRecord.from_json(redacted)
+    if rollout.failure_kind == "budget":
+        # not sent: the spending cap was reached. Not a result (no result.json), so the
+        # item reports the task as not run and --agentbench-resume sends it later
+        return record
     if rollout.outcome == "harness_error" and state.inflight.closing:
         # the run stopped under this rollout (its client closed): not a result, so no
         # result.json, and --agentbench-resume sends the task again
         return record
     write_result(directory, rollout, redacted, fingerprint=settings.fingerprint(), secrets=secrets)
     return record
+
+
+def priced(settings: Settings) -> bool:
+    """Whether the run reports cost: a model with a price, a price file, or a model that
+    is not the offline scripted one (its cost is then said to be not known)."""
+    return (
+        settings.price is not None
+        or settings.prices_file is not None
+        or settings.model.provider != "scripted"
+    )
 
 
 def _agent_opener(state: RunState, task: Task, settings: Settings) -> OpenAgent:
@@ -307,3 +337,22 @@ def resumable_record(settings: Settings, directory: Path, nodeid: str) -> TaskRe
     if settings.retry_errors and record.outcome == "harness_error":
         return None
     return replace(record, resumed=True)
+
+
+def dry_run(session: pytest.Session, state: RunState) -> None:
+    """Print the forecast of the selected tasks (runner/forecast.py), each with its
+    model's price and max_tokens; nothing is sent, nothing is written."""
+    from pytest_agentbench.runner.forecast import forecast, forecast_lines
+
+    planned = []
+    for item in session.items:
+        task = getattr(item, "task", None)
+        if not isinstance(task, Task) or task.control is not None:
+            continue
+        settings = state.settings.for_model(task.model)
+        task = with_overrides(task, settings)
+        planned.append((task, settings.price, settings.max_tokens or task.max_tokens))
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    for line in forecast_lines(forecast(planned)):
+        if reporter is not None:
+            reporter.write_line(line)

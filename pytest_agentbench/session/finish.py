@@ -47,6 +47,7 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
         skipped=len(results.skipped),
         interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
         stopped=str(stopped) if stopped else None,
+        over_budget=len(results.over_budget),
     )
     if not results.records and not state.folder.started:
         return
@@ -72,6 +73,11 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
         ):  # the gate needs a calibrated judge
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
     sections = _compare(state)
+    budget = budget_section(state)
+    if budget is not None:
+        sections["budget"] = budget
+        if budget["not_run"] and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            session.exitstatus = BUDGET_EXIT
     results.pairwise = _pairwise(session, state)
     if results.pairwise is not None:
         sections["judge_pairwise"] = results.pairwise
@@ -101,6 +107,27 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
     _write_html(state, run_dir)
     if state.hooks.has("pytest_agentbench_run_finished"):
         state.hooks.notify("pytest_agentbench_run_finished", summary=summary, run_dir=run_dir)
+
+
+#: The exit status of a run the spending cap stopped before every task was sent (pytest's
+#: own statuses are 0-5): not a pass, not a failure of the model.
+BUDGET_EXIT = 6
+
+
+def budget_section(state: RunState) -> JsonObject | None:
+    """summary.json's ``budget`` (with --agentbench-max-cost): the cap, what this session
+    spent (the ledger: known costs, and the worst case of replies of unknown usage),
+    whether the cap stopped the run, and how many tasks were not run."""
+    cap = state.settings.max_cost
+    if cap is None:
+        return None
+    spent, _, stopped = state.services.budget().state()
+    return {
+        "max_usd": cap,
+        "spent_usd": spent,
+        "stopped": stopped,
+        "not_run": len(state.results.over_budget),
+    }
 
 
 def _write_html(state: RunState, run_dir: Path) -> None:
@@ -238,6 +265,19 @@ def summary_section(
         terminalreporter.write_line(
             f"circuit breaker: {len(not_sent)} task(s) not sent — {not_sent[0].error}"
         )
+    budget = budget_section(state)
+    if budget is not None:
+        from pytest_agentbench.core.cost import money
+
+        spent, cap = budget["spent_usd"], budget["max_usd"]
+        assert isinstance(spent, float) and isinstance(cap, float)
+        line = f"budget: {money(spent)} spent of the {money(cap)} cap"
+        if budget["not_run"]:
+            line += (
+                f"; {budget['not_run']} task(s) not run (reason budget): finish them with "
+                "--agentbench-resume"
+            )
+        terminalreporter.write_line(line, yellow=bool(budget["not_run"]))
     resumed = sum(1 for record in records if record.resumed)
     if resumed:
         terminalreporter.write_line(

@@ -346,6 +346,9 @@ def _selected(tasks: tuple[Task, ...], state: RunState) -> tuple[Task, ...]:
 class TaskItem(pytest.Item):
     """One task. ``record`` is set after it runs; the plugin puts it on the report."""
 
+    #: why the task was not run, when it was not ("budget": the spending cap was reached)
+    not_run: str | None = None
+
     def __init__(
         self,
         *,
@@ -386,6 +389,10 @@ class TaskItem(pytest.Item):
     def runtest(self) -> None:
         state: RunState = self.config.stash[STATE_KEY]
         self.record = record = state.inflight.record_for(self)
+        if record.failure_kind == "budget":  # not sent: the spending cap was reached
+            self.record = None
+            self.not_run = "budget"
+            pytest.skip(f"not run (budget): {record.error}")
         self.user_properties.extend(
             [
                 _property("agentbench_outcome", record.outcome),

@@ -6,6 +6,10 @@ usage added up. When the test ends it gets a task record like a suite's task (su
 module, task id: its name; reward 1 for a pass, 0 for a failure), which reaches the CTRF,
 summary.json and the failure lines with its tokens. Under the scripted provider its
 replies come from ``@pytest.mark.agentbench_scripted("reply", …)``.
+
+For an agent the test runs itself (in-process, or as a subprocess), ``endpoint()`` gives
+a base URL and stand-in key on the run's gateway: every call through it is attributed to
+the test, watched for loops and counted into its record like ``generate`` calls.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ if TYPE_CHECKING:
 
     import pytest
 
+    from pytest_agentbench.agents.endpoint import AgentEndpoint
+    from pytest_agentbench.agents.route import Route
     from pytest_agentbench.core.task_record import Outcome, TaskRecord
     from pytest_agentbench.session.run import RunState
 
@@ -44,6 +50,10 @@ class Reply:
     thinking: str = ""
     finish_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
+
+
+def _rest(script: _TestScript) -> tuple[str, Path, tuple[object, ...]]:
+    return script.id, script.path, script.scripted
 
 
 @dataclass(frozen=True)
@@ -76,6 +86,61 @@ class BenchModel:
         self.failure: Failure | None = None
         self.start_ms = int(time.time() * 1000)
         self._lock = threading.Lock()
+        self._route: Route | None = None
+
+    def endpoint(self) -> AgentEndpoint:
+        """The gateway endpoint of this test for an agent it runs: ``base_url`` (OpenAI
+        clients add ``/v1``) and ``key`` (a stand-in, good for this test's route only;
+        ``environment()`` gives the variables SDKs and CLIs read). Every call through it
+        reaches the run's model with the real key, counts into this test's usage, and is
+        watched for loops: a confirmed loop ends the request and fails the test as
+        ``loop_killed``. Under the scripted provider the marker's replies answer these
+        calls too, from the first (apart from ``generate``'s own count)."""
+        from pytest_agentbench.runner.loopguard import KillPolicy
+
+        with self._lock:
+            if self._route is not None:
+                return self._route.endpoint
+            state = self._state
+            services = state.services
+            settings = state.settings
+            key = f"{self._script.key}::gateway"
+            if self._script.scripted:
+                services.prepare(key, (_TestScript(key, *_rest(self._script)),))
+            self._route = services.gateway().open_route(
+                key,
+                self.label,
+                lambda protocol: services.protocol_client("", protocol),
+                kill_policy=KillPolicy(
+                    settings.loop_kill / 100, settings.loop_kill_seconds, settings.loop_kill_tokens
+                ),
+            )
+            return self._route.endpoint
+
+    def _gateway_calls(self) -> None:
+        """Take in what the gateway recorded of this test's calls, once; close its route."""
+        with self._lock:
+            route, self._route = self._route, None
+        if route is None:
+            return
+        with route.lock:
+            records = list(route.records)
+        for record in records:
+            self._took(
+                Usage.from_json(record.usage) if record.usage is not None else Usage(),
+                record.guard.as_dict() if record.guard is not None else {},
+            )
+        with self._lock:
+            self.calls += len(records)
+        stop = route.stop_info
+        if stop is not None and self.failure is None:
+            if stop.reason == "loop_killed":
+                self.failure = Failure.of("loop_killed", f"agent killed: {stop.message}")
+            elif stop.reason == "timeout":
+                self.failure = Failure.of("model_timeout", f"agent stopped: {stop.message}")
+            else:
+                self.failure = Failure.of("harness", f"agent stopped: {stop.message}")
+        self._state.services.gateway().close_route(route)
 
     def generate(
         self,
@@ -164,6 +229,7 @@ class BenchModel:
         ``setup``) and what the model did."""
         from pytest_agentbench.artifacts.record import build_record
 
+        self._gateway_calls()
         failure = self.failure
         outcome: Outcome = "passed" if report.passed else "failed"
         if failure is not None:

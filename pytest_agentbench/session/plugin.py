@@ -170,6 +170,16 @@ class SessionPlugin:
         gc.freeze()
 
     @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
+        """``--agentbench-dry-run``: the forecast instead of the run; nothing is sent."""
+        if not self.state.settings.dry_run:
+            return None
+        from pytest_agentbench.session.execution import dry_run
+
+        dry_run(session, self.state)
+        return True
+
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         """Forget the record of an earlier run of a task item: a rerun starts afresh, and a
         failure before it runs must not find the earlier record."""
@@ -202,7 +212,10 @@ class SessionPlugin:
             return report
         record = getattr(item, "record", None)
         if report.skipped and record is None:  # skipped before it ran (an xfail task has one)
-            report.agentbench_skipped = True  # type: ignore[attr-defined]
+            if getattr(item, "not_run", None):  # stopped by the spending cap: not run
+                report.agentbench_not_run = item.not_run  # type: ignore[attr-defined]
+            else:
+                report.agentbench_skipped = True  # type: ignore[attr-defined]
             return report
         if record is None and call.excinfo is not None:
             from pytest_agentbench.session.collector import stand_in_record

@@ -1,7 +1,7 @@
 """Every use of a pytest, pytest-xdist or pytest-timeout internal, in one place.
 
 The rest of the plugin uses their public hooks and APIs only. What is here has no public
-equivalent; each function says what it reads and why. tests/test_pytest_compat.py checks
+equivalent; each function says what it reads and why. tests/session/test_pytest_compat.py checks
 every internal named here against the installed versions and names what changed, so an
 upgrade that breaks one fails there, loudly, not somewhere in a run.
 

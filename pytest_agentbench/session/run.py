@@ -133,6 +133,8 @@ class ResultSink:
     selected: int = 0
     deselected: int = 0
     skipped: set[str] = field(default_factory=set)
+    #: Node ids not run because the run's spending cap was reached (--agentbench-max-cost)
+    over_budget: set[str] = field(default_factory=set)
     #: Node ids run in this session: a rerun runs again, never resumes (execution.py).
     ran_here: set[str] = field(default_factory=set)
     coverage: JsonObject | None = None

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pytest_agentbench.config.settings import Settings
     from pytest_agentbench.models.base import ModelClient
     from pytest_agentbench.models.breaker import CircuitBreaker
+    from pytest_agentbench.models.budget import BudgetLedger
     from pytest_agentbench.models.ratelimit import Limit, SharedLimit
     from pytest_agentbench.models.ratelimit_remote import LimitService
     from pytest_agentbench.models.scripted import ScriptedTask
@@ -55,6 +56,7 @@ class RunServices:
         self.breaker: CircuitBreaker | None = None
         self.limit: SharedLimit | None = None
         self.limit_service: LimitService | None = None
+        self.ledger: BudgetLedger | None = None
         self._client: ModelClient | None = None
         #: the clients of the run's other models, by name (several models in one run)
         self._clients: dict[str, ModelClient] = {}
@@ -134,8 +136,21 @@ class RunServices:
         )
         if client is None:
             raise pytest.UsageError(self._unclaimed(settings))
+        self._cached(client, settings)
         self._bare[settings.model_name] = client
         return client  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _cached(client: ModelClient, settings: Settings) -> None:
+        """Give ``client`` the run's response cache (--agentbench-cache): built-in protocol
+        clients only; a plugin's client is never cached."""
+        if settings.cache_dir is None:
+            return
+        from pytest_agentbench.models.http import ProtocolClient
+        from pytest_agentbench.models.response_cache import ResponseCache
+
+        if isinstance(client, ProtocolClient):
+            client.cache = ResponseCache(settings.cache_dir, settings.cache_mode)  # type: ignore[arg-type]
 
     def control_client(self) -> ModelClient:
         """The scripted client that plays controls (suites/controls.py): the run's own
@@ -173,6 +188,7 @@ class RunServices:
 
     def _reliable(self, client: ModelClient, settings: Settings) -> ModelClient:
         """Retries inside, the circuit breaker outside: a retried failure counts once."""
+        bare = client
         from pytest_agentbench.models.breaker import BreakerClient
         from pytest_agentbench.models.retry import RetryingClient, RetryPolicy
 
@@ -201,7 +217,22 @@ class RunServices:
             if settings is self.settings:
                 self.breaker = breaker
             wrapped = BreakerClient(wrapped, breaker)
+        if settings.max_cost is not None and settings.price is not None:
+            from pytest_agentbench.models.budget import BudgetClient
+
+            replays = getattr(bare, "replays", None)
+            wrapped = BudgetClient(wrapped, self.budget(), settings.price, replays)
         return wrapped
+
+    def budget(self) -> BudgetLedger:
+        """The run's spending ledger (--agentbench-max-cost), one file in the folder the
+        controller shares with its workers (``marks``), opened once per process."""
+        if self.ledger is None:
+            from pytest_agentbench.models.budget import BudgetLedger
+
+            assert self.settings.max_cost is not None
+            self.ledger = BudgetLedger(self.marks() / "budget", self.settings.max_cost)
+        return self.ledger
 
     def prepare(
         self,
@@ -359,6 +390,8 @@ class RunServices:
             if key not in self._protocol_clients:
                 bare = self._bare.get(settings.model_name)
                 made = sibling(bare, protocol) if bare is not None else None
+                if made is not None and made is not bare:
+                    self._cached(made, settings)
                 if made is bare and made is not None:
                     self._protocol_clients[key] = own
                 else:

@@ -133,6 +133,9 @@ class TaskBuilder:
         self.tools = tools
         self.object_word = "a table" if fmt == "toml" else "an object"
         self.problems: list[tuple[int | None, str, str]] = []
+        #: The task indexes with a problem (None: the suite has one): one look-up per task,
+        #: never a scan of every problem (N tasks with a problem each stay linear).
+        self.problem_indexes: set[int | None] = set()
         #: The dataset's name, and the line each task's row starts on (a manifest's).
         self.dataset = ""
         self.lines: dict[int, int] = {}
@@ -145,6 +148,7 @@ class TaskBuilder:
     def add(self, index: int | None, path: str, text: str) -> None:
         """Record a problem of task ``index`` (None: of the suite as a whole)."""
         self.problems.append((index, path, text))
+        self.problem_indexes.add(index)
 
     def task(self, raw: RawTask, defaults: SuiteDefaults) -> Task | None:
         """The task of ``raw`` over the suite's defaults; None when it has a problem."""
@@ -235,7 +239,7 @@ class TaskBuilder:
             oracle=oracle,
             sampling=own.over(defaults.sampling),
         )
-        if any(index in (i, None) for index, _, _ in self.problems):
+        if i in self.problem_indexes or None in self.problem_indexes:
             return None  # asked only of a task with no other problem: no noise on noise
         return task if self._check_setup(raw, task, defaults) else None
 

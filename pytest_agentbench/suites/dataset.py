@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
-from pytest_agentbench.suites.read import parse_record, read_text
+from pytest_agentbench.suites.read import RepeatWatch, parse_record, read_text, record_problem
 from pytest_agentbench.suites.validate import (
     Parts,
     json_path,
@@ -34,8 +34,16 @@ from pytest_agentbench.suites.validate import (
 DATASET_KEYS = ("id", "input", "target", "choices", "scripted", "oracle")
 #: Gives a manifest's dataset (its name, the manifest's path) a local path, or None.
 FindDataset = Callable[[str, Path], "Path | None"]
-#: Dataset formats by file extension.
+#: Dataset formats by file extension (each may also end ``.gz``: read decompressed).
 DATASET_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv"}
+
+
+def dataset_format(path: Path) -> str | None:
+    """The format of the dataset at ``path`` by its extension, ``.gz`` looked through
+    (``HumanEval.jsonl.gz`` is JSONL); None for an unknown one."""
+    name = path.name.lower()
+    inner = Path(name.removesuffix(".gz")).suffix if name.endswith(".gz") else path.suffix
+    return DATASET_FORMATS.get(inner.lower())
 
 
 @dataclass(frozen=True)
@@ -50,12 +58,18 @@ class Row:
 def read_rows(path: Path, columns: list[str] | None, max_bytes: int) -> list[Row]:
     """The rows of the dataset at ``path``, by its extension (``.jsonl``/``.ndjson``,
     ``.json``: an array of objects, ``.csv``: a header row unless ``columns`` names the
-    columns). Raises ValueError for what spoils the whole file (missing, unreadable, an
-    unknown extension, a JSON syntax error, a bad CSV header)."""
-    fmt = DATASET_FORMATS.get(path.suffix.lower())
+    columns), each optionally gzipped (``.jsonl.gz``: the size cap applies to the
+    decompressed data). Raises ValueError for what spoils the whole file (missing,
+    unreadable, an unknown extension, a JSON syntax error, a bad CSV header)."""
+    fmt = dataset_format(path)
     if fmt is None:
         known = ", ".join(DATASET_FORMATS)
-        raise ValueError(f"has an unknown dataset extension {show(path.suffix)}; use {known}")
+        gz = path.name.lower().endswith(".gz")
+        suffix = "".join(path.suffixes[-2:]) if gz else path.suffix
+        raise ValueError(
+            f"has an unknown dataset extension {show(suffix)}; use {known} "
+            "(each may be gzipped: .gz)"
+        )
     if not path.exists() and not path.is_symlink():
         raise ValueError(f"names no file: looked for {path}")
     text = read_text(path, max_bytes)
@@ -77,7 +91,8 @@ def _jsonl_rows(text: str) -> Iterator[Row]:
 
 def _json_rows(text: str) -> Iterator[Row]:
     """The items of a JSON array, each with the line its value starts on."""
-    decoder = json.JSONDecoder()
+    watch = RepeatWatch()
+    decoder = json.JSONDecoder(object_pairs_hook=watch)
     position = _skip_space(text, 0)
     if not text.startswith("[", position):
         found = "nothing" if position >= len(text) else show(text[position : position + 10])
@@ -97,7 +112,11 @@ def _json_rows(text: str) -> Iterator[Row]:
                 f"the value at line {line} cannot be read (nested too deeply?)"
             ) from None
         line = text.count("\n", 0, position) + 1
-        if isinstance(value, dict):
+        repeated, watch.repeats = watch.repeats, 0
+        problem = _repeat_problem(value) if repeated else None
+        if problem is not None:
+            yield Row(line, None, problem)
+        elif isinstance(value, dict):
             yield Row(line, value)
         else:
             yield Row(line, None, f"the record must be a JSON object; got {type_name(value)}")
@@ -111,6 +130,14 @@ def _json_rows(text: str) -> Iterator[Row]:
             line = text.count("\n", 0, position) + 1
             raise ValueError(f"JSON syntax error at line {line}: expected ',' or ']'")
         position = _skip_space(text, position + 1)
+
+
+def _repeat_problem(value: JsonValue) -> str | None:
+    try:
+        record_problem(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def _skip_space(text: str, position: int) -> int:

@@ -33,7 +33,11 @@ from pytest_agentbench.suites.build import (
     as_whole,
 )
 from pytest_agentbench.suites.dataset import FindDataset, dataset_rows
-from pytest_agentbench.suites.read import DEFAULT_MAX_FILE_BYTES, read_document
+from pytest_agentbench.suites.read import (
+    DEFAULT_MAX_FILE_BYTES,
+    DocumentProblems,
+    read_document,
+)
 from pytest_agentbench.suites.task import DEFAULT_TOOLS, Task
 from pytest_agentbench.suites.validate import (
     RESERVED_FIELDS,
@@ -95,6 +99,8 @@ def load_suite(
     path = Path(path)
     try:
         document, fmt = read_document(path, max_bytes)
+    except DocumentProblems as exc:
+        raise SuiteError(str(path), exc.problems) from None
     except ValueError as exc:
         raise SuiteError(str(path), [str(exc)]) from None
     loader = _Loader(path, fmt, verifiers, reply_check, tools, max_bytes)
@@ -250,11 +256,16 @@ class _Loader(TaskBuilder):
         )
 
     def _file_tasks(self, tasks: JsonValue, bad: set[Parts]) -> list[RawTask]:
+        # each task's problem paths, grouped in one pass over them (not one pass per task)
+        by_task: dict[int, set[Parts]] = {}
+        for parts in bad:
+            if len(parts) > 1 and parts[0] == "task" and isinstance(parts[1], int):
+                by_task.setdefault(parts[1], set()).add(parts[2:])
         return [
             RawTask(
                 index=i,
                 data=data,
-                bad=frozenset(parts[2:] for parts in bad if parts[:2] == ("task", i)),
+                bad=frozenset(by_task.get(i, ())),
                 locate=functools.partial(self._task_path, i),
             )
             for i, data in enumerate(tasks if isinstance(tasks, list) else [])

@@ -199,9 +199,10 @@ def structure_problems(
     A table with a key that is not a string still has its other keys checked: the loader
     reads them when no problem is found at or below them."""
     found = _odd_values(data)
-    odd = [parts for parts, text in found if not text.startswith(_NOT_A_STRING_KEY)]
+    odd = {parts for parts, text in found if not text.startswith(_NOT_A_STRING_KEY)}
     for parts, text in schema_problems(validator, data, object_word):
-        if not any(parts[: len(seen)] == seen for seen in odd):
+        # at or below an odd value? (its prefixes looked up: linear in the problems)
+        if not any(parts[:length] in odd for length in range(len(parts) + 1)):
             found.append((parts, text))
     return found
 
@@ -258,8 +259,14 @@ def _describe(error: ValidationError, object_word: str) -> list[tuple[Parts, str
 
 
 def _did_you_mean(word: object, known: Sequence[str]) -> str:
-    close = difflib.get_close_matches(str(word), known, n=1, cutoff=0.6)
-    close = close or [name for name in known if name.startswith(str(word))][:1]
+    return _closest(str(word), tuple(known))
+
+
+@functools.lru_cache(maxsize=1024)
+def _closest(word: str, known: tuple[str, ...]) -> str:
+    """The suggestion for ``word`` (the same mistake in N tasks is worked out once)."""
+    close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+    close = close or [name for name in known if name.startswith(word)][:1]
     return f" (did you mean {show(close[0])}?)" if close else ""
 
 

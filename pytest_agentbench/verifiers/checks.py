@@ -34,6 +34,7 @@ from pytest_agentbench.verifiers.stamped import (
     SCORINGS,
     InnerReport,
     ctrf_document,
+    exited_at_import,
     run_details,
     run_inner,
     untrusted,
@@ -53,6 +54,13 @@ class ChecksPlan:
     test: str | None = None
     entry_point: str = ""
     asserts: tuple[str, ...] = ()
+    #: Code the answer continues (HumanEval's prompt): the solution module is this text
+    #: followed by the answer's code, as HumanEval's own evaluator writes its program.
+    prompt: str = ""
+
+    def program(self, code: str) -> str:
+        """The solution module's text for the answer's ``code``."""
+        return self.prompt + code
 
     def orders(self) -> JsonObject:
         """The plan as the runner's orders (``inner_checks.main``)."""
@@ -83,6 +91,8 @@ def _plan(check: Check) -> ChecksPlan:
         )
     setup = options.get("setup", "")
     setup = setup if isinstance(setup, str) else ""
+    prompt = options.get("prompt", "")
+    prompt = prompt if isinstance(prompt, str) else ""
     if isinstance(test, str) and test.strip():
         entry = options.get("entry_point")
         if not isinstance(entry, str) or not entry.isidentifier():
@@ -95,12 +105,12 @@ def _plan(check: Check) -> ChecksPlan:
             raise VerifierError(
                 "python_checks verifier: the test code defines no function check(candidate)"
             )
-        return ChecksPlan(setup, test=test, entry_point=entry)
+        return ChecksPlan(setup, test=test, entry_point=entry, prompt=prompt)
     if isinstance(asserts, list) and asserts and all(isinstance(a, str) for a in asserts):
         lines = [str(a) for a in asserts]
         for number, line in enumerate(lines, start=1):
             _parse(line.strip(), f"assert {number}")
-        return ChecksPlan(setup, asserts=tuple(line.strip() for line in lines))
+        return ChecksPlan(setup, asserts=tuple(line.strip() for line in lines), prompt=prompt)
     raise VerifierError(
         "python_checks verifier: set options.test (code defining check(candidate), with "
         "options.entry_point) or options.asserts (a list of assert lines), or make the "
@@ -194,10 +204,18 @@ def check_python_checks(task: Task) -> list[ConfigProblem]:
     parse; check mode needs a ``check`` function."""
     options = task.verifier.options
     try:
-        _plan(Check("", task, options))
+        plan = _plan(Check("", task, options))
     except VerifierError as exc:
         places = [key for key in ("test", "asserts", "entry_point") if key in options]
         return [unusable(("options", places[0]) if places else ("target",), exc)]
+    if plan.prompt and task.mode == "agent":
+        return [
+            ConfigProblem(
+                ("options", "prompt"),
+                "is for answer-mode tasks: an agent task's workspace module is run as "
+                "the agent left it",
+            )
+        ]
     return []
 
 
@@ -213,7 +231,7 @@ def verify_python_checks(check: Check) -> Verdict:
         return cannot_judge(exc, got=got, extraction=extraction)
     expected = expected_cases(plan)
     clear_artifacts(check, "ctrf.json", "test-stdout.txt")
-    answer_file = None if check.workspace is not None else (f"{module}.py", code)
+    answer_file = None if check.workspace is not None else (f"{module}.py", plan.program(code))
     try:
         with check_workspace(check, answer_file) as workspace:
             result, report, problem = run_checks(workspace, plan, module, check)
@@ -221,7 +239,7 @@ def verify_python_checks(check: Check) -> Verdict:
     except SandboxError as exc:
         return cannot_judge(VerifierError(f"python_checks verifier: {exc}"), got=got)
     stamp = report.stamp if report is not None else {}
-    why = why_unreported(result, problem, "the run")
+    why = exited_at_import(result, stamp) or why_unreported(result, problem, "the run")
     passed, total, tests = score(expected, report, why)
     tampered, killed, tests = untrusted(result, stamp, tests, shown=5)
     if tampered or killed:
@@ -240,6 +258,7 @@ def verify_python_checks(check: Check) -> Verdict:
         "extraction": extraction,
         "module": module,
         "mode": "check" if plan.test is not None else "asserts",
+        "program": "prompt + answer" if plan.prompt else "answer",
         "failed_tests": [t["name"] for t in failing],
         "failures": failures,
         "report": "complete" if stamp.get("complete") else (problem or why),
@@ -295,6 +314,12 @@ PYTHON_CHECKS = FunctionVerifier(
                 "type": "string",
                 "description": "Code run in the solution's namespace before the checks "
                 "(MBPP's test_setup_code, imports).",
+            },
+            "prompt": {
+                "type": "string",
+                "description": "Code the answer continues (HumanEval's prompt): the "
+                "solution module is this text followed by the answer's code, the program "
+                "HumanEval's evaluator runs (answer-mode tasks).",
             },
             "module": MODULE_OPTION,
             "scoring": {

@@ -35,6 +35,7 @@ from pytest_agentbench.verifiers.stamped import (
     STATUSES,
     InnerReport,
     ctrf_document,
+    exited_at_import,
     run_details,
     run_inner,
     untrusted,
@@ -93,6 +94,7 @@ def run_tests(
         "args": [*_PYTEST_ARGS],
         "test_file": test_file,
         "solution": test_file,
+        "module": str(check.options.get("module", "solution")),
     }
     runner = Path(__file__).with_name("inner_pytest.py").resolve()
     env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
@@ -194,7 +196,7 @@ def verify_python_tests(check: Check) -> Verdict:
     if errors:
         why = f"the tests could not be collected: {errors[0].get('message', '')}"
     else:
-        why = why_unreported(result, problem, "the test run")
+        why = exited_at_import(result, stamp) or why_unreported(result, problem, "the test run")
     reported = [] if report is None else report.tests
     passed, total, tests = score(expected, reported, test_file, why)
     tampered, killed, tests = untrusted(result, stamp, tests)
@@ -223,7 +225,7 @@ def verify_python_tests(check: Check) -> Verdict:
         feedback = "The test run was tampered with (pytest internals changed); no test counts."
     elif killed:
         feedback = f"The test run was killed ({killed}: its parent process died); no test counts."
-    elif report is None or errors:
+    elif report is None or errors or not reported:
         feedback = f"No test result was recorded: {why}."
     elif names:
         feedback = f"{len(failing)} of {total} tests failed: {', '.join(names[:10])}."

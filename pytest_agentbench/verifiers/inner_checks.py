@@ -67,6 +67,7 @@ class _Armed(TypedDict, total=False):
     order: list[str]
     tampered: list[str]
     setup_error: str
+    phase: str
     ppid: int
     own: dict[str, object]
     snapshot: dict[str, object]
@@ -201,6 +202,7 @@ def _report(complete: bool) -> dict[str, object]:
                     "tampered": list(_armed["tampered"]),
                     "orphaned": _getppid() != _armed["ppid"],
                     "setup_error": _armed["setup_error"],
+                    "phase": _armed.get("phase", "starting"),
                 }
             },
         },
@@ -252,7 +254,9 @@ def _load_solution(path: str, module: str) -> tuple[dict[str, object] | None, st
     sys.modules[module] = loaded
     try:
         spec.loader.exec_module(loaded)
-    except BaseException as exc:  # SystemExit, KeyboardInterrupt: all a failed import
+    except SystemExit as exc:
+        return None, f"the answer's module exited during import ({_describe(exc)})"
+    except BaseException as exc:  # KeyboardInterrupt too: all a failed import
         return None, f"importing the solution raised {_describe(exc)}"
     return dict(vars(loaded)), ""
 
@@ -376,7 +380,11 @@ def main(orders: Mapping[str, object], nonce: str, fd: int) -> None:
     _flush()
     sys.addaudithook(_audit)  # cannot be removed: sees every trace or profile function set
     sys.path.extend([*_texts(orders, "paths"), _text(orders, "workspace")])
+    _armed["phase"] = "importing"  # a run that ends now ended in the answer's import
+    _flush()
     namespace, problem = _load_solution(_text(orders, "solution"), _text(orders, "module"))
+    _armed["phase"] = "checks"
+    _flush()
     if namespace is not None:
         namespace["__name__"] = "__agentbench_checks__"
         try:

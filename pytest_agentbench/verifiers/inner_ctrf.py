@@ -92,13 +92,17 @@ class _Armed(TypedDict, total=False):
     tampered: list[str]
     config: pytest.Config | None
     ppid: int
+    module: str
+    phase: str
 
 
 _armed: _Armed = {}
 
 
-def arm(nonce: str, fd: int) -> None:
-    """Called by the harness's bootstrap before pytest starts."""
+def arm(nonce: str, fd: int, module: str = "") -> None:
+    """Called by the harness's bootstrap before pytest starts; ``module`` is the answer's
+    module name (its import during collection is reported as the ``importing`` phase, so
+    a run that ends there is said to have exited during that import)."""
     _armed.update(
         {
             "nonce": nonce,
@@ -111,8 +115,24 @@ def arm(nonce: str, fd: int) -> None:
             "tampered": [],
             "config": None,
             "ppid": _getppid(),
+            "module": module,
+            "phase": "starting",
         }
     )
+    if module:
+        sys.addaudithook(_audit_import)
+
+
+def _audit_import(event: str, args: tuple[object, ...]) -> None:
+    """Notes (once, flushed) that the answer's module started importing during collection."""
+    if (
+        event == "import"
+        and _armed.get("phase") == "collecting"
+        and args
+        and args[0] == _armed["module"]
+    ):
+        _armed["phase"] = "importing"
+        _flush()
 
 
 def _resolve(module: str, dotted: str) -> object:
@@ -183,6 +203,7 @@ def _report(complete: bool, exitstatus: int | None) -> dict[str, object]:
                     "nonce": _armed["nonce"],
                     "complete": complete,
                     "exitstatus": exitstatus,
+                    "phase": _armed["phase"],
                     "tampered": list(_armed["tampered"]),
                     "orphaned": _getppid() != _armed["ppid"],
                     "collection_errors": list(_armed["collection_errors"]),
@@ -210,6 +231,15 @@ def pytest_collection(session: pytest.Session) -> None:
     if _armed:
         _armed["config"] = session.config
         _armed["snapshot"] = _snapshot(session.config)
+        _armed["phase"] = "collecting"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """Collection is over (pytest_collection_finish runs even when a SystemExit ends it)."""
+    if _armed:
+        _armed["phase"] = "running"
+        _flush()  # a run that ends from here on did not end in the answer's import
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:

@@ -36,7 +36,8 @@ def main(orders: Mapping[str, object], nonce: str, fd: int) -> None:
     plugin = importlib.util.module_from_spec(spec)
     sys.modules[module] = plugin
     spec.loader.exec_module(plugin)
-    plugin.arm(nonce, fd)
+    module_name = orders.get("module")
+    plugin.arm(nonce, fd, module_name if isinstance(module_name, str) else "")
     given = orders["args"]
     if not isinstance(given, list):
         raise SystemExit(f"orders: args must be a list, not {type(given).__name__}")

@@ -24,7 +24,19 @@ from referencing.exceptions import Unresolvable
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.errors import VerifierError
 from pytest_agentbench.suites.task import Task
-from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
+from pytest_agentbench.verifiers.base import (
+    Check,
+    ConfigProblem,
+    FunctionVerifier,
+    Verdict,
+    number_option,
+)
+from pytest_agentbench.verifiers.schema_regex import (
+    SCHEMA_REGEX_TIMEOUT_S,
+    SchemaPatternError,
+    bounded,
+    bounded_class,
+)
 from pytest_agentbench.verifiers.text import cannot_judge, excerpt, unusable
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.DOTALL)
@@ -97,7 +109,8 @@ def _validator(schema_json: str) -> Validator:
     schema = json.loads(schema_json)
     cls = validators.validator_for(schema)
     cls.check_schema(schema)
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+    bounded = bounded_class(cls)  # pattern keywords on the regex engine, with a time limit
+    return bounded(schema, format_checker=cls.FORMAT_CHECKER)
 
 
 def compiled_validator(schema: Mapping[str, JsonValue], source: str = "schema") -> Validator:
@@ -265,10 +278,14 @@ def verify_json_schema(check: Check) -> Verdict:
         )
         return Verdict(reward=0.0, metrics=metrics, details=details, feedback=feedback)
     try:
-        errors = [] if validator is None else _schema_errors(validator, parsed.value)
+        limit = number_option(check.options, "timeout_s", SCHEMA_REGEX_TIMEOUT_S)
+        errors = [] if validator is None else _schema_errors(validator, parsed.value, limit)
     except Unresolvable as exc:
         problem = f"json_schema verifier: {source} has a $ref that cannot be resolved: {exc}"
         return cannot_judge(VerifierError(problem), got=excerpt(check.answer))
+    except SchemaPatternError as exc:
+        # the schema, not the answer, is at fault: a harness error, as for the regex verifier
+        raise VerifierError(f"json_schema verifier: {source}: {exc}") from None
     violations = [_violation(e) for e in errors]
     details["schema_errors"] = [*violations[:_ERRORS_KEPT]]
     metrics.update(json_valid=1, schema_errors=len(errors))
@@ -294,8 +311,13 @@ def verify_json_schema(check: Check) -> Verdict:
     return Verdict(reward=reward, metrics=metrics, details=details, feedback=feedback)
 
 
-def _schema_errors(validator: Validator, value: JsonValue) -> list[ValidationError]:
-    errors = list(itertools.islice(validator.iter_errors(value), _ERRORS_COUNTED))
+def _schema_errors(
+    validator: Validator, value: JsonValue, limit: float = SCHEMA_REGEX_TIMEOUT_S
+) -> list[ValidationError]:
+    """The violations (at most ``_ERRORS_COUNTED``), by path; every schema pattern matched
+    on the way shares ``limit`` seconds (``schema_regex``: SchemaPatternError past it)."""
+    with bounded(validator.schema, limit):
+        errors = list(itertools.islice(validator.iter_errors(value), _ERRORS_COUNTED))
     return sorted(
         errors,
         key=lambda e: [(str(p), 0) if isinstance(p, str) else ("", p) for p in e.absolute_path],
@@ -329,6 +351,14 @@ JSON_SCHEMA = FunctionVerifier(
                 "description": "Fields whose values must equal the answer's; reward is the "
                 "fraction that do. Default: the task's target when options.schema is set and "
                 "the target is an object; else none (a schema-valid answer scores 1).",
+            },
+            "timeout_s": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": 600,
+                "default": SCHEMA_REGEX_TIMEOUT_S,
+                "description": "Time limit of all the schema's pattern matches on one answer "
+                "together (pattern, patternProperties); past it the task is a harness error.",
             },
         },
         "additionalProperties": False,

@@ -172,6 +172,17 @@ def outcome_words(result: CommandResult) -> str:
     return f"exit status {result.exit_code}"
 
 
+def exited_at_import(result: CommandResult, stamp: Mapping[str, JsonValue]) -> str | None:
+    """Why nothing ran, when the run ended while the answer's module was being imported
+    (the runner's last report says phase ``importing``): by itself, or stopped by a limit
+    (a module that loops at import); else None."""
+    if stamp.get("phase") != "importing":
+        return None
+    if result.killed_by:
+        return f"the answer's module was still importing when the run {outcome_words(result)}"
+    return f"the answer's module exited during import ({outcome_words(result)})"
+
+
 def why_unreported(result: CommandResult, problem: str, run: str) -> str:
     """Why a case ``run`` (``the run``, ``the test run``) did not report has no result."""
     if result.killed_by == "timeout":

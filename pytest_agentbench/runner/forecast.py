@@ -1,0 +1,147 @@
+"""The forecast of ``--agentbench-dry-run``: what a run would send and what it could
+cost, per suite × model, before anything is sent.
+
+For each task (one per item: every model and epoch is its own):
+
+* requests: from one (every task right first time) to ``(1 + repairs) × calls`` (every
+  repair used; ``calls`` is ``max_turns`` for an agent task, else 1), plus the judge
+  calls (none yet: the judges' place, issue 26);
+* prompt tokens: the characters of the system text and the rendered prompt, over 4
+  (about a token per 4 characters of English; no tokenizer is used, none is needed);
+* cost, low: every task right first time: one request, its prompt at the input price
+  counted at 5 characters a token (below the usual tokenizers' counts), no output;
+* cost, high: every repair used at ``max_tokens`` (else 16 384): each request's prompt
+  at 3 characters a token (above them) at the dearest prompt price, growing by the
+  previous answer and its feedback each round, and ``max_tokens`` of output each.
+
+The real run's cost lies between the two unless a prompt tokenizes outside 3-5
+characters a token or a task has no ``max_tokens`` and writes more than 16 384.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from pytest_agentbench.core.cost import PER, Price, money
+from pytest_agentbench.models.budget import DEFAULT_MAX_TOKENS
+from pytest_agentbench.suites.task import Task
+
+#: Characters per token: the estimate shown, and the two ends of the cost range.
+SHOWN_CHARS, LOW_CHARS, HIGH_CHARS = 4, 5, 3
+#: Tokens a repair round adds to the prompt besides the previous answer (the feedback).
+FEEDBACK_TOKENS = 512
+
+
+@dataclass
+class Forecast:
+    """One suite × model: tasks, requests (least, most), prompt tokens (the first
+    requests'), and the cost range (None when the model has no price)."""
+
+    suite: str
+    model: str
+    tasks: int = 0
+    requests_low: int = 0
+    requests_high: int = 0
+    repairs: int = 0
+    agent_turns: int = 0
+    judge_calls: int = 0
+    prompt_tokens: int = 0
+    low_usd: float | None = 0.0
+    high_usd: float | None = 0.0
+
+    def line(self) -> str:
+        cost = (
+            "cost not known (no price: docs/cost.md)"
+            if self.low_usd is None or self.high_usd is None
+            else f"cost {range_text(self.low_usd, self.high_usd)}"
+        )
+        extra = f", agent turns up to {self.agent_turns}" if self.agent_turns else ""
+        return (
+            f"{self.suite} × {self.model}: {self.tasks} task(s) · requests {self.requests_low} "
+            f"to {self.requests_high} (repairs up to {self.repairs}{extra}, judge calls "
+            f"{self.judge_calls}) · prompt ~{self.prompt_tokens:,} tokens (characters / "
+            f"{SHOWN_CHARS}) · {cost}"
+        )
+
+
+def range_text(low: float, high: float) -> str:
+    """``$0.0003 to $0.0033``: the low end rounded down, the high end up, so the range
+    shown holds the range computed."""
+    return f"{money(_rounded(low, math.floor))} to {money(_rounded(high, math.ceil))}"
+
+
+def _rounded(value: float, how: Callable[[float], int]) -> float:
+    step = 100 if value >= 1 else 10_000  # money() shows cents from a dollar, else 1/100 ¢
+    return how(value * step) / step
+
+
+def _chars(task: Task) -> int:
+    return len(task.system or "") + len(task.prompt)
+
+
+def task_range(task: Task, price: Price | None, max_tokens: int | None) -> tuple[float, float]:
+    """The least and the most ``task`` can cost at ``price`` (module docstring)."""
+    if price is None:
+        return math.nan, math.nan
+    chars = _chars(task)
+    input_rate = price.input or 0.0
+    rates = [r for r in (price.input, price.cache_read, price.cache_write) if r]
+    prompt_rate, output_rate = max(rates, default=0.0), price.output or 0.0
+    output = max_tokens or DEFAULT_MAX_TOKENS
+    low = chars / LOW_CHARS * input_rate / PER
+    calls = task.max_turns if task.mode == "agent" else 1
+    high = 0.0
+    prompt = chars / HIGH_CHARS
+    for _ in range(1 + task.repairs):
+        for _ in range(calls):
+            high += (prompt * prompt_rate + output * output_rate) / PER
+            prompt += output  # the next call carries this one's answer (or tool turn)
+        prompt += FEEDBACK_TOKENS
+    return low, high
+
+
+def forecast(
+    tasks: Iterable[tuple[Task, Price | None, int | None]],
+) -> list[Forecast]:
+    """Per suite × model, in the order first seen: each task with its model's price and
+    its ``max_tokens`` (the run's, else the task's)."""
+    found: dict[tuple[str, str], Forecast] = {}
+    for task, price, max_tokens in tasks:
+        model = task.model or "scripted"
+        group = found.setdefault((task.suite, model), Forecast(task.suite, model))
+        calls = task.max_turns if task.mode == "agent" else 1
+        group.tasks += 1
+        group.requests_low += 1
+        group.requests_high += (1 + task.repairs) * calls
+        group.repairs = max(group.repairs, task.repairs)
+        if task.mode == "agent":
+            group.agent_turns = max(group.agent_turns, task.max_turns)
+        group.prompt_tokens += math.ceil(_chars(task) / SHOWN_CHARS)
+        low, high = task_range(task, price, max_tokens)
+        if math.isnan(low) or group.low_usd is None or group.high_usd is None:
+            group.low_usd = group.high_usd = None
+        else:
+            group.low_usd += low
+            group.high_usd += high
+    return list(found.values())
+
+
+def forecast_lines(groups: list[Forecast]) -> list[str]:
+    """The dry run's report: one line per suite × model, then the whole run's."""
+    lines = ["dry run: nothing was sent; what the run would send and could cost:"]
+    lines += [f"  {group.line()}" for group in groups]
+    known = [g for g in groups if g.low_usd is not None and g.high_usd is not None]
+    low = math.fsum(g.low_usd or 0.0 for g in known)
+    high = math.fsum(g.high_usd or 0.0 for g in known)
+    unknown = len(groups) - len(known)
+    total = f"cost {range_text(low, high)}" if known else "cost not known"
+    if unknown and known:
+        total += f" (not known for {unknown} group(s))"
+    lines.append(
+        f"whole run: {sum(g.tasks for g in groups)} task(s) · requests "
+        f"{sum(g.requests_low for g in groups)} to {sum(g.requests_high for g in groups)} · "
+        f"{total}"
+    )
+    return lines

@@ -1,0 +1,202 @@
+"""Agents no one here wrote, under test through the gateway, offline: the real Claude Code
+CLI (Anthropic Messages), the real Codex CLI (OpenAI Responses) and an OpenAI Agents SDK
+program (Chat Completions), each a ``pytest --agentbench`` run (pytester) of a suite whose
+scripted replies play the agent's model. Each run holds four tasks:
+
+- a scripted tool call the agent really executes in its sandboxed workspace, judged by a
+  ``command`` verifier, with usage counted by the gateway;
+- a repair round that continues the agent's own session (``resume_argv`` / a second call);
+- a scripted loop in the model's stream, killed live with the agent's process group;
+- a deadline: the model never answers, the task times out and the agent is ended.
+
+The agents are found as tests/real_agents_support.py says (``.ci/install-agents`` installs them);
+a missing one skips its test with the reason. The suites are the ones docs/agents-external.md
+shows, with the executable's path filled in.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from real_agents_support import (
+    copy_programs,
+    processes_in,
+    require_agents_python,
+    require_tool,
+    version,
+)
+
+pytestmark = pytest.mark.slow
+
+CLAUDE_ARGS = '"--allowedTools", "Bash", "--output-format", "json"'
+PROVIDER = (
+    '"-c", "sandbox_mode=\\"danger-full-access\\"", "-c", "model_provider=\\"agentbench\\"", '
+    '"-c", "model_providers.agentbench={name=\\"agentbench\\",base_url=\\"{base_url}/v1\\",'
+    'env_key=\\"OPENAI_API_KEY\\",wire_api=\\"responses\\"}", "-m", "task-model"'
+)
+
+
+def agent_table(kind: str, exe: str) -> str:
+    if kind == "claude":
+        return f"""
+[suite.agent]
+kind = "command"
+argv = ["{exe}", "-p", "{{prompt}}", {CLAUDE_ARGS}]
+resume_argv = ["{exe}", "-p", "{{prompt}}", "--continue", {CLAUDE_ARGS}]
+env = {{ CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1" }}
+"""
+    if kind == "codex":
+        return f"""
+[suite.agent]
+kind = "command"
+argv = ["{exe}", "exec", "--skip-git-repo-check", {PROVIDER}, "{{prompt}}"]
+resume_argv = [
+  "{exe}", "exec", "resume", "--last", "--skip-git-repo-check", {PROVIDER}, "{{prompt}}"
+]
+"""
+    program = "{suite_dir}/agents/agents_sdk_agent.py"
+    return f"""
+[suite.agent]
+kind = "command"
+argv = ["{exe}", "{program}", "{{prompt}}"]
+resume_argv = ["{exe}", "{program}", "--resume", "{{prompt}}"]
+"""
+
+
+def shell_call(kind: str, command: str) -> str:
+    if kind == "claude":
+        arguments = {"command": command, "description": "run"}
+        name = "Bash"
+    elif kind == "codex":
+        arguments, name = {"cmd": command}, "exec_command"
+    else:
+        arguments, name = {"command": command}, "run_shell"
+    return f"{{ name = {json.dumps(name)}, arguments = {json.dumps(arguments)} }}".replace(
+        '": ', '" = '
+    ).replace('{"', '{ "')
+
+
+def suite(kind: str, exe: str) -> str:
+    def reply(command: str, text: str) -> str:
+        return f"{{ text = {json.dumps(text)}, tool_calls = [{shell_call(kind, command)}] }}"
+
+    return f"""
+[suite]
+name = "real-{kind}"
+timeout_s = 120
+repairs = 0
+verifier = {{ kind = "command", run = "grep -qx hello out.txt" }}
+{agent_table(kind, exe)}
+[[task]]
+id = "tool-call"
+input = "Create out.txt holding hello."
+scripted = [{reply("echo hello > out.txt", "Writing it.")}, "Done: out.txt holds hello."]
+
+[[task]]
+id = "repaired"
+input = "Create out.txt holding hello."
+repairs = 1
+scripted = [
+  {reply("echo wrong > out.txt", "Writing it.")}, "Done.",
+  {reply("echo hello > out.txt", "Fixing it.")}, "Fixed.",
+]
+
+[[task]]
+id = "loop"
+input = "Explain the task."
+[[task.scripted]]
+text = "Let me think about this again. "
+repeat = 4000
+chunk_size = 31
+chunk_delay_s = 0.0005
+
+[[task]]
+id = "deadline"
+input = "Explain the task."
+timeout_s = 12
+scripted = [{{ hang = true }}]
+"""
+
+
+def run_suite(pytester: pytest.Pytester, kind: str, exe: str) -> dict[str, dict[str, Any]]:
+    copy_programs(pytester.path)
+    pytester.makefile(".toml", **{f"bench_real_{kind}": suite(kind, exe)})
+    result = pytester.runpytest_subprocess(
+        "--agentbench", "-p", "no:cacheprovider", "--agentbench-concurrency", "4"
+    )
+    assert result.ret == 1, result.stdout.str()  # the loop and the deadline fail on purpose
+    tasks = (pytester.path / "agentbench-results" / "latest").resolve() / "tasks" / f"real-{kind}"
+    found = {}
+    for folder in tasks.iterdir():
+        found[folder.name.split("[")[0]] = {
+            "dir": folder,
+            "result": json.loads((folder / "result.json").read_text()),
+            "trajectory": json.loads((folder / "trajectory.json").read_text()),
+        }
+    return found
+
+
+def agent_entries(task: dict[str, Any]) -> list[dict[str, Any]]:
+    return [e["agent"] for e in task["trajectory"]["requests"] if "agent" in e]
+
+
+def relayed(task: dict[str, Any]) -> list[dict[str, Any]]:
+    return [e for e in task["trajectory"]["requests"] if "protocol" in e]
+
+
+def check_run(tasks: dict[str, dict[str, Any]], protocol: str) -> None:
+    done = tasks["tool-call"]
+    assert done["result"]["outcome"] == "passed", done["result"]["error"]
+    # the scripted tool call ran for real, in the agent's sandboxed workspace
+    assert (done["dir"] / "workspace" / "out.txt").read_text() == "hello\n"
+    calls = relayed(done)
+    assert len(calls) == 2 and {c["protocol"] for c in calls} == {protocol}
+    usage = done["result"]["usage"]
+    assert usage["input"] > 0 and usage["output"] > 0  # counted by the gateway, live
+    assert usage["input"] == sum(c["usage"]["input"] for c in calls)
+    [agent] = agent_entries(done)
+    assert agent["exit_code"] == 0 and agent["model_calls"] == 2
+
+    repaired = tasks["repaired"]["result"]
+    assert repaired["outcome"] == "passed" and repaired["repaired"] is True
+    assert repaired["attempts_used"] == 2
+    second = agent_entries(tasks["repaired"])[-1]
+    assert second["argv"] != agent_entries(tasks["repaired"])[0]["argv"]  # the resume line
+
+    loop = tasks["loop"]["result"]
+    assert loop["outcome"] == "loop_killed", loop["error"]
+    assert loop["error"].startswith("agent killed: loop in the model's stream")
+    assert agent_entries(tasks["loop"])[0]["stopped"] == "loop_killed"
+
+    late = tasks["deadline"]["result"]
+    assert late["outcome"] == "timeout", late["error"]
+    assert late["error"].startswith("agent timed out after 12 s")
+
+    for task in tasks.values():  # nothing of any agent outlives its task
+        assert processes_in(task["dir"] / "workspace") == []
+
+
+def test_claude_code(pytester: pytest.Pytester, record_property: Any) -> None:
+    exe = require_tool("claude")
+    record_property("agent_version", version([exe]))
+    tasks = run_suite(pytester, "claude", exe)
+    check_run(tasks, "messages")
+    # Claude Code reports its own usage (--output-format json): recorded beside ours
+    [agent] = agent_entries(tasks["tool-call"])
+    assert (
+        agent["reported"]["usage"]["input_tokens"] == tasks["tool-call"]["result"]["usage"]["input"]
+    )
+    assert agent["usage_disagreement"] is None
+
+
+def test_codex(pytester: pytest.Pytester, record_property: Any) -> None:
+    exe = require_tool("codex")
+    record_property("agent_version", version([exe]))
+    check_run(run_suite(pytester, "codex", exe), "responses")
+
+
+def test_openai_agents_sdk(pytester: pytest.Pytester) -> None:
+    python = require_agents_python()
+    check_run(run_suite(pytester, "sdk", python), "chat")
