@@ -1,7 +1,7 @@
 """How far a judge can be trusted, and a judged pass rate corrected for its error.
 
 Standard library only; checked against scikit-learn / statsmodels in
-``tests/test_judge_stats.py`` and by simulation.
+``tests/verifiers/test_judges.py`` and by simulation.
 
 - ``cohen_kappa``: Cohen's κ between people's labels and the judge's, unweighted, or
   weighted (``linear`` / ``quadratic``) for an ordinal scale; ``kappa_estimate`` adds a

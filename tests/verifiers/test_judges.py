@@ -27,7 +27,7 @@ from pytest_agentbench.verifiers.judge_prompt import (
     parse_reply,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "example_suites" / "bench_support_replies.toml"
 LABELS = ROOT / "example_suites" / "support_replies_labels.jsonl"
 
