@@ -351,19 +351,27 @@ def test_a_model_run_reports_the_corrected_rate_and_gates_on_kappa(
 
 
 def test_kappa_matches_statsmodels() -> None:
-    import numpy as np
-    from statsmodels.stats.inter_rater import cohens_kappa
+    import subprocess
+    import sys
 
     counts = ((1, 1, 3), (1, 2, 1), (2, 1, 1), (2, 2, 4), (2, 3, 1), (3, 2, 2), (3, 3, 5))
     pairs = [(a, b) for a, b, n in counts for _ in range(n)]
     cats = [1, 2, 3]
-    table = np.zeros((3, 3))
-    for a, b in pairs:
-        table[a - 1][b - 1] += 1
-    assert cohen_kappa(pairs, cats) == pytest.approx(cohens_kappa(table).kappa)
-    for weights in ("linear", "quadratic"):
-        theirs = cohens_kappa(table, wt=weights).kappa
-        assert cohen_kappa(pairs, cats, weights) == pytest.approx(theirs)
+    # statsmodels in a process of its own: numpy cannot be imported twice in one process,
+    # and another test of a worker may have dropped it from sys.modules
+    script = (
+        "import json, numpy as np\n"
+        "from statsmodels.stats.inter_rater import cohens_kappa\n"
+        f"t = np.zeros((3, 3))\nfor a, b, n in {counts!r}: t[a - 1][b - 1] += n\n"
+        "print(json.dumps([cohens_kappa(t).kappa, cohens_kappa(t, wt='linear').kappa, "
+        "cohens_kappa(t, wt='quadratic').kappa]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    plain, linear, quadratic = json.loads(done.stdout)
+    assert cohen_kappa(pairs, cats) == pytest.approx(plain)
+    assert cohen_kappa(pairs, cats, "linear") == pytest.approx(linear)
+    assert cohen_kappa(pairs, cats, "quadratic") == pytest.approx(quadratic)
     estimate = kappa_estimate(pairs, cats)
     assert estimate.lo is not None and estimate.hi is not None
     assert estimate.lo < (estimate.value or 0) < estimate.hi
