@@ -64,6 +64,14 @@ class RecordComparison:
     significant: bool
     regressions: tuple[str, ...]
     improvements: tuple[str, ...]
+    #: paired tasks graded by a different judge on each side (spec, settings or prompt
+    #: templates changed): their difference may be the judge's, not the model's
+    judge_changed: int = 0
+
+    @property
+    def comparable(self) -> bool:
+        """False when a judge changed between the sides on any paired task."""
+        return self.judge_changed == 0
 
     @property
     def level(self) -> float:
@@ -105,6 +113,11 @@ class RecordComparison:
     def notes(self) -> list[str]:
         """What was left out of the pairing, in words (nothing when nothing was)."""
         notes = []
+        if self.judge_changed:
+            notes.append(
+                f"not comparable: {self.judge_changed} paired task(s) were graded by a "
+                "different judge (its model, settings or prompt template changed)"
+            )
         if self.excluded:
             notes.append(f"{self.excluded} task(s) excluded: a harness error on either side")
         if self.only_first:
@@ -130,6 +143,8 @@ class RecordComparison:
             "words": self.words(),
             "regressions": list(self.regressions),
             "improvements": list(self.improvements),
+            "comparable": self.comparable,
+            "judge_changed": self.judge_changed,
         }
 
 
@@ -187,6 +202,7 @@ def compare_records(
         elif now and not was:
             improvements.append(_label(k))
     paired = len(shared) - stats.excluded
+    changed = sum(1 for k in shared if _judge_id(before[k]) != _judge_id(after[k]))
     return RecordComparison(
         first=first_label,
         second=second_label,
@@ -201,7 +217,17 @@ def compare_records(
         significant=stats.significant,
         regressions=tuple(sorted(regressions)),
         improvements=tuple(sorted(improvements)),
+        judge_changed=changed,
     )
+
+
+def _judge_id(record: Record) -> JsonValue:
+    """What identifies a record's judge (its fingerprint holds the spec, settings and
+    prompt templates; the rubric digest the task's rubric); None when none judged it."""
+    judge = record.judge
+    if judge is None:
+        return None
+    return [judge.get("fingerprint"), judge.get("rubric_digest")]
 
 
 def _by_model(records: Sequence[Record]) -> dict[str, list[Record]]:
