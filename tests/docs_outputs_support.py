@@ -24,6 +24,7 @@ VOLATILE = [
     (re.compile(r"wall \d+\.\ds"), "wall <s>"),
     (re.compile(r" at \d+\.\ds"), " at <s>"),
     (re.compile(r" at \d+ s\b"), " at <s>"),  # an agent under test's kill: whole seconds
+    (re.compile(r"· \d+\.\ds ·"), "· <s> ·"),  # the judge's wall time
 ]
 
 
@@ -388,6 +389,43 @@ def check_plan_output(block: dx.Block, request: pytest.FixtureRequest) -> None:
     assert got == want, "\n".join(["got:", *got, "want:", *want])
 
 
+def _judged_example(*args: str) -> list[str]:
+    """The terminal summary of a run of the judged example suite with its labels."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        shutil.copytree(ROOT / "example_suites", Path(folder) / "example_suites")
+        done = subprocess.run(
+            [
+                sys.executable,
+                *("-m", "pytest", "-p", "no:cacheprovider", "--agentbench"),
+                "example_suites/bench_support_replies.toml",
+                *("--agentbench-judge-labels", "example_suites/support_replies_labels.jsonl"),
+                *args,
+            ],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    return normalised(done.stdout)
+
+
+def check_judge_calibration(block: dx.Block, request: pytest.FixtureRequest) -> None:
+    got = _judged_example("--agentbench-calibrate")
+    want = normalised(block.text)
+    assert all(line in got for line in want), "\n".join(["got:", *got, "want:", *want])
+
+
+def check_judge_corrected(block: dx.Block, request: pytest.FixtureRequest) -> None:
+    got = _judged_example("--agentbench-judge-min-kappa", "0.6")
+    want = normalised(block.text)
+    assert all(line in got for line in want), "\n".join(["got:", *got, "want:", *want])
+
+
 OUTPUT_CHECKS: dict[tuple[str, str], Callable[[dx.Block, pytest.FixtureRequest], None]] = {
     ("README.md", "===="): check_readme_summary,
     ("README.md", "agentbench-results/<run-id>/"): check_run_layout,
@@ -405,4 +443,6 @@ OUTPUT_CHECKS: dict[tuple[str, str], Callable[[dx.Block, pytest.FixtureRequest],
     ("docs/robustness.md", "robustness "): check_robustness_lines,
     ("docs/datasets.md", "bench_gsm8k.toml: invalid suite"): check_dataset_rows_error,
     ("docs/statistics.md", "base rate "): check_plan_output,
+    ("docs/judges.md", "judge: "): check_judge_calibration,
+    ("docs/judges.md", "judged pass rate"): check_judge_corrected,
 }

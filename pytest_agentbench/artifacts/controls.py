@@ -24,7 +24,13 @@ def task_records(records: Iterable[TaskRecord]) -> list[TaskRecord]:
 
 
 def control_records(records: Iterable[TaskRecord]) -> list[TaskRecord]:
-    return [record for record in records if record.control is not None]
+    """The controls' records (calibration items of a judge are not controls)."""
+    return [r for r in records if r.control is not None and not r.control.calibration]
+
+
+def calibration_records(records: Iterable[TaskRecord]) -> list[TaskRecord]:
+    """The records of labelled answers judged to calibrate a judge."""
+    return [r for r in records if r.control is not None and r.control.calibration]
 
 
 def _control(record: TaskRecord) -> ControlRecord:
@@ -49,8 +55,10 @@ def control_fields(
     canary: bool,
     outcome: str | None,
     missing: str = "",
+    label: JsonValue = None,
 ) -> ControlRecord:
-    """The ``control`` table of a control's record."""
+    """The ``control`` table of a control's record (of a calibration item: ``behaved``
+    says whether the judge agreed with the person's ``label``)."""
     return ControlRecord(
         name=name,
         expect=expect,
@@ -58,6 +66,7 @@ def control_fields(
         canary=canary,
         behaved=None if outcome is None else behaved(expect, outcome),
         missing=missing or None,
+        label=label,
     )
 
 

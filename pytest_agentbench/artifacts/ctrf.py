@@ -39,6 +39,8 @@ def record_status(record: TaskRecord) -> CtrfStatus:
     control = record.control
     if control is None or status == "other":
         return status
+    if control.calibration:  # a measurement of the judge: agreeing or not, it ran
+        return "passed"
     behaved = control.behaved
     return "skipped" if behaved is None else "passed" if behaved else "failed"
 
@@ -93,6 +95,7 @@ def ctrf_test(record: TaskRecord) -> JsonObject:
             "control": None if control is None else control.to_json(),
             "cost": None if record.cost is None else record.cost.to_json(),
             "cached": record.cached,
+            "judge": record.judge,
         }
     }
     return test

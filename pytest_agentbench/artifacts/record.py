@@ -86,6 +86,7 @@ def task_record(
         rollout_dir=str(rollout_dir),
         verifier_dir=str(rollout_dir / "verifier"),
         failure=_evidence(rollout.failure, rollout_dir),
+        judge=judge_totals([a.judge for a in rollout.attempts if a.judge is not None]),
     )
     waited = sum(attempt.waited_s for attempt in rollout.attempts)
     if waited >= 0.0005:
@@ -93,6 +94,34 @@ def task_record(
     if rollout.outcome == "length_exceeded" and rollout.attempts:
         record = replace(record, length_limit=rollout.attempts[-1].length_limit)
     return SHARED.share(record)
+
+
+def judge_totals(parts: list[JsonObject]) -> JsonObject | None:
+    """The task record's ``judge`` table from its attempts' judging: the last one's
+    model, fingerprint, hashes, score and error, with calls, usage and wall time summed
+    over all of them. None when no judge graded the task."""
+    if not parts:
+        return None
+    from pytest_agentbench.core.usage import sum_usage
+
+    last = parts[-1]
+    usages = [u for u in (p.get("usage") for p in parts) if isinstance(u, dict)]
+    calls = [c for c in (p.get("calls") for p in parts) if isinstance(c, int)]
+    elapsed = [e for e in (p.get("elapsed_s") for p in parts) if isinstance(e, int | float)]
+    keep = ("model", "fingerprint", "template_hash", "rubric_digest", "scale", "samples")
+    table: JsonObject = {k: last.get(k) for k in keep}
+    table.update(
+        {
+            "calls": sum(calls),
+            "usage": sum_usage(usages),
+            "elapsed_s": round(sum(elapsed), 6),
+            "score": last.get("score"),
+            "sample_scores": last.get("sample_scores"),
+            "agreement": last.get("agreement"),
+            "error": last.get("error"),
+        }
+    )
+    return table
 
 
 def record_without_rollout(

@@ -11,6 +11,7 @@ from pathlib import Path
 from pytest_agentbench.artifacts.controls import controls_summary, invalid_reason, task_records
 from pytest_agentbench.artifacts.cost_totals import cache_totals, run_cost
 from pytest_agentbench.artifacts.jsonio import Streamed
+from pytest_agentbench.artifacts.judge_summary import judge_summary
 from pytest_agentbench.artifacts.lineup import model_comparisons, reduced_score, task_samples
 from pytest_agentbench.artifacts.score_stats import (
     RewardField,
@@ -220,6 +221,13 @@ def build_summary(
         "gate": dict(run.gate) if run.gate is not None else None,
         "controls": controls_summary(every),
         "invalid": invalid_reason(every),
+        "judge": judge_summary(every, min_kappa_of(run.settings)),
         **dict(run.sections or {}),
         "tasks": Streamed(r.to_json() for r in every) if stream else [r.to_json() for r in every],
     }
+
+
+def min_kappa_of(settings: Mapping[str, JsonValue]) -> float | None:
+    """``--agentbench-judge-min-kappa`` as summary.json's settings record it."""
+    value = settings.get("judge_min_kappa")
+    return float(value) if isinstance(value, int | float) else None

@@ -70,10 +70,11 @@ def parse_model_arg(text: str, where: str = "--agentbench-model") -> ModelEntry:
     return ModelEntry(ModelSpec.parse(spec), name=_name(name, where))
 
 
-def parse_model_line(line: str, number: int) -> ModelEntry:
+def parse_model_line(line: str, number: int, where: str = "") -> ModelEntry:
     """One ``agentbench_models`` line: ``NAME = SPEC key=value ...`` (or ``SPEC ...``).
-    Keys: ``base_url``, ``key_env`` and the sampling settings of _SAMPLING_KEYS."""
-    where = f"agentbench_models line {number}"
+    Keys: ``base_url``, ``key_env`` and the sampling settings of _SAMPLING_KEYS.
+    ``where`` names the line in errors (default: the ini line ``number``)."""
+    where = where or f"agentbench_models line {number}"
     text = line.strip()
     name: str | None = None
     named = re.match(r"^(\S+?)\s*=\s*(\S.*)$", text)

@@ -292,6 +292,7 @@ def add_options(parser: pytest.Parser) -> None:
         "scores); if one passes, the run is marked invalid and the gate fails",
     )
     _add_cost(group, parser)
+    _add_judge_options(group, parser)
     _add_sampling(group, parser)
     parser.addini("agentbench_model", "model spec used when --agentbench-model is not given")
     parser.addini(
@@ -438,3 +439,36 @@ def _add_sampling(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
     parser.addini("agentbench_reasoning_effort", "none, minimal, low, medium, high or xhigh")
     parser.addini("agentbench_thinking_budget", "thinking budget in tokens (Anthropic)")
     parser.addini("agentbench_extra_body", "JSON object merged last into every request body")
+
+
+def _add_judge_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
+    """The judge verifier's options (docs/judges.md)."""
+    group.addoption(
+        "--agentbench-judge-model",
+        metavar="SPEC",
+        help="the model that grades judge tasks, over every suite's: SPEC [base_url=URL] "
+        "[key_env=VAR] [temperature=T] [seed=N] ... (temperature 0 unless set)",
+    )
+    group.addoption(
+        "--agentbench-judge-labels",
+        metavar="FILE",
+        help="people's labels of answers (JSONL or CSV: task id, answer, label) to "
+        "calibrate the judge with",
+    )
+    group.addoption(
+        "--agentbench-calibrate",
+        action="store_true",
+        help="run the judge on the labelled answers alone (no model under test) and report "
+        "its agreement with the labels: accuracy, Cohen's kappa, sensitivity, specificity",
+    )
+    group.addoption(
+        "--agentbench-judge-min-kappa",
+        metavar="K",
+        help="a judge whose calibration kappa is below K is marked 'judge not calibrated' "
+        "and fails the gate",
+    )
+    parser.addini(
+        "agentbench_judge_model", "the judge model when --agentbench-judge-model is not given"
+    )
+    parser.addini("agentbench_judge_labels", "the judge's labelled answers (JSONL or CSV)")
+    parser.addini("agentbench_judge_min_kappa", "the calibration kappa a judge must reach")

@@ -52,6 +52,7 @@ from pytest_agentbench.core.urls import public_url
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.base import ModelSpec
 from pytest_agentbench.models.sampling_wire import PROTOCOL_NAMES, protocol_of, sampling_refusals
+from pytest_agentbench.verifiers.judge_model import JudgeModel
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -175,6 +176,15 @@ class Settings:
     perturb: tuple[str, ...] = ()
     seed: int = 0
     html: Path | None = None
+    #: The judge of judge tasks from the command line (beats every suite's) and from the
+    #: ini (a suite's ``judge`` table beats it); None when not given.
+    judge: JudgeModel | None = None
+    judge_ini: JudgeModel | None = None
+    #: People's labels of answers (``--agentbench-judge-labels``), the calibration run
+    #: (``--agentbench-calibrate``) and the kappa a judge must reach.
+    judge_labels: Path | None = None
+    calibrate: bool = False
+    judge_min_kappa: float | None = None
 
     def seed_of_sample(self) -> int:
         """The seed of ``--agentbench-sample``: its own, else the run's ``--agentbench-seed``."""
@@ -239,6 +249,11 @@ class Settings:
             "max_cost": self.max_cost,
             "cache": str(self.cache_dir) if self.cache_dir else None,
             "cache_mode": self.cache_mode if self.cache_dir else None,
+            "judge": None if self.judge is None else self.judge.public(),
+            "judge_ini": None if self.judge_ini is None else self.judge_ini.public(),
+            "judge_labels": str(self.judge_labels) if self.judge_labels else None,
+            "calibrate": self.calibrate,
+            "judge_min_kappa": self.judge_min_kappa,
         }
 
 
@@ -340,6 +355,13 @@ def resolve_settings(option: OptionReader, ini: OptionReader, env: Mapping[str, 
         perturb=perturbations(given("perturb")),
         seed=int_option(option, ini, "agentbench_seed", 0, 0, MAX_OPTION_NUMBER),
         html=Path(str(html)) if html else None,
+        judge=judge_setting(option("agentbench_judge_model"), "--agentbench-judge-model"),
+        judge_ini=judge_setting(ini("agentbench_judge_model"), "agentbench_judge_model"),
+        judge_labels=Path(str(labels)) if (labels := given("judge_labels")) else None,
+        calibrate=bool(option("agentbench_calibrate")),
+        judge_min_kappa=fraction("agentbench judge min kappa", kappa)
+        if (kappa := given("judge_min_kappa")) is not None
+        else None,
     )
     settings = replace(settings, dry_run=bool(option("agentbench_dry_run")))
     return with_prices(with_models(settings, entries, option, ini, env), entries, given)
@@ -388,6 +410,20 @@ def with_prices(settings: Settings, entries: list[ModelEntry], given: OptionRead
             "or the models list (price_in=, price_out=); see docs/cost.md"
         )
     return settings
+
+
+def judge_setting(value: object, where: str) -> JudgeModel | None:
+    """The judge a ``SPEC [key=value ...]`` line names (None when not given)."""
+    if not value or not str(value).strip():
+        return None
+    from pytest_agentbench.config.model_list import parse_model_line
+
+    entry = parse_model_line(str(value), 1, where)
+    if entry.name is not None:
+        raise AgentbenchError(f"{where}: a judge takes no NAME=, got {value!r}")
+    sampling = Sampling.parse(entry.sampling).over(Sampling(temperature=0.0))
+    source = "command line" if where.startswith("--") else "ini"
+    return JudgeModel(entry.spec, entry.base_url, entry.key_env, sampling, source=source)
 
 
 def with_models(
@@ -455,6 +491,10 @@ def _fingerprint(settings: Settings) -> str:
         material["sampling"] = sampled
     if settings.name:
         material["name"] = settings.name
+    if (
+        settings.judge is not None or settings.judge_ini is not None
+    ):  # a changed judge: not comparable
+        material["judge"] = [j.fingerprint() for j in (settings.judge, settings.judge_ini) if j]
     if settings.perturb:  # the same perturbed id holds another task under another seed
         material["perturb"] = [*settings.perturb, f"seed={settings.seed}"]
     blob = json.dumps(material, sort_keys=True).encode()

@@ -337,9 +337,16 @@ class ControlRecord:
     canary: bool
     behaved: bool | None
     missing: str | None
+    #: a person's label of the answer (a calibration item of a judge), else None
+    label: JsonValue = None
+
+    @property
+    def calibration(self) -> bool:
+        """True for a labelled answer judged to calibrate a judge (never a control)."""
+        return self.name.startswith("label-")
 
     def to_json(self) -> JsonObject:
-        return {
+        data: JsonObject = {
             "name": self.name,
             "expect": self.expect,
             "source": self.source,
@@ -347,6 +354,9 @@ class ControlRecord:
             "behaved": self.behaved,
             "missing": self.missing,
         }
+        if self.label is not None:
+            data["label"] = self.label
+        return data
 
     @classmethod
     def from_json(cls, data: object, where: str = "control") -> ControlRecord:
@@ -361,4 +371,10 @@ class ControlRecord:
             canary=read_bool(obj, "canary", where),
             behaved=maybe_bool(obj, "behaved", where),
             missing=maybe_str(obj, "missing", where),
+            label=_label(obj.get("label")),
         )
+
+
+def _label(value: object) -> JsonValue:
+    """A calibration label as read back: a string, number or bool; None otherwise."""
+    return value if isinstance(value, str | int | float | bool) else None

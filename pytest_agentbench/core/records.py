@@ -69,6 +69,8 @@ class Attempt:
     #: summed usage (None when none was)
     cached: int = 0
     cached_usage: JsonObject | None = None
+    #: what judging this attempt cost and found (the judge verifier's summary), or None
+    judge: JsonObject | None = None
 
 
 @dataclass

@@ -65,6 +65,7 @@ FailureKind = Literal[
     "verifier_timeout",
     "sandbox_error",
     "harness",
+    "judge_error",
 ]
 FAILURE_KINDS: tuple[FailureKind, ...] = get_args(FailureKind)
 
@@ -91,6 +92,7 @@ _STAGE_OF: Mapping[FailureKind, FailureStage] = MappingProxyType(
         "loop_killed": "loop",
         "verifier_crash": "verifier",
         "verifier_timeout": "verifier",
+        "judge_error": "verifier",
         "model_timeout": "deadline",
         "sandbox_error": "sandbox",
         "harness": "harness",
@@ -238,6 +240,7 @@ OPTIONAL_FIELDS = (
     "cached",
     "waited_s",
     "length_limit",
+    "judge",
 )
 _KNOWN = frozenset((*REQUIRED_FIELDS, *OPTIONAL_FIELDS, "failure", "schema_version"))
 
@@ -302,6 +305,9 @@ class TaskRecord:
     #: which limit cut the last reply of a ``length_exceeded`` task: ``output_tokens`` or
     #: ``context_window``
     length_limit: str | None = None
+    #: set when a judge graded the task (verifiers/judge.py): its model, fingerprint,
+    #: template hash, rubric digest, calls, usage, wall time, score and error
+    judge: JsonObject | None = None
     extras: JsonObject = field(default_factory=dict)
     schema_version: int = TASK_RECORD_VERSION
 
@@ -365,6 +371,8 @@ class TaskRecord:
             data["cost"] = self.cost.to_json()
         if self.cached is not None:
             data["cached"] = self.cached
+        if self.judge is not None:
+            data["judge"] = self.judge
         data.update(self.extras)
         return data
 
@@ -446,6 +454,7 @@ class TaskRecord:
             else ControlRecord.from_json(control, f"{where}.control"),
             cost=None if cost is None else CostRecord.from_json(cost, f"{where}.cost"),
             cached=maybe_int(obj, "cached", where),
+            judge=maybe_json_object(obj, "judge", where),
             extras={k: cast(JsonValue, v) for k, v in obj.items() if k not in _KNOWN},
             schema_version=version,
         )

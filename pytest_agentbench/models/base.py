@@ -176,6 +176,10 @@ class ModelRequest:
     stream: bool = True
     metadata: Mapping[str, str] = field(default_factory=dict)
     relay: Relay | None = None
+    #: a JSON Schema the reply's text must follow, sent as the protocol's structured
+    #: output where it has one (Chat ``response_format``, Responses ``text.format``);
+    #: Anthropic Messages has none, so it is not sent there (the prompt asks instead)
+    response_schema: Mapping[str, JsonValue] | None = None
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,15 @@ class OpenAIChatClient(ProtocolClient[ChatReceived]):
             body["tools"] = chat_tools(request.tools)
         if request.max_tokens is not None:
             body["max_tokens"] = request.max_tokens
+        if request.response_schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": "reply",
+                    "schema": dict(request.response_schema),
+                    "strict": True,
+                },
+            }
         body["stream"] = request.stream
         if request.stream:
             body["stream_options"] = {"include_usage": True}

@@ -240,6 +240,15 @@ class OpenAIResponsesClient(ProtocolClient[_Received]):
             ]
         if request.max_tokens is not None:
             body["max_output_tokens"] = request.max_tokens
+        if request.response_schema is not None:
+            body["text"] = {
+                "format": {
+                    "type": "json_schema",
+                    "name": "reply",
+                    "schema": dict(request.response_schema),
+                    "strict": True,
+                }
+            }
         body["stream"] = request.stream
         body["store"] = False
         return apply_sampling("responses", body, request.sampling)

@@ -136,6 +136,14 @@ class RecordComparison:
     decision: Decision
     #: the first MAX_DISAGREEMENTS tasks one side passed and the other not (by label)
     disagreements: tuple[Disagreement, ...] = ()
+    #: paired tasks graded by a different judge on each side (spec, settings or prompt
+    #: templates changed): their difference may be the judge's, not the model's
+    judge_changed: int = 0
+
+    @property
+    def comparable(self) -> bool:
+        """False when a judge changed between the sides on any paired task."""
+        return self.judge_changed == 0
 
     @property
     def level(self) -> float:
@@ -173,6 +181,11 @@ class RecordComparison:
     def notes(self) -> list[str]:
         """What was left out of the pairing, in words (nothing when nothing was)."""
         notes = []
+        if self.judge_changed:
+            notes.append(
+                f"not comparable: {self.judge_changed} paired task(s) were graded by a "
+                "different judge (its model, settings or prompt template changed)"
+            )
         if self.excluded:
             notes.append(f"{self.excluded} task(s) excluded: a harness error on either side")
         if self.only_first:
@@ -201,6 +214,8 @@ class RecordComparison:
             "improvements": list(self.improvements),
             "disagreements": [found.as_dict() for found in self.disagreements],
             "disagreements_total": len(self.regressions) + len(self.improvements),
+            "comparable": self.comparable,
+            "judge_changed": self.judge_changed,
         }
 
 
@@ -260,6 +275,7 @@ def compare_records(
             improvements.append(_label(k))
     _, disagreements = find_disagreements(before, after)
     paired = len(shared) - stats.excluded
+    changed = sum(1 for k in shared if _judge_id(before[k]) != _judge_id(after[k]))
     return RecordComparison(
         first=first_label,
         second=second_label,
@@ -276,7 +292,17 @@ def compare_records(
         improvements=tuple(sorted(improvements)),
         decision=stats.decision,
         disagreements=disagreements,
+        judge_changed=changed,
     )
+
+
+def _judge_id(record: Record) -> JsonValue:
+    """What identifies a record's judge (its fingerprint holds the spec, settings and
+    prompt templates; the rubric digest the task's rubric); None when none judged it."""
+    judge = record.judge
+    if judge is None:
+        return None
+    return [judge.get("fingerprint"), judge.get("rubric_digest")]
 
 
 def _by_model(records: Sequence[Record]) -> dict[str, list[Record]]:

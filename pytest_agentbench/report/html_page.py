@@ -196,6 +196,21 @@ def run_section(data: RunData) -> str:
     )
 
 
+def judge_section(data: RunData) -> str:
+    """The judges' cost apart from the model's, their calibration, the corrected judged
+    pass rate and the "judge not calibrated" mark; nothing when no judge ran."""
+    from pytest_agentbench.report.judges import judge_lines
+
+    judge = data["summary"].get("judge")
+    lines = judge_lines(judge)
+    if not lines:
+        return ""
+    status = mapping(judge).get("status") if isinstance(judge, dict) else None
+    mark = f'<p class="gate bad" id="judge-status">{_e(status)}</p>' if status else ""
+    items = "".join(f"<li>{_e(line.strip())}</li>" for line in lines)
+    return f'<section id="judge"><h2>Judge</h2>{mark}<ul>{items}</ul></section>'
+
+
 def models_section(data: RunData) -> str:
     """Per model scores and the paired comparisons; nothing for a one-model run."""
     models, comparisons = data["model_scores"], data["comparisons"]
@@ -436,6 +451,7 @@ def page_pieces(
         f"{_e(tool.get('version'))} · results {_e(data['run_dir'])}</p></header>"
     )
     yield run_section(data)
+    yield judge_section(data)
     yield models_section(data)
     yield side_section(data)
     yield pictures_section(data)

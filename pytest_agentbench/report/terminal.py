@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pytest_agentbench.artifacts.controls import task_records
 from pytest_agentbench.artifacts.cost_totals import cache_totals, run_cost
+from pytest_agentbench.artifacts.judge_summary import judge_summary
 from pytest_agentbench.artifacts.score_stats import interval_text, score_estimate
 from pytest_agentbench.artifacts.summary import classify, score
 from pytest_agentbench.artifacts.usage_totals import run_usage, whole_input
@@ -21,6 +22,7 @@ from pytest_agentbench.report.evidence import (
     order_failures,
     shown_failures,
 )
+from pytest_agentbench.report.judges import judge_lines
 
 _LABELS = {
     "passed": "passed",
@@ -174,6 +176,7 @@ def summary_lines(
     wall_s: float,
     relative_to: str | None = None,
     partial: str | None = None,
+    min_kappa: float | None = None,
 ) -> list[str]:
     """Totals, score, tokens, then one ``✗ task: reason`` line per failure (at most five,
     most severe first), one details pointer, harness errors apart, and the run folder.
@@ -182,10 +185,12 @@ def summary_lines(
     cover every planned task, so a partial score never reads as a whole one."""
     run_dir = shown_path(run_dir, relative_to)
     controls = control_lines(records)
+    judged = judge_lines(judge_summary(records, min_kappa))
     records = task_records(records)
     if not records:
-        head = "no tasks ran" if not controls else None
-        return [line for line in (head, partial, *controls, f"results: {run_dir}") if line]
+        head = "no tasks ran" if not controls and not judged else None
+        ended = (head, partial, *judged, *controls, f"results: {run_dir}")
+        return [line for line in ended if line]
     counts = classify(records)
     shown = [f"{counts[k]} {label}" for k, label in _LABELS.items() if counts[k]]
     noun = "task" if len(records) == 1 else "tasks"
@@ -204,6 +209,7 @@ def summary_lines(
     cache = cache_totals(records)
     if cache is not None:
         lines.append(cache_text(cache))
+    lines += judged
 
     failures = shown_failures(records)
     for record in failures[:MAX_FAILURE_LINES]:

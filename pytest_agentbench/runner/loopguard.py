@@ -207,3 +207,13 @@ class LoopGuard:
         """``summary()`` as the loop record keeps it (per channel the peak verdict, with
         its ``trace`` when the score ever rose above 0)."""
         return self.summary().as_dict()
+
+
+def fresh_guards(policy: KillPolicy) -> Callable[[], LoopGuard]:
+    """A maker of one new guard per stream, for a model a verifier calls (a judge): its
+    stream is watched and killed by the same rule as the model's."""
+
+    def make() -> LoopGuard:
+        return LoopGuard(policy)
+
+    return make

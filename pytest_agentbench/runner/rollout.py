@@ -20,11 +20,12 @@ from pytest_agentbench.core.usage import sum_usage
 from pytest_agentbench.errors import AgentbenchError, SandboxError, WorkerCrashed
 from pytest_agentbench.models.base import ModelClient
 from pytest_agentbench.runner.agent import AgentSession, OpenAgent, Session
-from pytest_agentbench.runner.loopguard import KillPolicy
+from pytest_agentbench.runner.loopguard import KillPolicy, fresh_guards
 from pytest_agentbench.runner.pool import step_aside, step_back
 from pytest_agentbench.runner.repair import repair_request, repairs_allowed
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.base import Check, Verdict, Verifier
+from pytest_agentbench.verifiers.judge import JudgeError
 from pytest_agentbench.verifiers.sandboxed import discard_foreign_files
 from pytest_agentbench.verifiers.text import EXACT, INCLUDES
 
@@ -316,6 +317,7 @@ def run_rollout(
             failure=Failure(kind="harness", stage=stage, message=str(exc)),
         )
 
+    judge_watch = fresh_guards(kill_policy or KillPolicy())
     rewards: list[float] = []  # the verdicts' rewards, one per attempt that reached one
     first_attempt_reward: float | None = None
     for index in range(total_attempts):
@@ -357,7 +359,15 @@ def run_rollout(
         if on_phase is not None:
             on_phase("verifying")
         workspace = session.workspace.path if session.workspace is not None else None
-        check = Check(answer, task, task.verifier.options, verifier_dir, workspace)
+        check = Check(
+            answer,
+            task,
+            task.verifier.options,
+            verifier_dir,
+            workspace,
+            deadline=deadline,
+            watch=judge_watch,  # a judge's stream is watched like the model's
+        )
         if workspace is not None:
             # the agent's commands ran as untrusted code: whatever they left in the
             # verifier dir (a forged report, where the sandbox leaves the host writable)
@@ -376,6 +386,12 @@ def run_rollout(
             failure_detail = Failure.of(failure, error, evidence=_where(verifier_dir))
             attempt.error = error
             break
+        except JudgeError as exc:  # the judge's failure: a harness error of its own kind
+            outcome, failure, error = "harness_error", "judge_error", str(exc)
+            failure_detail = Failure.of(failure, error, evidence=_where(verifier_dir))
+            attempt.error = error
+            attempt.judge = exc.record
+            break
         except Exception as exc:  # a crashing verifier is the harness's fault, not the model's
             outcome, failure = "harness_error", "verifier_crash"
             error = f"verifier {task.verifier.kind!r} raised {type(exc).__name__}: {exc}"
@@ -392,6 +408,9 @@ def run_rollout(
             attempt.error = error
             break
         attempt.verdict = _verdict_dict(verdict)
+        judged = verdict.details.get("judge") if task.verifier.kind == "judge" else None
+        if isinstance(judged, dict):
+            attempt.judge = judged
         rewards.append(verdict.reward)
         if index == 0:
             first_attempt_reward = verdict.reward

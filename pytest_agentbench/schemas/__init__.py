@@ -27,6 +27,7 @@ NAMES = (
     "result",
     "trajectory",
     "reward",
+    "judge",
     "inner_ctrf",
     "ctrf",
     "ctrf_extra",
@@ -66,7 +67,7 @@ def schema_for(path: str | PurePath) -> str | None:
     if parts[0] not in ("tasks", "controls"):  # controls/<suite>/<task>/<control>/…
         return None
     if len(parts) >= 2 and parts[-2] == "verifier":
-        return {"reward.json": "reward", "ctrf.json": "inner_ctrf"}.get(name)
+        return {"reward.json": "reward", "ctrf.json": "inner_ctrf", "judge.json": "judge"}.get(name)
     return {"result.json": "result", "trajectory.json": "trajectory"}.get(name)
 
 

@@ -224,9 +224,16 @@ def run_task_item(
             source=control.source,
             canary=control.canary,
             outcome=rollout.outcome,
+            label=control.label,
         )
         record = replace(record, model="scripted", control=fields)
-    if record.control is not None and record.control.behaved is False:
+    if record.control is not None and record.control.calibration:
+        if rollout.outcome == "harness_error":
+            reason = plugin_reason(state, record) or failure_reason(record)
+            record = replace(
+                record, message=reason, trace=failure_details(rollout, reason, str(directory))
+            )
+    elif record.control is not None and record.control.behaved is False:
         reason = control_message(record)
         trace = failure_details(rollout, reason, str(directory))
         record = replace(record, message=reason, trace=trace)

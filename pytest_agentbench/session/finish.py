@@ -62,6 +62,17 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
         other_failures = session.testsfailed - results.failed_reports
         judged_ok = gate.ok and other_failures <= 0 and not misbehaved(records)
         session.exitstatus = pytest.ExitCode.OK if judged_ok else pytest.ExitCode.TESTS_FAILED
+    if settings.judge_min_kappa is not None and exitstatus in (
+        pytest.ExitCode.OK,
+        pytest.ExitCode.TESTS_FAILED,
+    ):
+        from pytest_agentbench.artifacts.judge_summary import judge_summary
+
+        judged = judge_summary(records, settings.judge_min_kappa)
+        if (
+            judged is not None and judged["calibrated"] is False
+        ):  # the gate needs a calibrated judge
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
     sections = _compare(state)
     if state.sequential is not None:
         sections["sequential"] = state.sequential.section()
@@ -70,6 +81,9 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
         sections["budget"] = budget
         if budget["not_run"] and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
             session.exitstatus = BUDGET_EXIT
+    results.pairwise = _pairwise(session, state)
+    if results.pairwise is not None:
+        sections["judge_pairwise"] = results.pairwise
     worse = [c for c in results.compared if c.verdict == "worse"]
     if (
         settings.fail_on_regression
@@ -163,6 +177,50 @@ def _compare(state: RunState) -> JsonObject:
     return sections
 
 
+def _pairwise(session: pytest.Session, state: RunState) -> JsonObject | None:
+    """Judge tasks with ``mode = "pairwise"`` in a run of several models: each pair of
+    models' final answers compared by the judge in both orders
+    (verifiers/judge_pairwise.py); None when there are none."""
+    import json
+
+    from pytest_agentbench.suites.task import Task
+    from pytest_agentbench.verifiers.judge import JudgeVerifier
+
+    models = [one.model_name for one in state.settings.lineup()]
+    if len(models) < 2:
+        return None
+    tasks: dict[tuple[str, str], Task] = {}
+    for item in session.items:
+        task = getattr(item, "task", None)
+        if (
+            isinstance(task, Task)
+            and task.control is None
+            and task.verifier.kind == "judge"
+            and task.verifier.options.get("mode") == "pairwise"
+        ):
+            tasks.setdefault((task.suite, task.id), task)
+    judge = state.services.verifiers().get("judge")
+    if not tasks or not isinstance(judge, JudgeVerifier) or judge.runtime is None:
+        return None
+    answers: dict[tuple[str, str], dict[str, str]] = {}
+    for record in task_records(state.results.records):
+        key = (record.suite, record.task_id)
+        if key not in tasks or record.outcome == "harness_error" or not record.rollout_dir:
+            continue
+        if record.epoch not in (None, 1):
+            continue  # one answer per model: the first epoch's
+        try:
+            data = json.loads((Path(record.rollout_dir) / "result.json").read_text("utf-8"))
+            answer = data["attempts"][-1]["answer"]
+        except (OSError, ValueError, KeyError, IndexError, TypeError):
+            continue
+        if isinstance(answer, str):
+            answers.setdefault(key, {})[record.model] = answer
+    from pytest_agentbench.verifiers.judge_pairwise import pairwise
+
+    return pairwise(judge.runtime, tasks, answers, models)
+
+
 def _write_markdown(state: RunState, summary: RunSummary) -> None:
     targets = [state.settings.markdown] if state.settings.markdown else []
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
@@ -200,13 +258,15 @@ def summary_section(
         wall_s=wall_s,
         relative_to=str(config.invocation_params.dir),
         partial=partial_line(state.results.coverage),
+        min_kappa=state.settings.judge_min_kappa,
     )
     from pytest_agentbench.report.lineup import lineup_lines
 
     errors_as_failures = state.settings.errors_as_failures
     at = next((i for i, line in enumerate(lines) if line.startswith("tokens ")), 1)
+    scored = task_records(records)  # controls and calibration items are never compared
     lines[at:at] = lineup_lines(
-        records, errors_as_failures=errors_as_failures, margin=state.settings.margin
+        scored, errors_as_failures=errors_as_failures, margin=state.settings.margin
     )
     for line in lines:
         terminalreporter.write_line(line)
@@ -247,6 +307,11 @@ def summary_section(
                 terminalreporter.write_line(line)
         if not state.results.compared:
             terminalreporter.write_line("no model of this run ran in the baseline")
+    if state.results.pairwise is not None:
+        from pytest_agentbench.verifiers.judge_pairwise import pairwise_lines
+
+        for line in pairwise_lines(state.results.pairwise):
+            terminalreporter.write_line(line)
     if state.results.robustness:
         from pytest_agentbench.report.compare import robustness_line
 

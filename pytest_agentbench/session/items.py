@@ -78,17 +78,45 @@ def control_plan(tasks: tuple[Task, ...], settings: Settings, suite: str) -> lis
     drawn with the run's seed (``--agentbench-seed``)."""
     from pytest_agentbench.suites.controls import plan_canary, plan_controls
 
+    labelled = calibration_plan(tasks, settings)
+    if settings.calibrate:
+        return labelled
     if settings.controls:
-        return plan_controls(tasks)
+        return plan_controls(tasks) + labelled
     if settings.canary:
         canary = plan_canary(tasks, int(settings.seed or 0), suite)
-        return [canary] if canary is not None else []
-    return []
+        return ([canary] if canary is not None else []) + labelled
+    return labelled
+
+
+def calibration_plan(tasks: tuple[Task, ...], settings: Settings) -> list[Planned]:
+    """The labelled answers judged to calibrate the judge of this file's judge tasks:
+    from ``--agentbench-judge-labels`` (or the ini's ``agentbench_judge_labels``), else
+    from a judge task's ``labels`` option (a file beside the suite). None without labels."""
+    from pytest_agentbench.suites.calibration import load_labels, plan_calibration
+
+    judged = [task for task in tasks if task.verifier.kind == "judge"]
+    if not judged:
+        return []
+    paths: list[Path] = []
+    if settings.judge_labels is not None:
+        paths.append(settings.judge_labels)
+    else:
+        for task in judged:
+            own = task.verifier.options.get("labels")
+            if isinstance(own, str) and (path := task.path.parent / own) not in paths:
+                paths.append(path)
+    planned: list[Planned] = []
+    for path in paths:
+        planned += plan_calibration(judged, load_labels(path))
+    return planned
 
 
 def control_item_name(plan: Planned) -> str:
     """A control item's name: the task id and the control, ``add[control-empty]`` (a
     canary: ``add[canary-empty]``), so ``-k empty`` or ``-k control`` selects them."""
+    if plan.control.calibration:
+        return f"{plan.task.id}[{plan.control.name}]"
     kind = "canary" if plan.control.canary else "control"
     return f"{plan.task.id}[{kind}-{plan.control.name}]"
 
@@ -195,7 +223,7 @@ class SuiteFile(pytest.File):
         names = [one.model_name for one in lineup] if len(lineup) > 1 else [""]
         #: The copies this file's items run, by model name (handed to that model's client).
         self.model_tasks: dict[str, list[Task]] = {name: [] for name in names}
-        if not settings.controls:
+        if not settings.controls and not settings.calibrate:
             for task in tasks:
                 epochs = settings.epochs or task.epochs
                 for name in names:
@@ -383,6 +411,9 @@ class TaskItem(pytest.Item):
         control = record.control
         if control is None:
             if record.outcome != "passed":
+                pytest.fail(record.trace or record.outcome, pytrace=False)
+        elif control.calibration:  # a measurement of the judge: only a harness error fails
+            if record.outcome == "harness_error":
                 pytest.fail(record.trace or record.outcome, pytrace=False)
         elif control.missing:
             pytest.skip(control.missing)

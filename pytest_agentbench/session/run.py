@@ -147,6 +147,8 @@ class ResultSink:
     compared: list[RecordComparison] = field(default_factory=list)
     #: --agentbench-perturb: each perturbation compared with the original tasks.
     robustness: list[tuple[str, RecordComparison]] = field(default_factory=list)
+    #: judge tasks with ``mode = "pairwise"``: each pair of models compared by the judge
+    pairwise: JsonObject | None = None
 
 
 class RunState:

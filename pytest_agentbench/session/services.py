@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from pytest_agentbench.runner.tools import Tool
     from pytest_agentbench.scripted.server import ScriptedServer
     from pytest_agentbench.verifiers.base import Verifier
+    from pytest_agentbench.verifiers.judge_model import JudgeModel
 
 
 class RunServices:
@@ -64,6 +65,8 @@ class RunServices:
         self._control_client: ModelClient | None = None
         self._control_server: ScriptedServer | None = None
         self._verifiers: dict[str, Verifier] | None = None
+        #: each judge's client and its bare client, by judge (verifiers/judge.py)
+        self._judges: dict[str, tuple[ModelClient, ModelClient]] = {}
         self._tools: dict[str, Tool] | None = None
         #: the gateway agents under test call (agents/gateway.py), started on first use,
         #: and each model's client per wire protocol it relays
@@ -276,6 +279,7 @@ class RunServices:
             for batch in reversed(self.config.hook.pytest_agentbench_verifiers()):
                 for verifier in batch or ():
                     found[verifier.kind] = verifier
+            found = self._with_judge(found)
             wrap: Callable[[Verifier], Verifier] | None = None
             if self.is_worker and self.marks_dir is not None:
                 from pytest_agentbench.session.workers import VerifyMarks
@@ -284,6 +288,75 @@ class RunServices:
                 found = {kind: wrap(verifier) for kind, verifier in found.items()}
             self._verifiers = VerifierTable(found, wrap=wrap)
         return self._verifiers
+
+    def _with_judge(self, found: dict[str, Verifier]) -> dict[str, Verifier]:
+        """The built-in judge verifier bound to this run's judges (a plugin's ``judge``
+        kind is left as it is)."""
+        from pytest_agentbench.verifiers.judge import JudgeRuntime, JudgeVerifier
+
+        judge = found.get("judge")
+        if isinstance(judge, JudgeVerifier):
+            runtime = JudgeRuntime(
+                self.judge_client, override=self.settings.judge, fallback=self.settings.judge_ini
+            )
+            found = {**found, "judge": judge.bind(runtime)}
+        return found
+
+    def judge_client(self, judge: JudgeModel) -> tuple[ModelClient, ModelClient]:
+        """The client of ``judge`` (with retries and the shared rate limit) and its bare
+        client, made once per judge. A scripted judge plays on the run's scripted server
+        (or a server of this process's own); another gets its key from its ``key_env``
+        (else its provider's variable) and its URL from its ``base_url`` (else the
+        provider's variable), never the model under test's."""
+        import os
+        from dataclasses import replace
+
+        identity = judge.fingerprint() + (judge.key_env or "")
+        with self._lock:
+            made = self._judges.get(identity)
+        if made is not None:
+            return made
+        from pytest_agentbench.config.settings import PROVIDER_ENV
+
+        if judge.scripted:
+            from pytest_agentbench.models.scripted import scripted_client
+
+            bare = scripted_client(judge.spec, self._scripted_url())
+        else:
+            key_var, url_var = PROVIDER_ENV.get(judge.spec.provider, (None, None))
+            key_env = judge.key_env or key_var
+            base_url = judge.base_url or (os.environ.get(url_var) if url_var else None)
+            settings = replace(
+                self.settings,
+                model=judge.spec,
+                name=None,
+                models=(),
+                base_url=base_url.rstrip("/") if base_url else None,
+                api_key=(os.environ.get(key_env) if key_env else None) or None,
+                sampling=judge.sampling,
+            )
+            client = self.config.hook.pytest_agentbench_model_client(
+                spec=judge.spec, settings=settings
+            )
+            if client is None:
+                raise pytest.UsageError(self._unclaimed(settings))
+            bare = client
+        wrapped = self._reliable(bare, replace(self.settings, breaker_threshold=0))
+        with self._lock:
+            made = self._judges.setdefault(identity, (wrapped, bare))
+        return made
+
+    def _scripted_url(self) -> str:
+        """The URL of a scripted server for a scripted judge: the run's, else one of this
+        process's own (the one controls play on)."""
+        if self.settings.model.provider == "scripted" and self.settings.base_url:
+            return self.settings.base_url
+        self.control_client()
+        with self._lock:
+            assert self._control_server is not None or self.settings.base_url
+            if self._control_server is not None:
+                return self._control_server.url
+        return str(self.settings.base_url)
 
     def tools(self) -> dict[str, Tool]:
         """Every agent tool by name; a plugin's tool replaces a built-in of the same name."""
@@ -340,6 +413,9 @@ class RunServices:
         for client in self._clients.values():
             client.close()
         self._clients.clear()
+        for client, _bare in self._judges.values():
+            client.close()
+        self._judges.clear()
         if self._control_client is not None:
             self._control_client.close()
             self._control_client = None

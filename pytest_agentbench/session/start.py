@@ -39,13 +39,25 @@ def start_run(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     provider = settings.model.provider
     for one in settings.lineup():
-        if one.model.provider in HOSTED_NEED_KEY and not one.api_key and not settings.controls:
+        if (
+            one.model.provider in HOSTED_NEED_KEY
+            and not one.api_key
+            and not settings.controls
+            and not settings.calibrate
+        ):
             key_var = PROVIDER_ENV[one.model.provider][0]
             raise pytest.UsageError(
                 f"model {one.model_name} needs an API key: set {key_var} "
                 "(or use --agentbench-model openai-compat/<model> with --agentbench-base-url "
                 "for a local server)"
             )
+    for judge in (settings.judge, settings.judge_ini):
+        if judge is not None and judge.spec.provider in HOSTED_NEED_KEY:
+            key_var = judge.key_env or PROVIDER_ENV[judge.spec.provider][0]
+            if key_var and not os.environ.get(key_var):
+                raise pytest.UsageError(
+                    f"judge {judge.spec.label} ({judge.source}) needs an API key: set {key_var}"
+                )
     # Every process of the run hides its keys from /proc/<pid>/environ before any task
     # runs: in the `basic` sandbox, code under test can read other processes' environ,
     # the xdist controller's included (docs/sandbox.md, "Secrets").

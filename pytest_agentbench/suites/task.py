@@ -27,6 +27,8 @@ TASK_MODES: tuple[TaskMode, ...] = get_args(TaskMode)
 #: What a control expects of its verdict: ``pass`` (positive) or ``fail`` (negative).
 ControlExpect = Literal["pass", "fail"]
 CONTROL_EXPECTS: tuple[ControlExpect, ...] = get_args(ControlExpect)
+#: How a calibration item's control name starts (``label-<line>``).
+CALIBRATION_PREFIX = "label-"
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,14 @@ class Control:
     expect: ControlExpect
     source: str
     canary: bool = False
+    #: a person's label of the answer, on a calibration run of a judge (the answer is a
+    #: labelled one: suites/calibration.py); None for a control
+    label: JsonValue = None
+
+    @property
+    def calibration(self) -> bool:
+        """True for a labelled answer judged to calibrate a judge (never a control)."""
+        return self.name.startswith(CALIBRATION_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)

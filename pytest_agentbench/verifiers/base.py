@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.suites.task import Task
 
 
@@ -34,13 +35,18 @@ class Verdict:
 class Check:
     """Everything a verifier may look at for one attempt. ``workspace`` is the agent's
     workspace directory when the attempt ran in one (code verifiers then judge it as the
-    agent left it); None for a plain answer."""
+    agent left it); None for a plain answer. ``deadline`` and ``watch`` bound a model a
+    verifier calls (the judge's stream is watched for loops like the model's)."""
 
     answer: str
     task: Task
     options: Mapping[str, JsonValue]
     verifier_dir: Path | None = None
     workspace: Path | None = None
+    #: the task's deadline (``time.monotonic()``), for a verifier that calls a model
+    deadline: float | None = None
+    #: a fresh loop watch for a model stream the verifier reads (a judge's), or None
+    watch: Callable[[], EventSink] | None = None
 
 
 def number_option(options: Mapping[str, JsonValue], name: str, default: float) -> float:

@@ -9,6 +9,7 @@ from pytest_agentbench.verifiers.choice import CHOICE
 from pytest_agentbench.verifiers.code import PYTHON_TESTS
 from pytest_agentbench.verifiers.command import COMMAND
 from pytest_agentbench.verifiers.json_schema import JSON_SCHEMA
+from pytest_agentbench.verifiers.judge import JUDGE
 from pytest_agentbench.verifiers.number import NUMBER
 from pytest_agentbench.verifiers.text import EXACT, INCLUDES, REGEX
 
@@ -23,4 +24,5 @@ BUILTIN_VERIFIERS: tuple[Verifier, ...] = (
     PYTHON_TESTS,
     PYTHON_CHECKS,
     COMMAND,
+    JUDGE,
 )

@@ -45,7 +45,15 @@ scripted = [{ text = "3", thinking = "one two three" }]
 """
 PRICES = "[models.scripted]\ninput = 2\noutput = 8\n"
 #: what changes from one run of a task to the next, cached or not
-TIMINGS = ("start_ms", "duration_ms", "rollout_dir", "verifier_dir", "cached", "cost")
+TIMINGS = (
+    "start_ms",
+    "duration_ms",
+    "rollout_dir",
+    "verifier_dir",
+    "cached",
+    "cost",
+    "waited_s",
+)
 
 
 @pytest.fixture

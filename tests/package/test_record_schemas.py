@@ -424,3 +424,55 @@ def test_the_schemas_and_the_types_name_the_same_values() -> None:
     assert failure["stage"]["enum"] == list(FAILURE_STAGES)
     assert set(schema["required"]) == set(record_json())
     assert set(schemas.load("ctrf_extra")["required"]) <= set(record_json()) | {"reruns"}
+
+
+JUDGED = """
+[suite]
+name = "judged"
+[suite.verifier]
+kind = "judge"
+rubric = "The answer names the capital of France."
+scripted_judge = [
+  { includes = "Paris", reply = { rationale = "names Paris", verdict = "pass" } },
+  { includes = "garbled", reply = ["no JSON here", "still none"] },
+  { reply = { rationale = "names another city", verdict = "fail" } },
+]
+
+[[task]]
+id = "right"
+input = "What is the capital of France?"
+target = "Paris"
+scripted = ["Paris."]
+
+[[task]]
+id = "wrong"
+input = "What is the capital of France?"
+scripted = ["Lyon."]
+
+[[task]]
+id = "garbled"
+input = "What is the capital of France?"
+scripted = ["garbled"]
+"""
+
+
+def test_a_judged_run_writes_judge_files_that_match_their_schema(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(".toml", bench_judged=JUDGED)
+    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+    outcomes = result.parseoutcomes()
+    assert (outcomes.get("passed"), outcomes.get("failed"), outcomes.get("errors")) == (1, 1, 1)
+    run = latest(pytester)
+    seen = validate_run(run)
+    assert seen["judge"] == 3  # written for the judge's failure too
+    found = tasks_of(run)
+    garbled = found["garbled"]["record"]
+    assert garbled["outcome"] == "harness_error"
+    assert garbled["failure"]["kind"] == "judge_error"
+    assert garbled["judge"]["calls"] == 2 and garbled["judge"]["error"]
+    right = found["right"]["record"]["judge"]
+    assert right["calls"] == 1 and right["score"] == "pass" and right["usage"]["total"]
+    summary = RunSummary.from_json(json.loads((run / "summary.json").read_text()))
+    judged = {t.task_id: t.judge for t in summary.tasks}
+    assert judged["wrong"] is not None and judged["wrong"]["score"] == "fail"
