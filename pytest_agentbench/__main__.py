@@ -1,5 +1,7 @@
 """``python -m pytest_agentbench merge RUN_DIR... --out DIR``: one report from many runs;
 ``python -m pytest_agentbench report RUN_DIR [--html PATH]``: (re)build a run's HTML report;
+``python -m pytest_agentbench plan --difference D (--baseline RUN_DIR | --rate P)``: how
+many tasks x epochs a comparison needs;
 ``python -m pytest_agentbench cache [DIR] [--max-age-days D] [--max-size-mb M]``: the
 response cache's size, and pruning it."""
 
@@ -57,7 +59,24 @@ def main(argv: list[str] | None = None) -> int:
     rescore.add_argument(
         "--out", type=Path, default=None, help="the new run folder (default RUN-rescored)"
     )
+    planner = commands.add_parser(
+        "plan",
+        help="how many tasks x epochs a paired comparison needs to detect a difference",
+    )
+    planner.add_argument(
+        "--difference", required=True, type=float, help="the smallest difference that matters"
+    )
+    planner.add_argument(
+        "--baseline", type=Path, default=None, help="an earlier run folder: base rate and noise"
+    )
+    planner.add_argument("--rate", type=float, default=None, help="the base pass rate (0-1)")
+    planner.add_argument("--power", type=float, default=0.8, help="power (default 0.8)")
+    planner.add_argument("--level", type=float, default=0.95, help="confidence (default 0.95)")
+    planner.add_argument("--epochs", default="1,2,3,5", help="epochs per row (default 1,2,3,5)")
+    planner.add_argument("--json", action="store_true", help="print the plans as JSON")
     args = parser.parse_args(argv)
+    if args.command == "plan":
+        return _plan(args)
     if args.command == "rescore":
         return _rescore(args.run, args.out)
     if args.command == "cache":
@@ -77,6 +96,30 @@ def main(argv: list[str] | None = None) -> int:
         f"{round(score, 3) if isinstance(score, float) else score} "
         f"-> {args.out / 'ctrf.json'}, {args.out / 'summary.json'}"
     )
+    return 0
+
+
+def _plan(args: argparse.Namespace) -> int:
+    import json
+
+    from pytest_agentbench.report.planning import make_planning, parse_epochs
+
+    try:
+        found = make_planning(
+            float(args.difference),
+            baseline=args.baseline,
+            rate=args.rate,
+            power=float(args.power),
+            level=float(args.level),
+            epochs=parse_epochs(str(args.epochs)),
+        )
+    except AgentbenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(found.as_dict(), indent=2))
+    else:
+        print("\n".join(found.lines()))
     return 0
 
 

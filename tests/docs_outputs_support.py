@@ -375,6 +375,20 @@ def check_robustness_lines(block: dx.Block, request: pytest.FixtureRequest) -> N
     _contains(block, out)
 
 
+def check_plan_output(block: dx.Block, request: pytest.FixtureRequest) -> None:
+    """What ``python -m pytest_agentbench plan`` prints for the page's command."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_agentbench", "plan", "--difference", "0.1", "--rate",
+         "0.7", "--epochs", "1,3"],
+        capture_output=True, text=True, check=True, timeout=120,
+    )  # fmt: skip
+    got, want = normalised(done.stdout), normalised(block.text)
+    assert got == want, "\n".join(["got:", *got, "want:", *want])
+
+
 def _judged_example(*args: str) -> list[str]:
     """The terminal summary of a run of the judged example suite with its labels."""
     import shutil
@@ -428,6 +442,7 @@ OUTPUT_CHECKS: dict[tuple[str, str], Callable[[dx.Block, pytest.FixtureRequest],
     ("docs/comparing-models.md", "against the baseline"): check_baseline_comparison,
     ("docs/robustness.md", "robustness "): check_robustness_lines,
     ("docs/datasets.md", "bench_gsm8k.toml: invalid suite"): check_dataset_rows_error,
+    ("docs/statistics.md", "base rate "): check_plan_output,
     ("docs/judges.md", "judge: "): check_judge_calibration,
     ("docs/judges.md", "judged pass rate"): check_judge_corrected,
 }

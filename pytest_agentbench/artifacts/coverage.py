@@ -21,15 +21,18 @@ def run_coverage(
     stopped: str | None = None,
     skipped: int = 0,
     over_budget: int = 0,
+    saved: int = 0,
 ) -> JsonObject:
     """The ``coverage`` object of summary.json and the CTRF run extra: ``partial``,
     ``tasks``, ``planned``, ``selected``, ``deselected``, ``skipped`` and ``reasons``
     (short phrases, empty when the run is whole). A task skipped by a mark was meant not
     to run: it has no record and does not make the run partial. A task the spending cap
     stopped (``over_budget``) has no record either: it makes the run partial, with the
-    reason ``N not run: budget`` and the count as ``over_budget``."""
-    planned = max(selected + deselected, tasks + skipped)
-    done = tasks + skipped
+    reason ``N not run: budget`` and the count as ``over_budget``. A task the sequential
+    comparison saved (``saved``: decided before it was sent) was not needed: it does not
+    make the run partial, and is counted as ``sequential_saved``."""
+    planned = max(selected + deselected, tasks + skipped + saved)
+    done = tasks + skipped + saved
     reasons: list[JsonValue] = []
     if interrupted:
         reasons.append("interrupted")
@@ -55,6 +58,7 @@ def run_coverage(
         "skipped": skipped,
         "reasons": reasons if partial else [],
         **({"over_budget": budget} if budget else {}),
+        **({"sequential_saved": saved} if saved else {}),
     }
 
 

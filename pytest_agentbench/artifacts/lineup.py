@@ -17,6 +17,7 @@ from pytest_agentbench.artifacts.controls import task_records
 from pytest_agentbench.artifacts.score_stats import estimate, scored_values
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.stats import (
+    Comparison,
     Reducer,
     clustered_mean,
     compare_paired,
@@ -25,6 +26,7 @@ from pytest_agentbench.core.stats import (
     reduce_samples,
 )
 from pytest_agentbench.core.task_record import TaskRecord
+from pytest_agentbench.core.verdicts import holm
 
 _PASS_K = re.compile(r"^pass([@^])(\d+)$")
 
@@ -131,8 +133,9 @@ def task_scores(
 def compare_models(
     first: Mapping[Hashable, float | bool | None],
     second: Mapping[Hashable, float | bool | None],
-    names: tuple[str, str] = ("A", "B"),
-) -> JsonObject:
+    *,
+    margin: float | None = None,
+) -> Comparison:
     """Two models' task scores compared on the tasks both scored: McNemar exact when every
     score is pass/fail, else a sign test and a paired bootstrap (core.stats.compare_paired).
     The one place a model pair is compared, so another comparison can replace it."""
@@ -145,24 +148,34 @@ def compare_models(
             k: (None if v is None else bool(v) if binary else float(v)) for k, v in values.items()
         }
 
-    comparison = compare_paired(shape(first), shape(second))
+    return compare_paired(shape(first), shape(second), margin=margin)
+
+
+def comparison_row(comparison: Comparison, names: tuple[str, str]) -> JsonObject:
+    """A model pair's entry in summary.json's ``comparisons``."""
     return {
         "difference": comparison.difference.as_dict(),
         "test": comparison.test,
         "p_value": comparison.p_value,
+        "p_adjusted": comparison.adjusted,
+        "family": comparison.family,
         "significant": comparison.significant,
         "excluded": comparison.excluded,
         "paired": comparison.difference.n,
+        "verdict": comparison.decision.word,
+        "decision": comparison.decision.as_dict(),
         "words": comparison.words(*names),
     }
 
 
 def model_comparisons(
-    records: Sequence[TaskRecord], *, errors_as_failures: bool = False
+    records: Sequence[TaskRecord], *, errors_as_failures: bool = False, margin: float | None = None
 ) -> list[JsonObject] | None:
     """Each pair of the run's models (in the order first seen), compared over every task
     both ran (``suite`` None), then within each suite when there are several; None with
-    fewer than two models. Control records are no model's: they are left out."""
+    fewer than two models. With three models or more, the pairs of one scope are one
+    family: their p-values are Holm-adjusted and the adjusted ones decide significance.
+    Control records are no model's: they are left out."""
     records = task_records(records)
     models = list(dict.fromkeys(r.model for r in records))
     if len(models) < 2:
@@ -172,11 +185,21 @@ def model_comparisons(
     scopes: list[str | None] = [None, *suites] if len(suites) > 1 else [None]
     rows = []
     for suite in scopes:
-        for first, second in itertools.combinations(models, 2):
+        pairs = list(itertools.combinations(models, 2))
+        found = []
+        for first, second in pairs:
             a, b = (
                 {k: v for k, v in scores[m].items() if suite is None or k[0] == suite}
                 for m in (first, second)
             )
-            row = compare_models(a, b, (first, second))  # type: ignore[arg-type]
+            found.append(compare_models(a, b, margin=margin))  # type: ignore[arg-type]
+        if len(found) > 1:
+            adjusted = holm([c.p_value if c.difference.n else None for c in found])
+            found = [
+                c.in_family(p, len(found), margin=margin)
+                for c, p in zip(found, adjusted, strict=True)
+            ]
+        for (first, second), comparison in zip(pairs, found, strict=True):
+            row = comparison_row(comparison, (first, second))
             rows.append({"first": first, "second": second, "suite": suite, **row})
     return rows

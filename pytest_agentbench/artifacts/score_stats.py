@@ -9,6 +9,7 @@ gets the Wilson interval, else a bootstrap with the fixed seed ``DEFAULT_SEED``.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping, Sequence
 from typing import Literal, Protocol
 
@@ -20,7 +21,9 @@ from pytest_agentbench.core.stats import (
     DEFAULT_SEED,
     Estimate,
     bootstrap_mean,
+    clustered_mean,
     wilson,
+    z_value,
 )
 from pytest_agentbench.core.task_record import TaskRecord
 
@@ -80,7 +83,52 @@ def score_estimate(
     errors_as_failures: bool = False,
     seed: int = DEFAULT_SEED,
 ) -> Estimate:
+    """The score of ``records`` with its interval. When a task was sampled more than once
+    (epochs), the interval is clustered by task — repeated samples of one task are not
+    independent evidence — and ``n`` counts tasks, not samples."""
+    sampled = [record for record in records if isinstance(record, TaskRecord)]
+    if len(sampled) == len(records) and any(record.epoch for record in sampled):
+        return clustered_score(sampled, field, errors_as_failures=errors_as_failures)
     return estimate(scored_values(records, field, errors_as_failures=errors_as_failures), seed=seed)
+
+
+def clustered_score(
+    records: Sequence[TaskRecord], field: RewardField = "reward", *, errors_as_failures: bool
+) -> Estimate:
+    """The mean over every scored sample, with the cluster-robust interval (a task ×
+    model is a cluster), clamped to 0–1; ``n`` is the number of tasks."""
+    values: list[float] = []
+    clusters: list[tuple[str, str, str]] = []
+    for record in records:
+        for value in scored_values([record], field, errors_as_failures=errors_as_failures):
+            values.append(value)
+            clusters.append((record.suite, record.model, record.task_id))
+    found = clustered_mean(values, clusters)
+    tasks = len(set(clusters))
+    if found.value is not None and all(v in (0.0, 1.0) for v in values):
+        return _effective_wilson(found.value, found.se, tasks, len(values), found.level)
+    lo = None if found.lo is None else max(0.0, found.lo)
+    hi = None if found.hi is None else min(1.0, found.hi)
+    return Estimate(found.value, tasks, found.se, lo, hi, "clustered", found.level)
+
+
+def _effective_wilson(
+    p: float, se: float | None, tasks: int, samples: int, level: float
+) -> Estimate:
+    """A pass rate over clustered samples: the Wilson interval at the effective sample
+    size p(1 − p)/se² (between the number of tasks and the number of samples; the
+    number of tasks when the rate is 0 or 1, where the clustered error says nothing)."""
+    if se and 0 < p < 1:
+        effective = min(float(samples), max(float(tasks), p * (1 - p) / (se * se)))
+    else:
+        effective = float(tasks)
+    z = z_value(level)
+    denom = 1 + z * z / effective
+    centre = (p + z * z / (2 * effective)) / denom
+    half = z / denom * math.sqrt(p * (1 - p) / effective + z * z / (4 * effective * effective))
+    lo = 0.0 if p == 0 else max(0.0, centre - half)
+    hi = 1.0 if p == 1 else min(1.0, centre + half)
+    return Estimate(p, tasks, se, lo, hi, "clustered-wilson", level)
 
 
 def score_stats(records: Sequence[Scored], *, errors_as_failures: bool = False) -> JsonObject:

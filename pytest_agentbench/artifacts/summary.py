@@ -153,6 +153,7 @@ class RunFacts:
     errors_as_failures: bool = False
     coverage: Mapping[str, JsonValue] | None = None
     sections: Mapping[str, JsonValue] | None = None
+    margin: float | None = None
 
 
 def run_totals(records: Sequence[TaskRecord], *, errors_as_failures: bool = False) -> JsonObject:
@@ -214,7 +215,9 @@ def build_summary(
             else run_totals(records, errors_as_failures=errors_as_failures)
         ),
         "scores": _group_scores(records, errors_as_failures),
-        "comparisons": model_comparisons(records, errors_as_failures=errors_as_failures),
+        "comparisons": model_comparisons(
+            records, errors_as_failures=errors_as_failures, margin=run.margin
+        ),
         "gate": dict(run.gate) if run.gate is not None else None,
         "controls": controls_summary(every),
         "invalid": invalid_reason(every),

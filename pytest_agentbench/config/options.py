@@ -240,6 +240,22 @@ def add_options(parser: pytest.Parser) -> None:
         "the baseline",
     )
     group.addoption(
+        "--agentbench-margin",
+        metavar="D",
+        help="the difference that matters, e.g. 0.05: every comparison is then called better, "
+        "worse, equivalent within ±D (two one-sided tests) or inconclusive",
+    )
+    group.addoption(
+        "--agentbench-sequential",
+        metavar="LOOKS",
+        nargs="?",
+        const=4,
+        type=int,
+        help="with exactly two sides (two models, or one and --agentbench-baseline): look "
+        "at the paired comparison LOOKS times (default 4; O'Brien-Fleming bounds) and stop "
+        "sending once it is decided; the tasks not sent are counted as saved",
+    )
+    group.addoption(
         "--agentbench-perturb",
         metavar="NAMES",
         help="also run seeded perturbed copies of each task, paired with the original: "
@@ -322,6 +338,7 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("agentbench_sample_seed", "seed of the sample alone (default: agentbench_seed)")
     parser.addini("agentbench_markdown", "path of a Markdown summary to write")
     parser.addini("agentbench_baseline", "earlier run folder to compare this run with")
+    parser.addini("agentbench_margin", "equivalence margin of every comparison (0-1)")
     parser.addini("agentbench_perturb", "perturbations to run, comma-separated")
     parser.addini("agentbench_seed", "seed of the run's random choices (default 0)")
     parser.addini("agentbench_html", "path of the HTML report (default: the run folder's)")

@@ -170,6 +170,9 @@ class Settings:
 
     baseline: Path | None = None
     fail_on_regression: bool = False
+    #: the difference that matters: comparisons become better / worse / equivalent within
+    #: ±margin / inconclusive (core/verdicts.py); None: no equivalence is ever claimed
+    margin: float | None = None
     perturb: tuple[str, ...] = ()
     seed: int = 0
     html: Path | None = None
@@ -226,6 +229,7 @@ class Settings:
             "sampling": self.sampling.public(),
             "baseline": str(self.baseline) if self.baseline else None,
             "perturb": list(self.perturb),
+            "margin": self.margin,
             "seed": self.seed,
             "fingerprint": self.fingerprint(),
             "models": [
@@ -347,6 +351,7 @@ def resolve_settings(option: OptionReader, ini: OptionReader, env: Mapping[str, 
         reducer=parse_reducer(reducer, "agentbench reducer") if reducer is not None else None,
         baseline=Path(str(baseline)) if baseline else None,
         fail_on_regression=bool(option("agentbench_fail_on_regression")),
+        margin=_margin(given("margin")),
         perturb=perturbations(given("perturb")),
         seed=int_option(option, ini, "agentbench_seed", 0, 0, MAX_OPTION_NUMBER),
         html=Path(str(html)) if html else None,
@@ -494,3 +499,15 @@ def _fingerprint(settings: Settings) -> str:
         material["perturb"] = [*settings.perturb, f"seed={settings.seed}"]
     blob = json.dumps(material, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def _margin(value: object) -> float | None:
+    """``--agentbench-margin``: a difference strictly between 0 and 1."""
+    if value is None:
+        return None
+    found = number("agentbench margin", value, float, 0.0)
+    if not 0 < found < 1:
+        raise AgentbenchError(
+            f"agentbench margin: expected a difference between 0 and 1, got {value!r}"
+        )
+    return found

@@ -18,6 +18,7 @@ from statistics import NormalDist, median
 from typing import Literal, TypeVar, get_args
 
 from pytest_agentbench.core.jsontypes import JsonObject
+from pytest_agentbench.core.verdicts import Decision, mcnemar_more_tasks, verdict
 
 DEFAULT_LEVEL = 0.95
 DEFAULT_SEED = 20261201
@@ -279,13 +280,19 @@ def paired_bootstrap(
 @dataclass(frozen=True)
 class Comparison:
     """Two runs' scores on the same tasks: the difference (first − second) with its
-    paired interval, the test's p-value, and how many tasks were left out."""
+    paired interval, the test's p-value, how many tasks were left out, and the
+    verdict in words (core/verdicts.py). ``p_value`` is the test's own; within a family
+    of comparisons ``adjusted`` is its Holm-adjusted value and decides ``significant``."""
 
     difference: Estimate
     test: str
     p_value: float
     significant: bool
     excluded: int
+    decision: Decision
+    adjusted: float | None = None
+    family: int = 1
+    discordance: float | None = None
 
     def words(self, first: str = "A", second: str = "B") -> str:
         d = self.difference
@@ -295,16 +302,60 @@ class Comparison:
         interval = ""
         if d.lo is not None and d.hi is not None:
             interval = f", {pct} % CI {d.lo:+.3f} to {d.hi:+.3f}"
-        verdict = (
-            f"significant at {1 - d.level:g}"
-            if self.significant
-            else f"within noise at {1 - d.level:g}"
-        )
+        p = f"{self.test} p={self.p_value:.3g}"
+        if self.adjusted is not None and self.family > 1:
+            p += f", Holm-adjusted p={self.adjusted:.3g} over {self.family} comparisons"
         left_out = f"; {self.excluded} task(s) excluded (harness error)" if self.excluded else ""
         return (
-            f"{first} − {second} = {d.value:+.3f} (n={d.n}{interval}; {self.test} "
-            f"p={self.p_value:.3g}): {verdict}{left_out}"
+            f"{first} − {second} = {d.value:+.3f} (n={d.n}{interval}; {p}): "
+            f"{self._verdict_words()}{detectable_words(self.decision)}{left_out}"
         )
+
+    def _verdict_words(self) -> str:
+        word = self.decision.word
+        if word in ("better", "worse"):
+            return f"{word} (significant at {1 - self.difference.level:g})"
+        return self.decision.words()
+
+    def in_family(
+        self, adjusted: float | None, family: int, *, margin: float | None = None
+    ) -> Comparison:
+        """The same comparison judged as one of ``family`` (Holm-adjusted p-value)."""
+        if adjusted is None:
+            return self
+        significant = adjusted < 1 - self.difference.level and self.difference.n > 0
+        d = self.difference
+        decision = verdict(
+            d.value,
+            d.se,
+            d.n,
+            significant=significant,
+            margin=margin,
+            level=d.level,
+            more=self.decision.more,
+            discordance=self.discordance,
+        )
+        return Comparison(
+            d,
+            self.test,
+            self.p_value,
+            significant,
+            self.excluded,
+            decision,
+            adjusted,
+            family,
+            self.discordance,
+        )
+
+
+def detectable_words(decision: Decision) -> str:
+    """``; detectable: ±0.310 (80 % power)``: the smallest true difference the run
+    could have detected, said beside every verdict that is not already decided by it."""
+    if decision.word in ("none", "better", "worse"):
+        return ""
+    if decision.detectable is None:
+        return "; too few tasks to detect even a difference of 1 (80 % power)"
+    return f"; smallest detectable difference ±{decision.detectable:.3f} (80 % power)"
 
 
 def compare_paired(
@@ -314,6 +365,7 @@ def compare_paired(
     level: float = DEFAULT_LEVEL,
     seed: int = DEFAULT_SEED,
     resamples: int = DEFAULT_RESAMPLES,
+    margin: float | None = None,
 ) -> Comparison:
     """Compare two runs task by task. Values are pass/fail (bools) or rewards; None is a
     harness error and excludes the task. Only tasks on both sides are paired. Pass/fail
@@ -328,12 +380,17 @@ def compare_paired(
     ]
     excluded = len(shared) - len(pairs)
     binary = all(isinstance(a, bool) and isinstance(b, bool) for a, b in pairs)
+    more: int | None = None
+    discordance: float | None = None
     if binary:
         only_first = sum(1 for a, b in pairs if a and not b)
         only_second = sum(1 for a, b in pairs if b and not a)
         p_value = mcnemar_exact(only_first, only_second)
         difference = _paired_proportion(only_first, only_second, len(pairs), level)
         test = "McNemar exact"
+        more = mcnemar_more_tasks(only_first, only_second, len(pairs), level=level)
+        if pairs:
+            discordance = 2 * min(only_first, only_second) / len(pairs)
     else:
         xs = [float(a) for a, _ in pairs if a is not None]
         ys = [float(b) for _, b in pairs if b is not None]
@@ -341,16 +398,38 @@ def compare_paired(
         difference = paired_bootstrap(xs, ys, seed=seed, resamples=resamples, level=level)
         test = "sign test"
     significant = bool(pairs) and p_value < 1 - level
-    return Comparison(difference, test, p_value, significant, excluded)
+    decision = verdict(
+        difference.value,
+        difference.se,
+        difference.n,
+        significant=significant,
+        margin=margin,
+        level=level,
+        more=more,
+        discordance=discordance,
+    )
+    return Comparison(
+        difference, test, p_value, significant, excluded, decision, discordance=discordance
+    )
 
 
 def _paired_proportion(b: int, c: int, n: int, level: float) -> Estimate:
-    """The difference of two paired pass rates, (b − c)/n, with its normal interval."""
+    """The difference of two paired pass rates, (b − c)/n, with the Agresti–Min interval
+    (half a pair added to each of the four cells: never a zero-width interval from a
+    handful of tasks that happened to agree)."""
     if n == 0:
-        return _empty("paired-wald", level)
+        return _empty("paired-agresti-min", level)
     diff = (b - c) / n
-    se = math.sqrt(max(0.0, (b + c) / n - diff * diff) / n)
+    n2, b2, c2 = n + 2, b + 0.5, c + 0.5
+    centre = (b2 - c2) / n2
+    se = math.sqrt(max(0.0, (b2 + c2) - (b2 - c2) ** 2 / n2)) / n2
     z = z_value(level)
     return Estimate(
-        diff, n, se, max(-1.0, diff - z * se), min(1.0, diff + z * se), "paired-wald", level
+        diff,
+        n,
+        se,
+        max(-1.0, centre - z * se),
+        min(1.0, centre + z * se),
+        "paired-agresti-min",
+        level,
     )

@@ -15,14 +15,24 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
-from pytest_agentbench.core.stats import DEFAULT_LEVEL, Estimate, compare_paired
+from pytest_agentbench.core.stats import (
+    DEFAULT_LEVEL,
+    Comparison,
+    Estimate,
+    compare_paired,
+    detectable_words,
+)
 from pytest_agentbench.core.task_record import TaskRecord
+from pytest_agentbench.core.verdicts import Decision, VerdictWord
+from pytest_agentbench.report.evidence import failure_reason
 
 Record = TaskRecord
 #: What two runs are compared on; ``Metric`` adds ``auto`` (reward when both have one).
 PairMetric = Literal["pass", "reward"]
 Metric = Literal["auto", PairMetric]
-Verdict = Literal["better", "worse", "tie", "none"]
+Verdict = VerdictWord
+#: the disagreeing tasks a comparison keeps with their reasons (the rest are counted)
+MAX_DISAGREEMENTS = 20
 
 
 def task_key(record: Record) -> tuple[str, str]:
@@ -42,6 +52,65 @@ def _label(key: Hashable) -> str:
     if isinstance(key, tuple):
         return "::".join(str(part) for part in key)
     return str(key)
+
+
+def reason_line(record: Record) -> str:
+    """One side of a disagreement in a line: ``passed``, or why the task did not pass."""
+    if record.outcome == "passed":
+        return "passed"
+    return record.message or failure_reason(record)
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """A task one side passed and the other did not, with each side's reason line and
+    the folders of its two rollouts (relative to their run folders when known)."""
+
+    task: str
+    first: str
+    second: str
+    first_dir: str | None = None
+    second_dir: str | None = None
+
+    def as_dict(self) -> JsonObject:
+        return {
+            "task": self.task,
+            "first": self.first,
+            "second": self.second,
+            "first_dir": self.first_dir,
+            "second_dir": self.second_dir,
+        }
+
+
+def find_disagreements(
+    first: Mapping[Hashable, Record], second: Mapping[Hashable, Record]
+) -> tuple[int, tuple[Disagreement, ...]]:
+    """The tasks (by pairing key) one side passed and the other did not, harness errors
+    left out: how many, and the first MAX_DISAGREEMENTS by label with their reasons."""
+    differ = sorted(
+        (
+            (_label(k), a, second[k])
+            for k, a in first.items()
+            if k in second
+            and "harness_error" not in (a.outcome, second[k].outcome)
+            and (a.outcome == "passed") != (second[k].outcome == "passed")
+        ),
+        key=lambda item: item[0],
+    )
+    return len(differ), tuple(
+        Disagreement(label, reason_line(a), reason_line(b), a.rollout_dir, b.rollout_dir)
+        for label, a, b in differ[:MAX_DISAGREEMENTS]
+    )
+
+
+def model_disagreements(
+    records: Sequence[Record], first: str, second: str
+) -> tuple[int, tuple[Disagreement, ...]]:
+    """Where two models of one run differ, task by task (epoch K with epoch K)."""
+    return find_disagreements(
+        {sample_key(r): r for r in records if r.model == first},
+        {sample_key(r): r for r in records if r.model == second},
+    )
 
 
 @dataclass(frozen=True)
@@ -64,6 +133,9 @@ class RecordComparison:
     significant: bool
     regressions: tuple[str, ...]
     improvements: tuple[str, ...]
+    decision: Decision
+    #: the first MAX_DISAGREEMENTS tasks one side passed and the other not (by label)
+    disagreements: tuple[Disagreement, ...] = ()
     #: paired tasks graded by a different judge on each side (spec, settings or prompt
     #: templates changed): their difference may be the judge's, not the model's
     judge_changed: int = 0
@@ -79,14 +151,11 @@ class RecordComparison:
 
     @property
     def verdict(self) -> Verdict:
-        """``worse`` or ``better`` when the difference is significant, ``tie`` when it
-        is within noise, ``none`` when no task paired."""
-        value = self.difference.value
-        if value is None or self.paired == 0:
+        """``better`` / ``worse`` (the test rejects no difference), ``equivalent`` (within
+        the margin, by two one-sided tests), ``inconclusive``, or ``none`` (no pair)."""
+        if self.difference.value is None or self.paired == 0:
             return "none"
-        if not self.significant:
-            return "tie"
-        return "worse" if value < 0 else "better"
+        return self.decision.word
 
     def words(self) -> str:
         """One sentence: the difference, its interval, the test, and the verdict."""
@@ -100,14 +169,13 @@ class RecordComparison:
             interval = f", {round(d.level * 100)} % CI {d.lo:+.3f} to {d.hi:+.3f}"
         what = "pass rate" if self.metric == "pass" else "mean reward"
         verdict = {
-            "worse": f"significantly worse at {alpha}",
-            "better": f"significantly better at {alpha}",
-            "tie": f"a tie: within noise at {alpha}",
-        }[self.verdict]
+            "worse": f"worse (significant at {alpha})",
+            "better": f"better (significant at {alpha})",
+        }.get(self.verdict, self.decision.words())
         p = "" if self.p_value is None else f"{self.test} p={self.p_value:.3g}"
         return (
             f"{self.second} vs {self.first}: {what} {d.value:+.3f} over {self.paired} "
-            f"paired task(s){interval} ({p}): {verdict}"
+            f"paired task(s){interval} ({p}): {verdict}{detectable_words(self.decision)}"
         )
 
     def notes(self) -> list[str]:
@@ -140,9 +208,12 @@ class RecordComparison:
             "p_value": self.p_value,
             "significant": self.significant,
             "verdict": self.verdict,
+            "decision": self.decision.as_dict(),
             "words": self.words(),
             "regressions": list(self.regressions),
             "improvements": list(self.improvements),
+            "disagreements": [found.as_dict() for found in self.disagreements],
+            "disagreements_total": len(self.regressions) + len(self.improvements),
             "comparable": self.comparable,
             "judge_changed": self.judge_changed,
         }
@@ -176,6 +247,7 @@ def compare_records(
     metric: Metric = "auto",
     key: Callable[[Record], Hashable] = sample_key,
     second_key: Callable[[Record], Hashable] | None = None,
+    margin: float | None = None,
 ) -> RecordComparison:
     """Compare ``second`` with ``first`` task by task. ``key`` pairs the records
     (``second_key`` for the second side when it differs, e.g. a perturbed task's
@@ -189,7 +261,7 @@ def compare_records(
         metric = "pass" if _binary(shared_records) else "reward"
     values_before = {k: _value(r, metric) for k, r in before.items()}
     values_after = {k: _value(r, metric) for k, r in after.items()}
-    stats = compare_paired(values_after, values_before, level=level)
+    stats: Comparison = compare_paired(values_after, values_before, level=level, margin=margin)
     shared = [k for k in before if k in after]
     regressions, improvements = [], []
     for k in shared:
@@ -201,6 +273,7 @@ def compare_records(
             regressions.append(_label(k))
         elif now and not was:
             improvements.append(_label(k))
+    _, disagreements = find_disagreements(before, after)
     paired = len(shared) - stats.excluded
     changed = sum(1 for k in shared if _judge_id(before[k]) != _judge_id(after[k]))
     return RecordComparison(
@@ -217,6 +290,8 @@ def compare_records(
         significant=stats.significant,
         regressions=tuple(sorted(regressions)),
         improvements=tuple(sorted(improvements)),
+        decision=stats.decision,
+        disagreements=disagreements,
         judge_changed=changed,
     )
 
@@ -238,7 +313,11 @@ def _by_model(records: Sequence[Record]) -> dict[str, list[Record]]:
 
 
 def baseline_comparisons(
-    baseline: Sequence[Record], records: Sequence[Record], *, level: float = DEFAULT_LEVEL
+    baseline: Sequence[Record],
+    records: Sequence[Record],
+    *,
+    level: float = DEFAULT_LEVEL,
+    margin: float | None = None,
 ) -> list[RecordComparison]:
     """This run against the baseline, per model: a model compares with the baseline's
     records of the same model, or with the whole baseline when it holds one model only."""
@@ -255,7 +334,9 @@ def baseline_comparisons(
         first = "baseline" if same else f"baseline [{_only_model(earlier)}]"
         second = "this run" if same else f"this run [{model}]"
         out.append(
-            compare_records(earlier, members, first_label=first, second_label=second, level=level)
+            compare_records(
+                earlier, members, first_label=first, second_label=second, level=level, margin=margin
+            )
         )
     return out
 
@@ -271,7 +352,11 @@ def _perturbation(record: Record) -> Mapping[str, JsonValue] | None:
 
 
 def robustness_comparisons(
-    records: Sequence[Record], *, level: float = DEFAULT_LEVEL, order: Sequence[str] = ()
+    records: Sequence[Record],
+    *,
+    level: float = DEFAULT_LEVEL,
+    order: Sequence[str] = (),
+    margin: float | None = None,
 ) -> list[tuple[str, RecordComparison]]:
     """Each perturbation (per model) against the original tasks it was made from: a
     negative difference is the robustness drop. Perturbations come in ``order`` (as the
@@ -293,6 +378,7 @@ def robustness_comparisons(
                 second_label=f"{name} [{model}]" if several else name,
                 level=level,
                 second_key=_original_key,
+                margin=margin,
             )
             out.append((name, comparison))
     return out
@@ -328,7 +414,9 @@ def comparison_lines(comparison: RecordComparison, *, regressions: bool = True) 
 
 
 def robustness_line(name: str, comparison: RecordComparison) -> str:
-    """``shuffle: drop 0.400 (95 % CI …) over 5 pairs, McNemar exact p=…: significant``."""
+    """``robustness shuffle: drop +0.400 over 5 pair(s), 95 % CI …, McNemar exact p=…:
+    worse (significant at 0.05)`` — or *equivalent within ±D*, or *inconclusive* with the
+    smallest drop the pairs could have shown."""
     d = comparison.difference
     if d.value is None or comparison.verdict == "none":
         return f"robustness {name}: no task paired with its original"
@@ -336,10 +424,13 @@ def robustness_line(name: str, comparison: RecordComparison) -> str:
     if d.lo is not None and d.hi is not None:
         interval = f", {round(d.level * 100)} % CI {0.0 - d.hi:+.3f} to {0.0 - d.lo:+.3f}"
     alpha = f"{1 - comparison.level:g}"
-    verdict = f"significant at {alpha}" if comparison.significant else f"within noise at {alpha}"
+    verdict = {
+        "worse": f"a real drop (significant at {alpha})",
+        "better": f"a real gain (significant at {alpha})",
+    }.get(comparison.verdict, comparison.decision.words())
     p = "" if comparison.p_value is None else f", {comparison.test} p={comparison.p_value:.3g}"
     excluded = f"; {comparison.excluded} excluded (harness error)" if comparison.excluded else ""
     return (
         f"robustness {comparison.second}: drop {0.0 - d.value:+.3f} over {comparison.paired} "
-        f"pair(s){interval}{p}: {verdict}{excluded}"
+        f"pair(s){interval}{p}: {verdict}{detectable_words(comparison.decision)}{excluded}"
     )

@@ -47,6 +47,25 @@ class SidePair(TypedDict):
     b_reward: float | None
     delta: float
     change: Literal["regression", "improvement", "same"]
+    #: the id of the panel showing both sides of a task one passed and the other not
+    panel: str | None
+
+
+class SideView(TypedDict):
+    """One side of a disagreement: its outcome, reason line and each attempt's answer."""
+
+    outcome: JsonValue
+    reason: str
+    answers: list[str]
+
+
+class DiffPanel(TypedDict):
+    """A task the two sides disagree on (one passed, the other not), both sides shown."""
+
+    id: str
+    task: str
+    a: SideView
+    b: SideView
 
 
 class Side(TypedDict):
@@ -56,6 +75,7 @@ class Side(TypedDict):
     first: str
     second: str
     pairs: list[SidePair]
+    panels: list[DiffPanel]
 
 
 def cut_text(value: object, limit: int = TEXT_LIMIT) -> str:
@@ -251,6 +271,7 @@ def side_by_side(reference: Sequence[Record], other: Sequence[Record]) -> list[S
                 "b_reward": number(after.get("reward")),
                 "delta": round(b - a, 6),
                 "change": "regression" if b < a else "improvement" if b > a else "same",
+                "panel": None,
             }
         )
     rank = {"regression": 0, "improvement": 1, "same": 2}

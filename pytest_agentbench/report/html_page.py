@@ -31,6 +31,7 @@ from pytest_agentbench.core.records import OUTCOMES
 from pytest_agentbench.report.html_data import (
     ROW_COLUMNS,
     Side,
+    SidePair,
     cheapest_for_score,
     mapping,
     model_costs,
@@ -304,7 +305,7 @@ def side_section(data: RunData) -> str:
             for k in ("regression", "improvement", "same")
         }
         rows = "".join(
-            f'<tr class="{p["change"]}"><td>{_e(p["task"])}</td>'
+            f'<tr class="{p["change"]}"><td>{_task_cell(p)}</td>'
             f'<td class="o-text-{_e(p["a_outcome"])}">{_e(p["a_outcome"])}</td>'
             f"<td>{_cell(p['a_reward'])}</td>"
             f'<td class="o-text-{_e(p["b_outcome"])}">{_e(p["b_outcome"])}</td>'
@@ -323,11 +324,45 @@ def side_section(data: RunData) -> str:
             f"{len(pairs)} task(s) both ran</p>"
             f'<table class="grid side"><thead><tr><th>task</th><th>{_e(a)}</th><th>reward</th>'
             f"<th>{_e(b)}</th><th>reward</th><th>change</th><th></th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>{more}"
+            f"<tbody>{rows}</tbody></table>{more}{_diff_panels(side)}"
         )
     if not parts:
         return ""
     return f'<section id="side"><h2>Side by side</h2>{"".join(parts)}</section>'
+
+
+def _task_cell(pair: SidePair) -> str:
+    """The task's name, linked to its two-sided panel when the sides disagree on it."""
+    panel = pair.get("panel")
+    if panel:
+        return f'<a href="#{_e(panel)}">{_e(pair["task"])}</a>'
+    return _e(pair["task"])
+
+
+def _diff_panels(side: Side) -> str:
+    """Each task the two sides disagree on (one passed, the other not): both sides'
+    outcome, reason and answers, side by side, in a ``<details>`` the table links to."""
+    panels = side.get("panels") or []
+    if not panels:
+        return ""
+    names = (side["first"], side["second"])
+    parts = []
+    for panel in panels:
+        columns = "".join(
+            f'<div class="sxs-side"><h4>{_e(name)}: '
+            f'<span class="o-text-{_e(view["outcome"])}">{_e(view["outcome"])}</span></h4>'
+            f'<p class="reason">{_e(view["reason"])}</p>'
+            + "".join(f"<pre>{_e(answer)}</pre>" for answer in view["answers"])
+            + "</div>"
+            for name, view in zip(names, (panel["a"], panel["b"]), strict=True)
+        )
+        parts.append(
+            f'<details class="sxs" id="{_e(panel["id"])}"><summary>{_e(panel["task"])}'
+            f'</summary><div class="sxs-grid">{columns}</div></details>'
+        )
+    return (
+        f"<h4>Where they differ: {len(panels)} task(s) shown with both sides</h4>{''.join(parts)}"
+    )
 
 
 def _row_html(index: int, values: Sequence[JsonValue]) -> str:

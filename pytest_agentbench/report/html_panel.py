@@ -15,7 +15,15 @@ from pathlib import Path
 
 from pytest_agentbench.artifacts.jsonio import dumps
 from pytest_agentbench.core.jsontypes import JsonObject, JsonScalar, JsonValue
-from pytest_agentbench.report.html_data import Record, cut_text, mapping, number, row, task_key
+from pytest_agentbench.report.html_data import (
+    Record,
+    SideView,
+    cut_text,
+    mapping,
+    number,
+    row,
+    task_key,
+)
 
 FILE_LIMIT = 16 * 1024 * 1024
 TOOL_OUTPUT_LIMIT = 4000
@@ -278,6 +286,30 @@ def _verdict(verdict: JsonValue) -> JsonObject | None:
         "feedback": cut_text(verdict.get("feedback"), 3000),
         "error": cut_text(verdict.get("error"), 3000),
     }
+
+
+def side_view(record: Record, run_dir: Path, limit: int = 3000) -> SideView:
+    """One side of a disagreement: its outcome, its reason line (from the full record in
+    its result.json) and each attempt's answer (the final one last), cut at ``limit``
+    characters; a note when the rollout folder is gone."""
+    outcome = record.get("outcome")
+    view: SideView = {"outcome": outcome, "reason": "passed", "answers": []}
+    folder = rollout_folder(record, run_dir)
+    result = _read_json(f"{folder}/result.json") if folder is not None else None
+    if not isinstance(result, dict):
+        view["answers"] = ["(no result.json for this task: not written, or the folder moved)"]
+        if outcome != "passed":
+            view["reason"] = str(outcome)
+        return view
+    full = result.get("record")
+    if outcome != "passed":
+        view["reason"] = str(row(full if isinstance(full, dict) else record)[-1])
+    listed = result.get("attempts")
+    attempts = [a for a in (listed if isinstance(listed, list) else []) if isinstance(a, dict)]
+    for index, attempt in enumerate(attempts):
+        text = cut_text(attempt.get("answer") or attempt.get("error") or "", limit)
+        view["answers"].append(f"attempt {index + 1}: {text}" if len(attempts) > 1 else text)
+    return view
 
 
 def task_detail(record: Record, run_dir: Path) -> JsonObject:

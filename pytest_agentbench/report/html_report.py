@@ -31,8 +31,10 @@ from pytest_agentbench.report import html_svg
 from pytest_agentbench.report.html_data import (
     DETAIL_BUDGET,
     SUMMARY_LIMIT,
+    DiffPanel,
     Record,
     Side,
+    SidePair,
     comparisons,
     is_control,
     mapping,
@@ -40,6 +42,7 @@ from pytest_agentbench.report.html_data import (
     row,
     severity,
     side_by_side,
+    task_key,
 )
 from pytest_agentbench.report.html_page import (
     FIRST_PAGE,
@@ -48,14 +51,18 @@ from pytest_agentbench.report.html_page import (
     json_block,
     page_pieces,
 )
-from pytest_agentbench.report.html_panel import task_detail
+from pytest_agentbench.report.html_panel import side_view, task_detail
 from pytest_agentbench.report.html_source import SummaryStream
 
 DEFAULT_NAME = "report.html"
 MAX_LOOP_FIGURES = 60
 #: The page is written in pieces of about this many characters.
 #: The fields of a task record a comparison of models or runs reads.
-_COMPARED = ("suite", "task_id", "model", "outcome", "reward", "first_attempt_reward")
+_COMPARED = (
+    "suite", "task_id", "model", "outcome", "reward", "first_attempt_reward", "rollout_dir",
+)  # fmt: skip
+#: the disagreeing tasks of one side-by-side table shown with both sides' answers
+DIFF_PANELS = 20
 
 
 class _Compared(TypedDict):
@@ -261,17 +268,57 @@ def _comparisons(
     if len(models) > 1:
         found["comparisons"] = comparisons(head, records)
     by_model = {m: [r for r in records if str(r.get("model")) == m] for m in models}
-    for other in models[1:4]:
-        pairs = side_by_side(by_model[models[0]], by_model[other])
-        title = f"{models[0]} → {other}"
-        found["sides"].append({"title": title, "first": models[0], "second": other, "pairs": pairs})
+    for index, other in enumerate(models[1:4], start=1):
+        first, second = by_model[models[0]], by_model[other]
+        pairs = side_by_side(first, second)
+        panels = _diff_panels(f"d{index}", pairs, (first, run_dir), (second, run_dir))
+        found["sides"].append(
+            {
+                "title": f"{models[0]} → {other}",
+                "first": models[0],
+                "second": other,
+                "pairs": pairs,
+                "panels": panels,
+            }
+        )
     if baseline is not None:
         title = f"baseline {baseline.name} → this run"
-        pairs = side_by_side(_compared(baseline), records)
+        earlier = _compared(baseline)
+        pairs = side_by_side(earlier, records)
+        panels = _diff_panels("d0", pairs, (earlier, baseline), (records, run_dir))
         found["sides"].insert(
-            0, {"title": title, "first": "baseline", "second": "this run", "pairs": pairs}
+            0,
+            {
+                "title": title,
+                "first": "baseline",
+                "second": "this run",
+                "pairs": pairs,
+                "panels": panels,
+            },
         )
     return found
+
+
+def _diff_panels(
+    prefix: str,
+    pairs: list[SidePair],
+    first: tuple[Sequence[Record], Path],
+    second: tuple[Sequence[Record], Path],
+) -> list[DiffPanel]:
+    """For the first ``DIFF_PANELS`` tasks one side passed and the other did not: both
+    sides' outcome, reason line and answers (read from each side's rollout folder); the
+    pair gets the panel's id, so the table's row links to it."""
+    sides = [({task_key(r): r for r in records}, folder) for records, folder in (first, second)]
+    panels: list[DiffPanel] = []
+    for pair in pairs:
+        if len(panels) >= DIFF_PANELS:
+            break
+        if (pair["a_outcome"] == "passed") == (pair["b_outcome"] == "passed"):
+            continue
+        views = [side_view(by_key[pair["task"]], folder) for by_key, folder in sides]
+        panel = pair["panel"] = f"{prefix}-{len(panels)}"
+        panels.append({"id": panel, "task": pair["task"], "a": views[0], "b": views[1]})
+    return panels
 
 
 def write_html_report(

@@ -28,7 +28,9 @@ def _cell(samples: Mapping[str, Sequence[TaskRecord]], errors_as_failures: bool)
     return f"{reducer}{value:.3f} (n={data.get('n')}{interval})"
 
 
-def lineup_lines(records: Sequence[TaskRecord], *, errors_as_failures: bool = False) -> list[str]:
+def lineup_lines(
+    records: Sequence[TaskRecord], *, errors_as_failures: bool = False, margin: float | None = None
+) -> list[str]:
     """The table and the comparisons; no lines for a one-model run whose tasks ran once.
     Controls (and canaries) are left out: the scripted provider plays them, no model."""
     records = task_records(records)
@@ -53,7 +55,13 @@ def lineup_lines(records: Sequence[TaskRecord], *, errors_as_failures: bool = Fa
             "  "
             + "  ".join(text.ljust(width) for text, width in zip(row, widths, strict=True)).rstrip()
         )
-    for pair in model_comparisons(records, errors_as_failures=errors_as_failures) or []:
+    pairs = model_comparisons(records, errors_as_failures=errors_as_failures, margin=margin) or []
+    if len({(p["first"], p["second"]) for p in pairs}) > 1:
+        lines.append(
+            f"compared: each pair of {len(models)} models, Holm-corrected over the "
+            f"{len({(p['first'], p['second']) for p in pairs})} pairs"
+        )
+    for pair in pairs:
         if pair.get("suite") is None:  # the run as a whole; summary.json has each suite
             lines.append(f"compared: {pair['words']}")
     return lines

@@ -3,18 +3,22 @@ models, the failures with their reasons, where the artifacts are."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from pytest_agentbench.artifacts.controls import task_records
 from pytest_agentbench.artifacts.coverage import partial_line
 from pytest_agentbench.artifacts.score_stats import interval_text
 from pytest_agentbench.core.cost import money
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
-from pytest_agentbench.core.task_record import RunSummary
+from pytest_agentbench.core.task_record import RunSummary, TaskRecord
+from pytest_agentbench.report.compare import model_disagreements
 from pytest_agentbench.report.controls import control_lines
 from pytest_agentbench.report.evidence import failure_reason
 from pytest_agentbench.report.judges import judge_lines
 from pytest_agentbench.report.terminal import (
     cache_text,
     cost_text,
+    score_lines,
     shown_path,
     task_label,
     tokens_text,
@@ -107,6 +111,7 @@ def comparison_markdown(summary: JsonObject) -> list[str]:
         lines += ["", f"### Against the baseline `{_cell(baseline.get('run_id'))}`", ""]
         for comparison in _objects(baseline.get("comparisons")):
             lines.append(f"- {_cell(comparison['words'])}")
+            lines += [f"  {line}" for line in disagreement_lines(comparison)]
             left_out = comparison.get("excluded")
             if left_out:
                 lines.append(f"  - {left_out} task(s) excluded: a harness error on either side")
@@ -133,10 +138,47 @@ def comparison_markdown(summary: JsonObject) -> list[str]:
                 if d.get("lo") is None
                 else f"{0.0 - _number(d['hi']):+.3f} to {0.0 - _number(d['lo']):+.3f}"
             )
-            verdict = "significant" if row["significant"] else "within noise"
+            verdict = _verdict_cell(row)
             cells = (row["second"], row["paired"], value, ci, row["test"], row["p_value"], verdict)
             lines.append("| " + " | ".join(_cell(v) for v in cells) + " |")
     return lines
+
+
+def disagreement_lines(comparison: Mapping[str, JsonValue]) -> list[str]:
+    """Where two sides differ: each task one passed and the other did not, with both
+    sides' reason lines (summary.json's ``disagreements``, capped; the rest counted)."""
+    found = _objects(comparison.get("disagreements"))
+    total = comparison.get("disagreements_total")
+    count = total if isinstance(total, int) else len(found)
+    return differ_lines(comparison.get("first"), comparison.get("second"), count, found)
+
+
+def differ_lines(
+    first_name: JsonValue, second_name: JsonValue, count: int, found: list[JsonObject]
+) -> list[str]:
+    """``where they differ (N task(s))``, then a task a line with both sides' reasons."""
+    if not found:
+        return []
+    first, second = _cell(first_name), _cell(second_name)
+    lines = [f"- where they differ ({count} task(s)):"]
+    for row in found:
+        lines.append(
+            f"  - `{_cell(row.get('task'))}` — {first}: {_cell(row.get('first'))} · "
+            f"{second}: {_cell(row.get('second'))}"
+        )
+    if count > len(found):
+        lines.append(f"  - … and {count - len(found)} more (see summary.json)")
+    return lines
+
+
+def _verdict_cell(row: Mapping[str, JsonValue]) -> str:
+    """A comparison's verdict in a table cell: *worse*, *better*, *equivalent within ±D*
+    or *inconclusive* (never a bare "not significant")."""
+    decision = row.get("decision")
+    if isinstance(decision, dict) and isinstance(decision.get("words"), str):
+        words = str(decision["words"])
+        return words.split(" — ")[0] if words.startswith("inconclusive") else words
+    return str(row.get("verdict", "—"))
 
 
 def markdown_summary(run: RunSummary, *, run_dir: str) -> str:
@@ -161,13 +203,17 @@ def markdown_summary(run: RunSummary, *, run_dir: str) -> str:
     ):
         if outcomes.get(key):
             head += f", {outcomes[key]} {label}"
+    scored = task_records(records)
+    several = len({record.model for record in scored}) > 1
     score = totals.get("score")
-    if score is not None:
+    if score is not None and not several:
         head += f" · score {score:.3f}"
     partial = partial_line(summary.get("coverage"))
     if partial is None and summary.get("partial"):
         partial = "partial run"
     lines = [f"## agentbench — {partial + ' · ' if partial else ''}{head}", ""]
+    if several and score is not None:  # one line per model, never a pooled score
+        lines += [f"- {_cell(line)}" for line in score_lines(scored)] + [""]
     if partial:
         lines += [f"**{partial[:1].upper() + partial[1:]}**: the score covers these only.", ""]
     usage = totals.get("usage")
@@ -180,7 +226,8 @@ def markdown_summary(run: RunSummary, *, run_dir: str) -> str:
     if isinstance(cache, dict):
         lines += [f"{cache_text(cache)[:1].upper()}{cache_text(cache)[1:]}", ""]
     priced = any(isinstance(row.get("cost"), dict) for row in _objects(run.scores))
-    lines += stats_lines(totals)
+    if not several:  # several models: their own lines above, never a pooled score
+        lines += stats_lines(totals)
     lines.append(
         "| suite | model | tasks | passed | not passed | harness errors | score | 95 % CI "
         "| first try | 95 % CI |" + (" cost | per solved |" if priced else "")
@@ -214,7 +261,7 @@ def markdown_summary(run: RunSummary, *, run_dir: str) -> str:
             + " |"
             + (_cost_cells(row) if priced else "")
         )
-    lines += _lineup_lines(summary)
+    lines += _lineup_lines(summary, scored)
     gate = _object(summary.get("gate"))
     if gate:
         verdict = "passed" if gate["ok"] else "**failed**"
@@ -261,7 +308,7 @@ def _cost_cells(row: JsonObject) -> str:
     )
 
 
-def _lineup_lines(summary: JsonObject) -> list[str]:
+def _lineup_lines(summary: JsonObject, records: Sequence[TaskRecord]) -> list[str]:
     """With epochs: each suite × model's reduced score; with several models: each pair
     compared (summary.json's ``reduced`` and ``comparisons``)."""
     lines = []
@@ -278,4 +325,9 @@ def _lineup_lines(summary: JsonObject) -> list[str]:
     for pair in _objects(summary.get("comparisons")):
         scope = f"`{pair['suite']}`: " if pair.get("suite") is not None else ""
         lines.append(f"- {scope}{_cell(pair['words'])}")
+        if pair.get("suite") is None:  # over every task: once, not again per suite
+            first, second = str(pair["first"]), str(pair["second"])
+            count, found = model_disagreements(records, first, second)
+            rows = [row.as_dict() for row in found]
+            lines += [f"  {line}" for line in differ_lines(first, second, count, rows)]
     return ["", *lines] if lines else []

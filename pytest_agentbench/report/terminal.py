@@ -139,8 +139,17 @@ def shown_path(path: str, relative_to: str | None) -> str:
 
 def score_lines(records: Sequence[TaskRecord]) -> list[str]:
     """``score 0.620 ± 0.069 (n=50, 95 % CI 0.487–0.738)``, and the first-try score on
-    a line of its own when a repair round passed a task or a later round was lost."""
-    lines = [f"score {interval_text(score_estimate(records))}"]
+    a line of its own when a repair round passed a task or a later round was lost. With
+    several models, one such line per model and never a score pooled over them."""
+    models = list(dict.fromkeys(record.model for record in records))
+    if len(models) > 1:
+        lines = []
+        width = max(len(model) for model in models)
+        for model in models:
+            members = [r for r in records if r.model == model]
+            lines.append(f"score {model.ljust(width)}  {_score_text(members)}")
+        return lines
+    lines = [f"score {_score_text(records)}"]
     repaired = sum(1 for r in records if r.repaired)
     incomplete = sum(1 for r in records if r.incomplete)
     if repaired or incomplete:
@@ -150,6 +159,14 @@ def score_lines(records: Sequence[TaskRecord]) -> list[str]:
             note += f", {incomplete} incomplete: a later round hit a harness error"
         lines.append(f"first try {first} · {note}")
     return lines
+
+
+def _score_text(records: Sequence[TaskRecord]) -> str:
+    text = interval_text(score_estimate(records))
+    if any(record.epoch for record in records):
+        samples = len(records)
+        text += f" · {samples} samples, clustered by task"
+    return text
 
 
 def summary_lines(

@@ -116,6 +116,8 @@ class RecordCollector:
             self.state.results.skipped.add(report.nodeid)
         if getattr(report, "agentbench_not_run", None) == "budget":
             self.state.results.over_budget.add(report.nodeid)
+        if getattr(report, "agentbench_not_run", None) == "sequential":
+            self.state.results.sequential_saved.add(report.nodeid)
         if record is None:
             return
         self.suites.setdefault(record.file, record.suite)

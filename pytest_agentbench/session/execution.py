@@ -134,6 +134,14 @@ def run_task_item(
     ran_here.add(nodeid)  # a rerun in this session runs it again, never resumes it
     if resumed is not None:
         return resumed
+    sequential = state.sequential
+    if sequential is not None and control is None:
+        why = sequential.stop(nodeid)
+        if why is not None:  # decided: not sent, and no folder written (items.py skips it)
+            saved = Rollout.harness_error(task.key, task.suite, task.id, model, why)
+            return task_record(
+                saved, nodeid=nodeid, file=file, rollout_dir=directory, max_tokens=None
+            )
     services = state.services
     verifier = services.verifiers()[task.verifier.kind]
     own_s = settings.timeout_s or task.timeout_s or DEFAULT_TIMEOUT_S

@@ -48,6 +48,7 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
         interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
         stopped=str(stopped) if stopped else None,
         over_budget=len(results.over_budget),
+        saved=len(results.sequential_saved),
     )
     if not results.records and not state.folder.started:
         return
@@ -73,6 +74,8 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
         ):  # the gate needs a calibrated judge
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
     sections = _compare(state)
+    if state.sequential is not None:
+        sections["sequential"] = state.sequential.section()
     budget = budget_section(state)
     if budget is not None:
         sections["budget"] = budget
@@ -101,6 +104,7 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
         gate=gate.as_dict() if gate is not None else None,
         errors_as_failures=settings.errors_as_failures,
         sections=sections,
+        margin=settings.margin,
     )
     summary = write_run_reports(run_dir, records, facts)
     _write_markdown(state, summary)
@@ -154,7 +158,9 @@ def _compare(state: RunState) -> JsonObject:
     sections: JsonObject = {}
     if results.baseline is not None:
         scored, earlier = task_records(results.records), task_records(results.baseline.records)
-        results.compared = baseline_comparisons(earlier, scored)  # controls: never compared
+        results.compared = baseline_comparisons(  # controls: never compared
+            earlier, scored, margin=state.settings.margin
+        )
         sections["baseline"] = {
             "path": str(results.baseline.path),
             "run_id": results.baseline.run_id,
@@ -162,7 +168,9 @@ def _compare(state: RunState) -> JsonObject:
         }
     if state.settings.perturb:
         scored = task_records(results.records)
-        results.robustness = robustness_comparisons(scored, order=state.settings.perturb)
+        results.robustness = robustness_comparisons(
+            scored, order=state.settings.perturb, margin=state.settings.margin
+        )
         sections["robustness"] = [
             c.as_dict() | {"perturbation": name} for name, c in results.robustness
         ]
@@ -257,7 +265,9 @@ def summary_section(
     errors_as_failures = state.settings.errors_as_failures
     at = next((i for i, line in enumerate(lines) if line.startswith("tokens ")), 1)
     scored = task_records(records)  # controls and calibration items are never compared
-    lines[at:at] = lineup_lines(scored, errors_as_failures=errors_as_failures)
+    lines[at:at] = lineup_lines(
+        scored, errors_as_failures=errors_as_failures, margin=state.settings.margin
+    )
     for line in lines:
         terminalreporter.write_line(line)
     not_sent = [r for r in records if r.failure_kind == "circuit_open"]
@@ -278,6 +288,8 @@ def summary_section(
                 "--agentbench-resume"
             )
         terminalreporter.write_line(line, yellow=bool(budget["not_run"]))
+    if state.sequential is not None:
+        terminalreporter.write_line(state.sequential.line())
     resumed = sum(1 for record in records if record.resumed)
     if resumed:
         terminalreporter.write_line(

@@ -373,7 +373,7 @@ class TaskItem(pytest.Item):
         assert isinstance(parent, SuiteFile)
         if self.planned is not None and self.planned.run is None:
             return missing_control_record(self.planned, self.nodeid, parent.nodeid)
-        return run_task_item(
+        record = run_task_item(
             state,
             self.task,
             nodeid=self.nodeid,
@@ -385,6 +385,9 @@ class TaskItem(pytest.Item):
             ),
             limit_s=pytest_timeout_s(self),
         )
+        if state.sequential is not None and self.nodeid not in state.sequential.stopped:
+            state.sequential.observe(record)
+        return record
 
     def runtest(self) -> None:
         state: RunState = self.config.stash[STATE_KEY]
@@ -393,6 +396,11 @@ class TaskItem(pytest.Item):
             self.record = None
             self.not_run = "budget"
             pytest.skip(f"not run (budget): {record.error}")
+        saved = state.sequential.stopped.get(self.nodeid) if state.sequential else None
+        if saved is not None:  # not sent: the sequential comparison was decided
+            self.record = None
+            self.not_run = "sequential"
+            pytest.skip(saved)
         self.user_properties.extend(
             [
                 _property("agentbench_outcome", record.outcome),

@@ -161,6 +161,8 @@ class SessionPlugin:
         tests = sum(1 for item in session.items if "agentbench_model" in _fixtures(item))
         state.results.selected = max(state.results.selected, len(queue) + tests)
         state.inflight.set_queue(queue)
+        if state.sequential is not None:
+            state.sequential.plan([item.task for item in queue])
         import gc
 
         # What exists now (modules, items, tasks) lives to the end of the run: the cyclic

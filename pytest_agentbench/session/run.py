@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from pytest_agentbench.report.compare import RecordComparison
     from pytest_agentbench.report.gate import GateResult
     from pytest_agentbench.scripted.server import ScriptedServer
+    from pytest_agentbench.session.sequential import Sequential
 
 #: Environment variables whose values never reach an artifact, set or not for this run.
 SECRET_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
@@ -135,6 +136,8 @@ class ResultSink:
     skipped: set[str] = field(default_factory=set)
     #: Node ids not run because the run's spending cap was reached (--agentbench-max-cost)
     over_budget: set[str] = field(default_factory=set)
+    #: Node ids not sent because the sequential comparison was decided (saved)
+    sequential_saved: set[str] = field(default_factory=set)
     #: Node ids run in this session: a rerun runs again, never resumes (execution.py).
     ran_here: set[str] = field(default_factory=set)
     coverage: JsonObject | None = None
@@ -164,6 +167,8 @@ class RunState:
         self.results = ResultSink()
         self.hooks = PluginHooks(run.config.pluginmanager)
         self.restore_sigterm: SignalHandler = None
+        #: --agentbench-sequential: the looks at the two sides' comparison (controller only)
+        self.sequential: Sequential | None = None
         #: Keys dropped from the C environment while xdist workers may be started
         #: (plugin.pytest_xdist_setupnodes), given back at the end of the run.
         self.withheld_env: tuple[str, ...] = ()

@@ -36,19 +36,23 @@ def test_a_planted_regression_is_significant_and_listed() -> None:
     assert found.difference.value == pytest.approx(-0.7)
     assert found.verdict == "worse" and found.significant
     assert found.regressions == tuple(f"s::t{i}" for i in range(7))
-    assert "significantly worse at 0.05" in found.words()
+    assert "worse (significant at 0.05)" in found.words()
 
 
-def test_equal_runs_are_a_tie_and_mixed_changes_within_noise() -> None:
+def test_equal_runs_and_mixed_changes_are_inconclusive_without_a_margin() -> None:
+    """Without a margin nothing is called a tie: "no difference seen" is not evidence of
+    none, and the words say what would decide it."""
     same = [record(f"t{i}", "passed" if i % 2 else "failed") for i in range(10)]
     tie = compare_records(same, same)
-    assert tie.verdict == "tie" and tie.p_value == 1.0 and tie.difference.value == 0
-    assert "a tie: within noise at 0.05" in tie.words()
+    assert tie.verdict == "inconclusive" and tie.p_value == 1.0 and tie.difference.value == 0
+    assert "inconclusive — no difference seen; a margin" in tie.words()
+    assert "smallest detectable difference ±" in tie.words()
+    assert "tie" not in tie.words() and "within noise" not in tie.words()
     # one regression and one improvement: listed, but no difference
     after = list(same)
     after[0], after[1] = replace(same[0], outcome="passed"), replace(same[1], outcome="failed")
     mixed = compare_records(same, after)
-    assert mixed.verdict == "tie"
+    assert mixed.verdict == "inconclusive"
     assert mixed.regressions == ("s::t1",) and mixed.improvements == ("s::t0",)
 
 
@@ -133,7 +137,7 @@ def test_a_regression_against_a_baseline_run_is_flagged_and_can_fail_the_run(
         [
             "against the baseline *",
             "this run vs baseline: pass rate -0.857 over 7 paired task(s)*McNemar exact "
-            "p=0.0312): significantly worse at 0.05",
+            "p=0.0312): worse (significant at 0.05)",
             "  (1 task(s) excluded: a harness error on either side)",
             "  6 regression(s), passed in baseline and not in this run: base::t0, base::t1, "
             "base::t2, base::t3, base::t4, base::t5",
@@ -176,7 +180,9 @@ def test_a_regression_against_a_baseline_run_is_flagged_and_can_fail_the_run(
     assert ungated.ret == pytest.ExitCode.OK
 
 
-def test_the_same_results_against_the_baseline_are_a_tie(pytester: pytest.Pytester) -> None:
+def test_the_same_results_against_the_baseline_are_inconclusive_then_equivalent_with_a_margin(
+    pytester: pytest.Pytester,
+) -> None:
     replies = [OK] * 4 + [WRONG] * 4
     run(pytester, replies, "before")
     result = run(
@@ -192,13 +198,14 @@ def test_the_same_results_against_the_baseline_are_a_tie(pytester: pytest.Pytest
     result.stdout.fnmatch_lines(
         [
             "this run vs baseline: pass rate +0.000 over 8 paired task(s)*: "
-            "a tie: within noise at 0.05"
+            "inconclusive — no difference seen; a margin (--agentbench-margin) would test "
+            "equivalence; smallest detectable difference ±*"
         ]
     )
     assert "regression(s)" not in result.stdout.str()
     assert result.ret == pytest.ExitCode.OK
     (compared,) = summary_of(pytester, "after")["baseline"]["comparisons"]
-    assert compared["verdict"] == "tie" and compared["regressions"] == []
+    assert compared["verdict"] == "inconclusive" and compared["regressions"] == []
 
 
 def test_a_baseline_that_is_not_a_run_folder_is_a_clear_error(

@@ -195,10 +195,10 @@ def test_paired_pass_fail_comparison_excludes_harness_errors() -> None:
     assert result.difference.value == pytest.approx(12 / 30)
     assert result.significant
     words = result.words("new", "old")
-    assert "significant at 0.05" in words and "2 task(s) excluded" in words
+    assert "better (significant at 0.05)" in words and "2 task(s) excluded" in words
 
     close = stats.compare_paired({"a": True, "b": False}, {"a": False, "b": True})
-    assert not close.significant and "within noise" in close.words()
+    assert not close.significant and "inconclusive" in close.words()
 
 
 def test_paired_reward_comparison_uses_sign_test_and_paired_bootstrap() -> None:

@@ -109,7 +109,8 @@ def test_each_model_answers_its_own_way_in_folders_of_its_own(pytester: pytest.P
             "scores by suite × model (n = tasks):",
             "*suite*strong*weak",
             "*sums*pass@2 1.000 (n=3, CI *)*pass@2 0.333 (n=3, CI *)",
-            "compared: strong − weak = +0.667 (n=3, *McNemar exact p=0.5): within noise at 0.05",
+            "compared: strong − weak = +0.667 (n=3, *McNemar exact p=0.5): "
+            "inconclusive — about 6 more task(s) would decide it*",
         ]
     )
     markdown = (pytester.path / "sum.md").read_text()

@@ -240,7 +240,23 @@ def test_a_baseline_is_set_side_by_side_regressions_first(pytester: pytest.Pytes
     assert "1 regression(s), 1 improvement(s), 1 unchanged, of 3 task(s) both ran" in side
     order = [side.index(f"web::{task}<") for task in ("plain-pass", "wrong", "inject")]
     assert order == sorted(order)
-    assert '<tr class="regression"><td>web::plain-pass</td>' in side
+    # a task the sides disagree on links to a panel with both sides' answers
+    assert '<tr class="regression"><td><a href="#d0-0">web::plain-pass</a></td>' in side
+    assert '<tr class="improvement"><td><a href="#d0-1">web::wrong</a></td>' in side
+    page = Page(text)
+    panels = [attrs["id"] for tag, attrs in page.tags if tag == "details"]
+    assert panels == ["d0-0", "d0-1"]  # inject: unchanged, no panel
+    hrefs = {attrs.get("href") for tag, attrs in page.tags if tag == "a"}
+    assert {"#d0-0", "#d0-1"} <= hrefs
+    regression = side.split('id="d0-0"')[1].split("</details>")[0]
+    baseline_side, this_side = regression.split('<div class="sxs-side">')[1:]
+    assert "baseline: <span" in baseline_side and "<pre>ok</pre>" in baseline_side
+    assert "this run: <span" in this_side and "<pre>attempt 2: nope</pre>" in this_side
+    assert "expected" in this_side.split('<p class="reason">')[1].split("</p>")[0]
+    improvement = side.split('id="d0-1"')[1].split("</details>")[0]
+    earlier, later = improvement.split('<div class="sxs-side">')[1:]
+    assert "<pre>attempt 1: no</pre><pre>attempt 2: still no</pre>" in earlier
+    assert "<pre>yes</pre>" in later and '<p class="reason">passed</p>' in later
 
 
 def test_a_partial_run_says_so_in_a_banner(pytester: pytest.Pytester) -> None:

@@ -146,8 +146,8 @@ def test_a_robustness_run_pairs_each_perturbed_task_with_its_original(
     result.stdout.fnmatch_lines(
         [
             "robustness shuffle: drop +1.000 over 7 pair(s)*McNemar exact p=0.0156: "
-            "significant at 0.05",
-            "robustness case: drop +0.000 over 7 pair(s)*: within noise at 0.05",
+            "a real drop (significant at 0.05)",
+            "robustness case: drop +0.000 over 7 pair(s)*: inconclusive — no difference seen*",
         ]
     )
     data = latest_summary(pytester)
@@ -158,14 +158,12 @@ def test_a_robustness_run_pairs_each_perturbed_task_with_its_original(
         schemas.validate("task_record", task)
         assert task["perturbation"] == {"name": "shuffle", "of": task["task_id"][:2], "seed": 5}
     rows = {row["perturbation"]: row for row in data["robustness"]}
-    assert rows["shuffle"]["verdict"] == "worse" and rows["case"]["verdict"] == "tie"
+    assert rows["shuffle"]["verdict"] == "worse" and rows["case"]["verdict"] == "inconclusive"
     assert data["settings"]["perturb"] == ["shuffle", "case"] and data["settings"]["seed"] == 5
     markdown = (pytester.path / "summary.md").read_text()
-    assert "| shuffle | 7 | 1.000 | +1.000 to +1.000 | McNemar exact | 0.016 | significant |" in (
-        markdown
-    )
+    assert "| shuffle | 7 | 1.000 | +0.430 to +1.000 | McNemar exact | 0.016 | worse |" in markdown
     assert (
-        "| case | 7 | 0.000 | +0.000 to +0.000 | McNemar exact | 1.000 | within noise |" in markdown
+        "| case | 7 | 0.000 | -0.218 to +0.218 | McNemar exact | 1.000 | inconclusive |" in markdown
     )
 
 
