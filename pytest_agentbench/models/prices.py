@@ -200,8 +200,18 @@ def resolve_price(
 
 
 @cache
-def _price_file(path: Path) -> dict[str, Price]:
+def _cached_price_file(path: Path, stamp: tuple[int, int]) -> dict[str, Price]:
     return load_price_file(path)
+
+
+def _price_file(path: Path) -> dict[str, Price]:
+    """The price file, read once per version (its absolute path, modification time and
+    size: a relative name may mean another file from another folder)."""
+    try:
+        found = path.resolve().stat()
+    except OSError:
+        return load_price_file(path)  # (its clear error)
+    return _cached_price_file(path.resolve(), (found.st_mtime_ns, found.st_size))
 
 
 def judge_price(

@@ -144,3 +144,24 @@ def test_the_dry_run_counts_the_judge_calls(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         ["*jc × scripted: 2 task(s) · requests 4 to 6 (repairs up to 0, judge calls 2 to 4)*"]
     )
+
+
+def test_a_judge_without_a_price_leaves_the_whole_unknown_never_zero(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(".toml", bench_jc=SUITE)
+    pytester.makefile(".toml", prices="[models.dear]\ninput = 2.0\noutput = 8.0\n")
+    args = ["--agentbench", "-p", "no:cacheprovider", "--agentbench-prices", "prices.toml"]
+    result = pytester.runpytest(*args, "--agentbench-model", "dear=scripted/openai")
+    result.assert_outcomes(passed=1, failed=1)
+    summary = json.loads(
+        ((pytester.path / "agentbench-results" / "latest").resolve() / "summary.json").read_text()
+    )
+    for record in summary["tasks"]:
+        cost = record["cost"]
+        assert cost["model_usd"] == pytest.approx(by_hand(record["usage"], MODEL_PRICE))
+        assert (cost["judge_usd"], cost["usd"], cost["judge_price"]) == (None, None, None)
+    totals = summary["totals"]["cost"]
+    assert (totals["usd"], totals["judge_usd"], totals["unknown"]) == (None, None, 2)
+    assert totals["model_usd"] == pytest.approx(3300 / 1e6)
+    assert "(model under test $0.0033, judge not known)" in result.stdout.str()
