@@ -8,10 +8,13 @@ its model's price. The totals are:
 * ``usd``: the sum of the records' known costs (the model under test and any judge);
   None when no record's cost is known;
 * ``model_usd`` and ``judge_usd``: the same for each part (``judge_usd`` None when no
-  judge graded a task);
+  judged task's judge cost is known); a record whose model part or judge part is not
+  known has no known ``usd`` and counts in ``unknown``, its known part still counts in
+  its own total, so ``usd`` equals ``model_usd + judge_usd`` only when ``unknown`` is 0;
 * ``unknown``: how many records that reached the model have no known cost (no price, or
   usage the provider did not report), so a sum that misses some says so;
-* ``tasks``: records with a cost; ``solved``: records that passed;
+* ``tasks``: records with a cost; ``solved``: records that passed; ``judged``: records
+  a judge graded (their judge part is priced at the judge model's own price);
 * ``per_solved_usd``: ``usd`` over the solved tasks (None when none passed, or a cost is
   unknown: an unknown part would make it look cheaper than it was);
 * ``saved_usd``: what the requests replayed from the response cache would have cost.
@@ -23,7 +26,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import replace
 
-from pytest_agentbench.core.cost import CostRecord, Price, task_cost
+from pytest_agentbench.core.cost import CostRecord, Price, task_cost, usage_cost
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.core.usage import Usage
@@ -42,15 +45,41 @@ def reached_model(record: TaskRecord) -> bool:
     return record.attempts > 0 and not refused
 
 
+def judge_cost(record: TaskRecord, price: Price | None) -> float | None:
+    """What the judge that graded ``record`` cost at ``price`` (the judge model's own):
+    0 when it made no call, None when its price or its usage is not known."""
+    table = record.judge or {}
+    if table.get("calls") == 0:
+        return 0.0
+    usage = table.get("usage")
+    return usage_cost(Usage.from_json(usage), price) if isinstance(usage, dict) else None
+
+
 def with_cost(
-    record: TaskRecord, price: Price | None, *, cached_usage: Usage | None = None
+    record: TaskRecord,
+    price: Price | None,
+    *,
+    cached_usage: Usage | None = None,
+    judge_price: Price | None = None,
 ) -> TaskRecord:
-    """``record`` with its cost at ``price``. A task that never reached the model cost
-    nothing (0, known), whatever the price."""
-    if not reached_model(record):
+    """``record`` with its cost at ``price``, and, when a judge graded it, the judge's
+    usage at ``judge_price`` apart. A task that never reached the model cost nothing (0,
+    known), whatever the price."""
+    judged = record.judge is not None
+    if not reached_model(record) and not judged:
         source = price.source if price is not None else None
         return replace(record, cost=CostRecord(usd=0.0, model_usd=0.0, price=source))
-    return replace(record, cost=task_cost(record.usage, price, cached_usage=cached_usage))
+    cost = task_cost(
+        record.usage if reached_model(record) else Usage(),
+        price if reached_model(record) else Price(input=0.0, output=0.0),
+        judged=judged,
+        judge_usd=judge_cost(record, judge_price) if judged else None,
+        judge_price=judge_price.source if judge_price is not None else None,
+        cached_usage=cached_usage,
+    )
+    if not reached_model(record):
+        cost = replace(cost, price=price.source if price is not None else None)
+    return replace(record, cost=cost)
 
 
 def _sum(values: list[float]) -> float | None:
@@ -64,12 +93,13 @@ def run_cost(records: Iterable[TaskRecord]) -> JsonObject | None:
     model: list[float] = []
     judge: list[float] = []
     saved: list[float] = []
-    unknown = tasks = solved = 0
+    unknown = tasks = solved = judged = 0
     for record in records:
         cost = record.cost
         if cost is None:
             continue
         tasks += 1
+        judged += record.judge is not None
         solved += record.outcome == "passed"
         if cost.usd is None:
             unknown += 1
@@ -90,6 +120,7 @@ def run_cost(records: Iterable[TaskRecord]) -> JsonObject | None:
         "model_usd": _sum(model),
         "judge_usd": _sum(judge),
         "tasks": tasks,
+        "judged": judged,
         "unknown": unknown,
         "solved": solved,
         "per_solved_usd": per_solved,

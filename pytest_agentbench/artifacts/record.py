@@ -108,8 +108,8 @@ def judge_totals(parts: list[JsonObject]) -> JsonObject | None:
     usages = [u for u in (p.get("usage") for p in parts) if isinstance(u, dict)]
     calls = [c for c in (p.get("calls") for p in parts) if isinstance(c, int)]
     elapsed = [e for e in (p.get("elapsed_s") for p in parts) if isinstance(e, int | float)]
-    keep = ("model", "fingerprint", "template_hash", "rubric_digest", "scale", "samples")
-    table: JsonObject = {k: last.get(k) for k in keep}
+    keep = ("model", "base_url", "fingerprint", "template_hash", "rubric_digest")
+    table: JsonObject = {k: last.get(k) for k in (*keep, "scale", "samples")}
     table.update(
         {
             "calls": sum(calls),

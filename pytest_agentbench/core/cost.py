@@ -101,13 +101,15 @@ class CostRecord:
     test (``model_usd``) plus its judges (``judge_usd``, None when no judge graded it);
     None when a part is not known. ``price`` says where the model's price came from
     (None: no price known). ``saved_usd`` is what the requests replayed from the response
-    cache would have cost (None when none was replayed)."""
+    cache would have cost (None when none was replayed). ``judge_price`` says where the
+    judge model's price came from (None: no judge, or its price is not known)."""
 
     usd: float | None
     model_usd: float | None
     judge_usd: float | None = None
     price: str | None = None
     saved_usd: float | None = None
+    judge_price: str | None = None
 
     def to_json(self) -> JsonObject:
         return {
@@ -116,6 +118,7 @@ class CostRecord:
             "judge_usd": self.judge_usd,
             "price": self.price,
             "saved_usd": self.saved_usd,
+            "judge_price": self.judge_price,
         }
 
     @classmethod
@@ -127,6 +130,7 @@ class CostRecord:
             judge_usd=maybe_number(obj, "judge_usd", where),
             price=maybe_str(obj, "price", where),
             saved_usd=maybe_number(obj, "saved_usd", where),
+            judge_price=maybe_str(obj, "judge_price", where),
         )
 
 
@@ -136,12 +140,15 @@ def task_cost(
     *,
     judge_usd: float | None = None,
     judged: bool = False,
+    judge_price: str | None = None,
     cached_usage: Usage | None = None,
 ) -> CostRecord:
     """The cost of a task whose model used ``usage`` (all its requests) at ``price``.
     ``cached_usage`` is the part of it replayed from the response cache: not paid for,
-    counted as saved. ``judged`` with ``judge_usd`` adds the judges' cost (unknown when a
-    judge graded it and its cost is not known)."""
+    counted as saved. ``judged`` with ``judge_usd`` adds the judge's cost: ``usd`` is
+    the model's plus the judge's when both are known, and None (not known) when either
+    is not, so a whole is never reported without one of its parts. ``judge_price`` says
+    where the judge's price came from."""
     whole = usage_cost(usage, price)
     saved = usage_cost(cached_usage, price) if cached_usage is not None else None
     model = whole
@@ -157,4 +164,5 @@ def task_cost(
         judge_usd=judge,
         price=price.source if price is not None else None,
         saved_usd=saved,
+        judge_price=judge_price if judged else None,
     )

@@ -197,3 +197,41 @@ def resolve_price(
         if found.input is None or found.output is None:
             return None
     return found
+
+
+@cache
+def _cached_price_file(path: Path, stamp: tuple[int, int]) -> dict[str, Price]:
+    return load_price_file(path)
+
+
+def _price_file(path: Path) -> dict[str, Price]:
+    """The price file, read once per version (its absolute path, modification time and
+    size: a relative name may mean another file from another folder)."""
+    try:
+        found = path.resolve().stat()
+    except OSError:
+        return load_price_file(path)  # (its clear error)
+    return _cached_price_file(path.resolve(), (found.st_mtime_ns, found.st_size))
+
+
+def judge_price(
+    label: str,
+    base_url: str | None,
+    *,
+    prices_file: Path | None,
+    lineup: Mapping[tuple[str, str | None], Price | None],
+) -> Price | None:
+    """The price of the judge model ``label`` (a spec, ``provider/model``) reached at
+    ``base_url``, by the same rules as the model under test: the models list (when the
+    judge is one of the run's models, at the same URL, it gets that model's price), the
+    user's price file, the shipped table at the provider's own host. The scripted judge
+    has a price only when the price file names it. None when nobody knows it."""
+    listed = lineup.get((label, base_url))
+    if listed is not None:
+        return listed
+    try:
+        spec = ModelSpec.parse(label)
+    except AgentbenchError:
+        return None
+    user = _price_file(prices_file) if prices_file is not None else {}
+    return resolve_price(spec, base_url=base_url, user=user)

@@ -65,13 +65,14 @@ def tokens_text(totals: Mapping[str, JsonValue]) -> str:
 
 def cost_text(cost: Mapping[str, JsonValue]) -> str:
     """A group's cost in words, from artifacts.cost_totals.run_cost: the whole (with the
-    judges' part when a judge graded), per solved task, what the response cache saved,
-    and how many tasks have no known cost."""
+    model's and the judge's parts apart when a judge graded), per solved task, what the
+    response cache saved, and how many tasks have no known cost."""
     usd = _usd(cost.get("usd"))
     parts = [money(usd)]
     judge = _usd(cost.get("judge_usd"))
-    if judge is not None:
-        parts[0] += f" (model {money(_usd(cost.get('model_usd')))}, judges {money(judge)})"
+    if judge is not None or _count(cost.get("judged")):
+        model = money(_usd(cost.get("model_usd")))
+        parts[0] += f" (model under test {model}, judge {money(judge)})"
     per_solved = _usd(cost.get("per_solved_usd"))
     if per_solved is not None:
         parts.append(f"{money(per_solved)} per solved task")

@@ -4,8 +4,11 @@ cost, per suite × model, before anything is sent.
 For each task (one per item: every model and epoch is its own):
 
 * requests: from one (every task right first time) to ``(1 + repairs) × calls`` (every
-  repair used; ``calls`` is ``max_turns`` for an agent task, else 1), plus the judge
-  calls (none yet: the judges' place, issue 26);
+  repair used; ``calls`` is ``max_turns`` for an agent task, else 1), plus, for a task
+  a judge grades, its judge calls: from ``samples`` (each answered usably at once) to
+  ``(1 + repairs) × samples × 2`` (each attempt judged, each sample retried once with
+  the problem shown). Pairwise comparisons, made once the run has finished, are not
+  counted; the judge's calls are counted, not priced (the cost range is the model's);
 * prompt tokens: the characters of the system text and the rendered prompt, over 4
   (about a token per 4 characters of English; no tokenizer is used, none is needed);
 * cost, low: every task right first time: one request, its prompt at the input price
@@ -47,6 +50,7 @@ class Forecast:
     repairs: int = 0
     agent_turns: int = 0
     judge_calls: int = 0
+    judge_calls_high: int = 0
     prompt_tokens: int = 0
     low_usd: float | None = 0.0
     high_usd: float | None = 0.0
@@ -58,10 +62,13 @@ class Forecast:
             else f"cost {range_text(self.low_usd, self.high_usd)}"
         )
         extra = f", agent turns up to {self.agent_turns}" if self.agent_turns else ""
+        judge = str(self.judge_calls)
+        if self.judge_calls_high != self.judge_calls:
+            judge += f" to {self.judge_calls_high}"
         return (
             f"{self.suite} × {self.model}: {self.tasks} task(s) · requests {self.requests_low} "
             f"to {self.requests_high} (repairs up to {self.repairs}{extra}, judge calls "
-            f"{self.judge_calls}) · prompt ~{self.prompt_tokens:,} tokens (characters / "
+            f"{judge}) · prompt ~{self.prompt_tokens:,} tokens (characters / "
             f"{SHOWN_CHARS}) · {cost}"
         )
 
@@ -79,6 +86,17 @@ def _rounded(value: float, how: Callable[[float], int]) -> float:
 
 def _chars(task: Task) -> int:
     return len(task.system or "") + len(task.prompt)
+
+
+def judge_calls(task: Task) -> tuple[int, int]:
+    """The least and the most judge calls ``task`` makes (module docstring); (0, 0) when
+    no judge grades it."""
+    if task.verifier.kind != "judge":
+        return 0, 0
+    samples = task.verifier.options.get("samples", 1)
+    count = samples if isinstance(samples, int) and not isinstance(samples, bool) else 1
+    count = max(count, 1)
+    return count, (1 + task.repairs) * count * 2
 
 
 def task_range(task: Task, price: Price | None, max_tokens: int | None) -> tuple[float, float]:
@@ -112,9 +130,12 @@ def forecast(
         model = task.model or "scripted"
         group = found.setdefault((task.suite, model), Forecast(task.suite, model))
         calls = task.max_turns if task.mode == "agent" else 1
+        judge_low, judge_high = judge_calls(task)
         group.tasks += 1
-        group.requests_low += 1
-        group.requests_high += (1 + task.repairs) * calls
+        group.requests_low += 1 + judge_low
+        group.requests_high += (1 + task.repairs) * calls + judge_high
+        group.judge_calls += judge_low
+        group.judge_calls_high += judge_high
         group.repairs = max(group.repairs, task.repairs)
         if task.mode == "agent":
             group.agent_turns = max(group.agent_turns, task.max_turns)

@@ -20,6 +20,7 @@ from pytest_agentbench.artifacts.rollout_files import (
     write_rollout,
 )
 from pytest_agentbench.config.settings import DEFAULT_TIMEOUT_S, Settings
+from pytest_agentbench.core.cost import Price
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.records import Rollout
 from pytest_agentbench.core.sampling import Sampling
@@ -203,12 +204,13 @@ def run_task_item(
     cached = sum(attempt.cached for attempt in rollout.attempts)
     if cached:
         record = replace(record, cached=cached)
-    if control is None and priced(settings):
+    if control is None and (priced(settings) or _hosted_judge(record)):
         replayed = [a.cached_usage for a in rollout.attempts if a.cached_usage is not None]
         record = with_cost(  # (no price: a cost of None, said so)
             record,
             settings.price,
             cached_usage=Usage.from_json(sum_usage(replayed)) if replayed else None,
+            judge_price=_judge_price(state, settings, record),
         )
     if task.perturbation is not None:
         perturbation: JsonObject = {
@@ -255,6 +257,38 @@ def run_task_item(
         return record
     write_result(directory, rollout, redacted, fingerprint=settings.fingerprint(), secrets=secrets)
     return record
+
+
+def _hosted_judge(record: TaskRecord) -> bool:
+    """Whether a judge other than the offline scripted one graded the task (its cost is
+    then reported, said to be not known when it has no price)."""
+    model = (record.judge or {}).get("model")
+    return isinstance(model, str) and model.split("/")[0] != "scripted"
+
+
+def _judge_price(state: RunState, settings: Settings, record: TaskRecord) -> Price | None:
+    """The price of the judge that graded ``record`` (models/prices.judge_price)."""
+    table = record.judge
+    if table is None:
+        return None
+    from pytest_agentbench.models.prices import judge_price
+
+    model, base_url = table.get("model"), table.get("base_url")
+    if not isinstance(model, str):
+        return None
+    from pytest_agentbench.core.urls import public_url
+
+    def key(one: Settings) -> tuple[str, str | None]:
+        url = public_url(one.base_url.rstrip("/")) if one.base_url else None
+        return one.model.label, url
+
+    lineup = {key(one): one.price for one in (settings, *state.run.settings.lineup())}
+    return judge_price(
+        model,
+        base_url if isinstance(base_url, str) else None,
+        prices_file=settings.prices_file,
+        lineup=lineup,
+    )
 
 
 def priced(settings: Settings) -> bool:

@@ -494,6 +494,7 @@ class JudgeVerifier:
             reward, score, agreement = combined(rubric, parsed, combine)
         return {
             "model": model.spec.label,
+            "base_url": None if model.scripted else model.public()["base_url"],
             "fingerprint": model.fingerprint(),
             "template_hash": TEMPLATE_HASH,
             "rubric_digest": rubric.digest(),
