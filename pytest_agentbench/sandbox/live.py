@@ -21,22 +21,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from pytest_agentbench.errors import SandboxError
 from pytest_agentbench.sandbox.capture import OutputCapture
-from pytest_agentbench.sandbox.environ_guard import guard_harness
-from pytest_agentbench.sandbox.isolation import Plan, wrap
+from pytest_agentbench.sandbox.isolation import Plan
 from pytest_agentbench.sandbox.pidcap import PidsCgroup
 from pytest_agentbench.sandbox.process import (
     _WRAPPER_PROCESSES,
     CommandResult,
     Limits,
     _killed_by,
-    _preexec,
-    _ptrace_dropper,
-    _rlimits,
     _session_size,
     _signal_of,
-    _user_process_count,
+    start_sandboxed,
 )
 
 _POLL_S = 0.05
@@ -85,43 +80,17 @@ class LiveCommand:
         """Start ``argv`` in ``cwd`` under ``plan`` and ``limits`` (``network``,
         ``read_only`` and ``writable`` as for ``run_command``). Raises SandboxError
         when it cannot be started."""
-        nproc = None
-        if plan.processes == "rlimit":
-            nproc = _user_process_count() + int(limits.processes) + _WRAPPER_PROCESSES
-        cgroup = None
-        if plan.processes == "cgroup":
-            cgroup = PidsCgroup.create(int(limits.processes) + _WRAPPER_PROCESSES)
-        guard_harness()
-        full = wrap(
-            plan,
-            list(argv),
-            cwd,
-            limits.timeout_s,
+        proc, cgroup, start, _ = start_sandboxed(
+            argv,
+            cwd=cwd,
+            env=env,
+            limits=limits,
+            plan=plan,
+            stdin=subprocess.PIPE,
             network=network,
             read_only=read_only,
             writable=writable,
         )
-        drop_ptrace = _ptrace_dropper() if plan.tool is None else None
-        start = time.monotonic()
-        try:
-            proc = subprocess.Popen(
-                full,
-                cwd=cwd,
-                env=dict(env),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                preexec_fn=_preexec(
-                    _rlimits(limits, nproc),
-                    cgroup.procs_file if cgroup is not None else None,
-                    drop_ptrace,
-                ),
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            if cgroup is not None:
-                cgroup.remove()
-            raise SandboxError(f"could not start {full[0]!r} in {cwd}: {exc}") from None
         return cls(proc, limits, plan, cgroup, start)
 
     @property

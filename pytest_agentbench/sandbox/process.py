@@ -345,26 +345,24 @@ class _Run:
         selector.close()
 
 
-def run_command(
+def start_sandboxed(
     argv: Sequence[str],
     *,
     cwd: Path,
     env: Mapping[str, str],
     limits: Limits,
     plan: Plan,
-    stdin: str | None = None,
+    stdin: int,
     pass_fds: Sequence[int] = (),
-    stop: threading.Event | None = None,
     network: bool = False,
     read_only: Sequence[Path] = (),
     writable: Sequence[Path] = (),
-) -> CommandResult:
-    """Run ``argv`` in ``cwd`` under ``plan`` and ``limits``; wait for it, however it ends.
-    Raises SandboxError only when the command could not be started at all. ``stop``, once
-    set, kills the command's whole group (``killed_by`` ``stopped``); ``network`` keeps
-    the host's network in a namespaced plan (an agent under test reaching its gateway);
-    ``read_only`` folders stay visible, read-only, inside the sandbox, ``writable`` ones
-    writable (bubblewrap only)."""
+) -> tuple[subprocess.Popen[bytes], PidsCgroup | None, float, list[str]]:
+    """Start ``argv`` under ``plan`` and ``limits`` in a session of its own, its stdout and
+    stderr piped: the process, its pids cgroup (None without one), when it started and
+    the wrapped command line. The one place a sandboxed command is started (``run_command``
+    waits for it; sandbox/live.py keeps talking to it). Raises SandboxError when it cannot
+    be started."""
     nproc = None
     if plan.processes == "rlimit":
         nproc = _user_process_count() + int(limits.processes) + _WRAPPER_PROCESSES
@@ -388,7 +386,7 @@ def run_command(
             full,
             cwd=cwd,
             env=dict(env),
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
@@ -403,6 +401,41 @@ def run_command(
         if cgroup is not None:
             cgroup.remove()
         raise SandboxError(f"could not start {full[0]!r} in {cwd}: {exc}") from None
+    return proc, cgroup, start, full
+
+
+def run_command(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    limits: Limits,
+    plan: Plan,
+    stdin: str | None = None,
+    pass_fds: Sequence[int] = (),
+    stop: threading.Event | None = None,
+    network: bool = False,
+    read_only: Sequence[Path] = (),
+    writable: Sequence[Path] = (),
+) -> CommandResult:
+    """Run ``argv`` in ``cwd`` under ``plan`` and ``limits``; wait for it, however it ends.
+    Raises SandboxError only when the command could not be started at all. ``stop``, once
+    set, kills the command's whole group (``killed_by`` ``stopped``); ``network`` keeps
+    the host's network in a namespaced plan (an agent under test reaching its gateway);
+    ``read_only`` folders stay visible, read-only, inside the sandbox, ``writable`` ones
+    writable (bubblewrap only)."""
+    proc, cgroup, start, full = start_sandboxed(
+        argv,
+        cwd=cwd,
+        env=env,
+        limits=limits,
+        plan=plan,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        pass_fds=pass_fds,
+        network=network,
+        read_only=read_only,
+        writable=writable,
+    )
     run = _Run(proc, limits, plan, cgroup, shimmed=plan.tool is None and len(full) > len(argv))
     try:
         run.loop(
