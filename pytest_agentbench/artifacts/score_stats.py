@@ -9,7 +9,6 @@ gets the Wilson interval, else a bootstrap with the fixed seed ``DEFAULT_SEED``.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Mapping, Sequence
 from typing import Literal, Protocol
 
@@ -23,7 +22,7 @@ from pytest_agentbench.core.stats import (
     bootstrap_mean,
     clustered_mean,
     wilson,
-    z_value,
+    wilson_bounds,
 )
 from pytest_agentbench.core.task_record import TaskRecord
 
@@ -122,12 +121,7 @@ def _effective_wilson(
         effective = min(float(samples), max(float(tasks), p * (1 - p) / (se * se)))
     else:
         effective = float(tasks)
-    z = z_value(level)
-    denom = 1 + z * z / effective
-    centre = (p + z * z / (2 * effective)) / denom
-    half = z / denom * math.sqrt(p * (1 - p) / effective + z * z / (4 * effective * effective))
-    lo = 0.0 if p == 0 else max(0.0, centre - half)
-    hi = 1.0 if p == 1 else min(1.0, centre + half)
+    lo, hi = wilson_bounds(p, effective, level)
     return Estimate(p, tasks, se, lo, hi, "clustered-wilson", level)
 
 

@@ -80,15 +80,22 @@ def wilson(successes: int, n: int, level: float = DEFAULT_LEVEL) -> Estimate:
         raise ValueError(f"wilson: expected 0 <= successes <= n, got {successes} of {n}")
     if n == 0:
         return _empty("wilson", level)
-    z = z_value(level)
     p = successes / n
+    lo, hi = wilson_bounds(p, n, level)
+    se = math.sqrt(p * (1 - p) / n)
+    return Estimate(p, n, se, lo, hi, "wilson", level)
+
+
+def wilson_bounds(p: float, n: float, level: float = DEFAULT_LEVEL) -> tuple[float, float]:
+    """The Wilson score interval of a rate ``p`` over ``n`` units (``n`` may be an
+    effective, fractional sample size); exactly 0 or 1 at the ends, no 1e-17."""
+    z = z_value(level)
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z / denom * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    se = math.sqrt(p * (1 - p) / n)
-    lo = 0.0 if successes == 0 else max(0.0, centre - half)  # exact at the ends, no 1e-17
-    hi = 1.0 if successes == n else min(1.0, centre + half)
-    return Estimate(p, n, se, lo, hi, "wilson", level)
+    lo = 0.0 if p == 0 else max(0.0, centre - half)
+    hi = 1.0 if p == 1 else min(1.0, centre + half)
+    return lo, hi
 
 
 def _mean(values: Sequence[float]) -> float:
