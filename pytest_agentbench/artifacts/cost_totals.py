@@ -61,6 +61,7 @@ def with_cost(
     *,
     cached_usage: Usage | None = None,
     judge_price: Price | None = None,
+    batch_usage: Usage | None = None,
 ) -> TaskRecord:
     """``record`` with its cost at ``price``, and, when a judge graded it, the judge's
     usage at ``judge_price`` apart. A task that never reached the model cost nothing (0,
@@ -76,6 +77,7 @@ def with_cost(
         judge_usd=judge_cost(record, judge_price) if judged else None,
         judge_price=judge_price.source if judge_price is not None else None,
         cached_usage=cached_usage,
+        batch_usage=batch_usage,
     )
     if not reached_model(record):
         cost = replace(cost, price=price.source if price is not None else None)
@@ -145,3 +147,25 @@ def cache_totals(records: Iterable[TaskRecord]) -> JsonObject | None:
     if not hits:
         return None
     return {"hits": hits, "tasks": tasks, "saved_usd": _sum(saved)}
+
+
+def batch_totals(records: Iterable[TaskRecord]) -> JsonObject | None:
+    """What the providers' batch APIs did for ``records`` (``--agentbench-batch``):
+    ``requests`` (model calls a batch answered), ``tasks`` (records with one), ``live``
+    (records whose planned batched request went live, and so were paid at the live
+    price) and ``saved_usd`` (what the batch price saved against the live one, None
+    when no price is known); None when nothing was batched or planned."""
+    requests = tasks = live = 0
+    saved: list[float] = []
+    for record in records:
+        live += record.batch_live is not None
+        if not record.batch:
+            continue
+        requests += record.batch
+        tasks += 1
+        cost = record.cost
+        if cost is not None and cost.batch_saved_usd is not None:
+            saved.append(cost.batch_saved_usd)
+    if not requests and not live:
+        return None
+    return {"requests": requests, "tasks": tasks, "live": live, "saved_usd": _sum(saved)}

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_agentbench.artifacts.controls import controls_summary, invalid_reason, task_records
-from pytest_agentbench.artifacts.cost_totals import cache_totals, run_cost
+from pytest_agentbench.artifacts.cost_totals import batch_totals, cache_totals, run_cost
 from pytest_agentbench.artifacts.jsonio import Streamed
 from pytest_agentbench.artifacts.judge_summary import judge_summary
 from pytest_agentbench.artifacts.lineup import model_comparisons, reduced_score, task_samples
@@ -173,6 +173,7 @@ def run_totals(records: Sequence[TaskRecord], *, errors_as_failures: bool = Fals
         "usage": run_usage(records),
         "cost": run_cost(records),
         "cache": cache_totals(records),
+        "batch": batch_totals(records),
         "stats": score_stats(records, errors_as_failures=errors_as_failures),
         "repair_curve": repair_curve(records, errors_as_failures=errors_as_failures),
     }

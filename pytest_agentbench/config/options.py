@@ -381,6 +381,31 @@ def _add_cost(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
         "prompt tokens (estimated) and its cost from every task right first time to every "
         "repair used at max_tokens",
     )
+    group.addoption(
+        "--agentbench-batch",
+        action="store_true",
+        default=None,
+        help="send every single-turn task's first-round request through the provider's "
+        "batch API (OpenAI Batch, Anthropic Message Batches: half the price, answers within "
+        "24 h); later rounds go live (docs/cost.md)",
+    )
+    group.addoption(
+        "--agentbench-batch-poll",
+        metavar="SECONDS",
+        type=float,
+        help="how often to ask the provider how the batch is going (default 30; 0.2 for "
+        "the offline scripted provider)",
+    )
+    group.addoption(
+        "--agentbench-batch-wait",
+        metavar="SECONDS",
+        type=float,
+        help="the longest to wait for the batch (default 86400, the providers' 24 h "
+        "window); then it is canceled and what it has not answered is sent live",
+    )
+    parser.addini("agentbench_batch", "send first-round requests through batch APIs", "bool")
+    parser.addini("agentbench_batch_poll", "seconds between batch status checks")
+    parser.addini("agentbench_batch_wait", "the longest wait for a batch, in seconds")
     parser.addini("agentbench_cache", "response cache folder (turns the cache on)")
     parser.addini("agentbench_cache_mode", "read-write, read, write or refresh")
     parser.addini("agentbench_prices", "price file (TOML or JSON), see docs/cost.md")

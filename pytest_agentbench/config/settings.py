@@ -151,6 +151,12 @@ class Settings:
     cache_mode: str = "read-write"
     #: --agentbench-dry-run: forecast the run, send nothing
     dry_run: bool = False
+    #: --agentbench-batch: first-round requests through the provider's batch API
+    #: (session/batch.py); seconds between status checks (None: the provider's default)
+    #: and the longest wait
+    batch: bool = False
+    batch_poll_s: float | None = None
+    batch_wait_s: float = 86_400.0
 
     @property
     def model_name(self) -> str:
@@ -249,6 +255,7 @@ class Settings:
             "max_cost": self.max_cost,
             "cache": str(self.cache_dir) if self.cache_dir else None,
             "cache_mode": self.cache_mode if self.cache_dir else None,
+            "batch": self.batch,
             "judge": None if self.judge is None else self.judge.public(),
             "judge_ini": None if self.judge_ini is None else self.judge_ini.public(),
             "judge_labels": str(self.judge_labels) if self.judge_labels else None,
@@ -378,6 +385,11 @@ def with_prices(settings: Settings, entries: list[ModelEntry], given: OptionRead
     cache, mode = given("cache"), given("cache_mode")
     cache_dir = Path(str(cache)) if cache else None
     cache_mode = choice("agentbench cache mode", mode, CACHE_MODES) or "read-write"
+    batch, poll, wait = given("batch"), given("batch_poll"), given("batch_wait")
+    batch_poll_s = number("agentbench batch poll", poll, float, 0.01) if poll is not None else None
+    batch_wait_s = (
+        number("agentbench batch wait", wait, float, 0.0) if wait is not None else 86_400.0
+    )
     path = Path(str(prices)) if prices else None
     user = load_price_file(path) if path is not None else {}
     max_cost = number("agentbench max cost", cap, float, 0.0) if cap is not None else None
@@ -398,6 +410,9 @@ def with_prices(settings: Settings, entries: list[ModelEntry], given: OptionRead
             max_cost=max_cost,
             cache_dir=cache_dir,
             cache_mode=cache_mode,
+            batch=batch is True or str(batch).lower() in ("true", "1", "yes", "on"),
+            batch_poll_s=batch_poll_s,
+            batch_wait_s=batch_wait_s,
         )
 
     models = tuple(priced(one) for one in settings.models)

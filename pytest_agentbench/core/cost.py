@@ -28,6 +28,10 @@ from pytest_agentbench.core.usage import Usage
 PER = 1_000_000
 #: The price kinds, in the order files and reports name them.
 PRICE_KINDS = ("input", "output", "cache_read", "cache_write")
+#: What a request answered by a provider's batch API costs, as a share of its price:
+#: OpenAI's Batch API and Anthropic's Message Batches both bill every kind (cache reads
+#: and writes included) at half the price.
+BATCH_FACTOR = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +45,26 @@ class Price:
     cache_read: float | None = None
     cache_write: float | None = None
     source: str = ""
+    #: the price of a request answered by the provider's batch API, when its entry sets
+    #: one; None: ``BATCH_FACTOR`` of this price (``batched``)
+    batch: Price | None = None
+
+    def batched(self) -> Price:
+        """The price of a request the provider's batch API answered."""
+        if self.batch is not None:
+            return self.batch
+        half = BATCH_FACTOR
+
+        def times(rate: float | None) -> float | None:
+            return None if rate is None else rate * half
+
+        return Price(
+            input=times(self.input),
+            output=times(self.output),
+            cache_read=times(self.cache_read),
+            cache_write=times(self.cache_write),
+            source=f"{self.source} (batch: {half:g} of it)",
+        )
 
     def of(self, kind: str) -> float | None:
         value: float | None = getattr(self, kind)
@@ -110,9 +134,12 @@ class CostRecord:
     price: str | None = None
     saved_usd: float | None = None
     judge_price: str | None = None
+    #: what the requests answered by the batch API saved against their live price (None
+    #: when none was batched)
+    batch_saved_usd: float | None = None
 
     def to_json(self) -> JsonObject:
-        return {
+        data: JsonObject = {
             "usd": self.usd,
             "model_usd": self.model_usd,
             "judge_usd": self.judge_usd,
@@ -120,6 +147,9 @@ class CostRecord:
             "saved_usd": self.saved_usd,
             "judge_price": self.judge_price,
         }
+        if self.batch_saved_usd is not None:
+            data["batch_saved_usd"] = self.batch_saved_usd
+        return data
 
     @classmethod
     def from_json(cls, data: object, where: str = "cost") -> CostRecord:
@@ -131,6 +161,7 @@ class CostRecord:
             price=maybe_str(obj, "price", where),
             saved_usd=maybe_number(obj, "saved_usd", where),
             judge_price=maybe_str(obj, "judge_price", where),
+            batch_saved_usd=maybe_number(obj, "batch_saved_usd", where),
         )
 
 
@@ -142,18 +173,27 @@ def task_cost(
     judged: bool = False,
     judge_price: str | None = None,
     cached_usage: Usage | None = None,
+    batch_usage: Usage | None = None,
 ) -> CostRecord:
     """The cost of a task whose model used ``usage`` (all its requests) at ``price``.
     ``cached_usage`` is the part of it replayed from the response cache: not paid for,
     counted as saved. ``judged`` with ``judge_usd`` adds the judge's cost: ``usd`` is
     the model's plus the judge's when both are known, and None (not known) when either
     is not, so a whole is never reported without one of its parts. ``judge_price`` says
-    where the judge's price came from."""
+    where the judge's price came from. ``batch_usage`` is the part the provider's batch
+    API answered: paid at ``price.batched()``; ``batch_saved_usd`` says what that saved."""
     whole = usage_cost(usage, price)
     saved = usage_cost(cached_usage, price) if cached_usage is not None else None
     model = whole
     if whole is not None and cached_usage is not None:
         model = None if saved is None else max(0.0, whole - saved)
+    batch_saved = None
+    if batch_usage is not None and price is not None:
+        live = usage_cost(batch_usage, price)
+        paid = usage_cost(batch_usage, price.batched())
+        batch_saved = None if live is None or paid is None else max(0.0, live - paid)
+        if model is not None:
+            model = None if batch_saved is None else max(0.0, model - batch_saved)
     judge = judge_usd if judged else None
     usd = model
     if judged:  # the judges' place (issue 26): a judge with an unknown cost makes it unknown
@@ -165,4 +205,5 @@ def task_cost(
         price=price.source if price is not None else None,
         saved_usd=saved,
         judge_price=judge_price if judged else None,
+        batch_saved_usd=batch_saved,
     )

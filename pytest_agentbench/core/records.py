@@ -69,6 +69,11 @@ class Attempt:
     #: summed usage (None when none was)
     cached: int = 0
     cached_usage: JsonObject | None = None
+    #: model calls answered by the provider's batch API (--agentbench-batch: paid at the
+    #: batch price), their summed usage, and why a planned batched request went live
+    batch: int = 0
+    batch_usage: JsonObject | None = None
+    batch_live: str | None = None
     #: what judging this attempt cost and found (the judge verifier's summary), or None
     judge: JsonObject | None = None
 

@@ -238,6 +238,8 @@ OPTIONAL_FIELDS = (
     "control",
     "cost",
     "cached",
+    "batch",
+    "batch_live",
     "waited_s",
     "length_limit",
     "judge",
@@ -298,6 +300,10 @@ class TaskRecord:
     cost: CostRecord | None = None
     #: how many of its model calls were replayed from the response cache (not sent)
     cached: int | None = None
+    #: how many of its model calls the provider's batch API answered (--agentbench-batch)
+    batch: int | None = None
+    #: why its first-round request, planned for the batch, was sent live instead
+    batch_live: str | None = None
     #: seconds its model requests waited in the server's queue before their own time
     #: began (models/queue.py): not the model's time, so not spent from its timeout;
     #: set when there was any
@@ -371,6 +377,10 @@ class TaskRecord:
             data["cost"] = self.cost.to_json()
         if self.cached is not None:
             data["cached"] = self.cached
+        if self.batch is not None:
+            data["batch"] = self.batch
+        if self.batch_live is not None:
+            data["batch_live"] = self.batch_live
         if self.judge is not None:
             data["judge"] = self.judge
         data.update(self.extras)
@@ -454,6 +464,8 @@ class TaskRecord:
             else ControlRecord.from_json(control, f"{where}.control"),
             cost=None if cost is None else CostRecord.from_json(cost, f"{where}.cost"),
             cached=maybe_int(obj, "cached", where),
+            batch=maybe_int(obj, "batch", where),
+            batch_live=maybe_str(obj, "batch_live", where),
             judge=maybe_json_object(obj, "judge", where),
             extras={k: cast(JsonValue, v) for k, v in obj.items() if k not in _KNOWN},
             schema_version=version,

@@ -122,6 +122,13 @@ class BudgetLedger:
         return spent, reserved, bool(stopped)
 
 
+def _replayed(generation: Generation) -> bool:
+    """Whether the reply was replayed, not sent: from the response cache (free), or from
+    the run's batch store (charged when its batch was submitted, session/batch.py)."""
+    reply = generation.exchange.get("response")
+    return isinstance(reply, dict) and (reply.get("cached") is True or reply.get("batch") is True)
+
+
 class BudgetClient:
     """A client that sends a request only when the ledger grants its worst case, and
     charges it what it cost (module docstring)."""
@@ -144,8 +151,7 @@ class BudgetClient:
             # the response cache holds its reply: nothing is sent, nothing reserved (an
             # entry that turns out unreadable is sent after all, and charged)
             generation = self.inner.generate(request, on_event)
-            reply = generation.exchange.get("response")
-            if not (isinstance(reply, dict) and reply.get("cached") is True):
+            if not _replayed(generation):
                 known = usage_cost(generation.usage, self.price)
                 self.ledger.settle(0.0, worst_case(request, self.price) if known is None else known)
             return generation
@@ -168,9 +174,8 @@ class BudgetClient:
         else:
             known = usage_cost(generation.usage, self.price)
             cost = worst if known is None else known
-            reply = generation.exchange.get("response")
-            if isinstance(reply, dict) and reply.get("cached") is True:
-                cost = 0.0  # replayed from the response cache: nothing was sent
+            if _replayed(generation):
+                cost = 0.0  # replayed from the response cache or the batch: not sent now
             return generation
         finally:
             self.ledger.settle(worst, cost)

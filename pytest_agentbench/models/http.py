@@ -39,6 +39,7 @@ from pytest_agentbench.models.base import (
     ToolCall,
     Usage,
 )
+from pytest_agentbench.models.batch_store import BatchStore
 from pytest_agentbench.models.deadline import Watchdog
 from pytest_agentbench.models.overflow import context_overflow, error_object, overflow_error
 from pytest_agentbench.models.queue import Place, ServerQueue, wait_limit_s
@@ -315,6 +316,8 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
     endpoint: str
     #: The response cache (models/response_cache.py), when the run has one.
     cache: ResponseCache | None = None
+    #: The run's batch store (models/batch_store.py, ``--agentbench-batch``), when it has one.
+    batch: BatchStore | None = None
     #: What a complete stream of the protocol carries, as the "ended before its finish"
     #: error names it.
     STREAM_FINISH = ""
@@ -378,6 +381,12 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
             self._local.client = client
             self._local.sockets = sockets
         return client
+
+    @property
+    def http(self) -> httpx.Client:
+        """This thread's keep-alive httpx client, sending this model's headers (its key
+        among them): for the provider's other endpoints (models/batch.py)."""
+        return self._http
 
     @property
     def _sockets(self) -> list[socket.socket]:
@@ -610,17 +619,35 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         )
 
     def replays(self, request: ModelRequest) -> bool:
-        """Whether the response cache holds the reply to ``request``, so it would be
-        replayed, not sent (the spending cap reserves nothing for it)."""
-        cache = self.cache
-        if cache is None or not cache.reads:
+        """Whether the response cache or the run's batch store holds the reply to
+        ``request``, so it would be replayed, not sent (the spending cap reserves nothing
+        for it: a batched reply was reserved and charged when its batch was submitted)."""
+        cache, batch = self.cache, self.batch
+        if (cache is None or not cache.reads) and batch is None:
             return False
+        key = self.request_key(request)
+        if batch is not None and batch.reply(key) is not None:
+            return True
+        return cache is not None and cache.reads and cache.path(key).is_file()
+
+    def reply_usage(self, recorded: Recorded) -> Usage | None:
+        """The usage a whole JSON reply reports (a batch's answer), normalised; None when
+        it reports none."""
+        try:
+            data = json.loads(recorded.body)
+        except ValueError:
+            return None
+        native = data.get("usage") if isinstance(data, dict) else None
+        return self._normalise_usage(native) if isinstance(native, dict) else None
+
+    def request_key(self, request: ModelRequest) -> str:
+        """The cache key of ``request`` as ``generate`` would send it."""
         relay = request.relay
         body = self.build_body(request) if relay is None else self.relay_body(relay.body)
         headers = self.request_headers(request)
         if relay is not None:
             headers = {**relay.headers, **headers}
-        return cache.path(self._cache_key(request, body, headers)).is_file()
+        return self._cache_key(request, body, headers)
 
     def generate(self, request: ModelRequest, on_event: EventSink | None = None) -> Generation:
         """One request, no retries (RetryingClient adds them). The reply is read as what
@@ -668,9 +695,17 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         if relay is not None:
             headers = {**relay.headers, **headers}
         cache, key, hit, tee = self.cache, "", None, None
-        if cache is not None:
+        batch, batched, batch_live = self.batch, False, None
+        if cache is not None or batch is not None:
             key = self._cache_key(request, body, headers)
+        if cache is not None:
             hit = cache.read(key)
+        if hit is None and batch is not None:
+            # answered by the provider's batch API (session/batch.py): replayed like a
+            # cache hit; a planned request whose entry failed is sent, saying why
+            hit = batch.reply(key)
+            batched = hit is not None
+            batch_live = None if batched else batch.failure(key)
         try:
             with (
                 contextlib.nullcontext(hit.response(self._url))
@@ -722,7 +757,13 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         if empty is not None:
             return self._ask_unstreamed(request, on_event, empty, place)
         generation = self._generation(received, body, started, waited_s=place.waited_s)
-        if hit is not None:
+        if batched and hit is not None:
+            reply = generation.exchange["response"]
+            if isinstance(reply, dict):
+                reply["batch"] = True  # answered by the batch API: paid at its price
+            if cache is not None and cache.writes:
+                cache.write(key, hit, model=self.spec.label, endpoint=self.public_endpoint)
+        elif hit is not None:
             reply = generation.exchange["response"]
             if isinstance(reply, dict):
                 reply["cached"] = True  # replayed from the response cache: nothing was sent
@@ -734,7 +775,11 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
                 b"".join(tee.chunks),
             )
             cache.write(key, recorded, model=self.spec.label, endpoint=self.public_endpoint)
-        if streamed != request.stream:
+        if batch_live is not None:
+            reply = generation.exchange["response"]
+            if isinstance(reply, dict):
+                reply["batch_live"] = batch_live
+        if streamed != request.stream and not batched:
             # the server chose: one JSON body for a streamed request, or a stream for a
             # non-streamed one; both are valid answers, read as what they are
             reply = generation.exchange["response"]

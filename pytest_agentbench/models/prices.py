@@ -78,21 +78,50 @@ def parse_entry(data: JsonValue, where: str, source: str) -> Price:
     ``source``); AgentbenchError naming ``where`` and the field for anything else."""
     if not isinstance(data, dict):
         raise AgentbenchError(f"{where}: expected a table of prices, got {data!r}")
-    unknown = sorted(set(data) - {*PRICE_KINDS, "source", "aliases"})
+    unknown = sorted(set(data) - {*PRICE_KINDS, "source", "aliases", "batch"})
     if unknown:
         raise AgentbenchError(
-            f"{where}: unknown key {unknown[0]!r} (known: {', '.join(PRICE_KINDS)}, source)"
+            f"{where}: unknown key {unknown[0]!r} (known: {', '.join(PRICE_KINDS)}, source, batch)"
         )
     for kind in ("input", "output"):
         if data.get(kind) is None:
             raise AgentbenchError(f"{where}: {kind} is required (USD per million tokens)")
     given = data.get("source")
-    return Price(
+    price = Price(
         input=_rate(data.get("input"), f"{where}.input"),
         output=_rate(data.get("output"), f"{where}.output"),
         cache_read=_rate(data.get("cache_read"), f"{where}.cache_read"),
         cache_write=_rate(data.get("cache_write"), f"{where}.cache_write"),
         source=str(given) if isinstance(given, str) and given else source,
+    )
+    batch = data.get("batch")
+    if batch is None:
+        return price
+    return replace(price, batch=_batch_price(price, batch, f"{where}.batch"))
+
+
+def _batch_price(price: Price, batch: JsonValue, where: str) -> Price:
+    """An entry's own batch price (``--agentbench-batch``): a share of its prices (a
+    number from 0 to 1), or a table of prices like the entry's own."""
+    if isinstance(batch, dict):
+        return parse_entry(
+            {**batch, "source": f"{price.source} (its batch prices)"}, where, price.source
+        )
+    if isinstance(batch, bool) or not isinstance(batch, int | float) or not 0 <= batch <= 1:
+        raise AgentbenchError(
+            f"{where}: expected a share of the prices from 0 to 1, or a table of batch "
+            f"prices (input, output, cache_read, cache_write), got {batch!r}"
+        )
+
+    def times(rate: float | None) -> float | None:
+        return None if rate is None else rate * batch
+
+    return Price(
+        input=times(price.input),
+        output=times(price.output),
+        cache_read=times(price.cache_read),
+        cache_write=times(price.cache_write),
+        source=f"{price.source} (batch: {batch:g} of it)",
     )
 
 

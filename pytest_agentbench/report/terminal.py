@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_agentbench.artifacts.controls import task_records
-from pytest_agentbench.artifacts.cost_totals import cache_totals, run_cost
+from pytest_agentbench.artifacts.cost_totals import batch_totals, cache_totals, run_cost
 from pytest_agentbench.artifacts.judge_summary import judge_summary
 from pytest_agentbench.artifacts.score_stats import interval_text, score_estimate
 from pytest_agentbench.artifacts.summary import classify, score
@@ -93,6 +93,20 @@ def cache_text(cache: Mapping[str, JsonValue]) -> str:
         f"cache: {cache.get('hits')} model call(s) of {cache.get('tasks')} task(s) replayed, "
         "not sent" + (f" ({money(saved)} saved)" if saved is not None else "")
     )
+
+
+def batch_text(batch: Mapping[str, JsonValue]) -> str:
+    """``batch: 8 first-round request(s) of 8 task(s) answered by the batch API ($0.0210
+    saved); 1 sent live``."""
+    saved = _usd(batch.get("saved_usd"))
+    text = (
+        f"batch: {batch.get('requests')} first-round request(s) of {batch.get('tasks')} "
+        "task(s) answered by the provider's batch API"
+        + (f" ({money(saved)} saved)" if saved is not None else "")
+    )
+    if batch.get("live"):
+        text += f"; {batch.get('live')} planned request(s) sent live (see batch_live)"
+    return text
 
 
 def _usd(value: JsonValue | None) -> float | None:
@@ -210,6 +224,9 @@ def summary_lines(
     cache = cache_totals(records)
     if cache is not None:
         lines.append(cache_text(cache))
+    batched = batch_totals(records)
+    if batched is not None:
+        lines.append(batch_text(batched))
     lines += judged
 
     failures = shown_failures(records)

@@ -138,6 +138,9 @@ class AgentRun:
     usages: list[JsonObject] = field(default_factory=list)
     #: the usage of the calls replayed from the response cache
     cached_usages: list[JsonObject] = field(default_factory=list)
+    #: the usage of the calls the batch API answered, and why a planned one went live
+    batch_usages: list[JsonObject] = field(default_factory=list)
+    batch_live: str | None = None
     usage_native: JsonObject | None = None
     tool_calls: list[JsonObject] = field(default_factory=list)
     guards: list[GuardSummary] = field(default_factory=list)
@@ -159,6 +162,10 @@ class AgentRun:
         if self.cached_usages:
             attempt.cached = len(self.cached_usages)
             attempt.cached_usage = sum_usage(self.cached_usages)
+        if self.batch_usages:
+            attempt.batch = len(self.batch_usages)
+            attempt.batch_usage = sum_usage(self.batch_usages)
+        attempt.batch_live = self.batch_live
         attempt.elapsed_s = self.elapsed_s
         attempt.waited_s = round(self.waited_s, 3)
         attempt.length_limit = self.length_limit
@@ -238,6 +245,47 @@ class Session(Protocol):
 #: Opens the session of a task naming an agent under test, with its workspace at the
 #: given folder (the session glue passes one in; the runner knows no agent kind).
 OpenAgent = Callable[[Task, Path], Session]
+
+
+def first_messages(task: Task) -> list[JsonObject]:
+    """The conversation of a rollout's first request: the task's prompt."""
+    return [{"role": "user", "content": task.prompt}]
+
+
+def turn_request(
+    task: Task,
+    messages: Sequence[Mapping[str, JsonValue]],
+    *,
+    tools: tuple[ToolSpec, ...] = (),
+    max_tokens: int | None,
+    stream: bool,
+    call: int,
+    timeout_s: float | None = None,
+) -> ModelRequest:
+    """The request of one model call of ``task``'s rollout: ``call`` is its number in the
+    rollout (0 for the first). The one place a rollout's requests are built, so a request
+    built ahead of the rollout (the batch of first-round requests, session/batch.py) is
+    the one the rollout sends, body and cache key alike."""
+    return ModelRequest(
+        messages=tuple(messages),
+        system=task.system,
+        sampling=task.sampling,
+        tools=tools,
+        max_tokens=max_tokens,
+        timeout_s=timeout_s,
+        stream=stream,
+        metadata={
+            REQUEST_TASK: task.key,
+            REQUEST_CALL: str(call),
+            REQUEST_EPOCH: str(task.epoch or 0),
+        },
+    )
+
+
+def first_request(task: Task, *, max_tokens: int | None, stream: bool) -> ModelRequest:
+    """The first request of a plain-answer rollout of ``task`` (no tools), as
+    ``AgentSession.attempt`` sends it (without its deadline)."""
+    return turn_request(task, first_messages(task), max_tokens=max_tokens, stream=stream, call=0)
 
 
 def _call_part(call: ToolCall) -> JsonObject:
@@ -410,19 +458,14 @@ class AgentSession:
         start: float,
     ) -> bool:
         """One model call and its tool calls; False when the loop must stop."""
-        request = ModelRequest(
-            messages=tuple(run.messages),
-            system=self.task.system,
-            sampling=self.task.sampling,
+        request = turn_request(
+            self.task,
+            run.messages,
             tools=specs,
             max_tokens=self.max_tokens,
-            timeout_s=deadline + run.waited_s - time.monotonic(),
             stream=self.stream,
-            metadata={
-                REQUEST_TASK: self.task.key,
-                REQUEST_CALL: str(self.calls),
-                REQUEST_EPOCH: str(self.task.epoch or 0),
-            },
+            call=self.calls,
+            timeout_s=deadline + run.waited_s - time.monotonic(),
         )
         self.calls += 1
         # a plain answer's trajectory entries are the exchanges as they are
@@ -491,6 +534,10 @@ class AgentSession:
         reply = generation.exchange.get("response")
         if isinstance(reply, dict) and reply.get("cached") is True:
             run.cached_usages.append(run.usages[-1])
+        if isinstance(reply, dict) and reply.get("batch") is True:
+            run.batch_usages.append(run.usages[-1])
+        if isinstance(reply, dict) and isinstance(reply.get("batch_live"), str):
+            run.batch_live = str(reply["batch_live"])
         native = generation.usage_native
         run.usage_native = dict(native) if native else None
 

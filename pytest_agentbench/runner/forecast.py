@@ -17,6 +17,9 @@ For each task (one per item: every model and epoch is its own):
   at 3 characters a token (above them) at the dearest prompt price, growing by the
   previous answer and its feedback each round, and ``max_tokens`` of output each.
 
+With ``--agentbench-batch`` the first request of a task the batch carries (a
+single-turn task's first round) is priced at its model's batch price at both ends.
+
 The real run's cost lies between the two unless a prompt tokenizes outside 3-5
 characters a token or a task has no ``max_tokens`` and writes more than 16 384.
 """
@@ -99,22 +102,37 @@ def judge_calls(task: Task) -> tuple[int, int]:
     return count, (1 + task.repairs) * count * 2
 
 
-def task_range(task: Task, price: Price | None, max_tokens: int | None) -> tuple[float, float]:
-    """The least and the most ``task`` can cost at ``price`` (module docstring)."""
+def batched(task: Task) -> bool:
+    """Whether ``--agentbench-batch`` sends ``task``'s first request through the batch
+    API: a single-turn task (not agent mode, no agent under test, not a control)."""
+    return task.mode != "agent" and task.agent is None and task.control is None
+
+
+def _rates(price: Price) -> tuple[float, float, float]:
+    """The input rate, the dearest prompt rate and the output rate of ``price``."""
+    rates = [r for r in (price.input, price.cache_read, price.cache_write) if r]
+    return price.input or 0.0, max(rates, default=0.0), price.output or 0.0
+
+
+def task_range(
+    task: Task, price: Price | None, max_tokens: int | None, *, batch: bool = False
+) -> tuple[float, float]:
+    """The least and the most ``task`` can cost at ``price`` (module docstring); with
+    ``batch`` its first request at the batch price (``Price.batched``)."""
     if price is None:
         return math.nan, math.nan
     chars = _chars(task)
-    input_rate = price.input or 0.0
-    rates = [r for r in (price.input, price.cache_read, price.cache_write) if r]
-    prompt_rate, output_rate = max(rates, default=0.0), price.output or 0.0
+    input_rate, prompt_rate, output_rate = _rates(price)
+    first = _rates(price.batched()) if batch and batched(task) else None
     output = max_tokens or DEFAULT_MAX_TOKENS
-    low = chars / LOW_CHARS * input_rate / PER
+    low = chars / LOW_CHARS * (first or (input_rate,))[0] / PER
     calls = task.max_turns if task.mode == "agent" else 1
     high = 0.0
     prompt = chars / HIGH_CHARS
-    for _ in range(1 + task.repairs):
+    for index in range(1 + task.repairs):
         for _ in range(calls):
-            high += (prompt * prompt_rate + output * output_rate) / PER
+            _, p_rate, o_rate = first if first and index == 0 else (0.0, prompt_rate, output_rate)
+            high += (prompt * p_rate + output * o_rate) / PER
             prompt += output  # the next call carries this one's answer (or tool turn)
         prompt += FEEDBACK_TOKENS
     return low, high
@@ -122,9 +140,11 @@ def task_range(task: Task, price: Price | None, max_tokens: int | None) -> tuple
 
 def forecast(
     tasks: Iterable[tuple[Task, Price | None, int | None]],
+    *,
+    batch: bool = False,
 ) -> list[Forecast]:
     """Per suite × model, in the order first seen: each task with its model's price and
-    its ``max_tokens`` (the run's, else the task's)."""
+    its ``max_tokens`` (the run's, else the task's); ``batch``: --agentbench-batch."""
     found: dict[tuple[str, str], Forecast] = {}
     for task, price, max_tokens in tasks:
         model = task.model or "scripted"
@@ -140,7 +160,7 @@ def forecast(
         if task.mode == "agent":
             group.agent_turns = max(group.agent_turns, task.max_turns)
         group.prompt_tokens += math.ceil(_chars(task) / SHOWN_CHARS)
-        low, high = task_range(task, price, max_tokens)
+        low, high = task_range(task, price, max_tokens, batch=batch)
         if math.isnan(low) or group.low_usd is None or group.high_usd is None:
             group.low_usd = group.high_usd = None
         else:

@@ -19,7 +19,7 @@ from pytest_agentbench.core.task_record import FailureStage
 from pytest_agentbench.core.usage import sum_usage
 from pytest_agentbench.errors import AgentbenchError, SandboxError, WorkerCrashed
 from pytest_agentbench.models.base import ModelClient
-from pytest_agentbench.runner.agent import AgentSession, OpenAgent, Session
+from pytest_agentbench.runner.agent import AgentSession, OpenAgent, Session, first_messages
 from pytest_agentbench.runner.loopguard import KillPolicy, fresh_guards
 from pytest_agentbench.runner.pool import step_aside, step_back
 from pytest_agentbench.runner.repair import repair_request, repairs_allowed
@@ -282,7 +282,7 @@ def run_rollout(
     started_at = time.time()
     start = time.monotonic()
     deadline = start + timeout_s
-    messages: list[JsonObject] = [{"role": "user", "content": task.prompt}]
+    messages: list[JsonObject] = first_messages(task)
     attempts: list[Attempt] = []
     trajectory: list[JsonObject] = []
     total_attempts = 1 + repairs_allowed(task)

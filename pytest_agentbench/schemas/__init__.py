@@ -32,6 +32,7 @@ NAMES = (
     "ctrf",
     "ctrf_extra",
     "summary",
+    "batches",
 )
 # No schema has an ``$id`` and a ``$ref`` to another names its file, so the folder works
 # with standard tools as it ships: check-jsonschema given a schema file resolves the
@@ -63,7 +64,7 @@ def schema_for(path: str | PurePath) -> str | None:
     parts = PurePath(path).parts
     name = parts[-1] if parts else ""
     if len(parts) == 1:
-        return {"summary.json": "summary", "ctrf.json": "ctrf"}.get(name)
+        return {"summary.json": "summary", "ctrf.json": "ctrf", "batches.json": "batches"}.get(name)
     if parts[0] not in ("tasks", "controls"):  # controls/<suite>/<task>/<control>/…
         return None
     if len(parts) >= 2 and parts[-2] == "verifier":

@@ -204,13 +204,19 @@ def run_task_item(
     cached = sum(attempt.cached for attempt in rollout.attempts)
     if cached:
         record = replace(record, cached=cached)
+    batched = sum(attempt.batch for attempt in rollout.attempts)
+    went_live = next((a.batch_live for a in rollout.attempts if a.batch_live), None)
+    if batched or went_live:
+        record = replace(record, batch=batched or None, batch_live=went_live)
     if control is None and (priced(settings) or _hosted_judge(record)):
         replayed = [a.cached_usage for a in rollout.attempts if a.cached_usage is not None]
+        in_batch = [a.batch_usage for a in rollout.attempts if a.batch_usage is not None]
         record = with_cost(  # (no price: a cost of None, said so)
             record,
             settings.price,
             cached_usage=Usage.from_json(sum_usage(replayed)) if replayed else None,
             judge_price=_judge_price(state, settings, record),
+            batch_usage=Usage.from_json(sum_usage(in_batch)) if in_batch else None,
         )
     if task.perturbation is not None:
         perturbation: JsonObject = {
@@ -395,6 +401,6 @@ def dry_run(session: pytest.Session, state: RunState) -> None:
         task = with_overrides(task, settings)
         planned.append((task, settings.price, settings.max_tokens or task.max_tokens))
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    for line in forecast_lines(forecast(planned)):
+    for line in forecast_lines(forecast(planned, batch=state.settings.batch)):
         if reporter is not None:
             reporter.write_line(line)

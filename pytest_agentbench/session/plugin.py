@@ -78,9 +78,14 @@ class SessionPlugin:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        """Turn the live status line on where a person watches a terminal."""
+        """Refuse ``--agentbench-batch`` for a model with no batch API; turn the live status
+        line on where a person watches a terminal."""
         config = session.config
         state = self.state
+        if state.settings.batch and not state.run.is_worker:
+            from pytest_agentbench.session.batch import refuse_unsupported
+
+            refuse_unsupported(state)
         if state.run.is_worker or config.getoption("dist", "no") != "no":
             return
         from pytest_agentbench.session.pytest_compat import terminal_stream, uncaptured
@@ -173,8 +178,21 @@ class SessionPlugin:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
-        """``--agentbench-dry-run``: the forecast instead of the run; nothing is sent."""
-        if not self.state.settings.dry_run:
+        """``--agentbench-dry-run``: the forecast instead of the run; nothing is sent.
+        ``--agentbench-batch``: the first-round requests' batches before the first item
+        (session/batch.py); xdist's controller shows what the submitting worker says."""
+        settings = self.state.settings
+        if settings.batch and not settings.dry_run:
+            from pytest_agentbench.session import batch
+
+            if session.items:
+                batch.run_batches(session, self.state)
+            elif not self.state.run.is_worker and session.config.getoption("dist", "no") != "no":
+                import threading
+
+                self.state.batch_watch = threading.Event()
+                batch.watch(session, self.state.services.marks() / "batch", self.state.batch_watch)
+        if not settings.dry_run:
             return None
         from pytest_agentbench.session.execution import dry_run
 
@@ -291,6 +309,8 @@ class SessionPlugin:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         state = self.state
+        if state.batch_watch is not None:
+            state.batch_watch.set()
         if state.run.is_worker:
             workeroutput = getattr(session.config, "workeroutput", None)
             if workeroutput is not None:

@@ -172,6 +172,8 @@ class RunState:
         #: Keys dropped from the C environment while xdist workers may be started
         #: (plugin.pytest_xdist_setupnodes), given back at the end of the run.
         self.withheld_env: tuple[str, ...] = ()
+        #: --agentbench-batch under xdist: stops the controller's watch of the batch log
+        self.batch_watch: threading.Event | None = None
 
     @property
     def settings(self) -> Settings:

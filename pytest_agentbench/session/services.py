@@ -19,8 +19,10 @@ if TYPE_CHECKING:
     from pytest_agentbench.agents.gateway import Gateway
     from pytest_agentbench.config.settings import Settings
     from pytest_agentbench.models.base import ModelClient
+    from pytest_agentbench.models.batch_store import BatchStore
     from pytest_agentbench.models.breaker import CircuitBreaker
     from pytest_agentbench.models.budget import BudgetLedger
+    from pytest_agentbench.models.http import ProtocolClient, Received
     from pytest_agentbench.models.ratelimit import Limit, SharedLimit
     from pytest_agentbench.models.ratelimit_remote import LimitService
     from pytest_agentbench.models.scripted import ScriptedTask
@@ -57,6 +59,8 @@ class RunServices:
         self.limit: SharedLimit | None = None
         self.limit_service: LimitService | None = None
         self.ledger: BudgetLedger | None = None
+        #: the run's batch store (--agentbench-batch, session/batch.py), once complete
+        self.batch_store: BatchStore | None = None
         self._client: ModelClient | None = None
         #: the clients of the run's other models, by name (several models in one run)
         self._clients: dict[str, ModelClient] = {}
@@ -138,7 +142,31 @@ class RunServices:
             raise pytest.UsageError(self._unclaimed(settings))
         self._cached(client, settings)
         self._bare[settings.model_name] = client
+        if self.batch_store is not None and hasattr(client, "batch"):
+            client.batch = self.batch_store
         return client  # type: ignore[no-any-return]
+
+    def bare(self, model: str = "") -> ProtocolClient[Received] | None:
+        """The built-in protocol client of the model called ``model`` ("" the first),
+        before its retry and limit wrappers; None when a plugin's client serves it."""
+        from pytest_agentbench.models.http import ProtocolClient
+
+        self.client(model)
+        settings = self.settings.for_model(model) if model else self.settings
+        made = self._bare.get(settings.model_name)
+        return made if isinstance(made, ProtocolClient) else None
+
+    def attach_batch(self, store: BatchStore) -> None:
+        """Give every model's client (made now or later) the run's batch store: a request
+        it holds an answer to is replayed from it. Judges and the gateway's protocol
+        clients are not given it: their requests go live."""
+        from pytest_agentbench.models.http import ProtocolClient
+
+        with self._lock:
+            self.batch_store = store
+            for client in self._bare.values():
+                if isinstance(client, ProtocolClient):
+                    client.batch = store
 
     @staticmethod
     def _cached(client: ModelClient, settings: Settings) -> None:
