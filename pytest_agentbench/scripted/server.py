@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 
 from pytest_agentbench.core.jsontypes import JsonObject
+from pytest_agentbench.scripted.batches import BatchOffice
 from pytest_agentbench.scripted.book import ScriptBook
 from pytest_agentbench.scripted.handler import ChatHandler, LoopbackHTTPServer, LoopbackHTTPServer6
 from pytest_agentbench.scripted.script import parse_replies, parse_scripts
@@ -65,6 +66,7 @@ class ScriptedServer:
         host: str = "127.0.0.1",
         port: int = 0,
         serial: bool = False,
+        batch_polls: int = 1,
     ) -> None:
         if not is_loopback(host):
             raise ValueError(
@@ -86,6 +88,10 @@ class ScriptedServer:
         self._serial = threading.Lock() if serial else None
         self._httpd: LoopbackHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        #: the provider batch APIs (batches.py): a batch ends at its ``batch_polls``-th read
+        self._batches = BatchOffice(
+            self._book, self._record_batch, lambda: self.url.removesuffix("/v1"), batch_polls
+        )
         if scripts:
             self.add_scripts(scripts)
 
@@ -156,6 +162,8 @@ class ScriptedServer:
                 "requests": self._request_count,
                 "in_flight": self._in_flight,
                 "max_in_flight": self._max_in_flight,
+                "batches": self._batches.created,
+                "batch_entries": self._batches.answered,
             }
 
     def _flight(self, change: int) -> None:
@@ -171,3 +179,8 @@ class ScriptedServer:
         with self._lock:
             self._requests.append(entry)
             self._request_count += 1
+
+    def _record_batch(self, entry: JsonObject) -> None:
+        """Log an answered batch entry (marked ``batch``); not a live request."""
+        with self._lock:
+            self._requests.append(entry)
