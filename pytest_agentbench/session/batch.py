@@ -142,7 +142,6 @@ def _plan(items: Sequence[pytest.Item], state: RunState) -> dict[str, _Planned]:
     """Per model: the first-round requests of the items to run, by cache key."""
     from pytest_agentbench.artifacts.paths import task_dir
     from pytest_agentbench.models.batch import BatchEntry
-    from pytest_agentbench.models.budget import worst_case
     from pytest_agentbench.runner.agent import first_request
     from pytest_agentbench.runner.forecast import batched
     from pytest_agentbench.session.execution import resumable_record, with_overrides
@@ -185,8 +184,6 @@ def _plan(items: Sequence[pytest.Item], state: RunState) -> dict[str, _Planned]:
         headers = client.request_headers(request)
         plan.entries[key] = BatchEntry(custom_id=key, body=body, headers=headers)
         plan.requests[key] = request
-        if settings.max_cost is not None and settings.price is not None:
-            plan.reserved[key] = worst_case(request, settings.price.batched())
     return plans
 
 
@@ -197,7 +194,7 @@ _LIVE_ONLY = ("stream", "stream_options")
 def _submit_and_wait(
     items: Sequence[pytest.Item], state: RunState, store: BatchStore, say: Callable[[str], None]
 ) -> None:
-    from pytest_agentbench.models import batch as wire
+    from pytest_agentbench.errors import ModelError
 
     plans = _plan(items, state)
     failures: dict[str, str] = {}
@@ -210,29 +207,20 @@ def _submit_and_wait(
         old_ids = earlier.get(plan.name, [])
         if old_ids:  # --agentbench-resume: a batch already paid for is fetched, not sent again
             say(f"{plan.name}: fetching the earlier batch(es) {', '.join(old_ids)}")
-            fetched = _wait(plan, old_ids, state.settings, say)
+            try:
+                fetched = _wait(plan, old_ids, state.settings, say)
+            except ModelError as exc:  # gone at the provider: submitted again below
+                say(f"{plan.name}: the earlier batch(es) could not be read: {exc}")
+                fetched = []
             outcomes = {o.custom_id: o for o in fetched if o.custom_id in plan.entries}
         fresh = [e for key, e in plan.entries.items() if key not in outcomes]
         fresh = _within_cap(plan, fresh, ledger, failures)
-        ids: list[str] = []
         if fresh:
-            ids = wire.submit(plan.client, fresh)
-            _write_batches(run_dir, plan.name, ids, len(fresh))
-            say(
-                f"{plan.name}: {len(fresh)} first-round request(s) submitted as "
-                f"{', '.join(ids)} (results at the provider; --agentbench-resume fetches "
-                "them if this run stops)"
-            )
-            try:
-                got = _wait(plan, ids, state.settings, say)
-            except KeyboardInterrupt:
-                say(
-                    f"{plan.name}: interrupted; {', '.join(ids)} keep(s) running at the "
-                    f"provider: --agentbench-resume {run_dir} fetches the results instead "
-                    "of paying again"
-                )
-                raise
+            got, why = _submit(plan, fresh, run_dir, state.settings, say)
             outcomes.update({o.custom_id: o for o in got if o.custom_id in plan.entries})
+            if why is not None:
+                for entry in fresh:
+                    failures.setdefault(entry.custom_id, why)
         answered = 0
         for key in plan.entries:
             outcome = outcomes.get(key)
@@ -242,8 +230,8 @@ def _submit_and_wait(
                     key, outcome.recorded, model=plan.name, endpoint=plan.client.public_endpoint
                 )
                 answered += 1
-                if ledger is not None and reserved is not None:
-                    _charge(ledger, plan, key, reserved, outcome)
+                if ledger is not None:  # (an earlier session's batch: charged now, unreserved)
+                    _charge(ledger, plan, reserved or 0.0, outcome)
                 continue
             if ledger is not None and reserved is not None:
                 ledger.settle(reserved, 0.0)  # a failed entry is not billed
@@ -262,6 +250,47 @@ def _submit_and_wait(
     store.finish(failures, submitted)
 
 
+def _submit(
+    plan: _Planned,
+    fresh: list[BatchEntry],
+    run_dir: Path,
+    settings: Settings,
+    say: Callable[[str], None],
+) -> tuple[list[BatchOutcome], str | None]:
+    """Submit ``fresh``, write the batch ids to the run folder, wait for the outcomes.
+    A batch API that fails (the provider refuses the batch, or cannot be reached) is not
+    the end of the run: its requests go live, and why is said (the second value)."""
+    from pytest_agentbench.errors import ModelError
+    from pytest_agentbench.models import batch as wire
+
+    try:
+        ids = wire.submit(plan.client, fresh)
+    except wire.BatchError as exc:
+        if exc.batch_ids:  # some were made before the failure: they run, and cost
+            _write_batches(run_dir, plan.name, list(exc.batch_ids), len(fresh))
+        say(f"{plan.name}: the batch could not be submitted, its requests go live: {exc}")
+        return [], f"the batch could not be submitted: {exc}"
+    except ModelError as exc:
+        say(f"{plan.name}: the batch could not be submitted, its requests go live: {exc}")
+        return [], f"the batch could not be submitted: {exc}"
+    _write_batches(run_dir, plan.name, ids, len(fresh))
+    say(
+        f"{plan.name}: {len(fresh)} first-round request(s) submitted as {', '.join(ids)} "
+        "(results at the provider; --agentbench-resume fetches them if this run stops)"
+    )
+    try:
+        return _wait(plan, ids, settings, say), None
+    except KeyboardInterrupt:
+        say(
+            f"{plan.name}: interrupted; {', '.join(ids)} keep(s) running at the provider: "
+            f"--agentbench-resume {run_dir} fetches the results instead of paying again"
+        )
+        raise
+    except ModelError as exc:
+        say(f"{plan.name}: the batch could not be read, its requests go live: {exc}")
+        return [], f"the batch could not be read: {exc}"
+
+
 def _within_cap(
     plan: _Planned,
     entries: list[BatchEntry],
@@ -270,32 +299,37 @@ def _within_cap(
 ) -> list[BatchEntry]:
     """The entries whose worst case at the batch price the spending cap can reserve;
     the others are not submitted (they meet the cap live, as any request does)."""
-    if ledger is None:
+    from pytest_agentbench.models.budget import worst_case
+
+    price = plan.settings.price
+    if ledger is None or price is None:
         return entries
     kept = []
     for entry in entries:
-        worst = plan.reserved.get(entry.custom_id)
-        if worst is None or ledger.reserve(worst):
+        worst = worst_case(plan.requests[entry.custom_id], price.batched())
+        if ledger.reserve(worst):
+            plan.reserved[entry.custom_id] = worst
             kept.append(entry)
         else:
-            plan.reserved.pop(entry.custom_id, None)
             failures[entry.custom_id] = (
                 "not submitted: its worst case would pass the --agentbench-max-cost cap"
             )
     return kept
 
 
-def _charge(
-    ledger: BudgetLedger, plan: _Planned, key: str, reserved: float, outcome: BatchOutcome
-) -> None:
-    """Replace a batched request's reservation with what it cost at the batch price."""
+def _charge(ledger: BudgetLedger, plan: _Planned, reserved: float, outcome: BatchOutcome) -> None:
+    """Replace a batched request's reservation with what it cost at the batch price (its
+    whole worst case when its usage is not known)."""
     from pytest_agentbench.core.cost import usage_cost
+    from pytest_agentbench.models.budget import worst_case
 
     price = plan.settings.price
     assert price is not None and outcome.recorded is not None
     usage = plan.client.reply_usage(outcome.recorded)
     cost = usage_cost(usage, price.batched()) if usage is not None else None
-    ledger.settle(reserved, reserved if cost is None else cost)
+    if cost is None:
+        cost = reserved or worst_case(plan.requests[outcome.custom_id], price.batched())
+    ledger.settle(reserved, cost)
 
 
 def _wait(
