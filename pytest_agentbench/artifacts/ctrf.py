@@ -95,6 +95,7 @@ def ctrf_test(record: TaskRecord) -> JsonObject:
             "control": None if control is None else control.to_json(),
             "cost": None if record.cost is None else record.cost.to_json(),
             "cached": record.cached,
+            "batch": record.batch,
             "judge": record.judge,
         }
     }

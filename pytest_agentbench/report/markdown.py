@@ -16,6 +16,7 @@ from pytest_agentbench.report.controls import control_lines
 from pytest_agentbench.report.evidence import failure_reason
 from pytest_agentbench.report.judges import judge_lines
 from pytest_agentbench.report.terminal import (
+    batch_text,
     cache_text,
     cost_text,
     score_lines,
@@ -225,6 +226,9 @@ def markdown_summary(run: RunSummary, *, run_dir: str) -> str:
     cache = totals.get("cache")
     if isinstance(cache, dict):
         lines += [f"{cache_text(cache)[:1].upper()}{cache_text(cache)[1:]}", ""]
+    batch = totals.get("batch")
+    if isinstance(batch, dict):
+        lines += [f"{batch_text(batch)[:1].upper()}{batch_text(batch)[1:]}", ""]
     priced = any(isinstance(row.get("cost"), dict) for row in _objects(run.scores))
     if not several:  # several models: their own lines above, never a pooled score
         lines += stats_lines(totals)

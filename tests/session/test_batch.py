@@ -98,7 +98,9 @@ def test_a_batched_run_sends_no_first_round_live_and_costs_half_in_every_report(
     assert server.stats["batches"] == 0
     logged = len(server.requests)
 
-    result = pytester.runpytest(*_args(server, "--agentbench-batch", *model))
+    result = pytester.runpytest(
+        *_args(server, "--agentbench-batch", "--agentbench-markdown", "s.md", *model)
+    )
     result.assert_outcomes(passed=3)
     stats = server.stats
     assert stats["batches"] == 1 and stats["batch_entries"] == 3
@@ -134,10 +136,16 @@ def test_a_batched_run_sends_no_first_round_live_and_costs_half_in_every_report(
     ctrf = json.loads((_run_dir(pytester) / "ctrf.json").read_text())
     run_extra = ctrf["results"]["environment"]["extra"]["pytest-agentbench.run"]
     assert run_extra["cost"]["usd"] == pytest.approx(total)
+    tests = [t["extra"]["pytest-agentbench.rollout"] for t in ctrf["results"]["tests"]]
+    assert math.fsum(t["cost"]["usd"] for t in tests) == pytest.approx(total)
+    assert [t["batch"] for t in tests] == [1, 1, 1]
     out = result.stdout.str()
     assert f"cost ${total:.4f}" in out
     said = "batch: 3 first-round request(s) of 3 task(s) answered by the provider's batch API"
     assert f"{said} (${saved:.4f} saved)" in out
+    markdown = (pytester.path / "s.md").read_text()
+    assert f"Cost: ${total:.4f}" in markdown
+    assert "Batch: 3 first-round request(s) of 3 task(s)" in markdown
     assert "m: 3 first-round request(s) submitted as " in out
     assert "m: 3/3 done" in out
     # the trajectory marks the batched reply; the run folder names the batch
