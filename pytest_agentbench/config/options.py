@@ -385,9 +385,9 @@ def _add_cost(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
         "--agentbench-batch",
         action="store_true",
         default=None,
-        help="send every single-turn task's first-round request through the provider's "
-        "batch API (OpenAI Batch, Anthropic Message Batches: half the price, answers within "
-        "24 h); later rounds go live (docs/cost.md)",
+        help="send each task's first request through the provider's batch API (OpenAI "
+        "Batch, Anthropic Message Batches: half the price, answers within 24 h); later "
+        "rounds and agent turns go live (docs/cost.md)",
     )
     group.addoption(
         "--agentbench-batch-poll",

@@ -282,10 +282,21 @@ def turn_request(
     )
 
 
-def first_request(task: Task, *, max_tokens: int | None, stream: bool) -> ModelRequest:
-    """The first request of a plain-answer rollout of ``task`` (no tools), as
-    ``AgentSession.attempt`` sends it (without its deadline)."""
-    return turn_request(task, first_messages(task), max_tokens=max_tokens, stream=stream, call=0)
+def first_request(
+    task: Task, *, max_tokens: int | None, stream: bool, tools: Mapping[str, Tool] | None = None
+) -> ModelRequest:
+    """The first request of a rollout of ``task``, as ``AgentSession.attempt`` sends it
+    (without its deadline): no tools for a plain answer; in agent mode the task's tools
+    out of ``tools`` (all the run's tools by name), in the task's order."""
+    specs = tool_specs(task, tools) if task.mode == "agent" and tools is not None else ()
+    return turn_request(
+        task, first_messages(task), tools=specs, max_tokens=max_tokens, stream=stream, call=0
+    )
+
+
+def tool_specs(task: Task, tools: Mapping[str, Tool]) -> tuple[ToolSpec, ...]:
+    """The specs of the tools an agent-mode ``task`` is offered, in its order."""
+    return tuple(tools[name].spec for name in task.tools)
 
 
 def _call_part(call: ToolCall) -> JsonObject:
@@ -429,7 +440,7 @@ class AgentSession:
         start = time.monotonic()
         run = AgentRun(messages=[dict(m) for m in messages], plain=self.workspace is None)
         watch = ToolLoopWatch(self.tool_loop)
-        specs = tuple(tool.spec for tool in self.tools.values())
+        specs = tool_specs(self.task, self.tools) if self.workspace is not None else ()
         for turn in range(1, self.max_turns + 1):
             remaining = deadline + run.waited_s - time.monotonic()
             if remaining <= 0:

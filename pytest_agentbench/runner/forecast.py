@@ -104,8 +104,8 @@ def judge_calls(task: Task) -> tuple[int, int]:
 
 def batched(task: Task) -> bool:
     """Whether ``--agentbench-batch`` sends ``task``'s first request through the batch
-    API: a single-turn task (not agent mode, no agent under test, not a control)."""
-    return task.mode != "agent" and task.agent is None and task.control is None
+    API: a plain-answer or agent-mode task (not an agent under test, not a control)."""
+    return task.agent is None and task.control is None
 
 
 def _rates(price: Price) -> tuple[float, float, float]:
@@ -130,8 +130,9 @@ def task_range(
     high = 0.0
     prompt = chars / HIGH_CHARS
     for index in range(1 + task.repairs):
-        for _ in range(calls):
-            _, p_rate, o_rate = first if first and index == 0 else (0.0, prompt_rate, output_rate)
+        for turn in range(calls):
+            at_first = first is not None and index == 0 and turn == 0
+            _, p_rate, o_rate = first if first and at_first else (0.0, prompt_rate, output_rate)
             high += (prompt * p_rate + output * o_rate) / PER
             prompt += output  # the next call carries this one's answer (or tool turn)
         prompt += FEEDBACK_TOKENS

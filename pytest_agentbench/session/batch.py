@@ -2,11 +2,12 @@
 APIs (OpenAI's Batch API, Anthropic's Message Batches: half the price, answered within
 24 hours), before the first item runs; everything after them goes live.
 
-Which requests: the first request of every single-turn task the run will send (each
-model, each epoch), built by the function the rollout builds it with
+Which requests: the first request of every task the run will send (each model, each
+epoch): a plain answer's, and the first turn of the built-in agent loop (its tools
+offered), built by the function the rollout builds it with
 (runner/agent.first_request), so its body and its cache key are the rollout's. Left
-out: tasks ``--agentbench-resume`` finds done, deselected items, controls, agent tasks
-(the built-in tool loop's and an agent under test's: live throughout), requests the
+out: tasks ``--agentbench-resume`` finds done, deselected items, controls, tasks run by
+an agent under test (its requests come through the gateway, live), requests the
 response cache answers, and requests the spending cap cannot reserve at the batch price.
 
 How: one process of the run (the first to take the store's lock; the others wait for
@@ -148,6 +149,7 @@ def _plan(items: Sequence[pytest.Item], state: RunState) -> dict[str, _Planned]:
     from pytest_agentbench.session.items import SuiteFile
 
     services = state.services
+    tools = services.tools()
     plans: dict[str, _Planned] = {}
     for item in items:
         raw = item.task  # type: ignore[attr-defined]
@@ -171,8 +173,13 @@ def _plan(items: Sequence[pytest.Item], state: RunState) -> dict[str, _Planned]:
         plan = plans.get(settings.model_name)
         if plan is None:
             plan = plans[settings.model_name] = _Planned(settings.model_name, settings, client)
+        if task.mode == "agent" and any(name not in tools for name in task.tools):
+            continue  # the rollout says which tool is missing
         request = first_request(
-            task, max_tokens=settings.max_tokens or task.max_tokens, stream=settings.stream
+            task,
+            max_tokens=settings.max_tokens or task.max_tokens,
+            stream=settings.stream,
+            tools=tools,
         )
         key = client.request_key(request)
         if key in plan.entries:

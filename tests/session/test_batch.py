@@ -366,3 +366,42 @@ def test_the_dry_run_prices_first_round_requests_at_the_batch_price(
     # output price for max_tokens (shown rounded outward to 1/100 cent)
     assert low == pytest.approx(18 / 5 * 1000 * share[0] / 1e6, abs=1e-4)
     assert high == pytest.approx((18 / 3 * 1000 * share[0] + 100 * 4000 * share[1]) / 1e6, abs=1e-4)
+
+
+AGENT = """
+[suite]
+name = "ag"
+mode = "agent"
+verifier = { kind = "includes" }
+max_turns = 3
+
+[[task]]
+id = "look"
+input = "What number is in n.txt?"
+target = "7"
+files = { "n.txt" = "7" }
+scripted = [
+  { tool_calls = [{ name = "read_file", arguments = { path = "n.txt" } }], \
+usage = { prompt_tokens = 900, completion_tokens = 30 } },
+  { text = "It is 7.", usage = { prompt_tokens = 1000, completion_tokens = 10 } },
+]
+"""
+
+
+def test_an_agent_tasks_first_turn_is_batched_and_its_later_turns_go_live(
+    pytester: pytest.Pytester, server: ScriptedServer
+) -> None:
+    pytester.makefile(".toml", bench_ag=AGENT)
+    pytester.makefile(".toml", prices=PRICES)
+    pytester.runpytest(*_args(server)).assert_outcomes(passed=1)
+    live = _records(pytester)["look"]
+    logged = len(server.requests)
+    pytester.runpytest(*_args(server, "--agentbench-batch")).assert_outcomes(passed=1)
+    assert server.stats["batch_entries"] == 1
+    assert _live_turns(server, logged) == [("look", 1)]  # the second turn, live
+    record = _records(pytester)["look"]
+    assert record["batch"] == 1
+    assert {k: v for k, v in record.items() if k not in MARKS} == {
+        k: v for k, v in live.items() if k not in MARKS
+    }
+    assert record["cost"]["batch_saved_usd"] == pytest.approx((900 * 2 + 30 * 8) / 2e6)
