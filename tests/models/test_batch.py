@@ -293,7 +293,7 @@ def test_an_unreachable_provider_is_a_transport_error(monkeypatch):
     with ScriptedServer() as server:
         url = server.url
     client = OpenAIChatClient(ModelSpec("openai", "m"), url, KEY, trust_env=False)
-    with pytest.raises(ModelError, match="batch API: GET .* failed") as caught:
+    with pytest.raises(ModelError, match=r"batch API: GET .* failed") as caught:
         batch.status(client, "b")
     assert KEY not in str(caught.value)
 
