@@ -10,12 +10,14 @@ from typing import Any
 
 import httpx
 import pytest
+from sdk_support import without_ids
 
 from pytest_agentbench.errors import ModelError, ProviderError
 from pytest_agentbench.models import batch
 from pytest_agentbench.models.anthropic import AnthropicClient
 from pytest_agentbench.models.base import REQUEST_CALL, REQUEST_TASK, ModelRequest, ModelSpec
 from pytest_agentbench.models.openai_chat import OpenAIChatClient
+from pytest_agentbench.models.response_cache import ResponseCache
 from pytest_agentbench.models.retry import RetryingClient
 from pytest_agentbench.models.scripted import scripted_client
 from pytest_agentbench.scripted import ScriptedServer
@@ -58,17 +60,6 @@ def ask(task: str, call: int = 0) -> ModelRequest:
 
 def entry_for(client: Any, custom_id: str, request: ModelRequest) -> batch.BatchEntry:
     return batch.BatchEntry(custom_id, client.build_body(request), client.request_headers(request))
-
-
-def without_ids(value: Any) -> Any:
-    """A reply's JSON without the fields that differ on every answer (ids, timestamps)."""
-    if isinstance(value, dict):
-        return {
-            k: without_ids(v) for k, v in value.items() if k not in ("id", "created", "created_at")
-        }
-    if isinstance(value, list):
-        return [without_ids(v) for v in value]
-    return value
 
 
 def live_json(client: Any, request: ModelRequest) -> Any:
@@ -311,3 +302,33 @@ def test_httpx_multipart_upload_reaches_the_scripted_files_api(server):
     file_id = response.json()["id"]
     content = httpx.get(f"{server.url}/files/{file_id}/content")
     assert content.content == b"{}\n"
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_batched_reply_replays_through_the_client_as_the_live_one_would(
+    server, protocol, tmp_path
+):
+    """What the run side does with an outcome: record it in the response cache under the
+    request's key; the client then answers the request from it, sending nothing."""
+    client = client_for(server, protocol)
+    request = ask("rich")
+    entry = entry_for(client, "r", request)
+    (outcome,) = batch.wait(client, batch.submit(client, [entry]), poll_s=0)
+    assert outcome.recorded is not None
+    cache = ResponseCache(tmp_path, "write")
+    key = client._cache_key(request, client.build_body(request), client.request_headers(request))
+    cache.write(key, outcome.recorded, model="scripted", endpoint=client.public_endpoint)
+    cache.mode = "read"
+    client.cache = cache
+    generation = client.generate(request)
+    assert server.stats["requests"] == 0  # answered from the batch's reply
+    assert (generation.text, generation.thinking) == ("the answer is 7", "3 and 4")
+    assert (generation.usage.input, generation.usage.output) == (12, 5)
+    client.cache = None
+    live = client.generate(request)
+    assert server.stats["requests"] == 1
+    assert (live.text, live.thinking, live.usage) == (
+        generation.text,
+        generation.thinking,
+        generation.usage,
+    )

@@ -11,10 +11,10 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+from sdk_support import anthropic_sdk, openai_sdk, without_ids
 
 from pytest_agentbench.scripted import ScriptedServer
 
-KEY = "sk-test-not-a-real-key"
 SCRIPTS: dict[str, list[Any]] = {
     "greet": ["hello", {"text": "hello again", "thinking": "twice"}],
     "tools": [{"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]}],
@@ -34,36 +34,20 @@ def server() -> Iterator[ScriptedServer]:
 
 @pytest.fixture
 def oai(server: ScriptedServer) -> Iterator[openai.OpenAI]:
-    client = openai.OpenAI(
-        base_url=server.url, api_key=KEY, http_client=openai.DefaultHttpxClient(trust_env=False)
-    )
+    client = openai_sdk(server)
     yield client
     client.close()
 
 
 @pytest.fixture
 def claude(server: ScriptedServer) -> Iterator[anthropic.Anthropic]:
-    client = anthropic.Anthropic(
-        base_url=server.url.removesuffix("/v1"),
-        api_key=KEY,
-        http_client=anthropic.DefaultHttpxClient(trust_env=False),
-    )
+    client = anthropic_sdk(server)
     yield client
     client.close()
 
 
 def headers(script: str, turn: int) -> dict[str, str]:
     return {"x-agentbench-script": script, "x-agentbench-turn": str(turn)}
-
-
-def without_ids(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {
-            k: without_ids(v) for k, v in value.items() if k not in ("id", "created", "created_at")
-        }
-    if isinstance(value, list):
-        return [without_ids(v) for v in value]
-    return value
 
 
 def line(custom_id: str, url: str, body: dict[str, Any], script: str, turn: int) -> bytes:
