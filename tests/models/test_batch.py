@@ -332,3 +332,59 @@ def test_a_batched_reply_replays_through_the_client_as_the_live_one_would(
         generation.thinking,
         generation.usage,
     )
+
+
+def test_wait_reports_every_batch_each_round():
+    with ScriptedServer(SCRIPTS, batch_polls=2) as server:
+        client = client_for(server, "scripted")
+        entries = [entry_for(client, f"e{i}", ask("plain")) for i in range(2)]
+        ids = batch.submit(client, entries, limits=batch.Limits(1, 10**6))
+        batch.status(client, ids[0])  # the first batch is one read ahead
+        rounds: list[list[tuple[str, str]]] = []
+        batch.wait(
+            client,
+            ids,
+            poll_s=0,
+            on_progress=lambda states: rounds.append([(s.batch_id, s.status) for s in states]),
+        )
+        assert rounds == [
+            [(ids[0], "completed"), (ids[1], "in_progress")],
+            [(ids[0], "completed"), (ids[1], "completed")],
+        ]
+
+
+def test_wait_rides_out_a_provider_that_is_away_for_a_while(monkeypatch):
+    """The server stops between two polls and comes back on the same port: the rounds in
+    between fail, and the wait goes on; a provider away for good ends it."""
+    monkeypatch.setattr(batch, "RETRY_WAIT_S", (0.0, 0.0))
+    server = ScriptedServer(SCRIPTS, batch_polls=2)
+    server.start()
+    try:
+        server.port = int(server.url.rsplit(":", 1)[1].split("/")[0])
+        client = client_for(server, "anthropic")
+        ids = batch.submit(client, [entry_for(client, "a", ask("plain"))])
+        naps: list[int] = []
+
+        def nap(seconds: float) -> None:
+            naps.append(1)
+            if len(naps) == 1:
+                server.stop()
+            elif len(naps) == 3:
+                server.start()
+
+        rounds: list[list[str]] = []
+        outcomes = batch.wait(
+            client,
+            ids,
+            poll_s=0,
+            sleep=nap,
+            on_progress=lambda states: rounds.append([s.status for s in states]),
+        )
+        assert [o.custom_id for o in outcomes if o.recorded is not None] == ["a"]
+        # round 1 read it, rounds 2 and 3 failed (the last state is shown again), round 4 ended it
+        assert rounds == [["in_progress"]] * 3 + [["ended"]]
+        server.stop()
+        with pytest.raises(ModelError, match="batch API: GET"):
+            batch.wait(client, ids, poll_s=0, sleep=lambda s: None)
+    finally:
+        server.stop()
