@@ -100,8 +100,10 @@ class Limits:
     bytes: int
 
 
-OPENAI_LIMITS = Limits(50_000, 200 * 1024 * 1024)
-ANTHROPIC_LIMITS = Limits(100_000, 256 * 1024 * 1024)
+#: The providers' limits per batch (OpenAI: per input file), their MB read as 10**6
+#: bytes: the smaller reading, so a split batch fits either way.
+OPENAI_LIMITS = Limits(50_000, 200_000_000)
+ANTHROPIC_LIMITS = Limits(100_000, 256_000_000 - 64)  # (less the {"requests":[…]} envelope)
 
 
 @dataclass(frozen=True)
