@@ -34,6 +34,7 @@ on 429, 5xx and connection failures.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -72,6 +73,8 @@ UPLOAD_TIMEOUT_S = 600.0
 ATTEMPTS = 3
 #: Seconds before the 2nd and the 3rd attempt (unless the provider asks for longer).
 RETRY_WAIT_S = (1.0, 4.0)
+#: How many polling rounds in a row may fail for a passing reason before ``wait`` gives up.
+READ_FAILURES = 5
 #: Statuses worth another attempt (rate limits and server errors).
 RETRY_STATUSES = (*RATE_LIMIT_STATUSES, 500, 502, 503, 504)
 _OPENAI_ENDED = ("completed", "failed", "expired", "cancelled")
@@ -97,8 +100,10 @@ class Limits:
     bytes: int
 
 
-OPENAI_LIMITS = Limits(50_000, 200 * 1024 * 1024)
-ANTHROPIC_LIMITS = Limits(100_000, 256 * 1024 * 1024)
+#: The providers' limits per batch (OpenAI: per input file), their MB read as 10**6
+#: bytes: the smaller reading, so a split batch fits either way.
+OPENAI_LIMITS = Limits(50_000, 200_000_000)
+ANTHROPIC_LIMITS = Limits(100_000, 256_000_000 - 64)  # (less the {"requests":[…]} envelope)
 
 
 @dataclass(frozen=True)
@@ -578,33 +583,46 @@ def wait(
     expected: Collection[str] = (),
     sleep: Callable[[float], object] = time.sleep,
 ) -> list[BatchOutcome]:
-    """Poll the batches (every ``poll_s`` seconds; ``on_progress`` hears each round's
-    states) until all have ended, and return every entry's outcome. Past ``timeout_s``
+    """Poll the batches (every ``poll_s`` seconds) until all have ended, and return every
+    entry's outcome. ``on_progress`` hears, each round, the latest state of every batch
+    (an ended one keeps its last). A round whose reads fail for a passing reason (a
+    lost connection, a 429 or 5xx, after their retries) is waited out, up to
+    ``READ_FAILURES`` rounds in a row; any other failure is raised. Past ``timeout_s``
     the batches still running are cancelled and not waited for: their entries (when
     ``expected`` names them) end ``timed out: …``. Every id of ``expected`` gets an
     outcome: one no batch reported is ``missing from the results``."""
     api, protocol = _supported(client)
-    pending = list(batch_ids)
+    pending = list(dict.fromkeys(batch_ids))
+    latest: dict[str, BatchStatus] = {}
     outcomes: dict[str, BatchOutcome] = {}
     started = time.monotonic()
     timed_out = False
+    failed_rounds = 0
     while pending:
-        states: list[BatchStatus] = []
-        for batch_id in list(pending):
-            batch = _read_batch(api, protocol, batch_id)
-            state = _status_of(api, batch_id, batch)
-            states.append(state)
-            if state.ended:
-                for outcome in _results(api, protocol, batch_id, batch):
-                    outcomes.setdefault(outcome.custom_id, outcome)
-                pending.remove(batch_id)
+        try:
+            for batch_id in list(pending):
+                batch = _read_batch(api, protocol, batch_id)
+                state = _status_of(api, batch_id, batch)
+                if state.ended:
+                    for outcome in _results(api, protocol, batch_id, batch):
+                        outcomes.setdefault(outcome.custom_id, outcome)
+                    pending.remove(batch_id)
+                latest[batch_id] = state
+            failed_rounds = 0
+        except (TransportError, RateLimited, ProviderError) as exc:
+            passing = not isinstance(exc, ProviderError) or exc.status in RETRY_STATUSES
+            failed_rounds += 1
+            if not passing or failed_rounds >= READ_FAILURES:
+                raise
         if on_progress is not None:
-            on_progress(states)
+            on_progress([latest[b] for b in dict.fromkeys(batch_ids) if b in latest])
         if not pending:
             break
         if timeout_s is not None and time.monotonic() - started >= timeout_s:
             for batch_id in pending:
-                cancel(client, batch_id)
+                # (ended meanwhile, or unreachable: its entries go live either way)
+                with contextlib.suppress(ModelError):
+                    cancel(client, batch_id)
             timed_out = True
             break
         sleep(poll_s)

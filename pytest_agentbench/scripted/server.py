@@ -14,6 +14,10 @@ worker posts its own; re-posting the same scripts changes nothing), ``GET
 /_agentbench/requests`` lists the recorded requests, ``GET /_agentbench/stats`` counts
 generation requests (``in_flight`` now and ``max_in_flight`` ever: from the request's
 arrival until its last byte is about to be written), ``GET /_agentbench/health``.
+
+It speaks the provider batch APIs too (OpenAI Files + Batch, Anthropic Message Batches:
+``batches.py``); a batch ends at the ``batch_polls``-th read of its status, and its
+entries are answered by the same machinery as live requests (``answer.py``).
 """
 
 from __future__ import annotations
@@ -56,6 +60,10 @@ class ScriptedServer:
     ``serial=True`` serves one generation at a time, as llama-cpp-python does: the others
     wait in a queue, a streamed one with its response headers sent and a ``: ping``
     comment every second (no event until its turn), an unstreamed one with nothing sent.
+
+    ``batch_polls`` (>= 1): how many reads of a provider batch's status it takes to end
+    it. Answered batch entries join ``requests`` marked ``batch`` and ``custom_id``;
+    ``stats`` counts them apart (``batches`` created, ``batch_entries`` answered).
     """
 
     def __init__(

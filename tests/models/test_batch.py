@@ -10,12 +10,14 @@ from typing import Any
 
 import httpx
 import pytest
+from sdk_support import without_ids
 
 from pytest_agentbench.errors import ModelError, ProviderError
 from pytest_agentbench.models import batch
 from pytest_agentbench.models.anthropic import AnthropicClient
 from pytest_agentbench.models.base import REQUEST_CALL, REQUEST_TASK, ModelRequest, ModelSpec
 from pytest_agentbench.models.openai_chat import OpenAIChatClient
+from pytest_agentbench.models.response_cache import ResponseCache
 from pytest_agentbench.models.retry import RetryingClient
 from pytest_agentbench.models.scripted import scripted_client
 from pytest_agentbench.scripted import ScriptedServer
@@ -58,17 +60,6 @@ def ask(task: str, call: int = 0) -> ModelRequest:
 
 def entry_for(client: Any, custom_id: str, request: ModelRequest) -> batch.BatchEntry:
     return batch.BatchEntry(custom_id, client.build_body(request), client.request_headers(request))
-
-
-def without_ids(value: Any) -> Any:
-    """A reply's JSON without the fields that differ on every answer (ids, timestamps)."""
-    if isinstance(value, dict):
-        return {
-            k: without_ids(v) for k, v in value.items() if k not in ("id", "created", "created_at")
-        }
-    if isinstance(value, list):
-        return [without_ids(v) for v in value]
-    return value
 
 
 def live_json(client: Any, request: ModelRequest) -> Any:
@@ -293,7 +284,7 @@ def test_an_unreachable_provider_is_a_transport_error(monkeypatch):
     with ScriptedServer() as server:
         url = server.url
     client = OpenAIChatClient(ModelSpec("openai", "m"), url, KEY, trust_env=False)
-    with pytest.raises(ModelError, match="batch API: GET .* failed") as caught:
+    with pytest.raises(ModelError, match=r"batch API: GET .* failed") as caught:
         batch.status(client, "b")
     assert KEY not in str(caught.value)
 
@@ -311,3 +302,89 @@ def test_httpx_multipart_upload_reaches_the_scripted_files_api(server):
     file_id = response.json()["id"]
     content = httpx.get(f"{server.url}/files/{file_id}/content")
     assert content.content == b"{}\n"
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_batched_reply_replays_through_the_client_as_the_live_one_would(
+    server, protocol, tmp_path
+):
+    """What the run side does with an outcome: record it in the response cache under the
+    request's key; the client then answers the request from it, sending nothing."""
+    client = client_for(server, protocol)
+    request = ask("rich")
+    entry = entry_for(client, "r", request)
+    (outcome,) = batch.wait(client, batch.submit(client, [entry]), poll_s=0)
+    assert outcome.recorded is not None
+    cache = ResponseCache(tmp_path, "write")
+    key = client._cache_key(request, client.build_body(request), client.request_headers(request))
+    cache.write(key, outcome.recorded, model="scripted", endpoint=client.public_endpoint)
+    cache.mode = "read"
+    client.cache = cache
+    generation = client.generate(request)
+    assert server.stats["requests"] == 0  # answered from the batch's reply
+    assert (generation.text, generation.thinking) == ("the answer is 7", "3 and 4")
+    assert (generation.usage.input, generation.usage.output) == (12, 5)
+    client.cache = None
+    live = client.generate(request)
+    assert server.stats["requests"] == 1
+    assert (live.text, live.thinking, live.usage) == (
+        generation.text,
+        generation.thinking,
+        generation.usage,
+    )
+
+
+def test_wait_reports_every_batch_each_round():
+    with ScriptedServer(SCRIPTS, batch_polls=2) as server:
+        client = client_for(server, "scripted")
+        entries = [entry_for(client, f"e{i}", ask("plain")) for i in range(2)]
+        ids = batch.submit(client, entries, limits=batch.Limits(1, 10**6))
+        batch.status(client, ids[0])  # the first batch is one read ahead
+        rounds: list[list[tuple[str, str]]] = []
+        batch.wait(
+            client,
+            ids,
+            poll_s=0,
+            on_progress=lambda states: rounds.append([(s.batch_id, s.status) for s in states]),
+        )
+        assert rounds == [
+            [(ids[0], "completed"), (ids[1], "in_progress")],
+            [(ids[0], "completed"), (ids[1], "completed")],
+        ]
+
+
+def test_wait_rides_out_a_provider_that_is_away_for_a_while(monkeypatch):
+    """The server stops between two polls and comes back on the same port: the rounds in
+    between fail, and the wait goes on; a provider away for good ends it."""
+    monkeypatch.setattr(batch, "RETRY_WAIT_S", (0.0, 0.0))
+    server = ScriptedServer(SCRIPTS, batch_polls=2)
+    server.start()
+    try:
+        server.port = int(server.url.rsplit(":", 1)[1].split("/")[0])
+        client = client_for(server, "anthropic")
+        ids = batch.submit(client, [entry_for(client, "a", ask("plain"))])
+        naps: list[int] = []
+
+        def nap(seconds: float) -> None:
+            naps.append(1)
+            if len(naps) == 1:
+                server.stop()
+            elif len(naps) == 3:
+                server.start()
+
+        rounds: list[list[str]] = []
+        outcomes = batch.wait(
+            client,
+            ids,
+            poll_s=0,
+            sleep=nap,
+            on_progress=lambda states: rounds.append([s.status for s in states]),
+        )
+        assert [o.custom_id for o in outcomes if o.recorded is not None] == ["a"]
+        # round 1 read it, rounds 2 and 3 failed (the last state is shown again), round 4 ended it
+        assert rounds == [["in_progress"]] * 3 + [["ended"]]
+        server.stop()
+        with pytest.raises(ModelError, match="batch API: GET"):
+            batch.wait(client, ids, poll_s=0, sleep=lambda s: None)
+    finally:
+        server.stop()
