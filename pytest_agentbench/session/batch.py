@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 import threading
 import time
@@ -201,101 +202,129 @@ _LIVE_ONLY = ("stream", "stream_options")
 def _submit_and_wait(
     items: Sequence[pytest.Item], state: RunState, store: BatchStore, say: Callable[[str], None]
 ) -> None:
-    from pytest_agentbench.errors import ModelError
-
+    """Submit every model's batch first, then wait for them all (a hosted provider takes
+    up to 24 hours: models are not waited for one after the other), then store the
+    answers and say why each request without one goes live."""
     plans = _plan(items, state)
     failures: dict[str, str] = {}
     run_dir = state.folder.ensure()
     earlier = _read_batches(run_dir) if state.settings.resume else {}
     ledger = state.services.budget() if state.settings.max_cost is not None else None
-    submitted: JsonObject = {"models": {}}
+    waiting: dict[str, list[str]] = {}
     for plan in plans.values():
-        outcomes: dict[str, BatchOutcome] = {}
-        old_ids = earlier.get(plan.name, [])
-        if old_ids:  # --agentbench-resume: a batch already paid for is fetched, not sent again
-            say(f"{plan.name}: fetching the earlier batch(es) {', '.join(old_ids)}")
-            try:
-                fetched = _wait(plan, old_ids, state.settings, say)
-            except ModelError as exc:  # gone at the provider: submitted again below
-                say(f"{plan.name}: the earlier batch(es) could not be read: {exc}")
-                fetched = []
-            outcomes = {o.custom_id: o for o in fetched if o.custom_id in plan.entries}
-        fresh = [e for key, e in plan.entries.items() if key not in outcomes]
+        old_ids, covered = earlier.get(plan.name, ([], set()))
+        ids = [*old_ids] if covered & set(plan.entries) else []
+        if ids:  # --agentbench-resume: a batch already paid for is fetched, not sent again
+            say(f"{plan.name}: fetching the earlier batch(es) {', '.join(ids)}")
+        fresh = [e for key, e in plan.entries.items() if key not in covered]
         fresh = _within_cap(plan, fresh, ledger, failures)
         if fresh:
-            got, why = _submit(plan, fresh, run_dir, state.settings, say)
-            outcomes.update({o.custom_id: o for o in got if o.custom_id in plan.entries})
+            made, why = _submit(plan, fresh, run_dir, say)
+            ids += made
             if why is not None:
                 for entry in fresh:
                     failures.setdefault(entry.custom_id, why)
-        answered = 0
+        waiting[plan.name] = ids
+    summary: JsonObject = {}
+    until = time.monotonic() + state.settings.batch_wait_s  # one wait for every batch
+    try:
+        for plan in plans.values():
+            outcomes = _outcomes(plan, waiting[plan.name], state.settings, say, failures, until)
+            summary[plan.name] = _store(plan, outcomes, store, ledger, failures, say)
+    except KeyboardInterrupt:
+        running = [i for ids in waiting.values() for i in ids]
+        say(
+            f"interrupted; {', '.join(running)} keep(s) running at the provider: "
+            f"--agentbench-resume {run_dir} fetches the results instead of paying again"
+        )
+        raise
+    store.finish(failures, {"models": summary})
+
+
+def _outcomes(
+    plan: _Planned,
+    ids: list[str],
+    settings: Settings,
+    say: Callable[[str], None],
+    failures: dict[str, str],
+    until: float,
+) -> dict[str, BatchOutcome]:
+    """The outcomes of ``plan``'s requests in the batches ``ids`` (none when the batches
+    cannot be read: then their requests go live, and why is said)."""
+    from pytest_agentbench.errors import ModelError
+
+    if not ids:
+        return {}
+    try:
+        got = _wait(plan, ids, settings, say, until)
+    except ModelError as exc:
+        say(f"{plan.name}: the batch could not be read, its requests go live: {exc}")
         for key in plan.entries:
-            outcome = outcomes.get(key)
-            reserved = plan.reserved.pop(key, None)
-            if outcome is not None and outcome.recorded is not None:
-                store.put_reply(
-                    key, outcome.recorded, model=plan.name, endpoint=plan.client.public_endpoint
-                )
-                answered += 1
-                if ledger is not None:  # (an earlier session's batch: charged now, unreserved)
-                    _charge(ledger, plan, reserved or 0.0, outcome)
-                continue
-            if ledger is not None and reserved is not None:
-                ledger.settle(reserved, 0.0)  # a failed entry is not billed
-            if key not in failures:
-                why = outcome.failure if outcome is not None else None
-                failures[key] = f"the batch did not answer it: {why or 'missing from the results'}"
-        models = submitted["models"]
-        assert isinstance(models, dict)
-        models[plan.name] = {"requests": len(plan.entries), "answered": answered}
-        if plan.entries:
-            left = len(plan.entries) - answered
-            say(
-                f"{plan.name}: {answered} of {len(plan.entries)} answered by the batch"
-                + (f"; {left} go live" if left else "")
+            failures.setdefault(key, f"the batch could not be read: {exc}")
+        return {}
+    return {o.custom_id: o for o in got if o.custom_id in plan.entries}
+
+
+def _store(
+    plan: _Planned,
+    outcomes: dict[str, BatchOutcome],
+    store: BatchStore,
+    ledger: BudgetLedger | None,
+    failures: dict[str, str],
+    say: Callable[[str], None],
+) -> JsonObject:
+    """Write ``plan``'s answers to the store and charge them; note why the others go
+    live. What ``done.json`` says of the model."""
+    answered = 0
+    for key in plan.entries:
+        outcome = outcomes.get(key)
+        reserved = plan.reserved.pop(key, None)
+        if outcome is not None and outcome.recorded is not None:
+            store.put_reply(
+                key, outcome.recorded, model=plan.name, endpoint=plan.client.public_endpoint
             )
-    store.finish(failures, submitted)
+            answered += 1
+            if ledger is not None:  # (an earlier session's batch: charged now, unreserved)
+                _charge(ledger, plan, reserved or 0.0, outcome)
+            continue
+        if ledger is not None and reserved is not None:
+            ledger.settle(reserved, 0.0)  # a failed entry is not billed
+        if key not in failures:
+            why = outcome.failure if outcome is not None else None
+            failures[key] = f"the batch did not answer it: {why or 'missing from the results'}"
+    if plan.entries:
+        left = len(plan.entries) - answered
+        say(
+            f"{plan.name}: {answered} of {len(plan.entries)} answered by the batch"
+            + (f"; {left} go live" if left else "")
+        )
+    return {"requests": len(plan.entries), "answered": answered}
 
 
 def _submit(
-    plan: _Planned,
-    fresh: list[BatchEntry],
-    run_dir: Path,
-    settings: Settings,
-    say: Callable[[str], None],
-) -> tuple[list[BatchOutcome], str | None]:
-    """Submit ``fresh``, write the batch ids to the run folder, wait for the outcomes.
-    A batch API that fails (the provider refuses the batch, or cannot be reached) is not
-    the end of the run: its requests go live, and why is said (the second value)."""
+    plan: _Planned, fresh: list[BatchEntry], run_dir: Path, say: Callable[[str], None]
+) -> tuple[list[str], str | None]:
+    """Submit ``fresh`` and write the batch ids (and the requests they hold) to the run
+    folder at once. A batch the provider refuses, or cannot take, is not the end of the
+    run: its requests go live, and why is said (the second value)."""
     from pytest_agentbench.errors import ModelError
     from pytest_agentbench.models import batch as wire
 
+    keys = [entry.custom_id for entry in fresh]
     try:
         ids = wire.submit(plan.client, fresh)
-    except wire.BatchError as exc:
-        if exc.batch_ids:  # some were made before the failure: they run, and cost
-            _write_batches(run_dir, plan.name, list(exc.batch_ids), len(fresh))
-        say(f"{plan.name}: the batch could not be submitted, its requests go live: {exc}")
-        return [], f"the batch could not be submitted: {exc}"
     except ModelError as exc:
+        made = list(exc.batch_ids) if isinstance(exc, wire.BatchError) else []
+        if made:  # some were made before the failure: they run, and cost
+            _write_batches(run_dir, plan.name, made, keys)
         say(f"{plan.name}: the batch could not be submitted, its requests go live: {exc}")
-        return [], f"the batch could not be submitted: {exc}"
-    _write_batches(run_dir, plan.name, ids, len(fresh))
+        return made, f"the batch could not be submitted: {exc}"
+    _write_batches(run_dir, plan.name, ids, keys)
     say(
         f"{plan.name}: {len(fresh)} first-round request(s) submitted as {', '.join(ids)} "
         "(results at the provider; --agentbench-resume fetches them if this run stops)"
     )
-    try:
-        return _wait(plan, ids, settings, say), None
-    except KeyboardInterrupt:
-        say(
-            f"{plan.name}: interrupted; {', '.join(ids)} keep(s) running at the provider: "
-            f"--agentbench-resume {run_dir} fetches the results instead of paying again"
-        )
-        raise
-    except ModelError as exc:
-        say(f"{plan.name}: the batch could not be read, its requests go live: {exc}")
-        return [], f"the batch could not be read: {exc}"
+    return ids, None
 
 
 def _within_cap(
@@ -340,27 +369,29 @@ def _charge(ledger: BudgetLedger, plan: _Planned, reserved: float, outcome: Batc
 
 
 def _wait(
-    plan: _Planned, ids: list[str], settings: Settings, say: Callable[[str], None]
+    plan: _Planned, ids: list[str], settings: Settings, say: Callable[[str], None], until: float
 ) -> list[BatchOutcome]:
-    """Wait for ``ids`` (showing done/total now and then) and return their outcomes."""
+    """Wait for ``ids`` until the monotonic instant ``until`` (then the batches still
+    running are canceled), showing done/total when it changes (at most every 5 s), and
+    return their outcomes."""
     from pytest_agentbench.models import batch as wire
 
-    shown: list[tuple[int, int] | float] = [-1.0, (-1, -1)]
+    last_said = -math.inf
+    last_seen = (-1, -1)
 
     def progress(states: Sequence[BatchStatus]) -> None:
-        done, total = sum(_done(s) for s in states), sum(s.total for s in states)
+        nonlocal last_said, last_seen
+        seen = (sum(_done(s) for s in states), sum(s.total for s in states))
         now = time.monotonic()
-        last = shown[0]
-        assert isinstance(last, float)
-        if shown[1] != (done, total) and (done == total or now - last >= 5.0):
-            shown[0], shown[1] = now, (done, total)
-            say(f"{plan.name}: {done}/{total} done")
+        if seen != last_seen and (seen[0] == seen[1] or now - last_said >= 5.0):
+            last_said, last_seen = now, seen
+            say(f"{plan.name}: {seen[0]}/{seen[1]} done")
 
     return wire.wait(
         plan.client,
         ids,
         poll_s=poll_s(settings),
-        timeout_s=settings.batch_wait_s,
+        timeout_s=max(until - time.monotonic(), 0.0),
         on_progress=progress,
         expected=list(plan.entries),
     )
@@ -377,23 +408,27 @@ def _done(state: BatchStatus) -> int:
     return counts.get("completed", 0) + counts.get("failed", 0)
 
 
-def _read_batches(run_dir: Path) -> dict[str, list[str]]:
-    """The batch ids an earlier session of this run folder submitted, by model."""
+def _read_batches(run_dir: Path) -> dict[str, tuple[list[str], set[str]]]:
+    """The batch ids an earlier session of this run folder submitted, and the requests
+    (cache keys) they hold, by model."""
     try:
         data = json.loads((run_dir / BATCHES_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    found: dict[str, list[str]] = {}
+    found: dict[str, tuple[list[str], set[str]]] = {}
     batches = data.get("batches") if isinstance(data, dict) else None
     for entry in batches if isinstance(batches, list) else []:
-        if isinstance(entry, dict) and isinstance(entry.get("model"), str):
-            ids = entry.get("ids")
-            if isinstance(ids, list):
-                found.setdefault(str(entry["model"]), []).extend(str(i) for i in ids)
+        if not isinstance(entry, dict) or not isinstance(entry.get("model"), str):
+            continue
+        ids, keys = entry.get("ids"), entry.get("custom_ids")
+        if isinstance(ids, list) and isinstance(keys, list):
+            known = found.setdefault(str(entry["model"]), ([], set()))
+            known[0].extend(str(i) for i in ids)
+            known[1].update(str(k) for k in keys)
     return found
 
 
-def _write_batches(run_dir: Path, model: str, ids: list[str], requests: int) -> None:
+def _write_batches(run_dir: Path, model: str, ids: list[str], keys: list[str]) -> None:
     """Add the batches just submitted to the run folder's ``batches.json`` (atomically),
     before waiting for them: an interrupted run's resume finds them."""
     from pytest_agentbench.artifacts.jsonio import write_json_atomic
@@ -407,7 +442,13 @@ def _write_batches(run_dir: Path, model: str, ids: list[str], requests: int) -> 
     if isinstance(data, dict) and isinstance(data.get("batches"), list):
         batches = list(data["batches"])
     batches.append(
-        {"model": model, "ids": list(ids), "requests": requests, "submitted_at": time.time()}
+        {
+            "model": model,
+            "ids": list(ids),
+            "requests": len(keys),
+            "submitted_at": time.time(),
+            "custom_ids": list(keys),
+        }
     )
     write_json_atomic(path, {"schema_version": BATCHES_VERSION, "batches": batches})
 

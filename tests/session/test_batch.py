@@ -405,3 +405,25 @@ def test_an_agent_tasks_first_turn_is_batched_and_its_later_turns_go_live(
         k: v for k, v in live.items() if k not in MARKS
     }
     assert record["cost"]["batch_saved_usd"] == pytest.approx((900 * 2 + 30 * 8) / 2e6)
+
+
+def test_past_the_longest_wait_the_batch_is_canceled_and_its_requests_go_live(
+    pytester: pytest.Pytester,
+) -> None:
+    server = ScriptedServer(batch_polls=10_000)  # a batch that does not end by itself
+    server.start()
+    try:
+        pytester.makefile(".toml", bench_k=SUITE)
+        pytester.makefile(".toml", prices=PRICES)
+        args = ["--agentbench-batch-poll", "0.05", "--agentbench-batch-wait", "0.3"]
+        result = pytester.runpytest(*_args(server, "--agentbench-batch", *args))
+    finally:
+        server.stop()
+    result.assert_outcomes(passed=3)
+    assert server.stats["batches"] == 1 and server.stats["batch_entries"] == 0
+    assert _live_turns(server) == [("repaired", 0), ("repaired", 1), ("right", 0), ("thinks", 0)]
+    records = _records(pytester)
+    for task in ("right", "repaired", "thinks"):
+        assert "batch" not in records[task]
+        assert records[task]["batch_live"].startswith("the batch did not answer it: timed out")
+    assert "0 of 3 answered by the batch; 3 go live" in result.stdout.str()
