@@ -86,7 +86,14 @@ def _args(server: ScriptedServer, *more: str) -> list[str]:
     return [*args, "--agentbench-prices", "prices.toml", "--agentbench-base-url", server.url, *more]
 
 
-@pytest.mark.parametrize("spec", ["scripted", "scripted/anthropic", "scripted/openai-responses"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "scripted",
+        pytest.param("scripted/anthropic", marks=pytest.mark.slow),
+        pytest.param("scripted/openai-responses", marks=pytest.mark.slow),
+    ],
+)
 def test_a_batched_run_sends_no_first_round_live_and_costs_half_in_every_report(
     pytester: pytest.Pytester, server: ScriptedServer, spec: str
 ) -> None:
@@ -157,6 +164,7 @@ def test_a_batched_run_sends_no_first_round_live_and_costs_half_in_every_report(
     assert [b["requests"] for b in batches["batches"]] == [3]
 
 
+@pytest.mark.slow
 def test_under_xdist_one_batch_is_submitted_and_every_worker_replays_it(
     pytester: pytest.Pytester,
 ) -> None:
@@ -388,6 +396,7 @@ usage = { prompt_tokens = 900, completion_tokens = 30 } },
 """
 
 
+@pytest.mark.slow
 def test_an_agent_tasks_first_turn_is_batched_and_its_later_turns_go_live(
     pytester: pytest.Pytester, server: ScriptedServer
 ) -> None:
