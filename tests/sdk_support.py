@@ -12,6 +12,8 @@ import openai
 from pytest_agentbench.scripted import ScriptedServer
 
 KEY = "sk-test-not-a-real-key"
+#: What differs between any two answers to the same request.
+_VARYING = ("id", "created", "created_at", "completed_at")
 
 
 def openai_sdk(server: ScriptedServer) -> openai.OpenAI:
@@ -31,12 +33,10 @@ def anthropic_sdk(server: ScriptedServer) -> anthropic.Anthropic:
 
 
 def without_ids(value: Any) -> Any:
-    """``value`` (a reply's JSON) without its ``id``, ``created`` and ``created_at``
-    fields, at any depth."""
+    """``value`` (a reply's JSON) without its ids and timestamps (``id``, ``created``,
+    ``created_at``, ``completed_at``), at any depth."""
     if isinstance(value, dict):
-        return {
-            k: without_ids(v) for k, v in value.items() if k not in ("id", "created", "created_at")
-        }
+        return {k: without_ids(v) for k, v in value.items() if k not in _VARYING}
     if isinstance(value, list):
         return [without_ids(v) for v in value]
     return value

@@ -20,7 +20,8 @@ from pytest_agentbench.scripted.server import ScriptedServer, is_loopback
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pytest_agentbench.scripted",
-        description="Serve scripted model replies over the OpenAI Chat Completions API.",
+        description="Serve scripted model replies over the OpenAI (Chat Completions, Responses) "
+        "and Anthropic Messages APIs, their batch APIs included.",
     )
     parser.add_argument(
         "--script",

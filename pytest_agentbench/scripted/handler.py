@@ -152,24 +152,21 @@ class ChatHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(answer.body)
 
-    def _read_raw(self) -> bytes | None:
+    def _read_raw(self, what: str = "the body") -> bytes | None:
         """The request's body bytes; None without a Content-Length, after answering."""
         length = self.headers.get("content-length")
         if length is None or not length.isdigit():
             self.close_connection = True
-            self._send_error(411, "send the body with a Content-Length header")
+            self._send_error(411, f"send {what} with a Content-Length header")
             return None
         return self.rfile.read(int(length))
 
     def _read_json(self) -> JsonObject | None:
         """The request's JSON object (the JSON edge of the server: decoded here, narrowed
         at once); None when it is not one, after answering with the error."""
-        length = self.headers.get("content-length")
-        if length is None or not length.isdigit():
-            self.close_connection = True
-            self._send_error(411, "send a JSON body with a Content-Length header")
+        raw = self._read_raw("a JSON body")
+        if raw is None:
             return None
-        raw = self.rfile.read(int(length))
         try:
             body: JsonValue = json.loads(raw)
         except ValueError as exc:

@@ -388,3 +388,16 @@ def test_wait_rides_out_a_provider_that_is_away_for_a_while(monkeypatch):
             batch.wait(client, ids, poll_s=0, sleep=lambda s: None)
     finally:
         server.stop()
+
+
+def test_metadata_reaches_an_openai_batch_and_the_endpoint_follows_the_protocol(server):
+    for protocol, endpoint in [
+        ("scripted", "/v1/chat/completions"),
+        ("openai-responses", "/v1/responses"),
+    ]:
+        client = client_for(server, protocol)
+        (batch_id,) = batch.submit(
+            client, [entry_for(client, "a", ask("plain"))], metadata={"run": "r-17"}
+        )
+        made = httpx.get(f"{server.url}/batches/{batch_id}", trust_env=False).json()
+        assert (made["metadata"], made["endpoint"]) == ({"run": "r-17"}, endpoint)
