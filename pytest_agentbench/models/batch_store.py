@@ -11,6 +11,10 @@ One folder (in the folder the xdist controller shares with its workers) holds it
   it would pass the spending cap; the wait ran out);
 * ``done.json``: written last, when the store is complete; its presence is what tells
   a process that waited for the lock that the batches are over.
+* ``log.txt``: the lines the submitting process printed (submission, progress), which
+  xdist's controller shows when a worker submits;
+* ``lock``: taken by the process that submits (session/batch.py); the others wait on
+  it, then read.
 
 A client given the store (``ProtocolClient.batch``) answers a request whose key has a
 reply the way a response cache hit is replayed; a request listed in ``failed.json`` is
@@ -78,29 +82,18 @@ class BatchStore:
         _write_json(self.folder / FAILED, dict(self.failures))
         _write_json(self.folder / DONE, summary)
 
-    def load(self, keys: set[str] | None = None) -> None:
-        """Read the replies of ``keys`` (every key of ``failed.json`` and every entry when
-        None) and the failures into memory."""
+    def load(self) -> None:
+        """Read every reply and the failures into memory."""
         try:
             failed = json.loads((self.folder / FAILED).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             failed = {}
         if isinstance(failed, dict):
             self.failures = {str(k): str(v) for k, v in failed.items()}
-        if keys is None:
-            keys = {path.stem for path in (self.folder / "replies").glob("*/*.json")}
-        for key in keys:
+        for key in {path.stem for path in (self.folder / "replies").glob("*/*.json")}:
             found = self._entries.read(key)
             if found is not None:
                 self.replies[key] = found
-
-    def summary(self) -> JsonObject:
-        """What ``done.json`` says (empty when the store is not done)."""
-        try:
-            data = json.loads((self.folder / DONE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
 
     def reply(self, key: str) -> Recorded | None:
         return self.replies.get(key)
