@@ -436,3 +436,26 @@ def test_past_the_longest_wait_the_batch_is_canceled_and_its_requests_go_live(
         assert "batch" not in records[task]
         assert records[task]["batch_live"].startswith("the batch did not answer it: timed out")
     assert "0 of 3 answered by the batch; 3 go live" in result.stdout.str()
+
+
+def test_resume_plans_only_the_tasks_not_done_and_fetches_their_earlier_answers(
+    pytester: pytest.Pytester, server: ScriptedServer
+) -> None:
+    pytester.makefile(".toml", bench_k=SUITE)
+    pytester.makefile(".toml", prices=PRICES)
+    pytester.runpytest(*_args(server, "--agentbench-batch")).assert_outcomes(passed=3)
+    run = _run_dir(pytester)
+    (run / "tasks" / "k" / "right[scripted]" / "result.json").unlink()  # as if never done
+    logged = len(server.requests)
+    again = pytester.runpytest(
+        *_args(server, "--agentbench-batch", "--agentbench-resume", "latest")
+    )
+    again.assert_outcomes(passed=3)
+    # the earlier batch holds the one request to run: fetched again, nothing submitted
+    assert server.stats["batches"] == 1 and server.stats["batch_entries"] == 3
+    assert _live_turns(server, logged) == []
+    assert "scripted: fetching the earlier batch(es) batch_" in again.stdout.str()
+    assert "scripted: 1 of 1 answered by the batch" in again.stdout.str()
+    records = _records(pytester)
+    assert records["right"]["batch"] == 1 and not records["right"].get("resumed")
+    assert records["thinks"]["resumed"] is True
