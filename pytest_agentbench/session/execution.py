@@ -210,7 +210,7 @@ def run_task_item(
             record,
             settings.price,
             cached_usage=Usage.from_json(sum_usage(replayed)) if replayed else None,
-            judge_price=_judge_price(state, settings, record),
+            judge_price=_judge_price(state, record),
         )
     if task.perturbation is not None:
         perturbation: JsonObject = {
@@ -266,29 +266,16 @@ def _hosted_judge(record: TaskRecord) -> bool:
     return isinstance(model, str) and model.split("/")[0] != "scripted"
 
 
-def _judge_price(state: RunState, settings: Settings, record: TaskRecord) -> Price | None:
-    """The price of the judge that graded ``record`` (models/prices.judge_price)."""
+def _judge_price(state: RunState, record: TaskRecord) -> Price | None:
+    """The price of the judge that graded ``record`` (services.judge_price_by: the price
+    the cap charged its calls at)."""
     table = record.judge
     if table is None:
         return None
-    from pytest_agentbench.models.prices import judge_price
-
     model, base_url = table.get("model"), table.get("base_url")
     if not isinstance(model, str):
         return None
-    from pytest_agentbench.core.urls import public_url
-
-    def key(one: Settings) -> tuple[str, str | None]:
-        url = public_url(one.base_url.rstrip("/")) if one.base_url else None
-        return one.model.label, url
-
-    lineup = {key(one): one.price for one in (settings, *state.run.settings.lineup())}
-    return judge_price(
-        model,
-        base_url if isinstance(base_url, str) else None,
-        prices_file=settings.prices_file,
-        lineup=lineup,
-    )
+    return state.services.judge_price_by(model, base_url if isinstance(base_url, str) else None)
 
 
 def priced(settings: Settings) -> bool:
