@@ -371,16 +371,23 @@ def resumable_record(settings: Settings, directory: Path, nodeid: str) -> TaskRe
 def dry_run(session: pytest.Session, state: RunState) -> None:
     """Print the forecast of the selected tasks (runner/forecast.py), each with its
     model's price and max_tokens; nothing is sent, nothing is written."""
-    from pytest_agentbench.runner.forecast import forecast, forecast_lines
+    from pytest_agentbench.runner.forecast import JudgePlan, forecast, forecast_lines
 
     planned = []
+    services = state.services
     for item in session.items:
         task = getattr(item, "task", None)
         if not isinstance(task, Task) or task.control is not None:
             continue
         settings = state.settings.for_model(task.model)
         task = with_overrides(task, settings)
-        planned.append((task, settings.price, settings.max_tokens or task.max_tokens))
+        judge = None
+        if task.verifier.kind == "judge":
+            model = services.judge_of(task.verifier.options)
+            if model is not None:
+                judge = JudgePlan(services.judge_price(model), model.max_tokens)
+        max_tokens = settings.max_tokens or task.max_tokens
+        planned.append((task, settings.price, max_tokens, judge))
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     for line in forecast_lines(forecast(planned)):
         if reporter is not None:
