@@ -139,8 +139,7 @@ def test_a_reply_in_the_response_cache_is_replayed_even_when_the_cap_is_reached(
     pytester: pytest.Pytester,
 ) -> None:
     """A request the cache answers sends nothing: it needs no reservation and costs
-    nothing, so it runs even after the cap stopped the live requests. (One scripted
-    server for both runs: its address is part of the cache key.)"""
+    nothing, so it runs even after the cap stopped the live requests."""
     server = ScriptedServer()
     url = server.start()
     pytester.makefile(".toml", bench_b=SUITE)
