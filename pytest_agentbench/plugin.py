@@ -10,11 +10,14 @@ ours is imported beyond this module, the options and the hook specs
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 import pytest
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pytest_agentbench.session.model_fixture import BenchModel
 
 
@@ -28,6 +31,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     from pytest_agentbench.config.options import add_options
 
     add_options(parser)
+
+
+#: artifacts/paths.RUN_MARKER (this module imports nothing of ours without --agentbench;
+#: tests/session/test_run_folder_collect.py keeps the two equal)
+RUN_MARKER = ".agentbench-run"
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """pytest never collects below a run folder, with or without ``--agentbench``: its
+    rollout workspaces hold the model's ``solution.py`` and ``test_*.py``, which are no
+    tests of the project's (a second ``pytest`` in the same folder would collect, and
+    fail on, every one of them). A run folder holds the marker file; one written before
+    the marker existed is known by its ``summary.json`` beside a ``tasks`` folder."""
+    path = os.fspath(collection_path)
+    if os.path.isfile(os.path.join(path, RUN_MARKER)):
+        return True
+    if os.path.isfile(os.path.join(path, "summary.json")) and os.path.isdir(
+        os.path.join(path, "tasks")
+    ):
+        return os.path.isfile(os.path.join(path, "ctrf.json")) or None
+    return None
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -12,11 +12,10 @@ model's stream, the breaker or the deadline stop the route: the turn is cancelle
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_agentbench.agents.acp import (
@@ -26,31 +25,26 @@ from pytest_agentbench.agents.acp import (
     AcpError,
     PromptResult,
 )
-from pytest_agentbench.agents.command import (
-    BRIDGE_PORT,
-    MEMORY_MB,
-    OUTPUT_BYTES,
-    PROCESSES,
-    _final_text,
-    _finish,
-    _last_line,
+from pytest_agentbench.agents.command import usage_disagreement
+from pytest_agentbench.agents.external import (
+    ExternalSession,
+    ProcessOptions,
     fill_template,
+    final_text,
+    last_line,
     open_workspace,
     record_failure,
     stopped_by_route,
     timed_out,
-    usage_disagreement,
 )
-from pytest_agentbench.agents.endpoint import AgentEndpoint
 from pytest_agentbench.agents.gateway import Gateway
 from pytest_agentbench.agents.route import ClientFor, Route
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
-from pytest_agentbench.core.records import Failure
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.errors import AgentbenchError, SandboxError
 from pytest_agentbench.runner.agent import AgentRun
 from pytest_agentbench.runner.loopguard import KillPolicy
-from pytest_agentbench.sandbox import KEEP_BYTES, Limits, Workspace
+from pytest_agentbench.sandbox import Workspace
 from pytest_agentbench.sandbox.isolation import plan_for
 from pytest_agentbench.sandbox.process import sandbox_env
 from pytest_agentbench.suites.task import Task
@@ -64,12 +58,8 @@ class AcpOptions:
     """An ``acp`` agent's options (suite ``agent`` table, checked by the suite schema)."""
 
     argv: tuple[str, ...]
-    env: Mapping[str, str] | None = None
     permissions: str = "allow"
-    timeout_s: float | None = None
-    output_bytes: int = OUTPUT_BYTES
-    memory_mb: int = MEMORY_MB
-    processes: int = PROCESSES
+    process: ProcessOptions = field(default_factory=ProcessOptions)
 
     @classmethod
     def parse(cls, options: Mapping[str, JsonValue]) -> AcpOptions:
@@ -83,23 +73,10 @@ class AcpOptions:
                 f"acp agent permissions must be one of {', '.join(PERMISSION_POLICIES)}; "
                 f"got {permissions!r}"
             )
-        env = options.get("env")
-        timeout = options.get("timeout_s")
-        output, memory, processes = (
-            options.get(k) for k in ("output_bytes", "memory_mb", "processes")
-        )
-        return cls(
-            argv=argv,
-            env={str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else None,
-            permissions=str(permissions),
-            timeout_s=float(timeout) if isinstance(timeout, int | float) else None,
-            output_bytes=output if isinstance(output, int) else OUTPUT_BYTES,
-            memory_mb=memory if isinstance(memory, int) else MEMORY_MB,
-            processes=processes if isinstance(processes, int) else PROCESSES,
-        )
+        return cls(argv=argv, permissions=str(permissions), process=ProcessOptions.parse(options))
 
 
-class AcpSession:
+class AcpSession(ExternalSession):
     """What run_rollout asks of a session (``attempt``, ``close``, ``workspace``,
     ``calls``), for an ACP agent."""
 
@@ -113,63 +90,33 @@ class AcpSession:
         *,
         strict_network: bool = False,
     ) -> None:
-        self.task = task
-        self.strict_network = strict_network
+        super().__init__(
+            task, options.process, workspace, gateway, route, strict_network=strict_network
+        )
         self.options = options
-        self.workspace: Workspace | None = workspace
-        self._workspace = workspace
-        self.gateway = gateway
-        self.route = route
         self.agent: AcpAgent | None = None
         self._events_seen = 0
 
-    @property
-    def calls(self) -> int:
-        return self.route.calls
-
     def _argv(self) -> list[str]:
-        values = {
-            "workspace": str(self._workspace.path),
-            "python": sys.executable,
-            "suite_dir": str(Path(self.task.path).parent),
-            "task_id": self.task.id,
-            "base_url": self.route.endpoint.base_url,
-        }
-        return fill_template(self.options.argv, values)
+        return fill_template(self.options.argv, self.template_values())
 
     def _start(self, deadline: float, on_phase: Callable[[str], None] | None) -> AcpAgent:
         # the process's own wall clock: past the deadline by the cancel grace, so a turn
         # is cancelled (session/cancel) before the group is killed
         limit = max(deadline - time.monotonic(), 0.01) + CANCEL_GRACE_S + 2
-        limits = Limits(
-            timeout_s=limit,
-            cpu_s=limit,
-            memory_mb=self.options.memory_mb,
-            processes=self.options.processes,
-            output_bytes=self.options.output_bytes,
-        )
         ws = self._workspace
-        route = self.route
-        endpoint = route.endpoint
-        command = self._argv()
-        writable: list[Path] = []
-        if self.strict_network:  # the bridge to the gateway's Unix socket, as for commands
-            socket_path = self.gateway.unix_socket()
-            endpoint = AgentEndpoint(f"http://127.0.0.1:{BRIDGE_PORT}/agent/{route.id}", route.key)
-            bridge = str(Path(__file__).with_name("netbridge.py"))
-            command = [sys.executable, bridge, socket_path, str(BRIDGE_PORT), "--", *command]
-            writable.append(Path(socket_path).parent)
-        env = {**sandbox_env(ws.path, self.options.env), **endpoint.environment()}
+        started = self.bridged(self._argv())
+        env = {**sandbox_env(ws.path, self.process.env), **started.endpoint.environment()}
         agent = AcpAgent(
-            command,
+            started.command,
             workspace=ws.path,
             env=env,
-            limits=limits,
+            limits=self.limits(limit),
             plan=plan_for(ws.isolation),
             policy=self.options.permissions,
             network=not self.strict_network,
             read_only=[Path(self.task.path).parent],
-            writable=writable,
+            writable=started.writable,
         )
         self.agent = agent
         agent.start(deadline)
@@ -187,16 +134,9 @@ class AcpSession:
         phase: str = "waiting",
     ) -> AgentRun:
         """One prompt turn: the task's prompt first, the verifier's feedback after."""
-        start = time.monotonic()
-        run = AgentRun(messages=[dict(m) for m in messages])
-        prompt = self.task.prompt
-        if index and messages and isinstance(messages[-1].get("content"), str):
-            prompt = str(messages[-1]["content"])
-        if self.options.timeout_s is not None:
-            deadline = min(deadline, start + self.options.timeout_s)
-            timeout_s = min(timeout_s, self.options.timeout_s)
-        route = self.route
-        route.begin_attempt(index, deadline, on_event)
+        attempt = self.begin(messages, index, deadline, timeout_s)
+        run, prompt, deadline = attempt.run, attempt.prompt, attempt.deadline
+        self.route.begin_attempt(index, deadline, on_event)
         if on_phase is not None:
             on_phase(phase if index == 0 else f"{phase}: agent prompted again")
         outcome: PromptResult | None = None
@@ -210,16 +150,13 @@ class AcpSession:
             watcher.start()
             outcome = agent.prompt(prompt, deadline)
         except SandboxError as exc:
-            run.stop, run.error = "harness_error", f"agent could not start: {exc}"
-            run.failure, run.failure_detail = "harness", Failure.of("harness", run.error)
-            run.elapsed_s = time.monotonic() - start
-            return run
+            return self.could_not_start(attempt, exc)
         except AcpError as exc:
             error = str(exc)
         finally:
             watcher_done.set()
-        self._read(run, index, outcome, error, timeout_s)
-        run.elapsed_s = time.monotonic() - start
+        self._read(run, index, outcome, error, attempt.timeout_s)
+        run.elapsed_s = time.monotonic() - attempt.started
         return run
 
     def _watch_route(self, agent: AcpAgent, done: threading.Event) -> None:
@@ -240,16 +177,11 @@ class AcpSession:
         timeout_s: float,
     ) -> None:
         route = self.route
-        records = route.records_of(index)
-        run.turns = len(records)
-        run.usages = [r.usage for r in records if r.usage is not None]
-        run.guards = [r.guard for r in records if r.guard is not None]
-        run.trajectory = [r.entry for r in records]
-        answered = [r for r in records if r.ok]
+        answered = self.read_calls(run, index)
+        calls = run.turns
         run.text = (
-            outcome.text.strip() if outcome and outcome.text.strip() else _final_text(answered)
+            outcome.text.strip() if outcome and outcome.text.strip() else final_text(answered)
         )
-        run.finish_reason = _finish(answered)
         agent = self.agent
         command = agent.command if agent is not None else None
         stderr = command.err.text() if command is not None else ""
@@ -268,11 +200,11 @@ class AcpSession:
                 run.stop = "agent_failed"
                 code = command.proc.returncode if exited and command is not None else None
                 run.error = f"agent exited {code}" if code is not None else "agent failed"
-                run.error += f": {_last_line(stderr) or error}"
+                run.error += f": {last_line(stderr) or error}"
         elif outcome.stop_reason not in ("end_turn", "max_tokens", "max_turn_requests"):
             run.stop = "agent_failed"
             run.error = f"agent ended its turn: {outcome.stop_reason}"
-        elif not records:
+        elif not calls:
             run.stop = "agent_failed"
             run.error = "agent made no model call"
         record_failure(run)
@@ -288,12 +220,12 @@ class AcpSession:
             "stop_reason": outcome.stop_reason if outcome is not None else None,
             "error": error,
             "stopped": stop.reason if stop is not None else None,
-            "model_calls": len(records),
+            "model_calls": calls,
             "events": [dict(event) for event in events[:EVENTS_KEPT]],
             "events_left_out": max(0, len(events) - EVENTS_KEPT),
             "stderr": stderr,
             "exited": exited,
-            "network": "gateway only" if self.strict_network else "shared with the host",
+            "network": self.network_note(),
         }
         if outcome is not None and outcome.agent_usage is not None:
             entry["reported"] = {"usage": outcome.agent_usage}
@@ -305,8 +237,7 @@ class AcpSession:
     def close(self) -> list[str]:
         if self.agent is not None and self.agent.command is not None:
             self.agent.stop()
-        self.gateway.close_route(self.route)
-        return self._workspace.prune(KEEP_BYTES)
+        return super().close()
 
 
 def _acp_usage(usage: Mapping[str, JsonValue]) -> JsonObject:

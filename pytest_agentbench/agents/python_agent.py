@@ -81,7 +81,7 @@ def open_python_session(
     kill_policy: KillPolicy,
 ) -> PythonSession:
     """A python agent's session for ``task`` (see open_command_session)."""
-    from pytest_agentbench.agents.command import open_workspace
+    from pytest_agentbench.agents.external import open_workspace
 
     if task.agent is None or task.agent.kind != "python":
         raise AgentbenchError(f"task {task.id!r} has no python agent")

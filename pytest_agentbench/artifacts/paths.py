@@ -46,6 +46,24 @@ def control_dir(run_dir: Path, suite: str, task_id: str, control: str) -> Path:
     return run_dir / "controls" / safe_name(suite) / safe_name(task_id) / safe_name(control)
 
 
+#: The file that marks a run folder. pytest never collects a folder holding it (plugin.py
+#: ``pytest_ignore_collect``): a run's rollout workspaces hold the model's ``test_*.py``.
+RUN_MARKER = ".agentbench-run"
+_MARKER_TEXT = (
+    "This folder is a pytest-agentbench run: its rollouts' files (test_*.py among them)\n"
+    "are the model's work, and pytest does not collect anything below this folder.\n"
+)
+
+
+def mark_run_folder(run_dir: Path) -> None:
+    """Write the run marker into ``run_dir`` (kept when it is there already)."""
+    try:
+        with open(run_dir / RUN_MARKER, "x", encoding="utf-8") as marker:
+            marker.write(_MARKER_TEXT)
+    except FileExistsError:
+        return
+
+
 def point_latest(out_dir: Path, run_dir: Path) -> None:
     """Make ``<out>/latest`` point at ``run_dir`` (replaced atomically; skipped quietly
     where the file system has no symlinks — the run dir itself is what matters)."""

@@ -26,6 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from pytest_agentbench.artifacts.jsonio import write_json_atomic
+from pytest_agentbench.artifacts.paths import mark_run_folder
 from pytest_agentbench.artifacts.record import verdict_record
 from pytest_agentbench.artifacts.reports import write_run_reports
 from pytest_agentbench.artifacts.rollout_files import read_result
@@ -186,6 +187,7 @@ def rescore_run(run_dir: Path, out: Path | None, *, tool_version: str) -> tuple[
     if target.exists():
         raise AgentbenchError(f"{target}: exists already (give --out a new folder)")
     target.mkdir(parents=True)
+    mark_run_folder(target)
     suites, table = _Suites(), _verifiers()
     records: list[TaskRecord] = []
     kept: dict[str, int] = {}

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, NotRequired, TypeAlias, TypedDict
 
 import pytest
 
-from pytest_agentbench.artifacts.paths import new_run_id, point_latest
+from pytest_agentbench.artifacts.paths import mark_run_folder, new_run_id, point_latest
 from pytest_agentbench.core.urls import url_secrets
 from pytest_agentbench.hooks.plugin_hooks import PluginHooks
 from pytest_agentbench.session.inflight import InFlight
@@ -118,6 +118,7 @@ class RunFolder:
         with self._lock:  # rollouts in flight reach here together
             if not self.started:
                 self.path.mkdir(parents=True, exist_ok=True)
+                mark_run_folder(self.path)
                 if self.path.parent == self.out_dir.resolve():
                     point_latest(self.out_dir, self.path)
                 self.started = True
