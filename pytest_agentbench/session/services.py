@@ -310,7 +310,6 @@ class RunServices:
         (or a server of this process's own); another gets its key from its ``key_env``
         (else its provider's variable) and its URL from its ``base_url`` (else the
         provider's variable), never the model under test's."""
-        import os
         from dataclasses import replace
 
         identity = judge.fingerprint() + (judge.key_env or "")
@@ -318,25 +317,14 @@ class RunServices:
             made = self._judges.get(identity)
         if made is not None:
             return made
-        from pytest_agentbench.config.settings import PROVIDER_ENV
-
         if judge.scripted:
             from pytest_agentbench.models.scripted import scripted_client
 
             bare = scripted_client(judge.spec, self._scripted_url())
         else:
-            key_var, url_var = PROVIDER_ENV.get(judge.spec.provider, (None, None))
-            key_env = judge.key_env or key_var
-            base_url = judge.base_url or (os.environ.get(url_var) if url_var else None)
-            settings = replace(
-                self.settings,
-                model=judge.spec,
-                name=None,
-                models=(),
-                base_url=base_url.rstrip("/") if base_url else None,
-                api_key=(os.environ.get(key_env) if key_env else None) or None,
-                sampling=judge.sampling,
-            )
+            from pytest_agentbench.session.judges import judge_settings
+
+            settings = judge_settings(self.settings, judge)
             client = self.config.hook.pytest_agentbench_model_client(
                 spec=judge.spec, settings=settings
             )
