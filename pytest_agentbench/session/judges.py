@@ -10,7 +10,7 @@ import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from pytest_agentbench.config.settings import PROVIDER_ENV, Settings
+from pytest_agentbench.config.settings import HOSTED_NEED_KEY, PROVIDER_ENV, Settings
 
 if TYPE_CHECKING:
     from pytest_agentbench.models.base import ModelClient
@@ -71,9 +71,11 @@ class OfflineJudges:
         from pytest_agentbench.hooks.builtins import pytest_agentbench_model_client
         from pytest_agentbench.verifiers.judge import JudgeError
 
-        client = pytest_agentbench_model_client(
-            spec=judge.spec, settings=judge_settings(Settings(), judge)
-        )
+        settings = judge_settings(Settings(), judge)
+        if settings.api_key is None and judge.spec.provider in HOSTED_NEED_KEY:
+            variable = judge.key_env or PROVIDER_ENV[judge.spec.provider][0]
+            raise JudgeError(f"judge {judge.spec.label} needs an API key: set {variable}")
+        client = pytest_agentbench_model_client(spec=judge.spec, settings=settings)
         if client is None:
             raise JudgeError(
                 f"judge {judge.spec.label}: provider {judge.spec.provider!r} is not built in "

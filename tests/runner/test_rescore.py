@@ -194,3 +194,49 @@ def test_rescore_judges_again_with_the_changed_rules_and_the_costs_add_up(
     assert section["replaced_usd"] == pytest.approx(
         sum(r["cost"]["judge_usd"] for r in before.values()) + run_labels
     )
+
+
+def test_rescore_calls_a_hosted_judge_with_its_key_from_the_environment(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--judge-model names an OpenAI judge at a base URL (a scripted server answering by model
+    name stands in for it): it is called through its own client with its key from its
+    key_env, and priced from --prices."""
+    import httpx
+
+    from pytest_agentbench.scripted.server import ScriptedServer
+
+    pytester.makefile(".toml", bench_rj=_judged(BEFORE))
+    pytester.runpytest("--agentbench", "-p", "no:cacheprovider").assert_outcomes(passed=2, failed=1)
+    run = (pytester.path / "agentbench-results" / "latest").resolve()
+    prices = pytester.makefile(".toml", hosted='[models."openai/grader"]\ninput = 3\noutput = 9\n')
+    monkeypatch.setenv("GRADER_KEY", "sk-test-grader")
+    verdict = json.dumps({"rationale": "fine", "verdict": "pass"})
+    reply = {"text": verdict, "usage": {"prompt_tokens": 400, "completion_tokens": 12}}
+    server = ScriptedServer()
+    url = server.start()
+    try:
+        httpx.post(
+            url.removesuffix("/v1") + "/_agentbench/scripts",
+            json={"scripts": {"grader": [reply] * 3}},
+        ).raise_for_status()
+        judge = f"openai/grader base_url={url} key_env=GRADER_KEY"
+        code = main(["rescore", str(run), "--judge-model", judge, "--prices", str(prices)])
+        sent = server.requests
+    finally:
+        server.stop()
+    assert code == 0, capsys.readouterr().err
+    # one call per task: each first attempt now passes
+    assert [r["body"]["model"] for r in sent] == ["grader"] * 3
+    assert all(r["headers"]["authorization"] == "[redacted]" for r in sent)
+    summary = json.loads((run.parent / f"{run.name}-rescored" / "summary.json").read_text())
+    assert [r["outcome"] for r in summary["tasks"]] == ["passed"] * 3
+    for record in summary["tasks"]:
+        assert record["judge"]["model"] == "openai/grader"
+        assert record["cost"]["judge_usd"] == pytest.approx((400 * 3 + 12 * 9) / 1e6)
+    assert summary["rescored"]["judge"]["usd"] == pytest.approx(3 * (400 * 3 + 12 * 9) / 1e6)
+    monkeypatch.delenv("GRADER_KEY")
+    out = str(pytester.path / "again")
+    assert main(["rescore", str(run), "--judge-model", judge, "--out", out]) == 0
+    kept = json.loads((pytester.path / "again" / "summary.json").read_text())["rescored"]["kept"]
+    assert kept == {"re-judging failed: judge openai/grader needs an API key: set GRADER_KEY": 3}
