@@ -329,6 +329,8 @@ def rescore_record(
         if price_of is not None and isinstance(model, str):
             price = price_of(model, base_url if isinstance(base_url, str) else None)
         cost, spent = _rejudged_cost(record, judge_table, price)
+        if record.control is not None:  # a control has no cost of its own, as in a run
+            cost = record.cost
         rescored = replace(rescored, judge=judge_table, cost=cost)
         if rejudged is not None:
             replaced = judge_cost(record, price) if record.judge is not None else 0.0

@@ -172,6 +172,7 @@ def test_rescore_judges_again_with_the_changed_rules_and_the_costs_add_up(
     )
     schemas.validate("judge", judge_json)
     assert judge_json["samples"][0]["score"] == "fail"
+    assert all(r.get("cost") is None for r in records if r.get("control") is not None)
     # the calibration now disagrees with both labels
     assert summary["judge"]["calibration"]["accuracy"]["value"] == 0.0
     # costs: the model's as the run spent it; the judge's the new judging's
