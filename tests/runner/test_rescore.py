@@ -153,7 +153,7 @@ def test_rescore_judges_again_with_the_changed_rules_and_the_costs_add_up(
 
     assert main(["rescore", str(run)]) == 0
     printed = capsys.readouterr().out
-    assert "re-judged 5 task(s): 6 judge call(s)" in printed, printed
+    assert "re-judged 5 task(s): 6 judge call(s), $0.0027" in printed, printed
     out = run.parent / f"{run.name}-rescored"
     summary = json.loads((out / "summary.json").read_text())
     schemas.validate("summary", summary)
