@@ -380,6 +380,12 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         return client
 
     @property
+    def http(self) -> httpx.Client:
+        """This thread's keep-alive httpx client, sending this model's headers (its key
+        among them): for the provider's other endpoints (models/batch.py)."""
+        return self._http
+
+    @property
     def _sockets(self) -> list[socket.socket]:
         """The sockets of this thread's connections (closed ones pruned as new ones
         come), kept by the trace of its requests (``_socket_tracer``)."""

@@ -20,7 +20,8 @@ from pytest_agentbench.scripted.server import ScriptedServer, is_loopback
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pytest_agentbench.scripted",
-        description="Serve scripted model replies over the OpenAI Chat Completions API.",
+        description="Serve scripted model replies over the OpenAI (Chat Completions, Responses) "
+        "and Anthropic Messages APIs, their batch APIs included.",
     )
     parser.add_argument(
         "--script",
@@ -40,6 +41,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="serve one generation at a time, the others queued (as llama-cpp-python does)",
     )
+    parser.add_argument(
+        "--batch-polls",
+        type=int,
+        default=1,
+        metavar="N",
+        help="a provider batch ends at the N-th read of its status (default: 1)",
+    )
     return parser
 
 
@@ -55,13 +63,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not 0 <= args.port <= 65535:
         print(f"error: --port {args.port} is not a port number (0-65535)", file=sys.stderr)
         return 2
+    if args.batch_polls < 1:
+        print(f"error: --batch-polls {args.batch_polls} must be at least 1", file=sys.stderr)
+        return 2
     try:
         script = load_script_file(args.script)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     server = ScriptedServer(
-        script.scripts, script.default, host=args.host, port=args.port, serial=args.serial
+        script.scripts,
+        script.default,
+        host=args.host,
+        port=args.port,
+        serial=args.serial,
+        batch_polls=args.batch_polls,
     )
     try:
         url = server.start()

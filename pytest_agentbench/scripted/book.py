@@ -72,6 +72,18 @@ class ScriptBook:
             replies = self._scripts[chosen] if chosen is not None else self._default
             return replies or ()
 
+    def peek(self, key: str | None, model: JsonValue, turn: int | None) -> Reply | None:
+        """The reply that would answer at ``turn`` (else the script's next turn), without
+        using the turn up; None when no script matches."""
+        with self._lock:
+            key = self._key(key, model)
+            replies = self._scripts[key] if key is not None else self._default
+            if replies is None:
+                return None
+            if turn is None:
+                turn = self._counters.get(key, 0)
+            return replies[min(turn, len(replies) - 1)]
+
     def pick(
         self, key: str | None, model: JsonValue, turn: int | None, request_id: str = ""
     ) -> tuple[str | None, int, Reply] | None:

@@ -8,7 +8,6 @@ the request log and counts) is ``server.py``.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import select
 import socket
@@ -17,43 +16,28 @@ import threading
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Protocol
-from urllib.parse import unquote
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+from pytest_agentbench.scripted.answer import WIRES as WIRES  # (re-exported: agents/gateway.py)
+from pytest_agentbench.scripted.answer import (
+    choose,
+    completion_body,
+    log_entry,
+    model_name,
+    named_script,
+    reply_usage,
+)
 from pytest_agentbench.scripted.script import Reply
 from pytest_agentbench.scripted.wire import Wire
-from pytest_agentbench.scripted.wire_anthropic import ANTHROPIC_WIRE
 from pytest_agentbench.scripted.wire_chat import CHAT_WIRE
-from pytest_agentbench.scripted.wire_responses import RESPONSES_WIRE
 
 if TYPE_CHECKING:
+    from pytest_agentbench.scripted.batches import BatchOffice
     from pytest_agentbench.scripted.book import ScriptBook
 
-REDACTED_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key")
 _BATCH_BYTES = 16384
 #: How often a serial server's queued stream hears a ping comment while it waits.
 _PING_S = 1.0
-
-#: The generation endpoints, by path below ``/v1``, and the protocol each speaks.
-WIRES: dict[str, Wire] = {
-    "/chat/completions": CHAT_WIRE,
-    "/messages": ANTHROPIC_WIRE,
-    "/responses": RESPONSES_WIRE,
-}
-
-
-def _header_text(value: str) -> str | None:
-    """A script header's key: percent-encoded UTF-8 (what the scripted client sends, so
-    any Unicode key fits in an ASCII header); raw UTF-8 bytes (which ``http.server``
-    reads as Latin-1) are accepted too. None when it is neither."""
-    try:
-        value = value.encode("latin-1").decode("utf-8")
-    except UnicodeError:
-        return None
-    try:
-        return unquote(value, errors="strict")
-    except UnicodeDecodeError:
-        return None
 
 
 class Provider(Protocol):
@@ -63,9 +47,13 @@ class Provider(Protocol):
     never the other way round."""
 
     _book: ScriptBook
+    _batches: BatchOffice
     _stopping: threading.Event
     #: held while a generation is served, when the server serves one at a time
     _serial: threading.Lock | None
+
+    @property
+    def url(self) -> str: ...
 
     @property
     def requests(self) -> list[JsonObject]: ...
@@ -83,28 +71,6 @@ class Provider(Protocol):
     def _flight(self, change: int) -> None: ...
 
     def _record(self, entry: JsonObject) -> None: ...
-
-
-def _at_the_limit(usage: JsonObject, body: JsonObject) -> JsonObject:
-    """The default usage of a reply cut with ``length``: its output is the request's
-    output-token limit, as a server that stopped there reports it (declare ``usage`` to
-    imitate a cut by the context window instead)."""
-    limit = next(
-        (
-            value
-            for key in ("max_tokens", "max_completion_tokens", "max_output_tokens")
-            if isinstance(value := body.get(key), int) and not isinstance(value, bool)
-        ),
-        None,
-    )
-    key = next((k for k in ("completion_tokens", "output_tokens") if k in usage), None)
-    if limit is None or key is None:
-        return usage
-    before, total = usage[key], usage.get("total_tokens")
-    changed = {**usage, key: limit}
-    if isinstance(before, int) and isinstance(total, int):
-        changed["total_tokens"] = total + limit - before
-    return changed
 
 
 class ChatHandler(BaseHTTPRequestHandler):
@@ -135,7 +101,9 @@ class ChatHandler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         route = self._route()
-        if route == "/_agentbench/health":
+        if self._provider._batches.handles(route):
+            self._batch_call("GET", route, b"")
+        elif route == "/_agentbench/health":
             self._send_json(200, {"ok": True})
         elif route == "/_agentbench/stats":
             self._send_json(200, dict[str, JsonValue](self._provider.stats))
@@ -153,6 +121,11 @@ class ChatHandler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self._chunked = False
         route = self._route()
+        if self._provider._batches.handles(route):
+            raw = self._read_raw()
+            if raw is not None:
+                self._batch_call("POST", route, raw)
+            return
         body = self._read_json()
         if body is None:
             return
@@ -169,15 +142,31 @@ class ChatHandler(BaseHTTPRequestHandler):
         else:
             self._send_error(404, f"unknown endpoint POST {self.path}")
 
-    def _read_json(self) -> JsonObject | None:
-        """The request's JSON object (the JSON edge of the server: decoded here, narrowed
-        at once); None when it is not one, after answering with the error."""
+    def _batch_call(self, method: str, route: str, raw: bytes) -> None:
+        """A provider batch API call: answered by the server's ``BatchOffice``."""
+        content_type = self.headers.get("content-type", "")
+        answer = self._provider._batches.serve(method, route, raw, content_type)
+        self.send_response(answer.status)
+        self.send_header("Content-Type", answer.content_type)
+        self.send_header("Content-Length", str(len(answer.body)))
+        self.end_headers()
+        self.wfile.write(answer.body)
+
+    def _read_raw(self, what: str = "the body") -> bytes | None:
+        """The request's body bytes; None without a Content-Length, after answering."""
         length = self.headers.get("content-length")
         if length is None or not length.isdigit():
             self.close_connection = True
-            self._send_error(411, "send a JSON body with a Content-Length header")
+            self._send_error(411, f"send {what} with a Content-Length header")
             return None
-        raw = self.rfile.read(int(length))
+        return self.rfile.read(int(length))
+
+    def _read_json(self) -> JsonObject | None:
+        """The request's JSON object (the JSON edge of the server: decoded here, narrowed
+        at once); None when it is not one, after answering with the error."""
+        raw = self._read_raw("a JSON body")
+        if raw is None:
+            return None
         try:
             body: JsonValue = json.loads(raw)
         except ValueError as exc:
@@ -200,52 +189,24 @@ class ChatHandler(BaseHTTPRequestHandler):
         self._send_json(200, {"ok": True, "keys": list[JsonValue](self._provider.script_keys)})
 
     def _generate(self, body: JsonObject, wire: Wire) -> None:
-        key = self.headers.get("x-agentbench-script")
-        if key is not None:
-            key = _header_text(key)
-            if key is None:
-                message = "x-agentbench-script is neither percent-encoded nor raw UTF-8"
-                self._send_error(400, message, wire=wire)
-                return
-        turn_text = self.headers.get("x-agentbench-turn")
-        turn: int | None = None
-        if turn_text is not None:
-            if not turn_text.strip().isdigit():
-                message = f"x-agentbench-turn must be an integer >= 0: {turn_text!r}"
-                self._send_error(400, message, wire=wire)
-                return
-            turn = int(turn_text)
-        book = self._provider._book
-        refusal = wire.check(body, book.script(key, body.get("model")))
-        request_id = hashlib.sha256(
-            self._route().encode() + json.dumps(body, sort_keys=True).encode()
-        ).hexdigest()
-        picked = None if refusal else book.pick(key, body.get("model"), turn, request_id)
-        entry: JsonObject = {
-            "path": self.path,
-            "key": picked[0] if picked else key,
-            "turn": picked[1] if picked else turn,
-            "body": body,
-            "headers": {
-                name.lower(): "[redacted]" if name.lower() in REDACTED_HEADERS else value
-                for name, value in self.headers.items()
-            },
-        }
-        self._provider._record(entry)
-        if refusal is not None:  # refused as the API would: no turn is used up
-            self._send_error(400, refusal.message, param=refusal.param, wire=wire)
+        named = named_script(self.headers.get)
+        if isinstance(named, str):
+            self._send_error(400, named, wire=wire)
             return
-        if picked is None:
-            known = ", ".join(repr(k) for k in self._provider.script_keys) or "(none)"
-            asked = key if key is not None else body.get("model")
-            message = f"no script for key {asked!r}; registered keys: {known}"
-            self._send_error(404, message, wire=wire)
+        choice = choose(self._provider._book, wire, self._route(), body, named)
+        self._provider._record(log_entry(self.path, choice, body, dict(self.headers.items())))
+        if choice.refusal is not None:  # refused as the API would: no turn is used up
+            self._send_error(400, choice.refusal.message, param=choice.refusal.param, wire=wire)
             return
+        if choice.reply is None:
+            self._send_error(404, choice.missing, wire=wire)
+            return
+        reply = choice.reply
         serial = self._provider._serial
         if serial is None:
-            self._serve(picked[2], body, wire)
+            self._serve(reply, body, wire)
             return
-        streamed = body.get("stream") is True and picked[2].error is None
+        streamed = body.get("stream") is True and reply.error is None
         if streamed:  # the headers go out at once; the events when its turn comes
             self._start_chunked("text/event-stream; charset=utf-8")
         while not serial.acquire(timeout=_PING_S):
@@ -256,7 +217,7 @@ class ChatHandler(BaseHTTPRequestHandler):
                 ping = b": ping\r\n\r\n"
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(ping), ping))
         try:
-            self._serve(picked[2], body, wire)
+            self._serve(reply, body, wire)
         finally:
             serial.release()
 
@@ -278,26 +239,18 @@ class ChatHandler(BaseHTTPRequestHandler):
             )
             self._send_error(error.status, error.message, error.type, extra, wire=wire)
             return
-        model = named if isinstance(named := body.get("model"), str) else "scripted"
-        if reply.usage is not None:
-            usage = wire.declared_usage(reply.usage)
-        else:
-            usage = wire.default_usage(reply, body)
-            if reply.finish_reason == "length":
-                usage = _at_the_limit(usage, body)
         if body.get("stream") is True:
-            self._stream(wire, reply, model, usage if wire.stream_usage(body) else None, body)
+            usage = reply_usage(wire, reply, body) if wire.stream_usage(body) else None
+            self._stream(wire, reply, model_name(body), usage, body)
         else:
-            self._complete(wire, reply, model, usage, body)
+            self._complete(wire, reply, body)
 
-    def _complete(
-        self, wire: Wire, reply: Reply, model: str, usage: JsonObject, body: JsonObject
-    ) -> None:
+    def _complete(self, wire: Wire, reply: Reply, body: JsonObject) -> None:
         if reply.hang:
             self._start_chunked("application/json")
             self._hang()
             return
-        data = json.dumps(wire.completion(reply, model, usage, body)).encode()
+        data = json.dumps(completion_body(wire, reply, body)).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))

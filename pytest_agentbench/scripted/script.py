@@ -33,6 +33,7 @@ REPLY_KEYS = (
     "empty_stream",
     "finish_reason",
     "tool_calls",
+    "batch_expired",
 )
 ERROR_KEYS = ("status", "message", "retry_after", "type", "times")
 DEFAULT_CHUNK_SIZE = 8
@@ -115,6 +116,9 @@ class Reply:
     finish_reason: str = "stop"
     tool_calls: tuple[ScriptedToolCall, ...] = field(default=())
     errors: tuple[ReplyError, ...] = field(default=())
+    #: in a provider batch (``batches.py``) this turn's entry expires unanswered; a live
+    #: request is answered as usual
+    batch_expired: bool = False
 
     @property
     def error(self) -> ReplyError | None:
@@ -177,6 +181,7 @@ class Reply:
             truncate=_flag(obj, "truncate", where),
             hang=_flag(obj, "hang", where),
             empty_stream=_flag(obj, "empty_stream", where),
+            batch_expired=_flag(obj, "batch_expired", where),
             finish_reason=finish_reason,
             tool_calls=tuple(_parse_tool_call(c, where, i) for i, c in enumerate(tool_calls)),
         )

@@ -14,6 +14,10 @@ worker posts its own; re-posting the same scripts changes nothing), ``GET
 /_agentbench/requests`` lists the recorded requests, ``GET /_agentbench/stats`` counts
 generation requests (``in_flight`` now and ``max_in_flight`` ever: from the request's
 arrival until its last byte is about to be written), ``GET /_agentbench/health``.
+
+It speaks the provider batch APIs too (OpenAI Files + Batch, Anthropic Message Batches:
+``batches.py``); a batch ends at the ``batch_polls``-th read of its status, and its
+entries are answered by the same machinery as live requests (``answer.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 
 from pytest_agentbench.core.jsontypes import JsonObject
+from pytest_agentbench.scripted.batches import BatchOffice
 from pytest_agentbench.scripted.book import ScriptBook
 from pytest_agentbench.scripted.handler import ChatHandler, LoopbackHTTPServer, LoopbackHTTPServer6
 from pytest_agentbench.scripted.script import parse_replies, parse_scripts
@@ -55,6 +60,10 @@ class ScriptedServer:
     ``serial=True`` serves one generation at a time, as llama-cpp-python does: the others
     wait in a queue, a streamed one with its response headers sent and a ``: ping``
     comment every second (no event until its turn), an unstreamed one with nothing sent.
+
+    ``batch_polls`` (>= 1): how many reads of a provider batch's status it takes to end
+    it. Answered batch entries join ``requests`` marked ``batch`` and ``custom_id``;
+    ``stats`` counts them apart (``batches`` created, ``batch_entries`` answered).
     """
 
     def __init__(
@@ -65,6 +74,7 @@ class ScriptedServer:
         host: str = "127.0.0.1",
         port: int = 0,
         serial: bool = False,
+        batch_polls: int = 1,
     ) -> None:
         if not is_loopback(host):
             raise ValueError(
@@ -86,6 +96,10 @@ class ScriptedServer:
         self._serial = threading.Lock() if serial else None
         self._httpd: LoopbackHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        #: the provider batch APIs (batches.py): a batch ends at its ``batch_polls``-th read
+        self._batches = BatchOffice(
+            self._book, self._record_batch, lambda: self.url.removesuffix("/v1"), batch_polls
+        )
         if scripts:
             self.add_scripts(scripts)
 
@@ -156,6 +170,8 @@ class ScriptedServer:
                 "requests": self._request_count,
                 "in_flight": self._in_flight,
                 "max_in_flight": self._max_in_flight,
+                "batches": self._batches.created,
+                "batch_entries": self._batches.answered,
             }
 
     def _flight(self, change: int) -> None:
@@ -171,3 +187,8 @@ class ScriptedServer:
         with self._lock:
             self._requests.append(entry)
             self._request_count += 1
+
+    def _record_batch(self, entry: JsonObject) -> None:
+        """Log an answered batch entry (marked ``batch``); not a live request."""
+        with self._lock:
+            self._requests.append(entry)

@@ -11,10 +11,10 @@ import anthropic
 import httpx
 import openai
 import pytest
+from sdk_support import anthropic_sdk, openai_sdk
 
 from pytest_agentbench.scripted import ScriptedServer
 
-KEY = "sk-test-not-a-real-key"
 #: Short enough that the SDKs' own backoff (which honours Retry-After) stays quick.
 RETRY_AFTER = 0.01
 
@@ -27,20 +27,14 @@ def server() -> Iterator[ScriptedServer]:
 
 @pytest.fixture
 def oai(server: ScriptedServer) -> Iterator[openai.OpenAI]:
-    client = openai.OpenAI(
-        base_url=server.url, api_key=KEY, http_client=openai.DefaultHttpxClient(trust_env=False)
-    )
+    client = openai_sdk(server)
     yield client
     client.close()
 
 
 @pytest.fixture
 def claude(server: ScriptedServer) -> Iterator[anthropic.Anthropic]:
-    client = anthropic.Anthropic(
-        base_url=server.url.removesuffix("/v1"),
-        api_key=KEY,
-        http_client=anthropic.DefaultHttpxClient(trust_env=False),
-    )
+    client = anthropic_sdk(server)
     yield client
     client.close()
 
