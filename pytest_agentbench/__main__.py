@@ -59,6 +59,24 @@ def main(argv: list[str] | None = None) -> int:
     rescore.add_argument(
         "--out", type=Path, default=None, help="the new run folder (default RUN-rescored)"
     )
+    rescore.add_argument(
+        "--no-judge",
+        action="store_true",
+        help="keep judged tasks as they were (re-judging calls the judge model, which may cost)",
+    )
+    rescore.add_argument(
+        "--judge-model",
+        default=None,
+        help='the judge, as --agentbench-judge-model takes it ("SPEC [base_url=URL] '
+        "[key_env=VAR] ...\"); default: the run's command-line judge, else the suite's, "
+        "else the run's ini judge",
+    )
+    rescore.add_argument(
+        "--prices",
+        type=Path,
+        default=None,
+        help="the price file for the judge's cost (default: the run's, when it is still there)",
+    )
     planner = commands.add_parser(
         "plan",
         help="how many tasks x epochs a paired comparison needs to detect a difference",
@@ -78,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "plan":
         return _plan(args)
     if args.command == "rescore":
-        return _rescore(args.run, args.out)
+        return _rescore(args.run, args.out, args.no_judge, args.judge_model, args.prices)
     if args.command == "cache":
         return _cache(args.folder, args.max_age_days, args.max_size_mb)
     if args.command == "report":
@@ -142,14 +160,31 @@ def _report(run_dir: Path, html: Path | None, baseline: Path | None) -> int:
     return 0
 
 
-def _rescore(run_dir: Path, out: Path | None) -> int:
+def _rescore(
+    run_dir: Path, out: Path | None, no_judge: bool, judge_model: str | None, prices: Path | None
+) -> int:
+    from pytest_agentbench.config.settings import judge_setting
+    from pytest_agentbench.core.cost import money
     from pytest_agentbench.runner.rescore import rescore_run
+    from pytest_agentbench.session.judges import OfflineJudges
 
+    judges = None if no_judge else OfflineJudges()
     try:
-        target, summary = rescore_run(run_dir, out, tool_version=__version__)
+        judge = judge_setting(judge_model, "--judge-model") if judge_model else None
+        target, summary = rescore_run(
+            run_dir,
+            out,
+            tool_version=__version__,
+            judges=judges,
+            judge=judge,
+            prices_file=prices,
+        )
     except (AgentbenchError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        if judges is not None:
+            judges.close()
     section = summary.sections.get("rescored")
     changed = section.get("changed") if isinstance(section, dict) else None
     score = summary.totals.get("score")
@@ -157,6 +192,13 @@ def _rescore(run_dir: Path, out: Path | None) -> int:
         f"rescored {len(summary.tasks)} task(s) of {run_dir}: {changed} changed, score "
         f"{round(score, 3) if isinstance(score, float) else score} -> {target}"
     )
+    judged = section.get("judge") if isinstance(section, dict) else None
+    if isinstance(judged, dict):
+        usd = judged.get("usd")
+        print(
+            f"re-judged {judged.get('tasks')} task(s): {judged.get('calls')} judge call(s), "
+            f"{money(usd if isinstance(usd, int | float) else None)}"
+        )
     return 0
 
 

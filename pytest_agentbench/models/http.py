@@ -607,12 +607,17 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
     def _timeouts(self, deadline: float | None) -> httpx.Timeout:
         return timeout_for(deadline)
 
+    def _key_endpoint(self, request: ModelRequest) -> str:
+        """Where the request goes, as its cache key holds it: the endpoint without
+        credentials (the scripted clients name their script instead, models/scripted.py)."""
+        return self.public_endpoint
+
     def _cache_key(
         self, request: ModelRequest, body: JsonObject, headers: Mapping[str, str]
     ) -> str:
         return request_key(
             protocol=type(self).__name__,
-            endpoint=self.public_endpoint,
+            endpoint=self._key_endpoint(request),
             body=body,
             headers={**self._headers, **headers},
             epoch=request.metadata.get(REQUEST_EPOCH),

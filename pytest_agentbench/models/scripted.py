@@ -7,14 +7,22 @@ from several processes). ``register_scripts`` registers a suite's replies before
 tasks run (the run calls it for every client; it does nothing for any other client).
 ``scripted`` speaks Chat Completions; ``scripted/anthropic`` and
 ``scripted/openai-responses`` the others.
+
+In the response cache's key (models/response_cache.py) a scripted request's endpoint is
+``scripted:`` and the protocol's path, not the server's host and port (the offline
+default starts its server on a new port each run), followed by a digest of the task's
+registered script: the script and turn headers name the reply, the digest says what the
+script held, so an edited suite is a miss, never a stale replay.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Protocol
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import httpx
 
@@ -62,11 +70,21 @@ class _ScriptBook:
 
     _http: httpx.Client
     base_url: str
+    public_endpoint: str
 
     def _init_book(self) -> None:
         self.admin_url = self.base_url.removesuffix("/v1")
         self._registered: set[str] = set()
+        #: each registered script's digest, by script key (shared with sibling clients)
+        self.digests: dict[str, str] = {}
         self._book_lock = threading.Lock()
+
+    def _key_endpoint(self, request: ModelRequest) -> str:
+        """The response cache key's endpoint: the protocol's path and the digest of the
+        request's script (module docstring), never the server's port."""
+        script = request.metadata.get(REQUEST_TASK)
+        digest = self.digests.get(script, "") if script is not None else ""
+        return f"scripted:{urlsplit(self.public_endpoint).path}#{digest}"
 
     def request_headers(self, request: ModelRequest) -> dict[str, str]:
         """The script key percent-encoded (UTF-8; printable ASCII but ``%`` kept): a header
@@ -116,6 +134,9 @@ class _ScriptBook:
                     status=response.status_code,
                 )
             self._registered.update(scripts)
+            for key, replies in scripts.items():
+                blob = json.dumps(replies, sort_keys=True, ensure_ascii=False, default=str)
+                self.digests[key] = hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 class ScriptedClient(_ScriptBook, OpenAIChatClient):

@@ -62,7 +62,8 @@ def sibling(
         if protocol not in _SCRIPTED_MODELS:
             return None
         made = scripted_client(ModelSpec("scripted", _SCRIPTED_MODELS[protocol]), client.base_url)
-        assert isinstance(made, OpenAIChatClient | OpenAIResponsesClient | AnthropicClient)
+        assert isinstance(made, ScriptedClient | ScriptedResponsesClient | ScriptedAnthropicClient)
+        made.digests = client.digests  # the scripts registered through ``client``
         return made
     if isinstance(client, OpenAIChatClient | OpenAIResponsesClient | AnthropicClient):
         own = protocol_of(client)

@@ -8,7 +8,7 @@ For each task (one per item: every model and epoch is its own):
   a judge grades, its judge calls: from ``samples`` (each answered usably at once) to
   ``(1 + repairs) × samples × 2`` (each attempt judged, each sample retried once with
   the problem shown). Pairwise comparisons, made once the run has finished, are not
-  counted; the judge's calls are counted, not priced (the cost range is the model's);
+  counted;
 * prompt tokens: the characters of the system text and the rendered prompt, over 4
   (about a token per 4 characters of English; no tokenizer is used, none is needed);
 * cost, low: every task right first time: one request, its prompt at the input price
@@ -17,8 +17,20 @@ For each task (one per item: every model and epoch is its own):
   at 3 characters a token (above them) at the dearest prompt price, growing by the
   previous answer and its feedback each round, and ``max_tokens`` of output each.
 
-With ``--agentbench-batch`` the first request of a task the batch carries (a
-single-turn task's first round) is priced at its model's batch price at both ends.
+With ``--agentbench-batch`` the first request of a task the batch carries (a plain
+answer's, an agent-mode task's first turn) is priced at its model's batch price at both
+ends.
+
+The judge's calls are priced apart, at the judge model's own price, their prompt being
+the judge's instructions with the task's rubric, criteria and reference around the
+answer (and the reply's JSON Schema, sent as structured output):
+
+* low: ``samples`` calls, the answer empty, the prompt at 5 characters a token at the
+  input price, no output;
+* high: every attempt judged, each sample asked twice: the answer at the task's
+  ``max_tokens`` (else 16 384) tokens, the rest at 3 characters a token at the dearest
+  prompt price, the judge's ``max_tokens`` (1024 unless set) of output each; the retry's
+  prompt also carries the first reply and its problem.
 
 The real run's cost lies between the two unless a prompt tokenizes outside 3-5
 characters a token or a task has no ``max_tokens`` and writes more than 16 384.
@@ -33,6 +45,7 @@ from dataclasses import dataclass
 from pytest_agentbench.core.cost import PER, Price, money
 from pytest_agentbench.models.budget import DEFAULT_MAX_TOKENS
 from pytest_agentbench.suites.task import Task
+from pytest_agentbench.verifiers.judge_model import DEFAULT_MAX_TOKENS as JUDGE_MAX_TOKENS
 
 #: Characters per token: the estimate shown, and the two ends of the cost range.
 SHOWN_CHARS, LOW_CHARS, HIGH_CHARS = 4, 5, 3
@@ -57,12 +70,14 @@ class Forecast:
     prompt_tokens: int = 0
     low_usd: float | None = 0.0
     high_usd: float | None = 0.0
+    #: the judge's calls' cost range, apart (0 with no judge; None: no judge price)
+    judge_low_usd: float | None = 0.0
+    judge_high_usd: float | None = 0.0
 
     def line(self) -> str:
-        cost = (
-            "cost not known (no price: docs/cost.md)"
-            if self.low_usd is None or self.high_usd is None
-            else f"cost {range_text(self.low_usd, self.high_usd)}"
+        cost = cost_text(
+            (self.low_usd, self.high_usd),
+            (self.judge_low_usd, self.judge_high_usd) if self.judge_calls_high else None,
         )
         extra = f", agent turns up to {self.agent_turns}" if self.agent_turns else ""
         judge = str(self.judge_calls)
@@ -74,6 +89,33 @@ class Forecast:
             f"{judge}) · prompt ~{self.prompt_tokens:,} tokens (characters / "
             f"{SHOWN_CHARS}) · {cost}"
         )
+
+
+def cost_text(
+    model: tuple[float | None, float | None], judge: tuple[float | None, float | None] | None
+) -> str:
+    """``cost $A to $B``, with the model under test's and the judge's parts when a judge
+    is called (``cost $A to $B (model under test $a to $b, judge $c to $d)``); not known
+    when a part's price is not."""
+    model_low, model_high = model
+    known_model = model_low is not None and model_high is not None
+    if judge is None:
+        if not known_model:
+            return "cost not known (no price: docs/cost.md)"
+        return f"cost {range_text(model_low or 0.0, model_high or 0.0)}"
+    judge_low, judge_high = judge
+    known_judge = judge_low is not None and judge_high is not None
+    parts = (
+        "model under test "
+        + (range_text(model_low or 0.0, model_high or 0.0) if known_model else "not known")
+        + ", judge "
+        + (range_text(judge_low or 0.0, judge_high or 0.0) if known_judge else "not known")
+    )
+    if not (known_model and known_judge):
+        return f"cost not known (no price: docs/cost.md; {parts})"
+    low = (model_low or 0.0) + (judge_low or 0.0)
+    high = (model_high or 0.0) + (judge_high or 0.0)
+    return f"cost {range_text(low, high)} ({parts})"
 
 
 def range_text(low: float, high: float) -> str:
@@ -139,15 +181,67 @@ def task_range(
     return low, high
 
 
+@dataclass(frozen=True)
+class JudgePlan:
+    """The judge that grades a task, as the forecast prices it: its price (None: not
+    known) and its ``max_tokens``."""
+
+    price: Price | None
+    max_tokens: int = JUDGE_MAX_TOKENS
+
+
+def _judge_prompt_chars(task: Task) -> tuple[int, int]:
+    """The characters of a judge request's prompt with the answer empty: without and
+    with the reply's JSON Schema (sent as structured output where the protocol has it)."""
+    import json
+
+    from pytest_agentbench.verifiers.judge import reference_of, rubric_of
+    from pytest_agentbench.verifiers.judge_prompt import Rubric, messages, reply_schema
+
+    try:
+        rubric = rubric_of(task)
+    except ValueError:  # (a collection error already): its raw text
+        rubric = Rubric(str(task.verifier.options.get("rubric", "")), ())
+    system, user = messages(rubric, task.input, "", reference_of(task))
+    chars = len(system) + len(user)
+    return chars, chars + len(json.dumps(reply_schema(rubric)))
+
+
+def judge_range(
+    task: Task, judge: JudgePlan, max_tokens: int | None
+) -> tuple[float | None, float | None]:
+    """The least and the most the judge's calls on ``task`` can cost (module docstring);
+    (0, 0) when no judge grades it, (None, None) when the judge has no price."""
+    low_calls, _ = judge_calls(task)
+    if not low_calls:
+        return 0.0, 0.0
+    price = judge.price
+    if price is None:
+        return None, None
+    bare, with_schema = _judge_prompt_chars(task)
+    rates = [r for r in (price.input, price.cache_read, price.cache_write) if r]
+    prompt_rate, output_rate = max(rates, default=0.0), price.output or 0.0
+    low = low_calls * bare / LOW_CHARS * (price.input or 0.0) / PER
+    answer = max_tokens or DEFAULT_MAX_TOKENS
+    output = judge.max_tokens
+    first = with_schema / HIGH_CHARS + answer
+    retry = first + output + FEEDBACK_TOKENS  # the first reply and its problem
+    per_sample = (first + retry) * prompt_rate + 2 * output * output_rate
+    samples = low_calls
+    high = (1 + task.repairs) * samples * per_sample / PER
+    return low, high
+
+
 def forecast(
-    tasks: Iterable[tuple[Task, Price | None, int | None]],
+    tasks: Iterable[tuple[Task, Price | None, int | None, JudgePlan | None]],
     *,
     batch: bool = False,
 ) -> list[Forecast]:
-    """Per suite × model, in the order first seen: each task with its model's price and
-    its ``max_tokens`` (the run's, else the task's); ``batch``: --agentbench-batch."""
+    """Per suite × model, in the order first seen: each task with its model's price,
+    its ``max_tokens`` (the run's, else the task's) and, for a judged task, its judge;
+    ``batch``: --agentbench-batch (the first requests at the batch price)."""
     found: dict[tuple[str, str], Forecast] = {}
-    for task, price, max_tokens in tasks:
+    for task, price, max_tokens, judge in tasks:
         model = task.model or "scripted"
         group = found.setdefault((task.suite, model), Forecast(task.suite, model))
         calls = task.max_turns if task.mode == "agent" else 1
@@ -167,6 +261,13 @@ def forecast(
         else:
             group.low_usd += low
             group.high_usd += high
+        if judge_low:
+            j_low, j_high = judge_range(task, judge or JudgePlan(None), max_tokens)
+            if j_low is None or j_high is None or group.judge_low_usd is None:
+                group.judge_low_usd = group.judge_high_usd = None
+            else:
+                group.judge_low_usd += j_low
+                group.judge_high_usd = (group.judge_high_usd or 0.0) + j_high
     return list(found.values())
 
 
@@ -175,10 +276,19 @@ def forecast_lines(groups: list[Forecast]) -> list[str]:
     lines = ["dry run: nothing was sent; what the run would send and could cost:"]
     lines += [f"  {group.line()}" for group in groups]
     known = [g for g in groups if g.low_usd is not None and g.high_usd is not None]
+    known = [g for g in known if g.judge_low_usd is not None and g.judge_high_usd is not None]
     low = math.fsum(g.low_usd or 0.0 for g in known)
     high = math.fsum(g.high_usd or 0.0 for g in known)
+    judge_low = math.fsum(g.judge_low_usd or 0.0 for g in known)
+    judge_high = math.fsum(g.judge_high_usd or 0.0 for g in known)
     unknown = len(groups) - len(known)
-    total = f"cost {range_text(low, high)}" if known else "cost not known"
+    judged = any(g.judge_calls_high for g in known)
+    if not known:
+        total = "cost not known"
+    elif judged:
+        total = cost_text((low, high), (judge_low, judge_high))
+    else:
+        total = f"cost {range_text(low, high)}"
     if unknown and known:
         total += f" (not known for {unknown} group(s))"
     lines.append(

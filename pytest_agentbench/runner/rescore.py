@@ -1,14 +1,28 @@
 """``python -m pytest_agentbench rescore RUN_DIR``: the current verifiers on a finished
 run's saved answers, into a new run folder; the model is not asked again.
 
-For each task that reached a verdict (passed or failed), every saved attempt's answer is
-verified again, against the task as its suite file says now (target, verifier and its
-options). The repair loop's rule decides the result: the first attempt that now passes
-is the answer (the rounds after it would not have run), else the last. Its outcome,
-reward, first-try reward and verdict are replaced; its usage and cost stay what the run
-spent. A task that ended another way (a timeout, a killed loop, a harness error), an
-agent task (its workspace is gone), a control, and a task whose suite or verifier cannot
-be found now are kept as they were, each with a note saying why.
+For each task that reached a verdict (passed or failed), and each control and labelled
+answer (calibration) that did, the saved attempts' answers are verified again, in order,
+against the task as its suite file says now (target, verifier and its options), until
+one passes: the repair loop's rule (the rounds after it would not have run, so they are
+not verified, their verdict null). That attempt is the answer, else the last. Its
+outcome, reward, first-try reward and verdict are replaced (a control's ``behaved``
+too); its usage and the model's cost stay what the run spent. A task that ended another
+way (a timeout, a killed loop, a harness error), an agent task (its workspace is gone),
+and a task whose suite or verifier cannot be found now are kept as they were, each with
+a note saying why.
+
+A judged task is judged again through ``judges`` (session/judges.py): by the judge the
+command names (``--judge-model``), else the run's command-line judge, else the suite's
+``judge`` table as it is now, else the run's ini judge; a scripted judge plays the
+suite's rules on a scripted server of the command's own, a hosted one is called with its
+key from the environment. Its record's ``judge`` table, ``verifier/judge.json`` and the
+summary's judge section (calibration included) are the new judging's; its cost is the
+model's as the run spent it plus the new judging at the judge's price, and summary.json's
+``rescored.judge`` says what the re-judging cost (calls, tokens, USD) and what the run's
+judging of those tasks had cost at the same price (``replaced_usd``). Without ``judges``
+(``--no-judge``) judged tasks are kept; a judging that fails now (its model down, no
+usable verdict) keeps its task too.
 
 The new folder holds ``summary.json`` (with ``rescored``: the run it came from, when,
 how many tasks changed and how many were kept) and ``ctrf.json``, and for each rescored
@@ -18,33 +32,134 @@ trajectory.
 
 from __future__ import annotations
 
+import math
 import pkgutil
 import shutil
 import time
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Protocol
 
+from pytest_agentbench.artifacts.controls import behaved
+from pytest_agentbench.artifacts.cost_totals import judge_cost
 from pytest_agentbench.artifacts.jsonio import write_json_atomic
 from pytest_agentbench.artifacts.paths import mark_run_folder
-from pytest_agentbench.artifacts.record import verdict_record
+from pytest_agentbench.artifacts.record import judge_totals, verdict_record
 from pytest_agentbench.artifacts.reports import write_run_reports
 from pytest_agentbench.artifacts.rollout_files import read_result
 from pytest_agentbench.artifacts.summary import RunFacts, load_summary
+from pytest_agentbench.core.cost import CostRecord, Price
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.record_parts import Round
 from pytest_agentbench.core.task_record import RunSummary, TaskRecord
+from pytest_agentbench.core.usage import sum_usage
 from pytest_agentbench.errors import AgentbenchError, SuiteError
+from pytest_agentbench.models.base import ModelClient
 from pytest_agentbench.suites.load import load_suite
-from pytest_agentbench.suites.task import Task
+from pytest_agentbench.suites.task import Control, Task
 from pytest_agentbench.verifiers.base import Check, FunctionVerifier, Verdict, Verifier
 from pytest_agentbench.verifiers.builtin import BUILTIN_VERIFIERS
+from pytest_agentbench.verifiers.judge import JUDGE, JudgeError, JudgeRuntime
+from pytest_agentbench.verifiers.judge_model import JudgeModel
 
 SUMMARY_LIMIT = 512 * 1024 * 1024
 
 
-def _verifiers() -> dict[str, Verifier]:
-    return {verifier.kind: verifier for verifier in BUILTIN_VERIFIERS}
+class Judges(Protocol):
+    """Where rescore's judges come from (session/judges.OfflineJudges): each judge's
+    client and the bare client under its retries."""
+
+    def connect(self, judge: JudgeModel) -> tuple[ModelClient, ModelClient]: ...
+
+
+#: A judge model's price by its label and URL (``_JudgePrices``).
+PriceOf = Callable[[str, str | None], Price | None]
+
+
+class _JudgePrices:
+    """A judge's price as the run found it (models/prices.judge_price): one of the run's
+    models at the same URL has the price its settings recorded, else the price file
+    (``prices_file``, else the run's own when it is still there), else the shipped
+    table."""
+
+    def __init__(self, settings: JsonValue, prices_file: Path | None) -> None:
+        recorded = settings.get("prices_file") if isinstance(settings, dict) else None
+        if prices_file is None and isinstance(recorded, str) and Path(recorded).is_file():
+            prices_file = Path(recorded)
+        self.prices_file = prices_file
+        self.lineup: dict[tuple[str, str | None], Price | None] = {}
+        models = settings.get("models") if isinstance(settings, dict) else None
+        for one in models if isinstance(models, list) else []:
+            if isinstance(one, dict) and isinstance(one.get("model"), str):
+                url = one.get("base_url")
+                key = (str(one["model"]), url if isinstance(url, str) else None)
+                self.lineup[key] = _price(one.get("price"))
+
+    def __call__(self, label: str, base_url: str | None) -> Price | None:
+        from pytest_agentbench.models.prices import judge_price
+
+        return judge_price(label, base_url, prices_file=self.prices_file, lineup=self.lineup)
+
+
+def _price(data: JsonValue) -> Price | None:
+    """A price as settings record it (core/cost.Price.to_json), None when it is not one."""
+    if not isinstance(data, dict):
+        return None
+    rates = [data.get(kind) for kind in ("input", "output", "cache_read", "cache_write")]
+    if any(r is not None and not isinstance(r, int | float) for r in rates):
+        return None
+    given, output, read, write = (float(r) if isinstance(r, int | float) else None for r in rates)
+    if given is None or output is None:
+        return None
+    source = data.get("source")
+    return Price(given, output, read, write, source if isinstance(source, str) else "")
+
+
+@dataclass
+class _Rejudged:
+    """What the re-judging did, for summary.json's ``rescored.judge``."""
+
+    tasks: int = 0
+    calls: int = 0
+    usages: list[JsonObject] = field(default_factory=list)
+    usd: list[float | None] = field(default_factory=list)
+    replaced: list[float | None] = field(default_factory=list)
+
+    def add(self, table: JsonObject, spent: float | None, replaced: float | None) -> None:
+        calls, usage = table.get("calls"), table.get("usage")
+        self.tasks += 1
+        self.calls += calls if isinstance(calls, int) else 0
+        self.usages.append(usage if isinstance(usage, dict) else {})
+        self.usd.append(spent)
+        self.replaced.append(replaced)
+
+    def section(self) -> JsonObject:
+        def total(values: list[float | None]) -> float | None:
+            known = [v for v in values if v is not None]
+            return math.fsum(known) if len(known) == len(values) else None
+
+        return {
+            "tasks": self.tasks,
+            "calls": self.calls,
+            "usage": sum_usage(self.usages),
+            "usd": total(self.usd),
+            "replaced_usd": total(self.replaced),
+        }
+
+
+def _verifiers(
+    judges: Judges | None = None,
+    judge: JudgeModel | None = None,
+    fallback: JudgeModel | None = None,
+) -> dict[str, Verifier]:
+    """The built-in verifiers, the judge bound to ``judges`` (``judge`` beats every
+    suite, a suite's table beats ``fallback``)."""
+    table: dict[str, Verifier] = {verifier.kind: verifier for verifier in BUILTIN_VERIFIERS}
+    if judges is not None:
+        runtime = JudgeRuntime(judges.connect, override=judge, fallback=fallback)
+        table["judge"] = JUDGE.bind(runtime)
+    return table
 
 
 def _verifier(kind: str, table: dict[str, Verifier]) -> Verifier | None:
@@ -85,8 +200,41 @@ def _verify(verifier: Verifier, answer: str, task: Task, where: Path) -> Verdict
     where.mkdir(parents=True, exist_ok=True)
     try:
         return verifier.verify(Check(answer, task, task.verifier.options, where))
+    except JudgeError:  # the judge could not grade it now: the task is kept
+        raise
     except Exception as exc:  # a verifier's crash is its verdict's error, as in a run
         return Verdict(reward=0.0, error=f"{type(exc).__name__}: {exc}")
+
+
+def _as_control(task: Task, record: TaskRecord) -> Task:
+    """The task as its control (or labelled answer) ran: a scripted judge's rules match
+    the control's name."""
+    control = record.control
+    if control is None:
+        return task
+    made = Control(control.name, control.expect, control.source, control.canary, control.label)
+    return replace(task, control=made, repairs=0)
+
+
+def _rejudged_cost(
+    record: TaskRecord, judge: JsonObject, price: Price | None
+) -> tuple[CostRecord | None, float | None]:
+    """The record's cost with its judge part the new judging's at ``price`` (the model's
+    part stays what the run spent), and the new judging's cost."""
+    new = judge_cost(replace(record, judge=judge), price)
+    old = record.cost
+    if old is None and price is None:
+        return None, new
+    model = old.model_usd if old is not None else None
+    cost = CostRecord(
+        usd=None if model is None or new is None else model + new,
+        model_usd=model,
+        judge_usd=new,
+        price=old.price if old is not None else None,
+        saved_usd=old.saved_usd if old is not None else None,
+        judge_price=price.source if price is not None else None,
+    )
+    return cost, new
 
 
 def _verdict_json(verdict: Verdict) -> JsonObject:
@@ -100,12 +248,18 @@ def _verdict_json(verdict: Verdict) -> JsonObject:
 
 
 def rescore_record(
-    record: TaskRecord, suites: _Suites, table: dict[str, Verifier], out: Path
+    record: TaskRecord,
+    suites: _Suites,
+    table: dict[str, Verifier],
+    out: Path,
+    *,
+    run_dir: Path | None = None,
+    judges: Judges | None = None,
+    price_of: PriceOf | None = None,
+    rejudged: _Rejudged | None = None,
 ) -> tuple[TaskRecord, str | None]:
     """The record with its verdicts made again, and None; or the record as it was and
     why it was kept."""
-    if record.control is not None:
-        return record, "a control"
     if record.outcome not in ("passed", "failed"):
         return record, f"ended {record.outcome}, not by a verdict"
     old_dir = Path(record.rollout_dir) if record.rollout_dir else None
@@ -118,23 +272,36 @@ def rescore_record(
         return record, "its task is not in its suite file now"
     if task.mode == "agent":
         return record, "an agent task (its workspace is gone)"
+    judged = task.verifier.kind == "judge"
+    if judged and judges is None:
+        return record, "a judged task (not judged again: --no-judge)"
     verifier = _verifier(task.verifier.kind, table)
     if verifier is None:
         return record, f"verifier {task.verifier.kind!r} is not available outside pytest"
-    new_dir = out / old_dir.relative_to(old_dir.parents[2])
+    task = _as_control(task, record)
+    new_dir = out / _relative(old_dir, run_dir)
     attempts = result.get("attempts")
     saved = [a for a in attempts if isinstance(a, dict)] if isinstance(attempts, list) else []
+    threshold = task.pass_threshold
     verdicts: list[Verdict] = []
     for number, attempt in enumerate(saved, start=1):
-        answer = attempt.get("answer")
-        where = new_dir / ("verifier" if number == len(saved) else f"verifier-{number}")
-        verdicts.append(_verify(verifier, str(answer or ""), task, where))
+        answer = str(attempt.get("answer") or "")
+        try:
+            made = _verify(verifier, answer, task, new_dir / f"verifier-{number}")
+        except JudgeError as exc:
+            shutil.rmtree(new_dir, ignore_errors=True)
+            return record, f"re-judging failed: {exc}"
+        verdicts.append(made)
+        if made.reward >= threshold:
+            break  # the repair rounds after it would not have run
     if not verdicts:
         return record, "no saved answer"
-    threshold = task.pass_threshold
     chosen = next((i for i, v in enumerate(verdicts) if v.reward >= threshold), None)
     final = len(verdicts) - 1 if chosen is None else chosen
     verdict = verdicts[final]
+    (new_dir / f"verifier-{final + 1}").rename(new_dir / "verifier")
+    parts = [v.details.get("judge") for v in verdicts] if judged else []
+    judge_table = judge_totals([p for p in parts if isinstance(p, dict)])
     rounds = tuple(
         Round(reward=v.reward, tokens=old.tokens)
         for v, old in zip(verdicts[: final + 1], record.rounds or (), strict=False)
@@ -153,9 +320,28 @@ def rescore_record(
         rollout_dir=str(new_dir),
         verifier_dir=str(new_dir / "verifier"),
     )
+    if rescored.control is not None:
+        now = behaved(rescored.control.expect, rescored.outcome)
+        rescored = replace(rescored, control=replace(rescored.control, behaved=now))
+    if judge_table is not None:
+        model, base_url = judge_table.get("model"), judge_table.get("base_url")
+        price = None
+        if price_of is not None and isinstance(model, str):
+            price = price_of(model, base_url if isinstance(base_url, str) else None)
+        cost, spent = _rejudged_cost(record, judge_table, price)
+        if record.control is not None:  # a control has no cost of its own, as in a run
+            cost = record.cost
+        rescored = replace(rescored, judge=judge_table, cost=cost)
+        if rejudged is not None:
+            replaced = judge_cost(record, price) if record.judge is not None else 0.0
+            rejudged.add(judge_table, spent, replaced)
     data: JsonObject = dict(result)
-    for attempt, made in zip(saved, verdicts, strict=True):
-        attempt["verdict"] = _verdict_json(made)
+    for number, attempt in enumerate(saved):
+        made_now = verdicts[number] if number < len(verdicts) else None
+        attempt["verdict"] = None if made_now is None else _verdict_json(made_now)
+        if judged:
+            found = None if made_now is None else made_now.details.get("judge")
+            attempt["judge"] = found if isinstance(found, dict) else None
     data["attempts"] = list[JsonValue](saved)
     data.update(
         outcome=rescored.outcome,
@@ -177,10 +363,55 @@ def _verdicts(record: TaskRecord) -> tuple[object, ...]:
     return record.outcome, record.reward, record.first_attempt_reward
 
 
-def rescore_run(run_dir: Path, out: Path | None, *, tool_version: str) -> tuple[Path, RunSummary]:
+def _relative(old_dir: Path, run_dir: Path | None) -> Path:
+    """A rollout folder's place in its run (``tasks/…`` or ``controls/…``)."""
+    if run_dir is not None:
+        try:
+            return old_dir.relative_to(run_dir)
+        except ValueError:  # the run folder was moved since: its last three parts
+            pass
+    return old_dir.relative_to(old_dir.parents[2])
+
+
+def recorded_judge(settings: JsonValue, key: str) -> JudgeModel | None:
+    """The judge a run's settings recorded under ``key`` (``judge``: the command line's,
+    ``judge_ini``: the ini's); None when none was given or it cannot be read."""
+    from pytest_agentbench.core.sampling import Sampling
+    from pytest_agentbench.models.base import ModelSpec
+
+    table = settings.get(key) if isinstance(settings, dict) else None
+    if not isinstance(table, dict) or not isinstance(table.get("model"), str):
+        return None
+    sampling = table.get("sampling")
+    base_url, key_env, max_tokens = (table.get(k) for k in ("base_url", "key_env", "max_tokens"))
+    try:
+        return JudgeModel(
+            spec=ModelSpec.parse(str(table["model"])),
+            base_url=base_url if isinstance(base_url, str) else None,
+            key_env=key_env if isinstance(key_env, str) else None,
+            sampling=Sampling.parse(sampling if isinstance(sampling, dict) else {}),
+            max_tokens=max_tokens if isinstance(max_tokens, int) else JudgeModel().max_tokens,
+            source="the rescored run's " + ("command line" if key == "judge" else "ini"),
+        )
+    except (AgentbenchError, ValueError):
+        return None
+
+
+def rescore_run(
+    run_dir: Path,
+    out: Path | None,
+    *,
+    tool_version: str,
+    judges: Judges | None = None,
+    judge: JudgeModel | None = None,
+    prices_file: Path | None = None,
+) -> tuple[Path, RunSummary]:
     """Rescore ``run_dir`` into ``out`` (default: ``<run_id>-rescored`` beside it); the
-    new folder and its summary. AgentbenchError naming the folder for anything that is
-    not a finished run, or an ``out`` that exists already."""
+    new folder and its summary. Judged tasks are judged again through ``judges`` (none:
+    kept) by ``judge`` when given, else as the module docstring says, and priced with
+    ``prices_file`` (else the run's own price file). AgentbenchError
+    naming the folder for anything that is not a finished run, or an ``out`` that exists
+    already."""
     head = load_summary(run_dir, SUMMARY_LIMIT)
     summary = RunSummary.from_json(head)
     target = out or run_dir.parent / f"{summary.run_id}-rescored"
@@ -188,19 +419,32 @@ def rescore_run(run_dir: Path, out: Path | None, *, tool_version: str) -> tuple[
         raise AgentbenchError(f"{target}: exists already (give --out a new folder)")
     target.mkdir(parents=True)
     mark_run_folder(target)
-    suites, table = _Suites(), _verifiers()
+    settings = summary.sections.get("settings")
+    override = judge or recorded_judge(settings, "judge")
+    suites = _Suites()
+    table = _verifiers(judges, override, recorded_judge(settings, "judge_ini"))
+    rejudged = _Rejudged()
+    price_of = _JudgePrices(settings, prices_file)
     records: list[TaskRecord] = []
     kept: dict[str, int] = {}
     changed = 0
     for record in summary.tasks:
-        made, why = rescore_record(record, suites, table, target)
+        made, why = rescore_record(
+            record,
+            suites,
+            table,
+            target,
+            run_dir=run_dir,
+            judges=judges,
+            price_of=price_of,
+            rejudged=rejudged,
+        )
         if why is not None:
             kept[why] = kept.get(why, 0) + 1
             made = replace(made, extras={**made.extras, "rescore_kept": why})
         elif _verdicts(made) != _verdicts(record):
             changed += 1
         records.append(made)
-    settings = summary.sections.get("settings")
     coverage = summary.sections.get("coverage")
     section: JsonObject = {
         "from": str(run_dir),
@@ -209,6 +453,8 @@ def rescore_run(run_dir: Path, out: Path | None, *, tool_version: str) -> tuple[
         "changed": changed,
         "kept": dict[str, JsonValue](kept),
     }
+    if rejudged.tasks:
+        section["judge"] = rejudged.section()
     facts = RunFacts(
         run_id=f"{summary.run_id}-rescored",
         settings=settings if isinstance(settings, Mapping) else {},

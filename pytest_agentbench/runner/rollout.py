@@ -17,7 +17,7 @@ from pytest_agentbench.core.records import Attempt, Failure, FailureKind, Outcom
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.core.task_record import FailureStage
 from pytest_agentbench.core.usage import sum_usage
-from pytest_agentbench.errors import AgentbenchError, SandboxError, WorkerCrashed
+from pytest_agentbench.errors import AgentbenchError, BudgetExhausted, SandboxError, WorkerCrashed
 from pytest_agentbench.models.base import ModelClient
 from pytest_agentbench.runner.agent import AgentSession, OpenAgent, Session, first_messages
 from pytest_agentbench.runner.loopguard import KillPolicy, fresh_guards
@@ -391,6 +391,12 @@ def run_rollout(
             failure_detail = Failure.of(failure, error, evidence=_where(verifier_dir))
             attempt.error = error
             attempt.judge = exc.record
+            break
+        except BudgetExhausted as exc:  # a judge call the cap refused: the task was not
+            # fully run, so it is not run (reason budget), never failed nor judged
+            outcome, failure, error = "harness_error", "budget", str(exc)
+            failure_detail = Failure.of(failure, error)
+            attempt.error = error
             break
         except Exception as exc:  # a crashing verifier is the harness's fault, not the model's
             outcome, failure = "harness_error", "verifier_crash"

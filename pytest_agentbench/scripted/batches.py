@@ -208,7 +208,8 @@ class BatchOffice:
     @staticmethod
     def handles(route: str) -> bool:
         """Whether ``route`` (a path below ``/v1``) is a batch or file endpoint."""
-        return route.startswith(("/files", "/batches", "/messages/batches"))
+        parts = route.strip("/").split("/")
+        return parts[0] in ("files", "batches") or parts[:2] == ["messages", "batches"]
 
     def serve(self, method: str, route: str, raw: bytes, content_type: str) -> Answer:
         """Answer ``method route`` with request body ``raw``."""
@@ -451,7 +452,8 @@ class BatchOffice:
                 )
             lines = [json.dumps(_anthropic_line(r)).encode() + b"\n" for r in batch.results]
             return Answer(200, b"".join(lines), "application/binary")
-        return _anthropic_error(404, f"unknown endpoint {method} /v1/messages/batches/{rest}")
+        where = "/".join(rest)
+        return _anthropic_error(404, f"unknown endpoint {method} /v1/messages/batches/{where}")
 
     def _anthropic_create(self, raw: bytes) -> Answer:
         if len(raw) > ANTHROPIC_MAX_BYTES:

@@ -215,7 +215,7 @@ def run_task_item(
             record,
             settings.price,
             cached_usage=Usage.from_json(sum_usage(replayed)) if replayed else None,
-            judge_price=_judge_price(state, settings, record),
+            judge_price=_judge_price(state, record),
             batch_usage=Usage.from_json(sum_usage(in_batch)) if in_batch else None,
         )
     if task.perturbation is not None:
@@ -272,29 +272,16 @@ def _hosted_judge(record: TaskRecord) -> bool:
     return isinstance(model, str) and model.split("/")[0] != "scripted"
 
 
-def _judge_price(state: RunState, settings: Settings, record: TaskRecord) -> Price | None:
-    """The price of the judge that graded ``record`` (models/prices.judge_price)."""
+def _judge_price(state: RunState, record: TaskRecord) -> Price | None:
+    """The price of the judge that graded ``record`` (services.judge_price_by: the price
+    the cap charged its calls at)."""
     table = record.judge
     if table is None:
         return None
-    from pytest_agentbench.models.prices import judge_price
-
     model, base_url = table.get("model"), table.get("base_url")
     if not isinstance(model, str):
         return None
-    from pytest_agentbench.core.urls import public_url
-
-    def key(one: Settings) -> tuple[str, str | None]:
-        url = public_url(one.base_url.rstrip("/")) if one.base_url else None
-        return one.model.label, url
-
-    lineup = {key(one): one.price for one in (settings, *state.run.settings.lineup())}
-    return judge_price(
-        model,
-        base_url if isinstance(base_url, str) else None,
-        prices_file=settings.prices_file,
-        lineup=lineup,
-    )
+    return state.services.judge_price_by(model, base_url if isinstance(base_url, str) else None)
 
 
 def priced(settings: Settings) -> bool:
@@ -390,16 +377,23 @@ def resumable_record(settings: Settings, directory: Path, nodeid: str) -> TaskRe
 def dry_run(session: pytest.Session, state: RunState) -> None:
     """Print the forecast of the selected tasks (runner/forecast.py), each with its
     model's price and max_tokens; nothing is sent, nothing is written."""
-    from pytest_agentbench.runner.forecast import forecast, forecast_lines
+    from pytest_agentbench.runner.forecast import JudgePlan, forecast, forecast_lines
 
     planned = []
+    services = state.services
     for item in session.items:
         task = getattr(item, "task", None)
         if not isinstance(task, Task) or task.control is not None:
             continue
         settings = state.settings.for_model(task.model)
         task = with_overrides(task, settings)
-        planned.append((task, settings.price, settings.max_tokens or task.max_tokens))
+        judge = None
+        if task.verifier.kind == "judge":
+            model = services.judge_of(task.verifier.options)
+            if model is not None:
+                judge = JudgePlan(services.judge_price(model), model.max_tokens)
+        max_tokens = settings.max_tokens or task.max_tokens
+        planned.append((task, settings.price, max_tokens, judge))
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     for line in forecast_lines(forecast(planned, batch=state.settings.batch)):
         if reporter is not None:

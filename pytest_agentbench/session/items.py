@@ -208,6 +208,8 @@ class SuiteFile(pytest.File):
             shown = SuiteError(self._display_path(), exc.problems)
             raise self.CollectError(str(shown)) from None
         tasks = selected = _selected(suite.tasks, state)
+        if state.settings.max_cost is not None:
+            self._judges_priced(tasks)
         if state.settings.perturb:
             tasks = self._with_perturbed(tasks, state.settings.perturb, state.settings.seed)
         self._claim(tasks)
@@ -241,6 +243,24 @@ class SuiteFile(pytest.File):
             for mark in plan.task.marks:
                 control.add_marker(mark)
             yield control
+
+    def _judges_priced(self, tasks: tuple[Task, ...]) -> None:
+        """Under ``--agentbench-max-cost`` every judge needs a price, as every model does
+        (config/settings.with_prices): a collection error naming the first judge without
+        one, before anything is sent."""
+        services = self.config.stash[STATE_KEY].services
+        for task in tasks:
+            if task.verifier.kind != "judge":
+                continue
+            judge = services.judge_of(task.verifier.options)
+            if judge is not None and services.judge_price(judge) is None:
+                raise self.CollectError(
+                    f"{self._display_path()}: task {task.id!r}: --agentbench-max-cost needs "
+                    f"the price of every model, and its judge {judge.spec.label} has none: "
+                    "give it in a price file (--agentbench-prices; the offline scripted "
+                    "judge as [models.scripted]) or its own models list line; see "
+                    "docs/cost.md"
+                )
 
     def _with_perturbed(
         self, tasks: tuple[Task, ...], names: tuple[str, ...], seed: int

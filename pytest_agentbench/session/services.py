@@ -9,7 +9,7 @@ pool's threads, runner/pool.py); ``close()`` releases them at the end of the run
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +18,8 @@ import pytest
 if TYPE_CHECKING:
     from pytest_agentbench.agents.gateway import Gateway
     from pytest_agentbench.config.settings import Settings
+    from pytest_agentbench.core.cost import Price
+    from pytest_agentbench.core.jsontypes import JsonValue
     from pytest_agentbench.models.base import ModelClient
     from pytest_agentbench.models.batch_store import BatchStore
     from pytest_agentbench.models.breaker import CircuitBreaker
@@ -336,7 +338,6 @@ class RunServices:
         (or a server of this process's own); another gets its key from its ``key_env``
         (else its provider's variable) and its URL from its ``base_url`` (else the
         provider's variable), never the model under test's."""
-        import os
         from dataclasses import replace
 
         identity = judge.fingerprint() + (judge.key_env or "")
@@ -344,35 +345,65 @@ class RunServices:
             made = self._judges.get(identity)
         if made is not None:
             return made
-        from pytest_agentbench.config.settings import PROVIDER_ENV
-
         if judge.scripted:
             from pytest_agentbench.models.scripted import scripted_client
 
             bare = scripted_client(judge.spec, self._scripted_url())
         else:
-            key_var, url_var = PROVIDER_ENV.get(judge.spec.provider, (None, None))
-            key_env = judge.key_env or key_var
-            base_url = judge.base_url or (os.environ.get(url_var) if url_var else None)
-            settings = replace(
-                self.settings,
-                model=judge.spec,
-                name=None,
-                models=(),
-                base_url=base_url.rstrip("/") if base_url else None,
-                api_key=(os.environ.get(key_env) if key_env else None) or None,
-                sampling=judge.sampling,
-            )
+            from pytest_agentbench.session.judges import judge_settings
+
+            settings = judge_settings(self.settings, judge)
             client = self.config.hook.pytest_agentbench_model_client(
                 spec=judge.spec, settings=settings
             )
             if client is None:
                 raise pytest.UsageError(self._unclaimed(settings))
             bare = client
-        wrapped = self._reliable(bare, replace(self.settings, breaker_threshold=0))
+        # the cap (--agentbench-max-cost) reserves and charges the judge's calls at the
+        # judge's own price (a judge with no price is refused at collection, items.py)
+        price = self.judge_price(judge)
+        wrapped = self._reliable(bare, replace(self.settings, breaker_threshold=0, price=price))
         with self._lock:
             made = self._judges.setdefault(identity, (wrapped, bare))
         return made
+
+    def judge_of(self, options: Mapping[str, JsonValue]) -> JudgeModel | None:
+        """The judge that grades a task with these verifier options (the command line's,
+        the task's or suite's table, the ini's, else the scripted one); None when the
+        ``judge`` kind is a plugin's or the table cannot be read (its own problem)."""
+        from pytest_agentbench.verifiers.judge import JudgeError, JudgeRuntime, JudgeVerifier
+
+        if not isinstance(self.verifiers().get("judge"), JudgeVerifier):
+            return None
+        runtime = JudgeRuntime(
+            self.judge_client, override=self.settings.judge, fallback=self.settings.judge_ini
+        )
+        try:
+            return runtime.model_for(options)
+        except JudgeError:
+            return None
+
+    def judge_price(self, judge: JudgeModel) -> Price | None:
+        """The price of ``judge`` (docs/cost.md, "The judge's cost"): the same answer for
+        the cap's reservations and the record's ``judge_usd``."""
+        from pytest_agentbench.core.urls import public_url
+
+        base_url = None if judge.scripted or not judge.base_url else public_url(judge.base_url)
+        return self.judge_price_by(judge.spec.label, base_url)
+
+    def judge_price_by(self, label: str, base_url: str | None) -> Price | None:
+        """The price of the judge model ``label`` at ``base_url`` (its record's ``model``
+        and ``base_url``), by models/prices.judge_price: one of the run's models at the
+        same URL has that model's price, else the price file, else the shipped table."""
+        from pytest_agentbench.core.urls import public_url
+        from pytest_agentbench.models.prices import judge_price
+
+        def key(one: Settings) -> tuple[str, str | None]:
+            url = public_url(one.base_url.rstrip("/")) if one.base_url else None
+            return one.model.label, url
+
+        lineup = {key(one): one.price for one in (self.settings, *self.settings.lineup())}
+        return judge_price(label, base_url, prices_file=self.settings.prices_file, lineup=lineup)
 
     def _scripted_url(self) -> str:
         """The URL of a scripted server for a scripted judge: the run's, else one of this

@@ -26,7 +26,7 @@ from pathlib import Path
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.sampling import Sampling
 from pytest_agentbench.core.usage import sum_usage
-from pytest_agentbench.errors import AgentbenchError, ProviderError
+from pytest_agentbench.errors import AgentbenchError, BudgetExhausted, ProviderError
 from pytest_agentbench.models.base import (
     REQUEST_CALL,
     REQUEST_TASK,
@@ -442,6 +442,8 @@ class JudgeVerifier:
                     request = dataclasses.replace(request, response_schema=None)
                     sink = check.watch() if check.watch is not None else None
                     generation = client.generate(request, sink)
+            except BudgetExhausted:  # not sent (the run's cap): the task was not fully run
+                raise
             except Exception as exc:  # the judge's model failed: never the model's failure
                 calls.elapsed_s += time.monotonic() - started
                 calls.records.append(

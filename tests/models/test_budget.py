@@ -139,8 +139,7 @@ def test_a_reply_in_the_response_cache_is_replayed_even_when_the_cap_is_reached(
     pytester: pytest.Pytester,
 ) -> None:
     """A request the cache answers sends nothing: it needs no reservation and costs
-    nothing, so it runs even after the cap stopped the live requests. (One scripted
-    server for both runs: its address is part of the cache key.)"""
+    nothing, so it runs even after the cap stopped the live requests."""
     server = ScriptedServer()
     url = server.start()
     pytester.makefile(".toml", bench_b=SUITE)
@@ -165,3 +164,72 @@ def test_a_reply_in_the_response_cache_is_replayed_even_when_the_cap_is_reached(
         "stopped": True,
         "not_run": 2,
     }
+
+
+# A judged suite: the model under test ("dear") declares 10 output tokens at $1000 per
+# million ($0.01 a request, its worst case too: max_tokens 10); the judge declares 10
+# output tokens at its own price of $2000 per million ($0.02), its worst case its
+# max_tokens of 16 at that price ($0.032). Prompts cost nothing.
+JUDGE_PASS = '{"rationale": "fine", "verdict": "pass"}'
+JUDGED = (
+    '[suite]\nname = "jb"\nmax_tokens = 10\n[suite.verifier]\nkind = "judge"\n'
+    'rubric = "The answer is ok."\njudge = { max_tokens = 16 }\n'
+    f"scripted_judge = [{{ reply = {{ text = '{JUDGE_PASS}', "
+    f"usage = {{ {USAGE} }} }} }}]\n"
+    + "".join(
+        f'\n[[task]]\nid = "t{i}"\ninput = "x"\n'
+        f'scripted = [{{ text = "ok", usage = {{ {USAGE} }} }}]\n'
+        for i in range(3)
+    )
+)
+JUDGED_PRICES = (
+    "[models.dear]\ninput = 0\noutput = 1000\n\n[models.scripted]\ninput = 0\noutput = 2000\n"
+)
+
+
+def test_the_cap_counts_the_judge_at_its_own_price(pytester: pytest.Pytester) -> None:
+    """Cap $0.05: t0 is sent and judged ($0.01 + $0.02); t1's model call fits ($0.04
+    spent), its judge call's worst case ($0.032) does not, so t1 was not fully run: not
+    run (reason budget), never failed nor a judge error; t2 is not sent. Without the judge
+    in the ledger all three would pass; at the model's price two would."""
+    pytester.makefile(".toml", bench_jb=JUDGED)
+    pytester.makefile(".toml", prices=JUDGED_PRICES)
+    args = ["--agentbench", "-p", "no:cacheprovider", "--agentbench-prices", "prices.toml"]
+    args += ["--agentbench-model", "dear=scripted/openai", "--agentbench-concurrency", "1"]
+    result = pytester.runpytest(*args, "--agentbench-max-cost", "0.05")
+    assert result.ret == BUDGET_EXIT
+    result.assert_outcomes(passed=1, skipped=2)
+    summary = _summary(pytester)
+    schemas.validate("summary", summary)
+    records = summary["tasks"]
+    assert isinstance(records, list) and [r["task_id"] for r in records] == ["t0"]
+    assert records[0]["cost"]["judge_usd"] == pytest.approx(0.02)
+    budget = summary["budget"]
+    assert isinstance(budget, dict) and budget["not_run"] == 2 and budget["stopped"] is True
+    # what the ledger charged: t0's model and judge calls, and t1's model call
+    assert budget["spent_usd"] == pytest.approx(0.04)
+    assert "partial: 1 of 3 tasks (2 not run: budget)" in result.stdout.str()
+    resumed = pytester.runpytest(*args, "--agentbench-max-cost", "1", "--agentbench-resume")
+    resumed.assert_outcomes(passed=3)
+
+
+def test_a_judge_without_a_price_is_refused_under_a_cap(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", bench_jb=JUDGED)
+    pytester.makefile(".toml", prices="[models.dear]\ninput = 0\noutput = 1000\n")
+    result = pytester.runpytest(
+        "--agentbench",
+        "--agentbench-prices",
+        "prices.toml",
+        "--agentbench-model",
+        "dear=scripted/openai",
+        "--agentbench-max-cost",
+        "1",
+    )
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(
+        [
+            "*bench_jb.toml: task 't0': --agentbench-max-cost needs the price of every model, "
+            "and its judge scripted has none*"
+        ]
+    )
+    assert not list((pytester.path / "agentbench-results").glob("*/tasks/*/*/result.json"))

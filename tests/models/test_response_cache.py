@@ -167,3 +167,98 @@ def test_the_cache_command_reports_and_prunes(tmp_path: Path, capsys: Any) -> No
     assert "removed 1" in capsys.readouterr().out
     assert len(list(folder.glob("*/*.json"))) == 1
     assert main(["cache", str(tmp_path / "none")]) == 2
+
+
+class ServedCount:
+    """Reads the run's own embedded scripted server's request count as the session ends
+    (the server stops after it): what the plain offline default sent."""
+
+    def __init__(self) -> None:
+        self.requests: int | None = None
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        from pytest_agentbench.session.stash import STATE_KEY
+
+        server = session.config.stash[STATE_KEY].services.server
+        assert server is not None
+        self.requests = server.stats["requests"]
+
+
+def test_a_cached_rerun_of_the_plain_offline_default_sends_nothing(
+    pytester: pytest.Pytester,
+) -> None:
+    """No --agentbench-base-url: each run starts its scripted server on a new port, and the
+    key names the protocol path and the script, not the port, so the rerun replays
+    everything. An edited script is a new key: that task is sent again, never replayed
+    stale."""
+    pytester.makefile(".toml", bench_k=SUITE)
+    args = ["--agentbench", "-p", "no:cacheprovider", "--agentbench-cache", "cache"]
+    urls = []
+    for expected in (4, 0):
+        count = ServedCount()
+        result = pytester.runpytest(*args, plugins=[count])
+        result.assert_outcomes(passed=3)
+        assert count.requests == expected
+        urls.append(_records(pytester)[""]["settings"]["base_url"])
+    assert urls[0] != urls[1]  # two servers, two ports
+    assert all(r["cached"] == r["attempts"] for r in _records(pytester)[""]["tasks"])
+
+    # the "thinks" task's script now thinks something else: same task key, same turn,
+    # same request body, another script: sent, and the others still replayed
+    pytester.makefile(".toml", bench_k=SUITE.replace("one two three", "three two one"))
+    count = ServedCount()
+    pytester.runpytest(*args, plugins=[count]).assert_outcomes(passed=3)
+    assert count.requests == 1
+    records = _records(pytester)
+    assert "cached" not in records["thinks"]
+    assert records["right"]["cached"] == 1 and records["repaired"]["cached"] == 2
+
+
+PAIR = """
+[suite]
+name = "pair"
+verifier = { kind = "exact" }
+
+[[task]]
+id = "apples"
+input = "3 + 4?"
+target = "7"
+scripted = [{ text = "7", usage = { prompt_tokens = 1000, completion_tokens = 10 } }]
+scripted_by_model = { candidate = [\
+{ text = "8", usage = { prompt_tokens = 1000, completion_tokens = 10 } }] }
+
+[[task]]
+id = "pears"
+input = "2 + 2?"
+target = "4"
+scripted = [{ text = "4", usage = { prompt_tokens = 1000, completion_tokens = 10 } }]
+"""
+
+
+def test_a_against_b_on_every_pull_request_pays_for_b_only(pytester: pytest.Pytester) -> None:
+    """The baseline model's requests are the same on every pull request: the second
+    pull request's run replays them from the cache and sends (and pays for) only the
+    candidate's, which changed."""
+    pytester.makefile(".toml", bench_pair=PAIR)
+    models = "\n    base = scripted price_in=2 price_out=8\n    candidate = scripted {}"
+    args = ["--agentbench", "-p", "no:cacheprovider", "--agentbench-cache", "cache"]
+    sent = []
+    for candidate in (
+        "temperature=0.2 price_in=2 price_out=8",
+        "temperature=0.7 price_in=2 price_out=8",
+    ):
+        pytester.makeini("[pytest]\nagentbench_models =" + models.format(candidate) + "\n")
+        count = ServedCount()
+        result = pytester.runpytest(*args, plugins=[count])
+        result.assert_outcomes(passed=3, failed=1)
+        sent.append(count.requests)
+    assert sent == [4, 2]  # the first pull request pays for both, the next for B only
+    summary = _records(pytester)[""]
+    by_model: dict[str, list[dict[str, Any]]] = {}
+    for record in summary["tasks"]:
+        by_model.setdefault(record["model"], []).append(record)
+    assert all(r["cached"] == 1 and r["cost"]["usd"] == 0 for r in by_model["base"])
+    assert all(r["cost"]["saved_usd"] > 0 for r in by_model["base"])
+    assert all("cached" not in r and r["cost"]["usd"] > 0 for r in by_model["candidate"])
+    paid = sum(r["cost"]["usd"] for r in by_model["candidate"])
+    assert summary["totals"]["cost"]["usd"] == pytest.approx(paid)
