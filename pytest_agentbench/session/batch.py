@@ -208,23 +208,34 @@ def _submit_and_wait(
     plans = _plan(items, state)
     failures: dict[str, str] = {}
     run_dir = state.folder.ensure()
-    earlier = _read_batches(run_dir) if state.settings.resume else {}
+    # batches already submitted: by an earlier session of the run folder (resume), or
+    # by a process of this run that died waiting (an xdist worker): fetched, not re-sent
+    earlier = _read_batches(store.folder)
+    if state.settings.resume:
+        for model, (ids, keys) in _read_batches(run_dir).items():
+            known = earlier.setdefault(model, ([], set()))
+            known[0].extend(i for i in ids if i not in known[0])
+            known[1].update(keys)
     ledger = state.services.budget() if state.settings.max_cost is not None else None
-    waiting: dict[str, list[str]] = {}
+    #: per model, the groups of batches to wait for (earlier ones, this one) and the
+    #: requests each holds
+    waiting: dict[str, list[tuple[list[str], list[str]]]] = {}
     for plan in plans.values():
         old_ids, covered = earlier.get(plan.name, ([], set()))
-        ids = [*old_ids] if covered & set(plan.entries) else []
-        if ids:  # --agentbench-resume: a batch already paid for is fetched, not sent again
-            say(f"{plan.name}: fetching the earlier batch(es) {', '.join(ids)}")
+        groups = waiting[plan.name] = []
+        held = [key for key in plan.entries if key in covered]
+        if held:  # already paid for: fetched, not sent again
+            groups.append((list(old_ids), held))
+            say(f"{plan.name}: fetching the earlier batch(es) {', '.join(old_ids)}")
         fresh = [e for key, e in plan.entries.items() if key not in covered]
         fresh = _within_cap(plan, fresh, ledger, failures)
         if fresh:
-            made, why = _submit(plan, fresh, run_dir, say)
-            ids += made
+            made, why = _submit(plan, fresh, run_dir, store.folder, say)
+            if made:
+                groups.append((made, [entry.custom_id for entry in fresh]))
             if why is not None:
                 for entry in fresh:
                     failures.setdefault(entry.custom_id, why)
-        waiting[plan.name] = ids
     summary: JsonObject = {}
     until = time.monotonic() + state.settings.batch_wait_s  # one wait for every batch
     try:
@@ -232,7 +243,7 @@ def _submit_and_wait(
             outcomes = _outcomes(plan, waiting[plan.name], state.settings, say, failures, until)
             summary[plan.name] = _store(plan, outcomes, store, ledger, failures, say)
     except KeyboardInterrupt:
-        running = [i for ids in waiting.values() for i in ids]
+        running = [i for groups in waiting.values() for ids, _ in groups for i in ids]
         say(
             f"interrupted; {', '.join(running)} keep(s) running at the provider: "
             f"--agentbench-resume {run_dir} fetches the results instead of paying again"
@@ -243,26 +254,28 @@ def _submit_and_wait(
 
 def _outcomes(
     plan: _Planned,
-    ids: list[str],
+    groups: list[tuple[list[str], list[str]]],
     settings: Settings,
     say: Callable[[str], None],
     failures: dict[str, str],
     until: float,
 ) -> dict[str, BatchOutcome]:
-    """The outcomes of ``plan``'s requests in the batches ``ids`` (none when the batches
-    cannot be read: then their requests go live, and why is said)."""
+    """The outcomes of ``plan``'s requests in each group of batches (a group that cannot
+    be read gives none: its requests go live, and why is said)."""
     from pytest_agentbench.errors import ModelError
 
-    if not ids:
-        return {}
-    try:
-        got = _wait(plan, ids, settings, say, until)
-    except ModelError as exc:
-        say(f"{plan.name}: the batch could not be read, its requests go live: {exc}")
-        for key in plan.entries:
-            failures.setdefault(key, f"the batch could not be read: {exc}")
-        return {}
-    return {o.custom_id: o for o in got if o.custom_id in plan.entries}
+    found: dict[str, BatchOutcome] = {}
+    for ids, keys in groups:
+        try:
+            got = _wait(plan, ids, keys, settings, say, until)
+        except ModelError as exc:
+            say(f"{plan.name}: {', '.join(ids)} could not be read, its requests go live: {exc}")
+            for key in keys:
+                failures.setdefault(key, f"the batch could not be read: {exc}")
+            continue
+        held = set(keys)
+        found.update((o.custom_id, o) for o in got if o.custom_id in held)
+    return found
 
 
 def _store(
@@ -302,7 +315,11 @@ def _store(
 
 
 def _submit(
-    plan: _Planned, fresh: list[BatchEntry], run_dir: Path, say: Callable[[str], None]
+    plan: _Planned,
+    fresh: list[BatchEntry],
+    run_dir: Path,
+    store_dir: Path,
+    say: Callable[[str], None],
 ) -> tuple[list[str], str | None]:
     """Submit ``fresh`` and write the batch ids (and the requests they hold) to the run
     folder at once. A batch the provider refuses, or cannot take, is not the end of the
@@ -316,10 +333,10 @@ def _submit(
     except ModelError as exc:
         made = list(exc.batch_ids) if isinstance(exc, wire.BatchError) else []
         if made:  # some were made before the failure: they run, and cost
-            _write_batches(run_dir, plan.name, made, keys)
+            _write_batches((run_dir, store_dir), plan.name, made, keys)
         say(f"{plan.name}: the batch could not be submitted, its requests go live: {exc}")
         return made, f"the batch could not be submitted: {exc}"
-    _write_batches(run_dir, plan.name, ids, keys)
+    _write_batches((run_dir, store_dir), plan.name, ids, keys)
     say(
         f"{plan.name}: {len(fresh)} first-round request(s) submitted as {', '.join(ids)} "
         "(results at the provider; --agentbench-resume fetches them if this run stops)"
@@ -369,7 +386,12 @@ def _charge(ledger: BudgetLedger, plan: _Planned, reserved: float, outcome: Batc
 
 
 def _wait(
-    plan: _Planned, ids: list[str], settings: Settings, say: Callable[[str], None], until: float
+    plan: _Planned,
+    ids: list[str],
+    keys: list[str],
+    settings: Settings,
+    say: Callable[[str], None],
+    until: float,
 ) -> list[BatchOutcome]:
     """Wait for ``ids`` until the monotonic instant ``until`` (then the batches still
     running are canceled), showing done/total when it changes (at most every 5 s), and
@@ -393,7 +415,7 @@ def _wait(
         poll_s=poll_s(settings),
         timeout_s=max(until - time.monotonic(), 0.0),
         on_progress=progress,
-        expected=list(plan.entries),
+        expected=keys,
     )
 
 
@@ -428,29 +450,31 @@ def _read_batches(run_dir: Path) -> dict[str, tuple[list[str], set[str]]]:
     return found
 
 
-def _write_batches(run_dir: Path, model: str, ids: list[str], keys: list[str]) -> None:
-    """Add the batches just submitted to the run folder's ``batches.json`` (atomically),
-    before waiting for them: an interrupted run's resume finds them."""
+def _write_batches(folders: tuple[Path, Path], model: str, ids: list[str], keys: list[str]) -> None:
+    """Add the batches just submitted to ``batches.json`` (atomically) in the run folder
+    (an interrupted run's resume finds them) and in the batch store's folder (a process
+    of this run that takes the lock after the submitter died finds them), before waiting
+    for them."""
     from pytest_agentbench.artifacts.jsonio import write_json_atomic
 
-    path = run_dir / BATCHES_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        data = None
-    batches: list[JsonValue] = []
-    if isinstance(data, dict) and isinstance(data.get("batches"), list):
-        batches = list(data["batches"])
-    batches.append(
-        {
-            "model": model,
-            "ids": list(ids),
-            "requests": len(keys),
-            "submitted_at": time.time(),
-            "custom_ids": list(keys),
-        }
-    )
-    write_json_atomic(path, {"schema_version": BATCHES_VERSION, "batches": batches})
+    added: JsonObject = {
+        "model": model,
+        "ids": list(ids),
+        "requests": len(keys),
+        "submitted_at": time.time(),
+        "custom_ids": list(keys),
+    }
+    for folder in folders:
+        path = folder / BATCHES_FILE
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+        batches: list[JsonValue] = []
+        if isinstance(data, dict) and isinstance(data.get("batches"), list):
+            batches = list(data["batches"])
+        batches.append(added)
+        write_json_atomic(path, {"schema_version": BATCHES_VERSION, "batches": batches})
 
 
 def watch(session: pytest.Session, store_dir: Path, stop: threading.Event) -> threading.Thread:

@@ -459,3 +459,26 @@ def test_resume_plans_only_the_tasks_not_done_and_fetches_their_earlier_answers(
     records = _records(pytester)
     assert records["right"]["batch"] == 1 and not records["right"].get("resumed")
     assert records["thinks"]["resumed"] is True
+
+
+def test_an_earlier_batch_that_cannot_be_read_sends_its_requests_live(
+    pytester: pytest.Pytester, server: ScriptedServer
+) -> None:
+    pytester.makefile(".toml", bench_k=SUITE)
+    pytester.makefile(".toml", prices=PRICES)
+    pytester.runpytest(*_args(server, "--agentbench-batch")).assert_outcomes(passed=3)
+    run = _run_dir(pytester)
+    (run / "tasks" / "k" / "right[scripted]" / "result.json").unlink()
+    listed = json.loads((run / "batches.json").read_text())
+    listed["batches"][0]["ids"] = ["batch_gone"]  # the provider no longer has it
+    (run / "batches.json").write_text(json.dumps(listed))
+    logged = len(server.requests)
+    again = pytester.runpytest(
+        *_args(server, "--agentbench-batch", "--agentbench-resume", "latest")
+    )
+    again.assert_outcomes(passed=3)
+    assert server.stats["batches"] == 1  # nothing submitted again: it goes live
+    assert _live_turns(server, logged) == [("right", 0)]
+    right = _records(pytester)["right"]
+    assert right["batch_live"].startswith("the batch could not be read: ")
+    assert "batch_gone could not be read, its requests go live" in again.stdout.str()
