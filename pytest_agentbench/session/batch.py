@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from pytest_agentbench.models.batch_store import BatchStore
     from pytest_agentbench.models.budget import BudgetLedger
     from pytest_agentbench.models.http import ProtocolClient, Received
+    from pytest_agentbench.session.items import TaskItem
     from pytest_agentbench.session.run import RunState
 
 #: The run folder's file of submitted batches (schemas/batches.schema.json).
@@ -140,30 +141,29 @@ def _sayer(session: pytest.Session, store: BatchStore) -> Callable[[str], None]:
     return say
 
 
-def _plan(items: Sequence[pytest.Item], state: RunState) -> dict[str, _Planned]:
+def _plan(items: Sequence[TaskItem], state: RunState) -> dict[str, _Planned]:
     """Per model: the first-round requests of the items to run, by cache key."""
     from pytest_agentbench.artifacts.paths import task_dir
     from pytest_agentbench.models.batch import BatchEntry
     from pytest_agentbench.runner.agent import first_request
     from pytest_agentbench.runner.forecast import batched
-    from pytest_agentbench.session.execution import resumable_record, with_overrides
+    from pytest_agentbench.session.execution import resumable_task, with_overrides
     from pytest_agentbench.session.items import SuiteFile
 
     services = state.services
     tools = services.tools()
     plans: dict[str, _Planned] = {}
     for item in items:
-        raw = item.task  # type: ignore[attr-defined]
-        if getattr(item, "planned", None) is not None or not batched(raw):
+        raw = item.task
+        if item.planned is not None or not batched(raw):
             continue
         settings = state.settings.for_model(raw.model)
         task = with_overrides(raw, settings)
         if settings.resume:
             name = settings.model_name
             directory = task_dir(state.folder.path, task.suite, task.id, name, task.epoch)
-            done = resumable_record(settings, directory, item.nodeid)
-            if done is not None and (done.sampling or {}) == task.sampling.public():
-                continue
+            if resumable_task(settings, task, directory, item.nodeid) is not None:
+                continue  # done in the earlier session: not sent again
         parent = item.parent
         assert isinstance(parent, SuiteFile)
         services.prepare(
@@ -200,7 +200,7 @@ _LIVE_ONLY = ("stream", "stream_options")
 
 
 def _submit_and_wait(
-    items: Sequence[pytest.Item], state: RunState, store: BatchStore, say: Callable[[str], None]
+    items: Sequence[TaskItem], state: RunState, store: BatchStore, say: Callable[[str], None]
 ) -> None:
     """Submit every model's batch first, then wait for them all (a hosted provider takes
     up to 24 hours: models are not waited for one after the other), then store the

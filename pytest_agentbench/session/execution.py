@@ -129,9 +129,7 @@ def run_task_item(
     else:
         directory = control_dir(state.folder.ensure(), task.suite, task.id, control.name)
     ran_here = state.results.ran_here
-    resumed = None if nodeid in ran_here else resumable_record(settings, directory, nodeid)
-    if resumed is not None and (resumed.sampling or {}) != task.sampling.public():
-        resumed = None  # the suite's sampling changed since: not comparable, run it again
+    resumed = None if nodeid in ran_here else resumable_task(settings, task, directory, nodeid)
     ran_here.add(nodeid)  # a rerun in this session runs it again, never resumes it
     if resumed is not None:
         return resumed
@@ -372,6 +370,17 @@ def resumable_record(settings: Settings, directory: Path, nodeid: str) -> TaskRe
     if settings.retry_errors and record.outcome == "harness_error":
         return None
     return replace(record, resumed=True)
+
+
+def resumable_task(
+    settings: Settings, task: Task, directory: Path, nodeid: str
+) -> TaskRecord | None:
+    """``resumable_record``, unless the task's sampling changed since (not comparable:
+    run it again)."""
+    resumed = resumable_record(settings, directory, nodeid)
+    if resumed is not None and (resumed.sampling or {}) != task.sampling.public():
+        return None
+    return resumed
 
 
 def dry_run(session: pytest.Session, state: RunState) -> None:
