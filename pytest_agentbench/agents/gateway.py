@@ -276,19 +276,37 @@ def _relay(route: Route, protocol: str, handler: _Handler, body: JsonObject) -> 
     guard = LoopGuard(route.kill_policy)
     started = time.monotonic()
     try:
-        generation = client.generate(request, guard.chain(route.on_event))
+        generation = guard.check(client.generate(request, guard.chain(route.on_event)))
     except LoopKilled as exc:
-        text = guard.answer
-        usage = recovered_usage(text, guard.thinking).as_dict()
-        entry: JsonObject = {**where, "killed": exc.evidence, "answer_chars": len(text)}
+        whole = exc.whole  # arrived whole: relayed to the agent already, its usage known
+        text = whole.text if whole is not None else guard.answer
+        usage = (
+            whole.usage.as_dict()
+            if whole is not None
+            else recovered_usage(text, guard.thinking).as_dict()
+        )
+        exchange = dict(whole.exchange) if whole is not None else {}
+        entry: JsonObject = {
+            **where,
+            **exchange,
+            "killed": exc.evidence,
+            "answer_chars": len(text),
+        }
         route.record(CallRecord(attempt, entry, usage, guard.summary(), text))
+        said = "reply (it arrived whole)" if whole is not None else "stream"
         message = (
-            f"loop in the model's stream at {time.monotonic() - route.started:.0f} s "
+            f"loop in the model's {said} at {time.monotonic() - route.started:.0f} s "
             f"(period {exc.evidence['period']} ×{exc.evidence['repetitions']:g} in "
             f"{exc.evidence['channel']})"
         )
         route.stop("loop_killed", message, exc.evidence)
-        handler.close_connection = True
+        if whole is None:
+            handler.close_connection = True
+            return
+        try:  # relayed whole already: end it as sent, then the agent is stopped
+            reply.finish()
+        except OSError:
+            handler.close_connection = True
         return
     except ModelError as exc:
         route.record(CallRecord(attempt, {**where, **_error_entry(exc)}))

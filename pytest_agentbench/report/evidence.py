@@ -292,7 +292,9 @@ def _loop_line(record: TaskRecord) -> str:
             parts.append(f"in {loop.channel}")
         at = _number(loop.killed_s)
         at = at if at is not None else _number(loop.detected_s)
-        if at is not None:
+        if loop.rule == "whole reply":
+            parts.append("(the reply arrived whole)")
+        elif at is not None:
             parts.append(f"at {at:.1f}s")
     if not parts and record.error:
         parts.append(record.error)

@@ -484,15 +484,23 @@ class AgentSession:
         guard = LoopGuard(self.kill_policy)
         t0 = time.monotonic()
         try:
-            generation = self.client.generate(request, guard.chain(on_event))
+            generation = guard.check(self.client.generate(request, guard.chain(on_event)))
         except LoopKilled as exc:
-            run.text, run.thinking = guard.answer, guard.thinking
-            run.usages.append(recovered_usage(guard.answer, guard.thinking).as_dict())
+            whole = exc.whole
+            if whole is not None:  # it arrived whole: its own text and usage
+                run.waited_s += whole.waited_s
+                self._took(run, whole)
+            else:
+                run.text, run.thinking = guard.answer, guard.thinking
+                run.usages.append(recovered_usage(guard.answer, guard.thinking).as_dict())
             run.guards.append(guard.summary())
             run.killed = exc.evidence
             run.stop, run.error = "loop_killed", str(exc)
             run.failure_detail = Failure.of("loop_killed", run.error)
-            run.trajectory.append({**where, "killed": exc.evidence, "answer_chars": len(run.text)})
+            exchange = dict(whole.exchange) if whole is not None else {}
+            run.trajectory.append(
+                {**where, **exchange, "killed": exc.evidence, "answer_chars": len(run.text)}
+            )
             return False
         except ModelError as exc:
             run.waited_s += exc.waited_s

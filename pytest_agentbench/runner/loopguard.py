@@ -6,6 +6,13 @@ character budget (so fast and slow servers are treated alike) — whichever come
 The guard is the stream's event sink: it raises ``LoopKilled`` from inside the client's
 read loop, which closes the stream. With a threshold of 0 nothing is killed, but every
 verdict is still recorded.
+
+A reply that arrives whole (not streamed: ``--agentbench-no-stream``, a provider batch, a
+server that ignores ``stream``) comes as one long event. The guard reads it in pieces of
+``WHOLE_PIECE`` characters, so the rule sees the loop grow as a stream would have shown
+it; no time passes within the reply, so the token budget alone can end it. There is
+nothing left to cancel then: the guard notes the kill, and ``check`` raises it once the
+reply is in, carrying the reply (its usage is the provider's, not an estimate).
 """
 
 from __future__ import annotations
@@ -13,12 +20,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import StreamEvent
 from pytest_agentbench.runner.loopwatch import LoopVerdict, LoopWatch
 
+if TYPE_CHECKING:
+    from pytest_agentbench.models.base import Generation
+
 CHARS_PER_TOKEN = 4
+#: A text event longer than this is a reply that arrived whole, read in pieces this long.
+WHOLE_PIECE = 256
 #: Points of a channel's score trace kept at most (halved by dropping every other one).
 TRACE_POINTS = 200
 
@@ -34,13 +47,20 @@ class KillPolicy:
 
 
 class LoopKilled(Exception):
-    """Raised from the event sink to cancel a looping stream; ``evidence`` says why."""
+    """Raised from the event sink to cancel a looping stream; ``evidence`` says why.
+    ``whole`` is the reply when it arrived whole (LoopGuard.check): nothing was cut."""
 
-    def __init__(self, evidence: JsonObject) -> None:
+    def __init__(self, evidence: JsonObject, whole: Generation | None = None) -> None:
         self.evidence = evidence
+        self.whole = whole
+        where = (
+            "(the reply arrived whole)"
+            if evidence.get("rule") == "whole reply"
+            else f"at {evidence['killed_s']:.1f}s"
+        )
         super().__init__(
             f"loop killed: period {evidence['period']} ×{evidence['repetitions']:g} in "
-            f"{evidence['channel']} at {evidence['killed_s']:.1f}s"
+            f"{evidence['channel']} {where}"
         )
 
 
@@ -120,9 +140,29 @@ class LoopGuard:
             channel = "thinking"
         else:
             return
-        self._parts[channel].append(event.text)
+        text = event.text
+        if len(text) <= WHOLE_PIECE:
+            if self._take(channel, text) is not None:
+                raise LoopKilled(self.killed or {})
+            return
+        for at in range(0, len(text), WHOLE_PIECE):
+            found = self._take(channel, text[at : at + WHOLE_PIECE])
+            if found is not None:
+                found["rule"] = "whole reply"  # the token budget, in a reply already in
+
+    def check(self, generation: Generation) -> Generation:
+        """``generation`` as it is, unless the guard found a loop the rule would have
+        killed in a reply that arrived whole: then LoopKilled, carrying the reply."""
+        if self.killed is not None:
+            raise LoopKilled(self.killed, whole=generation)
+        return generation
+
+    def _take(self, channel: str, text: str) -> JsonObject | None:
+        """Feed ``text`` to the channel's watch; the kill's evidence when the rule ends
+        the generation here (the first time only)."""
+        self._parts[channel].append(text)
         watch = self._watches[channel]
-        watch.feed(event.text)
+        watch.feed(text)
         verdict = watch.verdict()
         now = self._clock() - self._start
         self._note(channel, now, watch.chars, verdict.score)
@@ -130,29 +170,32 @@ class LoopGuard:
         if looping:
             self._detected.setdefault(channel, now)
         threshold = self.policy.threshold
-        if not (threshold > 0 and looping and verdict.score >= threshold):
+        if self.killed is not None or not (
+            threshold > 0 and looping and verdict.score >= threshold
+        ):
             self._holding.pop(channel, None)
-            return
+            return None
         since, chars = self._holding.setdefault(channel, (now, watch.chars))
         held_s = now - since
         grown_tokens = (watch.chars - chars) / CHARS_PER_TOKEN
-        if held_s >= self.policy.window_s or grown_tokens >= self.policy.budget_tokens:
-            cycle = verdict.cycle
-            assert cycle is not None
-            self.killed = {
-                "channel": channel,
-                "period": cycle.period,
-                "repetitions": round(cycle.repetitions, 1),
-                "numeric": cycle.numeric,
-                "score": round(verdict.score, 3),
-                "detected_s": round(self._detected[channel], 3),
-                "killed_s": round(now, 3),
-                "held_s": round(held_s, 3),
-                "chars": watch.chars,
-                "excerpt": cycle.excerpt,
-                "rule": "window" if held_s >= self.policy.window_s else "token budget",
-            }
-            raise LoopKilled(self.killed)
+        if held_s < self.policy.window_s and grown_tokens < self.policy.budget_tokens:
+            return None
+        cycle = verdict.cycle
+        assert cycle is not None
+        self.killed = {
+            "channel": channel,
+            "period": cycle.period,
+            "repetitions": round(cycle.repetitions, 1),
+            "numeric": cycle.numeric,
+            "score": round(verdict.score, 3),
+            "detected_s": round(self._detected[channel], 3),
+            "killed_s": round(now, 3),
+            "held_s": round(held_s, 3),
+            "chars": watch.chars,
+            "excerpt": cycle.excerpt,
+            "rule": "window" if held_s >= self.policy.window_s else "token budget",
+        }
+        return self.killed
 
     def _note(self, channel: str, now: float, chars: int, score: float) -> None:
         """Add a point to the channel's score trace (seconds, characters, score) when the

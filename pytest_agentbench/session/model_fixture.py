@@ -195,9 +195,11 @@ class BenchModel:
             )
         )
         try:
-            generation = client.generate(request, guard)
+            generation = guard.check(client.generate(request, guard))
         except LoopKilled as exc:
-            self._took(recovered_usage(guard.answer, guard.thinking), guard.record())
+            whole = exc.whole
+            usage = whole.usage if whole is not None else None
+            self._took(usage or recovered_usage(guard.answer, guard.thinking), guard.record())
             self.failure = Failure.of("loop_killed", str(exc))
             raise AgentbenchError(f"{self.label}: {exc}") from None
         except ModelError as exc:

@@ -248,3 +248,28 @@ def test_the_agents_own_usage_is_read_and_a_disagreement_flagged() -> None:
     # unknown on one side: no verdict
     assert usage_disagreement(chat, [{"input": None, "output": 2}]) is None
     assert reported_usage("no json here\n") is None
+
+
+def test_an_unstreamed_looping_reply_is_relayed_whole_then_the_route_stopped(
+    gateway: Gateway, provider: str
+) -> None:
+    """An agent that asks without streaming gets the whole reply (nothing can be cut);
+    its loop is found as it is read, and the route stops once it is relayed, with the
+    provider's usage for what was paid, not an estimate."""
+    sentence = "I should double-check the total once more before answering. "
+    reply = {"text": sentence, "repeat": 600, "usage": {"completion_tokens": 3600}}
+    route = _route(gateway, provider, "whole-loop", [reply])
+    with httpx.Client(timeout=30) as http:
+        answer = http.post(
+            f"{route.base_url}/v1/chat/completions",
+            headers={"authorization": f"Bearer {route.endpoint.key}"},
+            json={"model": "m", "messages": [{"role": "user", "content": "add"}]},
+        )
+    assert answer.status_code == 200
+    assert answer.json()["choices"][0]["message"]["content"] == sentence * 600
+    assert route.stop_info is not None and route.stop_info.reason == "loop_killed"
+    assert route.stop_info.evidence is not None
+    assert route.stop_info.evidence["rule"] == "whole reply"
+    assert "loop in the model's reply (it arrived whole)" in route.stop_info.message
+    (record,) = route.records_of(0)
+    assert record.usage is not None and record.usage["output"] == 3600

@@ -100,3 +100,79 @@ def test_a_kill_percent_and_a_budget_given_as_options_are_the_rule(
     start = _held_from(LOOP, 0.9)
     # the scripted stream's deltas need not end where the analysis points are
     assert start + 300 * CHARS_PER_TOKEN <= loop["chars"] < start + 300 * CHARS_PER_TOKEN + 256
+
+
+def test_a_reply_that_arrives_whole_is_judged_by_the_same_budget() -> None:
+    """One event holding the whole loop (an unstreamed reply): nothing is raised while it
+    is read (there is nothing to cut), and ``check`` then raises with the reply; the
+    kill falls at the piece where the streamed rule would have killed it."""
+    from pytest_agentbench.core.usage import Usage
+    from pytest_agentbench.models.base import Generation
+
+    budget = 300
+    policy = KillPolicy(threshold=0.8, window_s=1e9, budget_tokens=budget)
+    streamed = _kill(policy)
+    guard = LoopGuard(policy, clock=lambda: 0.0)
+    guard(StreamEvent("text", LOOP))  # no LoopKilled while the reply is read
+    assert guard.answer == LOOP  # all of it kept: it was paid for whole
+    reply = Generation(text=LOOP, usage=Usage(input=10, output=3600))
+    with pytest.raises(LoopKilled) as info:
+        guard.check(reply)
+    evidence = info.value.evidence
+    assert info.value.whole is reply
+    assert evidence["rule"] == "whole reply"
+    assert evidence["period"] == streamed["period"]
+    start = _held_from(LOOP, 0.8)
+    assert start + budget * CHARS_PER_TOKEN <= evidence["chars"] < start + budget * 4 + 256
+    assert "(the reply arrived whole)" in str(info.value)
+
+
+def test_a_long_reply_without_a_loop_is_not_killed_whole() -> None:
+    import random
+
+    words = [
+        "apple",
+        "river",
+        "stone",
+        "cloud",
+        "seven",
+        "paper",
+        "orange",
+        "window",
+        "garden",
+        "silver",
+    ]
+    pick = random.Random(5).choice
+    text = " ".join(pick(words) for _ in range(3000))  # 20 KB, no cycle
+    guard = LoopGuard(KillPolicy(threshold=0.8, window_s=0.0, budget_tokens=1), clock=lambda: 0.0)
+    guard(StreamEvent("text", text))
+    assert guard.killed is None
+    from pytest_agentbench.core.usage import Usage
+    from pytest_agentbench.models.base import Generation
+
+    reply = Generation(text=text, usage=Usage())
+    assert guard.check(reply) is reply
+
+
+def test_an_unstreamed_looping_reply_ends_loop_killed_with_its_own_usage(
+    pytester: pytest.Pytester,
+) -> None:
+    """--agentbench-no-stream: the same looping reply a stream would have cut ends the
+    attempt loop_killed (before, it was verified like any answer), and the usage is the
+    provider's for the whole reply, not an estimate."""
+    pytester.makefile(
+        ".toml",
+        bench_loops=SUITE.replace(
+            "repeat = 600 }",
+            "repeat = 600, usage = { prompt_tokens = 9, completion_tokens = 3600 } }",
+        ),
+    )
+    result = pytester.runpytest("--agentbench", "--agentbench-no-stream", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*loop killed: period * in answer (the reply arrived whole)*"])
+    run = (pytester.path / "agentbench-results" / "latest").resolve()
+    (path,) = (run / "tasks").rglob("result.json")
+    data = json.loads(Path(path).read_text())
+    assert data["outcome"] == "loop_killed"
+    assert data["loop"]["rule"] == "whole reply"
+    assert data["usage"]["output"] == 3600 and not data["usage"].get("recovered")
