@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.base import ModelSpec
-from pytest_agentbench.models.prices import LIST_KEYS, MAX_PRICE
+from pytest_agentbench.models.prices import BATCH_KEY, LIST_KEYS, MAX_PRICE
 from pytest_agentbench.sandbox.environ_guard import secret_like
 
 #: A model name: what item ids, rollout folders and the summary call the model.
@@ -99,13 +99,15 @@ def parse_model_line(line: str, number: int, where: str = "") -> ModelEntry:
             entry[key] = value
         elif key in LIST_KEYS:
             prices[key] = _price(value, f"{where}: {key}")
+        elif key == BATCH_KEY:
+            prices[key] = _share(value, f"{where}: {key}")
         elif key in _SAMPLING_KEYS:
             try:
                 sampling[key] = _SAMPLING_KEYS[key](value)
             except ValueError:
                 raise AgentbenchError(f"{where}: {key}: expected a number, got {value!r}") from None
         else:
-            known = ", ".join(["base_url", "key_env", *_SAMPLING_KEYS, *LIST_KEYS])
+            known = ", ".join(["base_url", "key_env", *_SAMPLING_KEYS, *LIST_KEYS, BATCH_KEY])
             raise AgentbenchError(f"{where}: unknown key {key!r} (known: {known})")
     key_env = entry["key_env"]
     if key_env is not None and not secret_like(key_env):
@@ -127,6 +129,20 @@ def _price(value: str, where: str) -> float:
         raise AgentbenchError(
             f"{where}: expected a price from 0 to {MAX_PRICE:g} USD per million tokens, "
             f"got {value!r}"
+        )
+    return found
+
+
+def _share(value: str, where: str) -> float:
+    """A models list batch price: the share of the model's prices a batch costs."""
+    try:
+        found = float(value)
+    except ValueError:
+        found = -1.0
+    if not 0 <= found <= 1:
+        raise AgentbenchError(
+            f"{where}: expected the share of the model's prices a batch costs, from 0 to 1 "
+            f"(0.5 for half), got {value!r}"
         )
     return found
 

@@ -50,6 +50,8 @@ LIST_KEYS = {
     "price_cache_read": "cache_read",
     "price_cache_write": "cache_write",
 }
+#: The models list key that sets a model's batch price, a share of its prices (0 to 1).
+BATCH_KEY = "price_batch"
 #: A price above this per million tokens is surely a typo (dollars per token?).
 MAX_PRICE = 100_000.0
 
@@ -210,10 +212,11 @@ def resolve_price(
         found = _lookup(
             shipped_table()[1], f"{provider}/{spec.model}", f"{provider}/{undated(spec.model)}"
         )
-    if listed:
-        kinds = {LIST_KEYS[key]: value for key, value in listed.items()}
+    listed = listed or {}
+    kinds = {LIST_KEYS[key]: value for key, value in listed.items() if key in LIST_KEYS}
+    if kinds:
         base = found or Price(input=None, output=None)
-        source = f"models list ({', '.join(sorted(listed))})"
+        source = f"models list ({', '.join(sorted(k for k in listed if k in LIST_KEYS))})"
         if found is not None and len(kinds) < len(PRICE_KINDS):
             source += f", the rest from {found.source}"
         found = Price(
@@ -225,6 +228,9 @@ def resolve_price(
         )
         if found.input is None or found.output is None:
             return None
+    share = listed.get(BATCH_KEY)
+    if share is not None and found is not None:
+        found = replace(found, batch=_batch_price(found, share, f"models list: {BATCH_KEY}"))
     return found
 
 

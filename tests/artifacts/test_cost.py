@@ -233,6 +233,14 @@ def test_which_price_a_model_gets(tmp_path: Path) -> None:
         ModelSpec.parse("openai-compat/qwen"), listed={"price_in": 0, "price_out": 0}
     )
     assert free is not None and free.free
+    # a batch share in the models list: the batch price is that share of every kind
+    shared = resolve_price(spec, user=user, listed={"price_out": 2.5, "price_batch": 0.4})
+    assert shared is not None and shared.batch is not None
+    assert (shared.batch.input, shared.batch.output) == pytest.approx((3.6, 1.0))
+    assert shared.batched().output == pytest.approx(1.0)
+    table = resolve_price(spec, base_url="https://api.openai.com/v1", listed={"price_batch": 0.3})
+    assert table is not None and table.batch is not None
+    assert table.batch.input == pytest.approx(0.4 * 0.3)  # the table's price, its share
 
 
 @pytest.mark.parametrize(
@@ -254,10 +262,17 @@ def test_a_broken_price_file_is_one_clear_error(tmp_path: Path, text: str, messa
     assert str(path) in str(caught.value)
 
 
-def test_a_models_list_price_must_be_a_price(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize(
+    ("word", "message"),
+    [
+        ("price_in=abc", "price_in: expected a price"),
+        ("price_batch=2", "price_batch: expected the share of the model's prices a batch costs"),
+    ],
+)
+def test_a_models_list_price_must_be_a_price(
+    pytester: pytest.Pytester, word: str, message: str
+) -> None:
     pytester.makefile(".toml", bench_c=SUITE)
-    pytester.makeini("[pytest]\nagentbench_models =\n    a = scripted price_in=abc\n")
+    pytester.makeini(f"[pytest]\nagentbench_models =\n    a = scripted {word}\n")
     result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
-    assert "agentbench_models line 1: price_in: expected a price" in (
-        result.stdout.str() + result.stderr.str()
-    )
+    assert f"agentbench_models line 1: {message}" in (result.stdout.str() + result.stderr.str())
