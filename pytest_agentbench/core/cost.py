@@ -53,17 +53,20 @@ class Price:
         """The price of a request the provider's batch API answered."""
         if self.batch is not None:
             return self.batch
-        half = BATCH_FACTOR
+        return self.share(BATCH_FACTOR)
+
+    def share(self, part: float) -> Price:
+        """``part`` of every kind of this price (a batch price: ``batch: 0.5 of it``)."""
 
         def times(rate: float | None) -> float | None:
-            return None if rate is None else rate * half
+            return None if rate is None else rate * part
 
         return Price(
             input=times(self.input),
             output=times(self.output),
             cache_read=times(self.cache_read),
             cache_write=times(self.cache_write),
-            source=f"{self.source} (batch: {half:g} of it)",
+            source=f"{self.source} (batch: {part:g} of it)",
         )
 
     def of(self, kind: str) -> float | None:

@@ -114,17 +114,7 @@ def _batch_price(price: Price, batch: JsonValue, where: str) -> Price:
             f"{where}: expected a share of the prices from 0 to 1, or a table of batch "
             f"prices (input, output, cache_read, cache_write), got {batch!r}"
         )
-
-    def times(rate: float | None) -> float | None:
-        return None if rate is None else rate * batch
-
-    return Price(
-        input=times(price.input),
-        output=times(price.output),
-        cache_read=times(price.cache_read),
-        cache_write=times(price.cache_write),
-        source=f"{price.source} (batch: {batch:g} of it)",
-    )
+    return price.share(batch)
 
 
 def _entries(data: JsonValue, where: str, source: str) -> dict[str, Price]:
