@@ -15,6 +15,7 @@ A test that needs one that is not there skips, naming the variable and the scrip
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -124,3 +125,17 @@ def processes_in(folder: Path) -> list[int]:
             if cwd == str(folder) or cwd.startswith(f"{folder}/"):
                 found.append(int(entry.name))
     return found
+
+
+def shell_call(kind: str, command: str) -> str:
+    """A scripted tool call (TOML inline table) to the agent's own shell tool."""
+    if kind == "claude":
+        arguments = {"command": command, "description": "run"}
+        name = "Bash"
+    elif kind == "codex":
+        arguments, name = {"cmd": command}, "exec_command"
+    else:
+        arguments, name = {"command": command}, "run_shell"
+    return f"{{ name = {json.dumps(name)}, arguments = {json.dumps(arguments)} }}".replace(
+        '": ', '" = '
+    ).replace('{"', '{ "')

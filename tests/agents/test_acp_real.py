@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from real_agents_support import processes_in, require_tool
-from test_real_agents import shell_call
+from real_agents_support import processes_in, require_tool, shell_call
 
 pytestmark = pytest.mark.slow
 

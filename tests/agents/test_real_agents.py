@@ -25,6 +25,7 @@ from real_agents_support import (
     processes_in,
     require_agents_python,
     require_tool,
+    shell_call,
     version,
 )
 
@@ -63,19 +64,6 @@ kind = "command"
 argv = ["{exe}", "{program}", "{{prompt}}"]
 resume_argv = ["{exe}", "{program}", "--resume", "{{prompt}}"]
 """
-
-
-def shell_call(kind: str, command: str) -> str:
-    if kind == "claude":
-        arguments = {"command": command, "description": "run"}
-        name = "Bash"
-    elif kind == "codex":
-        arguments, name = {"cmd": command}, "exec_command"
-    else:
-        arguments, name = {"command": command}, "run_shell"
-    return f"{{ name = {json.dumps(name)}, arguments = {json.dumps(arguments)} }}".replace(
-        '": ', '" = '
-    ).replace('{"', '{ "')
 
 
 def suite(kind: str, exe: str) -> str:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_ctrf_report import assert_ctrf_accepted
+from ctrf_support import assert_ctrf_accepted
 
 TASKS = "".join(
     f'\n[[task]]\nid = "t{i:02d}"\ninput = "say {i}"\ntarget = "{i}"\n'

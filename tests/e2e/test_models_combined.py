@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_record_schemas import validate_run
+from schemas_support import validate_run
 
 SUITE = """
 [suite]

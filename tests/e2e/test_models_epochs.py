@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ctrf_support import assert_ctrf_accepted
 from records_support import make_record
-from test_ctrf_report import assert_ctrf_accepted
-from test_record_schemas import validate_run
+from schemas_support import validate_run
 
 from pytest_agentbench.artifacts.lineup import reduce_task
 from pytest_agentbench.core.task_record import TaskRecord

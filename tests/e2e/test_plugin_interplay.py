@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_ctrf_report import assert_ctrf_accepted
+from ctrf_support import assert_ctrf_accepted
 
 FLAKY = """
 [suite]

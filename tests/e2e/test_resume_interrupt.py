@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_ctrf_report import assert_ctrf_accepted
+from ctrf_support import assert_ctrf_accepted
 
 SUITE = """
 [suite]

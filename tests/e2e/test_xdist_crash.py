@@ -8,7 +8,7 @@ import json
 import re
 
 import pytest
-from test_ctrf_report import assert_ctrf_accepted
+from ctrf_support import assert_ctrf_accepted
 
 CONFTEST = """
 import os

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1]))  # the helpers (*_support.py)
-from test_record_schemas import validate_run
+from schemas_support import validate_run
 
 SUITE = """
 [suite]

@@ -84,7 +84,7 @@ def test_a_budget_stop_leaves_valid_partial_reports_and_resume_finishes(
     whole = _summary(pytester)
     assert whole["partial"] is False
     assert len(list((run / "tasks" / "b").glob("*/result.json"))) == TASKS
-    from test_ctrf_report import assert_ctrf_accepted
+    from ctrf_support import assert_ctrf_accepted
 
     assert_ctrf_accepted(partial_ctrf, run / "ctrf.json")
 

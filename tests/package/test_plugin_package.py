@@ -15,8 +15,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1]))  # the helpers (*_support.py)
 import docs_examples_support as dx
-from test_ctrf_report import assert_ctrf_accepted
-from test_record_schemas import validate_run
+from ctrf_support import assert_ctrf_accepted
+from schemas_support import validate_run
 
 DOC = dx.ROOT / "docs" / "plugins.md"
 

@@ -14,36 +14,12 @@ from typing import Any
 
 import jsonschema
 import pytest
+from schemas_support import ANSWERS, CODE, validate_run
 
 from pytest_agentbench import schemas
 from pytest_agentbench.core.record_parts import LoopRecord, RepairSettings, VerdictRecord
 from pytest_agentbench.core.task_record import Failure, RunSummary, TaskRecord
 from pytest_agentbench.core.usage import Usage
-
-ANSWERS = """
-[suite]
-name = "answers"
-verifier = { kind = "number" }
-repairs = 1
-
-[[task]]
-id = "right"
-input = "2 + 2?"
-target = 4
-scripted = ["4"]
-
-[[task]]
-id = "repaired"
-input = "3 + 4?"
-target = 7
-scripted = ["8", "7"]
-
-[[task]]
-id = "wrong"
-input = "5 + 5?"
-target = 10
-scripted = ["11", "12"]
-"""
 
 JSONS = """
 [suite]
@@ -57,37 +33,6 @@ input = "Give an object with keys a and b."
 target = { a = 1, b = 2 }
 scripted = ['{"a": 1}', '{"a": 1, "b": 3}', '{"a": 1, "b": 2}']
 """
-
-CODE = '''
-[suite]
-name = "code"
-verifier = { kind = "python_tests" }
-
-[[task]]
-id = "add-ok"
-input = "Write add(a, b)."
-target = """
-from solution import add
-
-def test_small():
-    assert add(1, 2) == 3
-"""
-scripted = ["```python\\ndef add(a, b):\\n    return a + b\\n```"]
-
-[[task]]
-id = "add-bad"
-input = "Write add(a, b)."
-target = """
-from solution import add
-
-def test_small():
-    assert add(1, 2) == 3
-
-def test_zero():
-    assert add(0, 0) == 0
-"""
-scripted = ["```python\\ndef add(a, b):\\n    return a - b\\n```"]
-'''
 
 FIXED = "def add(a, b):\\n    return a + b\\n"
 WRITE = f'name = "write_file", arguments = {{ path = "calc.py", content = "{FIXED}" }}'
@@ -132,29 +77,6 @@ input = "Add the numbers."
 target = "42"
 scripted = [{{ text = "{SENTENCE}", repeat = 400 }}]
 """
-
-
-def run_files(run: Path) -> list[Path]:
-    return sorted(p for p in run.rglob("*.json") if p.is_file())
-
-
-def validate_run(run: Path) -> dict[str, int]:
-    """Validate every JSON file under ``run``; return how many of each schema were seen."""
-    seen: dict[str, int] = {}
-    unmapped = []
-    for path in run_files(run):
-        name = schemas.schema_for(path.relative_to(run))
-        if name is None:
-            unmapped.append(str(path.relative_to(run)))
-            continue
-        data = json.loads(path.read_text(encoding="utf-8"))
-        try:
-            schemas.validate(name, data)
-        except jsonschema.ValidationError as exc:
-            pytest.fail(f"{path.relative_to(run)} does not match schema {name!r}: {exc.message}")
-        seen[name] = seen.get(name, 0) + 1
-    assert not unmapped, f"JSON files with no schema mapped to them: {unmapped}"
-    return seen
 
 
 def latest(pytester: pytest.Pytester, out: str = "agentbench-results") -> Path:

@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource
-from test_record_schemas import ANSWERS, CODE, run_files
+from schemas_support import ANSWERS, CODE, run_files
 
 from pytest_agentbench import schemas
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1]))  # the helpers (*_support.py)
-from test_ctrf_report import assert_ctrf_accepted
-from test_record_schemas import validate_run
+from ctrf_support import assert_ctrf_accepted
+from schemas_support import validate_run
 
 BENCH_PY = """
 from pytest_agentbench.python_tasks import task

@@ -418,6 +418,6 @@ def test_example_code_suite_end_to_end(pytester: pytest.Pytester) -> None:
     primes = json.loads((run / "tasks/code/primes-command[scripted]/result.json").read_text())
     assert primes["outcome"] == "passed"
     assert primes["attempts"][0]["verdict"]["metrics"] == {"primes_found": 5, "primes_total": 5}
-    from test_ctrf_report import assert_ctrf_accepted
+    from ctrf_support import assert_ctrf_accepted
 
     assert_ctrf_accepted(*reports)
