@@ -25,8 +25,8 @@ import pytest_agentbench.suites.load  # noqa: F401
 # The tests mirror the package: a folder per layer (core/, suites/, models/ … session/),
 # e2e/ for whole runs, package/ for checks of the package as a whole. The helpers shared
 # by several folders are the *_support.py modules here, importable by name (pytest puts
-# this folder on sys.path for this conftest). A few tests import a helper from another
-# test module (check_ctrf, validate_run): every test folder is on the path too.
+# this folder on sys.path for this conftest). Two tests take a data constant from
+# another test module (a suite, a conftest): every test folder is on the path too.
 _TESTS = Path(__file__).parent
 for _folder in sorted(p for p in _TESTS.iterdir() if p.is_dir() and any(p.glob("test_*.py"))):
     if str(_folder) not in sys.path:
