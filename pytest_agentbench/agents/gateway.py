@@ -32,7 +32,9 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from pytest_agentbench.agents import translate
 from pytest_agentbench.agents.route import CallRecord, ClientFor, Route
+from pytest_agentbench.agents.translate import Untranslatable
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.errors import CircuitOpen, ModelError, ModelTimeout
 from pytest_agentbench.models.base import REQUEST_CALL, REQUEST_TASK, ModelRequest
@@ -255,13 +257,7 @@ def _relay(route: Route, protocol: str, handler: _Handler, body: JsonObject) -> 
         return
     client = route.client(protocol)
     if client is None:
-        message = (
-            f"the task's model {route.model_label} is not served over "
-            f"{PROTOCOL_NAMES[protocol]}; this agent calls it (a model whose provider "
-            "speaks the agent's protocol is needed)"
-        )
-        route.record(CallRecord(attempt, {**where, "error": message, "status": 400}))
-        handler.send_error_body(protocol, 400, message)
+        _translate(route, protocol, handler, body, where, (call, attempt))
         return
     headers = {name: value for name in _FORWARDED if (value := handler.headers.get(name))}
     reply = _AgentReply(handler, body, headers)
@@ -345,6 +341,107 @@ def _relay(route: Route, protocol: str, handler: _Handler, body: JsonObject) -> 
         reply.finish()
     except OSError:
         handler.close_connection = True
+
+
+def _translate(
+    route: Route,
+    protocol: str,
+    handler: _Handler,
+    body: JsonObject,
+    where: JsonObject,
+    numbers: tuple[int, int],
+) -> None:
+    """``_relay`` for a model whose provider does not serve the agent's protocol: the
+    request in neutral form (agents/translate.py) through the model's client of another
+    protocol, the reply rendered in the agent's once it is in; the same loop watch,
+    deadline, breaker and record as a relayed call, the record saying ``translated``."""
+    call, attempt = numbers
+    own = next(
+        ((name, made) for name in PROTOCOL_NAMES if (made := route.client(name)) is not None),
+        None,
+    )
+    try:
+        if own is None:
+            raise Untranslatable(
+                "its client speaks none of the built-in protocols (a plugin's client), so "
+                "the gateway can neither relay nor translate"
+            )
+        parsed = translate.parse(protocol, body)
+    except Untranslatable as exc:
+        message = (
+            f"the task's model {route.model_label} is not served over "
+            f"{PROTOCOL_NAMES[protocol]}, which this agent calls, and the request cannot be "
+            f"translated: {exc}"
+        )
+        route.record(CallRecord(attempt, {**where, "error": message, "status": 400}))
+        handler.send_error_body(protocol, 400, message)
+        return
+    name, client = own
+    where = {**where, "translated": f"{protocol}→{name}"}
+    left = route.deadline - time.monotonic()
+    request = ModelRequest(
+        messages=parsed.messages,
+        system=parsed.system,
+        tools=parsed.tools,
+        max_tokens=parsed.max_tokens,
+        sampling=parsed.sampling,
+        timeout_s=max(left, 0.001) if left != float("inf") else None,
+        stream=True,  # the loop watch reads the model's stream as it arrives
+        metadata={REQUEST_TASK: route.task_key, REQUEST_CALL: str(call)},
+    )
+    guard = LoopGuard(route.kill_policy)
+    started = time.monotonic()
+    try:
+        generation = guard.check(client.generate(request, guard.chain(route.on_event)))
+    except LoopKilled as exc:
+        whole = exc.whole
+        text = whole.text if whole is not None else guard.answer
+        usage = (
+            whole.usage.as_dict()
+            if whole is not None
+            else recovered_usage(text, guard.thinking).as_dict()
+        )
+        exchange = dict(whole.exchange) if whole is not None else {}
+        entry: JsonObject = {**where, **exchange, "killed": exc.evidence, "answer_chars": len(text)}
+        route.record(CallRecord(attempt, entry, usage, guard.summary(), text))
+        message = (
+            f"loop in the model's reply at {time.monotonic() - route.started:.0f} s "
+            f"(period {exc.evidence['period']} ×{exc.evidence['repetitions']:g} in "
+            f"{exc.evidence['channel']})"
+        )
+        route.stop("loop_killed", message, exc.evidence)
+        handler.send_error_body(protocol, 400, f"agentbench gateway: {message}")
+        handler.close_connection = True
+        return
+    except ModelError as exc:
+        route.record(CallRecord(attempt, {**where, **_error_entry(exc)}))
+        if isinstance(exc, CircuitOpen):
+            route.stop("harness_error", str(exc))
+        elif isinstance(exc, ModelTimeout):
+            route.stop("timeout", str(exc))
+        status = exc.status or (504 if isinstance(exc, ModelTimeout) else 502)
+        handler.send_error_body(protocol, status, str(exc))
+        return
+    usage = generation.usage.as_dict()
+    entry = {
+        **where,
+        **generation.exchange,
+        "usage": usage,
+        "model_s": round(time.monotonic() - started, 3),
+    }
+    route.record(
+        CallRecord(
+            attempt,
+            entry,
+            usage,
+            guard.summary(),
+            generation.text,
+            len(generation.tool_calls),
+            ok=True,
+        )
+    )
+    kind, raw = translate.render(protocol, generation, route.model_label, body)
+    handler.send_raw(200, kind, raw)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -440,9 +537,12 @@ class _Handler(BaseHTTPRequestHandler):
         return body
 
     def _send_json(self, status: int, data: JsonObject) -> None:
-        raw = json.dumps(data).encode()
+        self.send_raw(status, "application/json", json.dumps(data).encode())
+
+    def send_raw(self, status: int, content_type: str, raw: bytes) -> None:
+        """A whole reply of ``content_type``; a hung-up agent is not an error here."""
         self.send_response(status)
-        self.send_header("content-type", "application/json")
+        self.send_header("content-type", content_type)
         self.send_header("content-length", str(len(raw)))
         self.end_headers()
         with contextlib.suppress(OSError):

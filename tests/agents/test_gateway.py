@@ -15,7 +15,6 @@ import pytest
 
 from pytest_agentbench.agents.gateway import Gateway
 from pytest_agentbench.agents.route import Route
-from pytest_agentbench.models.anthropic import AnthropicClient
 from pytest_agentbench.models.base import ModelClient, ModelSpec
 from pytest_agentbench.models.retry import RetryingClient, RetryPolicy
 from pytest_agentbench.models.scripted import register_scripts, scripted_client
@@ -157,9 +156,11 @@ def test_requests_are_attributed_by_route_and_key_only(gateway: Gateway, provide
     assert first.calls == 0 and second.calls == 1
 
 
-def test_a_protocol_the_model_does_not_serve_is_refused(gateway: Gateway, provider: str) -> None:
-    bare = AnthropicClient(ModelSpec("anthropic", "claude-x"), provider, "k", trust_env=False)
-    route = gateway.open_route("anthropic-only", "anthropic/claude-x", lambda p: sibling(bare, p))
+def test_a_model_with_no_protocol_client_is_refused(gateway: Gateway) -> None:
+    """A plugin's client speaks none of the built-in protocols: nothing to relay over,
+    nothing to translate through (tests/agents/test_translate.py has the translated
+    cases)."""
+    route = gateway.open_route("plugin-only", "myprovider/x", lambda protocol: None)
     with httpx.Client(timeout=30) as http:
         refused = http.post(
             f"{route.base_url}/v1/chat/completions",
@@ -167,8 +168,9 @@ def test_a_protocol_the_model_does_not_serve_is_refused(gateway: Gateway, provid
             json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
         )
     assert refused.status_code == 400
-    assert "not served over OpenAI Chat Completions" in refused.json()["error"]["message"]
-    bare.close()
+    message = refused.json()["error"]["message"]
+    assert "not served over OpenAI Chat Completions" in message
+    assert "neither relay nor translate" in message
 
 
 def test_errors_are_retried_before_the_first_byte_then_handed_on(

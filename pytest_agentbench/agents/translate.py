@@ -1,0 +1,599 @@
+"""Protocol translation for the gateway: an agent's request in one wire protocol, sent to
+a model whose provider serves another, and the reply rendered back in the agent's.
+
+``parse`` reads an agent's request body (Chat Completions ``chat``, Responses
+``responses``, Anthropic Messages ``messages``) into the protocol-neutral parts of a
+``ModelRequest`` (models/base.py): turns with tool calls and tool results, the system
+prompt, the tools, the output limit and sampling. What has no neutral form (images and
+documents, server-side and built-in tools, stored conversations) raises
+``Untranslatable`` naming it; what only tunes the provider (thinking settings and
+reasoning items handed back, cache-control marks, ``tool_choice``) is dropped.
+
+``render`` writes a finished ``Generation`` as the agent's protocol: one JSON body, or
+the protocol's SSE stream when the agent streamed. The reply is rendered once it is in
+(the model's own stream is read by the gateway's loop watch as it arrives, but the
+agent receives the translated reply whole): text, tool calls (ids, names, JSON
+arguments), the finish reason (length ↔ max_tokens / incomplete, tool calls ↔
+tool_use, stop ↔ end_turn) and the model's usage in the protocol's own fields. Thinking
+is not handed on (its signature, which Anthropic's protocol needs back, does not exist
+on the other side).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+from pytest_agentbench.core.sampling import Sampling
+from pytest_agentbench.models.base import Generation, ToolCall, ToolSpec
+
+
+class Untranslatable(ValueError):
+    """A request feature the translation does not carry (the message names it)."""
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """The neutral parts of an agent's request."""
+
+    messages: tuple[Mapping[str, JsonValue], ...]
+    system: str | None
+    tools: tuple[ToolSpec, ...]
+    max_tokens: int | None
+    sampling: Sampling
+    stream: bool
+
+
+def parse(protocol: str, body: Mapping[str, JsonValue]) -> Parsed:
+    """``body`` of ``protocol`` in neutral form; raises Untranslatable."""
+    if protocol == "chat":
+        messages, system = _chat_turns(body.get("messages"))
+        tools = _tools(protocol, body.get("tools"))
+        limit = body.get("max_completion_tokens", body.get("max_tokens"))
+        stop = body.get("stop")
+    elif protocol == "messages":
+        messages = _messages_turns(body.get("messages"))
+        system = _text_of(body.get("system"), "system") or None
+        tools = _tools(protocol, body.get("tools"))
+        limit = body.get("max_tokens")
+        stop = body.get("stop_sequences")
+    elif protocol == "responses":
+        if body.get("previous_response_id"):
+            raise Untranslatable(
+                "previous_response_id (a conversation stored by the provider): send the "
+                "whole input instead"
+            )
+        messages, system = _responses_turns(body.get("input"))
+        instructions = body.get("instructions")
+        if isinstance(instructions, str) and instructions:
+            system = instructions + ("\n\n" + system if system else "")
+        tools = _tools(protocol, body.get("tools"))
+        limit = body.get("max_output_tokens")
+        stop = None
+    else:
+        raise Untranslatable(f"unknown protocol {protocol!r}")
+    return Parsed(
+        tuple(messages),
+        system,
+        tools,
+        _integer(limit),
+        Sampling(
+            temperature=_number(body.get("temperature")),
+            top_p=_number(body.get("top_p")),
+            top_k=_integer(body.get("top_k")),
+            seed=_integer(body.get("seed")),
+            stop=(stop,)
+            if isinstance(stop, str)
+            else tuple(str(s) for s in stop)
+            if isinstance(stop, list) and stop
+            else None,
+        ),
+        body.get("stream") is True,
+    )
+
+
+def _number(value: JsonValue) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _integer(value: JsonValue) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text_of(content: JsonValue, where: str) -> str:
+    """The text of a content value: a string, or a list of text parts (any of the
+    protocols' text part types); a part of another kind raises Untranslatable."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise Untranslatable(f"{where}: content that is neither text nor a list of parts")
+    texts: list[str] = []
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+            continue
+        kind = part.get("type") if isinstance(part, dict) else None
+        text = part.get("text") if isinstance(part, dict) else None
+        if kind in ("text", "input_text", "output_text") and isinstance(text, str):
+            texts.append(text)
+        else:
+            raise Untranslatable(f"{where}: a {kind or 'non-text'} part (only text is carried)")
+    return "".join(texts)
+
+
+def _arguments(raw: JsonValue) -> JsonObject:
+    if isinstance(raw, dict):
+        return raw
+    try:
+        value = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _chat_turns(items: JsonValue) -> tuple[list[Mapping[str, JsonValue]], str | None]:
+    if not isinstance(items, list):
+        raise Untranslatable("messages: a list is needed")
+    turns: list[Mapping[str, JsonValue]] = []
+    system: list[str] = []
+    for index, message in enumerate(items):
+        if not isinstance(message, dict):
+            raise Untranslatable(f"messages[{index}]: not an object")
+        role = message.get("role")
+        where = f"messages[{index}]"
+        if role in ("system", "developer"):
+            system.append(_text_of(message.get("content"), where))
+        elif role == "user":
+            turns.append({"role": "user", "content": _text_of(message.get("content"), where)})
+        elif role == "assistant":
+            turn: JsonObject = {
+                "role": "assistant",
+                "content": _text_of(message.get("content"), where),
+            }
+            calls: list[JsonValue] = []
+            found = message.get("tool_calls")
+            for call in found if isinstance(found, list) else ():
+                function = call.get("function") if isinstance(call, dict) else None
+                if not isinstance(call, dict) or not isinstance(function, dict):
+                    raise Untranslatable(f"{where}: a tool call that is not a function call")
+                calls.append(
+                    {
+                        "id": str(call.get("id", "")),
+                        "name": str(function.get("name", "")),
+                        "arguments": _arguments(function.get("arguments")),
+                    }
+                )
+            if calls:
+                turn["tool_calls"] = calls
+            turns.append(turn)
+        elif role == "tool":
+            turns.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": str(message.get("tool_call_id", "")),
+                    "name": "",
+                    "content": _text_of(message.get("content"), where),
+                    "is_error": False,
+                }
+            )
+        else:
+            raise Untranslatable(f"{where}: role {role!r}")
+    return turns, "\n\n".join(system) or None
+
+
+def _messages_turns(items: JsonValue) -> list[Mapping[str, JsonValue]]:
+    if not isinstance(items, list):
+        raise Untranslatable("messages: a list is needed")
+    turns: list[Mapping[str, JsonValue]] = []
+    for index, message in enumerate(items):
+        where = f"messages[{index}]"
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+            raise Untranslatable(f"{where}: a user or assistant turn is needed")
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if not isinstance(blocks, list):
+            raise Untranslatable(f"{where}: content that is neither text nor a list of blocks")
+        texts: list[str] = []
+        calls: list[JsonValue] = []
+        for block in blocks:
+            kind = block.get("type") if isinstance(block, dict) else None
+            if not isinstance(block, dict):
+                raise Untranslatable(f"{where}: a content block that is not an object")
+            if kind == "text":
+                texts.append(str(block.get("text", "")))
+            elif kind in ("thinking", "redacted_thinking"):
+                continue  # the other provider cannot check its signature: dropped
+            elif kind == "tool_use" and message["role"] == "assistant":
+                calls.append(
+                    {
+                        "id": str(block.get("id", "")),
+                        "name": str(block.get("name", "")),
+                        "arguments": _arguments(block.get("input")),
+                    }
+                )
+            elif kind == "tool_result" and message["role"] == "user":
+                turns.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": str(block.get("tool_use_id", "")),
+                        "name": "",
+                        "content": _text_of(block.get("content"), f"{where} tool_result"),
+                        "is_error": block.get("is_error") is True,
+                    }
+                )
+            else:
+                raise Untranslatable(f"{where}: a {kind} block (not carried across protocols)")
+        if message["role"] == "assistant":
+            turn: JsonObject = {"role": "assistant", "content": "".join(texts)}
+            if calls:
+                turn["tool_calls"] = calls
+            turns.append(turn)
+        elif texts:
+            turns.append({"role": "user", "content": "".join(texts)})
+    return turns
+
+
+def _responses_turns(items: JsonValue) -> tuple[list[Mapping[str, JsonValue]], str | None]:
+    if isinstance(items, str):
+        return [{"role": "user", "content": items}], None
+    if not isinstance(items, list):
+        raise Untranslatable("input: text or a list of items is needed")
+    turns: list[JsonObject] = []
+    system: list[str] = []
+    for index, item in enumerate(items):
+        where = f"input[{index}]"
+        if not isinstance(item, dict):
+            raise Untranslatable(f"{where}: not an object")
+        kind = item.get("type", "message")
+        if kind == "message":
+            role = item.get("role")
+            text = _text_of(item.get("content"), where)
+            if role in ("system", "developer"):
+                system.append(text)
+            elif role in ("user", "assistant"):
+                turns.append({"role": str(role), "content": text})
+            else:
+                raise Untranslatable(f"{where}: role {role!r}")
+        elif kind == "function_call":
+            call: JsonObject = {
+                "id": str(item.get("call_id", "")),
+                "name": str(item.get("name", "")),
+                "arguments": _arguments(item.get("arguments")),
+            }
+            last = turns[-1] if turns else None
+            if last is None or last.get("role") != "assistant":
+                last = {"role": "assistant", "content": ""}
+                turns.append(last)
+            calls = last.get("tool_calls")
+            last["tool_calls"] = [*(calls if isinstance(calls, list) else []), call]
+        elif kind == "function_call_output":
+            output = item.get("output")
+            turns.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": str(item.get("call_id", "")),
+                    "name": "",
+                    "content": _text_of(output, f"{where} output"),
+                    "is_error": False,
+                }
+            )
+        elif kind == "reasoning":
+            continue  # the provider's own reasoning item: dropped
+        else:
+            raise Untranslatable(f"{where}: a {kind} item (not carried across protocols)")
+    return list(turns), "\n\n".join(system) or None
+
+
+def _tools(protocol: str, items: JsonValue) -> tuple[ToolSpec, ...]:
+    if items is None:
+        return ()
+    if not isinstance(items, list):
+        raise Untranslatable("tools: a list is needed")
+    specs: list[ToolSpec] = []
+    for index, tool in enumerate(items):
+        if not isinstance(tool, dict):
+            raise Untranslatable(f"tools[{index}]: not an object")
+        kind = tool.get("type")
+        source: Mapping[str, JsonValue] = tool
+        schema_key = "parameters"
+        if protocol == "chat":
+            function = tool.get("function")
+            if kind != "function" or not isinstance(function, dict):
+                raise Untranslatable(f"tools[{index}]: a {kind} tool (only functions are carried)")
+            source = function
+        elif protocol == "messages":
+            if kind not in (None, "custom"):
+                raise Untranslatable(
+                    f"tools[{index}]: the server tool {kind} (only custom tools are carried)"
+                )
+            schema_key = "input_schema"
+        elif kind != "function":
+            raise Untranslatable(
+                f"tools[{index}]: the built-in tool {kind} (only functions are carried)"
+            )
+        schema = source.get(schema_key)
+        specs.append(
+            ToolSpec(
+                str(source.get("name", "")),
+                str(source.get("description") or ""),
+                schema if isinstance(schema, dict) else {"type": "object", "properties": {}},
+            )
+        )
+    return tuple(specs)
+
+
+# --- rendering ---------------------------------------------------------------------------
+
+_STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
+
+
+def _arguments_text(call: ToolCall) -> str:
+    if call.arguments is not None:
+        return json.dumps(dict(call.arguments))
+    return call.raw_arguments or "{}"
+
+
+def _finish(generation: Generation) -> str:
+    if generation.tool_calls:
+        return "tool_calls"
+    return generation.finish_reason or "stop"
+
+
+def _n(value: int | None) -> int:
+    return value or 0
+
+
+def _prompt(generation: Generation) -> int:
+    usage = generation.usage
+    return _n(usage.input) + _n(usage.cache_read) + _n(usage.cache_write)
+
+
+def _sse(data: JsonValue, event: str | None = None) -> bytes:
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {json.dumps(data)}\n\n".encode()
+
+
+def render(
+    protocol: str, generation: Generation, model: str, body: Mapping[str, JsonValue]
+) -> tuple[str, bytes]:
+    """The agent's reply: its content type and bytes (SSE when ``body`` streamed)."""
+    stream = body.get("stream") is True
+    if protocol == "chat":
+        options = body.get("stream_options")
+        usage = isinstance(options, dict) and options.get("include_usage") is True
+        parts = _chat_stream(generation, model, usage) if stream else None
+        whole = None if stream else _chat_body(generation, model)
+    elif protocol == "messages":
+        parts = _messages_stream(generation, model) if stream else None
+        whole = None if stream else _messages_body(generation, model)
+    else:
+        parts = _responses_stream(generation, model) if stream else None
+        whole = None if stream else _responses_body(generation, model, "completed")
+    if parts is not None:
+        return "text/event-stream", b"".join(parts)
+    return "application/json", json.dumps(whole).encode()
+
+
+def _chat_usage(generation: Generation) -> JsonObject:
+    prompt, output = _prompt(generation), _n(generation.usage.output)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": output,
+        "total_tokens": prompt + output,
+        "prompt_tokens_details": {"cached_tokens": _n(generation.usage.cache_read)},
+        "completion_tokens_details": {"reasoning_tokens": _n(generation.usage.reasoning)},
+    }
+
+
+def _chat_calls(generation: Generation, streamed: bool) -> list[JsonValue]:
+    calls: list[JsonValue] = []
+    for index, call in enumerate(generation.tool_calls):
+        entry: JsonObject = {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": _arguments_text(call)},
+        }
+        calls.append({"index": index, **entry} if streamed else entry)
+    return calls
+
+
+def _chat_body(generation: Generation, model: str) -> JsonObject:
+    message: JsonObject = {"role": "assistant", "content": generation.text or None}
+    if generation.tool_calls:
+        message["tool_calls"] = _chat_calls(generation, False)
+    return {
+        "id": "chatcmpl-" + secrets.token_hex(12),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": _finish(generation)}],
+        "usage": _chat_usage(generation),
+    }
+
+
+def _chat_stream(generation: Generation, model: str, usage: bool) -> Iterator[bytes]:
+    head: JsonObject = {
+        "id": "chatcmpl-" + secrets.token_hex(12),
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+    }
+
+    def chunk(delta: JsonObject, finish: str | None = None) -> bytes:
+        choice: JsonObject = {"index": 0, "delta": delta, "finish_reason": finish}
+        return _sse({**head, "choices": [choice]})
+
+    yield chunk({"role": "assistant", "content": ""})
+    if generation.text:
+        yield chunk({"content": generation.text})
+    if generation.tool_calls:
+        yield chunk({"tool_calls": _chat_calls(generation, True)})
+    yield chunk({}, _finish(generation))
+    if usage:
+        yield _sse({**head, "choices": [], "usage": _chat_usage(generation)})
+    yield b"data: [DONE]\n\n"
+
+
+def _messages_usage(generation: Generation) -> JsonObject:
+    usage = generation.usage
+    return {
+        "input_tokens": _n(usage.input),
+        "output_tokens": _n(usage.output),
+        "cache_read_input_tokens": _n(usage.cache_read),
+        "cache_creation_input_tokens": _n(usage.cache_write),
+    }
+
+
+def _messages_blocks(generation: Generation) -> list[JsonObject]:
+    blocks: list[JsonObject] = []
+    if generation.text or not generation.tool_calls:
+        blocks.append({"type": "text", "text": generation.text})
+    for call in generation.tool_calls:
+        arguments: JsonObject = dict(call.arguments) if call.arguments is not None else {}
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments})
+    return blocks
+
+
+def _messages_body(generation: Generation, model: str) -> JsonObject:
+    content: list[JsonValue] = list(_messages_blocks(generation))
+    return {
+        "id": "msg_" + secrets.token_hex(12),
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": _STOP.get(_finish(generation), "end_turn"),
+        "stop_sequence": None,
+        "usage": _messages_usage(generation),
+    }
+
+
+def _messages_stream(generation: Generation, model: str) -> Iterator[bytes]:
+    start = {**_messages_body(generation, model), "content": [], "stop_reason": None}
+    start["usage"] = {**_messages_usage(generation), "output_tokens": 0}
+    yield _sse({"type": "message_start", "message": start}, "message_start")
+    for index, block in enumerate(_messages_blocks(generation)):
+        if block["type"] == "text":
+            opening: JsonObject = {"type": "text", "text": ""}
+            delta: JsonObject = {"type": "text_delta", "text": block["text"]}
+        else:
+            opening = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        yield _sse(
+            {"type": "content_block_start", "index": index, "content_block": opening},
+            "content_block_start",
+        )
+        yield _sse(
+            {"type": "content_block_delta", "index": index, "delta": delta}, "content_block_delta"
+        )
+        yield _sse({"type": "content_block_stop", "index": index}, "content_block_stop")
+    finish: JsonObject = {
+        "stop_reason": _STOP.get(_finish(generation), "end_turn"),
+        "stop_sequence": None,
+    }
+    usage: JsonObject = {"output_tokens": _n(generation.usage.output)}
+    yield _sse({"type": "message_delta", "delta": finish, "usage": usage}, "message_delta")
+    yield _sse({"type": "message_stop"}, "message_stop")
+
+
+def _responses_output(generation: Generation) -> list[JsonObject]:
+    output: list[JsonObject] = []
+    if generation.text or not generation.tool_calls:
+        text: JsonObject = {"type": "output_text", "text": generation.text, "annotations": []}
+        output.append(
+            {
+                "type": "message",
+                "id": "msg_" + secrets.token_hex(12),
+                "status": "completed",
+                "role": "assistant",
+                "content": [text],
+            }
+        )
+    for call in generation.tool_calls:
+        output.append(
+            {
+                "type": "function_call",
+                "id": "fc_" + secrets.token_hex(12),
+                "call_id": call.id,
+                "name": call.name,
+                "arguments": _arguments_text(call),
+                "status": "completed",
+            }
+        )
+    return output
+
+
+def _responses_body(
+    generation: Generation, model: str, status: str, output: list[JsonObject] | None = None
+) -> JsonObject:
+    usage = generation.usage
+    prompt, produced = _prompt(generation), _n(usage.output)
+    incomplete = _finish(generation) == "length"
+    items: list[JsonValue] = list(output if output is not None else _responses_output(generation))
+    return {
+        "id": "resp_" + secrets.token_hex(12),
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "incomplete" if incomplete and status == "completed" else status,
+        "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+        "error": None,
+        "model": model,
+        "output": items,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": prompt,
+            "input_tokens_details": {"cached_tokens": _n(usage.cache_read)},
+            "output_tokens": produced,
+            "output_tokens_details": {"reasoning_tokens": _n(usage.reasoning)},
+            "total_tokens": prompt + produced,
+        },
+    }
+
+
+def _responses_stream(generation: Generation, model: str) -> Iterator[bytes]:
+    output = _responses_output(generation)
+    done = _responses_body(generation, model, "completed", output)
+    number = 0
+
+    def event(kind: str, **data: JsonValue) -> bytes:
+        nonlocal number
+        number += 1
+        return _sse({"type": kind, "sequence_number": number - 1, **data}, kind)
+
+    yield event("response.created", response={**done, "status": "in_progress", "output": []})
+    for index, item in enumerate(output):
+        ident = item["id"]
+        if item["type"] == "message":
+            yield event(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "status": "in_progress", "content": []},
+            )
+            part: JsonObject = {"type": "output_text", "text": "", "annotations": []}
+            where: JsonObject = {"output_index": index, "item_id": ident, "content_index": 0}
+            yield event("response.content_part.added", **where, part=part)
+            yield event("response.output_text.delta", **where, delta=generation.text)
+            yield event("response.output_text.done", **where, text=generation.text)
+            part = {**part, "text": generation.text}
+            yield event("response.content_part.done", **where, part=part)
+        else:
+            added = {**item, "status": "in_progress", "arguments": ""}
+            yield event("response.output_item.added", output_index=index, item=added)
+            where = {"output_index": index, "item_id": ident}
+            yield event("response.function_call_arguments.delta", **where, delta=item["arguments"])
+            yield event(
+                "response.function_call_arguments.done", **where, arguments=item["arguments"]
+            )
+        yield event("response.output_item.done", output_index=index, item=item)
+    final = "response.incomplete" if done["status"] == "incomplete" else "response.completed"
+    yield event(final, response=done)

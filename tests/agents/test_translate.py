@@ -1,0 +1,246 @@
+"""The gateway translating between protocols: an agent's request in a protocol the
+task's model does not serve goes through the model's own client and comes back in the
+agent's protocol. Real servers on 127.0.0.1 (the gateway, the scripted provider), real
+model clients behind (an ``openai-compat`` Chat Completions client, an Anthropic
+Messages client, neither with a sibling for the protocol under test), the official SDKs
+in front."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+
+from pytest_agentbench.agents.gateway import Gateway
+from pytest_agentbench.agents.route import Route
+from pytest_agentbench.core.jsontypes import JsonObject
+from pytest_agentbench.models.anthropic import AnthropicClient
+from pytest_agentbench.models.base import ModelClient, ModelSpec
+from pytest_agentbench.models.openai_chat import OpenAIChatClient
+from pytest_agentbench.models.scripted import register_scripts, scripted_client
+from pytest_agentbench.models.siblings import sibling
+from pytest_agentbench.scripted.server import ScriptedServer
+
+anthropic = pytest.importorskip("anthropic")
+openai = pytest.importorskip("openai")
+
+READ = {"name": "read_file", "arguments": {"path": "notes.txt"}, "id": "call_7"}
+TOOL = {
+    "name": "read_file",
+    "description": "Read a file",
+    "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+}
+
+
+@dataclass(frozen=True)
+class _Task:
+    key: str
+    scripted: tuple[object, ...]
+    id: str = "t"
+    path: str = "bench_translate.toml"
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[ScriptedServer]:
+    server = ScriptedServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def gateway() -> Iterator[Gateway]:
+    made = Gateway()
+    yield made
+    made.close()
+
+
+def _route(
+    gateway: Gateway, server: ScriptedServer, key: str, replies: list[object], speaks: str
+) -> tuple[Route, ModelClient]:
+    """A route whose model is a built-in client of ``speaks`` (``chat``: openai-compat,
+    ``messages``: anthropic) named after the script ``key`` the server answers from."""
+    register_scripts(
+        scripted_client(ModelSpec("scripted", "scripted"), server.url), [_Task(key, tuple(replies))]
+    )
+    bare: OpenAIChatClient | AnthropicClient
+    if speaks == "chat":
+        bare = OpenAIChatClient(ModelSpec("openai-compat", key), server.url, "k", trust_env=False)
+        assert sibling(bare, "messages") is None
+    else:
+        bare = AnthropicClient(ModelSpec("anthropic", key), server.url, "k", trust_env=False)
+        assert sibling(bare, "responses") is None and sibling(bare, "chat") is None
+    route = gateway.open_route(key, bare.spec.label, lambda protocol: sibling(bare, protocol))
+    route.begin_attempt(0, time.monotonic() + 60, None)
+    return route, bare
+
+
+def _sent(server: ScriptedServer, key: str) -> list[JsonObject]:
+    """The bodies the model received for script ``key``, in order."""
+    return [
+        r["body"] for r in server.requests if r.get("key") == key and isinstance(r["body"], dict)
+    ]
+
+
+def test_messages_agent_over_a_chat_only_model(gateway: Gateway, provider: ScriptedServer) -> None:
+    """Claude Code's protocol against an OpenAI-compatible local server: plain text
+    (usage and end_turn), a tool call (tool_use, its id, name and input), its result on
+    the next turn reaching the model as a Chat tool message, streamed and not."""
+    replies: list[object] = [
+        {"text": "hello there", "usage": {"prompt_tokens": 12, "completion_tokens": 2}},
+        {"text": "Reading.", "tool_calls": [READ]},
+        {"text": "The notes say hi.", "finish_reason": "length"},
+    ]
+    route, bare = _route(gateway, provider, "msgs-over-chat", replies, "chat")
+    env = route.endpoint.environment()
+    client = anthropic.Anthropic(
+        base_url=env["ANTHROPIC_BASE_URL"], api_key=env["ANTHROPIC_API_KEY"]
+    )
+    ask = [{"role": "user", "content": "say hello"}]
+    first = client.messages.create(model="m", max_tokens=100, system="Be brief.", messages=ask)
+    assert [b.type for b in first.content] == ["text"]
+    assert first.content[0].text == "hello there"
+    assert first.stop_reason == "end_turn"
+    assert (first.usage.input_tokens, first.usage.output_tokens) == (12, 2)
+    history = [
+        {"role": "user", "content": "what do the notes say?"},
+    ]
+    with client.messages.stream(
+        model="m", max_tokens=100, messages=history, tools=[TOOL]
+    ) as events:
+        second = events.get_final_message()
+    assert second.stop_reason == "tool_use"
+    assert [b.type for b in second.content] == ["text", "tool_use"]
+    use = second.content[1]
+    assert (use.id, use.name, use.input) == ("call_7", "read_file", {"path": "notes.txt"})
+    history += [
+        {"role": "assistant", "content": [b.model_dump() for b in second.content]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "call_7", "content": "hi"}],
+        },
+    ]
+    third = client.messages.create(model="m", max_tokens=5, messages=history, tools=[TOOL])
+    assert third.content[0].text == "The notes say hi." and third.stop_reason == "max_tokens"
+    client.close()
+    bare.close()
+    upstream = _sent(provider, "msgs-over-chat")
+    assert len(upstream) == 3
+    assert upstream[0]["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "say hello"},
+    ]
+    assert upstream[1]["tools"][0]["function"]["name"] == "read_file"
+    assert upstream[2]["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": "call_7",
+        "content": "hi",
+    }
+    assert upstream[2]["max_tokens"] == 5
+    records = route.records_of(0)
+    assert [r.entry["translated"] for r in records] == ["messages→chat"] * 3
+    assert [r.tool_calls for r in records] == [0, 1, 0]
+    assert all(r.ok for r in records)
+    assert records[0].usage is not None and records[0].usage["output"] == 2
+
+
+def test_responses_agent_over_a_messages_only_model(
+    gateway: Gateway, provider: ScriptedServer
+) -> None:
+    replies: list[object] = [
+        {"text": "Reading.", "tool_calls": [READ]},
+        {"text": "done reading"},
+    ]
+    route, bare = _route(gateway, provider, "resp-over-msgs", replies, "messages")
+    env = route.endpoint.environment()
+    client = openai.OpenAI(base_url=env["OPENAI_BASE_URL"], api_key=env["OPENAI_API_KEY"])
+    tool = {
+        "type": "function",
+        "name": "read_file",
+        "description": "Read a file",
+        "parameters": TOOL["input_schema"],
+    }
+    first = client.responses.create(
+        model="m", instructions="Be brief.", input="what is in notes?", tools=[tool]
+    )
+    calls = [item for item in first.output if item.type == "function_call"]
+    assert [(c.call_id, c.name, c.arguments) for c in calls] == [
+        ("call_7", "read_file", '{"path": "notes.txt"}')
+    ]
+    assert first.output_text == "Reading."
+    assert first.usage is not None and first.usage.output_tokens > 0
+    followup = [
+        {"role": "user", "content": "what is in notes?"},
+        {
+            "type": "function_call",
+            "call_id": "call_7",
+            "name": "read_file",
+            "arguments": '{"path": "notes.txt"}',
+        },
+        {"type": "function_call_output", "call_id": "call_7", "output": "hi"},
+    ]
+    stream = client.responses.create(model="m", input=followup, tools=[tool], stream=True)
+    kinds = []
+    final = None
+    for event in stream:
+        kinds.append(event.type)
+        if event.type == "response.completed":
+            final = event.response
+    assert final is not None and final.output_text == "done reading"
+    assert "response.output_text.delta" in kinds
+    client.close()
+    bare.close()
+    upstream = _sent(provider, "resp-over-msgs")
+    assert upstream[0]["system"] == "Be brief."
+    assert upstream[1]["messages"][-1]["content"][0]["tool_use_id"] == "call_7"
+    assert [r.entry["translated"] for r in route.records_of(0)] == ["responses→messages"] * 2
+
+
+def test_a_loop_in_the_models_stream_stops_the_route_through_translation(
+    gateway: Gateway, provider: ScriptedServer
+) -> None:
+    sentence = "I should double-check the total once more before answering. "
+    route, bare = _route(
+        gateway, provider, "loop-translated", [{"text": sentence, "repeat": 600}], "chat"
+    )
+    with httpx.Client(timeout=30) as http:
+        answer = http.post(
+            f"{route.base_url}/v1/messages",
+            headers={"x-api-key": route.key},
+            json={
+                "model": "m",
+                "max_tokens": 9000,
+                "stream": True,
+                "messages": [{"role": "user", "content": "add"}],
+            },
+        )
+    bare.close()
+    assert answer.status_code == 400 and "loop in the model's reply" in answer.text
+    assert route.stop_info is not None and route.stop_info.reason == "loop_killed"
+    (record,) = route.records_of(0)
+    assert record.entry["translated"] == "messages→chat" and "killed" in record.entry
+
+
+def test_what_cannot_be_translated_is_refused_naming_it(
+    gateway: Gateway, provider: ScriptedServer
+) -> None:
+    route, bare = _route(gateway, provider, "refused", ["never"], "chat")
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": ""}}
+    with httpx.Client(timeout=30) as http:
+        refused = http.post(
+            f"{route.base_url}/v1/messages",
+            headers={"x-api-key": route.key},
+            json={
+                "model": "m",
+                "max_tokens": 9,
+                "messages": [{"role": "user", "content": [image]}],
+            },
+        )
+    bare.close()
+    assert refused.status_code == 400
+    message = refused.json()["error"]["message"]
+    assert "cannot be translated" in message and "image" in message
+    assert _sent(provider, "refused") == []
