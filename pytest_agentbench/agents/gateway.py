@@ -36,6 +36,7 @@ from pytest_agentbench.agents import translate
 from pytest_agentbench.agents.route import CallRecord, ClientFor, Route
 from pytest_agentbench.agents.translate import Untranslatable
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+from pytest_agentbench.core.stream import StreamEvent
 from pytest_agentbench.errors import CircuitOpen, ModelError, ModelTimeout
 from pytest_agentbench.models.base import REQUEST_CALL, REQUEST_TASK, ModelRequest
 from pytest_agentbench.models.siblings import PROTOCOL_NAMES, PROTOCOL_PATHS
@@ -390,9 +391,21 @@ def _translate(
         metadata={REQUEST_TASK: route.task_key, REQUEST_CALL: str(call)},
     )
     guard = LoopGuard(route.kill_policy)
+    reply = _AgentReply(handler, body, {})
+    live = translate.stream_for(protocol, route.model_label, body) if parsed.stream else None
+
+    def hand_on(event: StreamEvent) -> None:
+        """The answer's text to a streaming agent as it arrives (after the loop watch)."""
+        if live is not None and event.kind == "text" and event.text:
+            if not reply.started:
+                reply.start(200, [("content-type", translate.SSE), ("cache-control", "no-cache")])
+            reply.send(live.text(event.text))
+        if route.on_event is not None:
+            route.on_event(event)
+
     started = time.monotonic()
     try:
-        generation = guard.check(client.generate(request, guard.chain(route.on_event)))
+        generation = guard.check(client.generate(request, guard.chain(hand_on)))
     except LoopKilled as exc:
         whole = exc.whole
         text = whole.text if whole is not None else guard.answer
@@ -410,8 +423,9 @@ def _translate(
             f"{exc.evidence['channel']})"
         )
         route.stop("loop_killed", message, exc.evidence)
-        handler.send_error_body(protocol, 400, f"agentbench gateway: {message}")
-        handler.close_connection = True
+        if not reply.started:
+            handler.send_error_body(protocol, 400, f"agentbench gateway: {message}")
+        handler.close_connection = True  # a stream begun is cut where it was
         return
     except ModelError as exc:
         route.record(CallRecord(attempt, {**where, **_error_entry(exc)}))
@@ -419,8 +433,15 @@ def _translate(
             route.stop("harness_error", str(exc))
         elif isinstance(exc, ModelTimeout):
             route.stop("timeout", str(exc))
-        status = exc.status or (504 if isinstance(exc, ModelTimeout) else 502)
-        handler.send_error_body(protocol, status, str(exc))
+        if reply.started:
+            handler.close_connection = True
+        else:
+            status = exc.status or (504 if isinstance(exc, ModelTimeout) else 502)
+            handler.send_error_body(protocol, status, str(exc))
+        return
+    except OSError as exc:  # the agent hung up while the reply streamed
+        route.record(CallRecord(attempt, {**where, "error": f"the agent hung up: {exc}"}))
+        handler.close_connection = True
         return
     usage = generation.usage.as_dict()
     entry = {
@@ -440,8 +461,17 @@ def _translate(
             ok=True,
         )
     )
-    kind, raw = translate.render(protocol, generation, route.model_label, body)
-    handler.send_raw(200, kind, raw)
+    try:
+        if live is None:
+            kind, raw = translate.render(protocol, generation, route.model_label, body)
+            handler.send_raw(200, kind, raw)
+            return
+        if not reply.started:
+            reply.start(200, [("content-type", translate.SSE), ("cache-control", "no-cache")])
+        reply.send(live.end(generation))
+        reply.finish()
+    except OSError:
+        handler.close_connection = True
 
 
 class _Handler(BaseHTTPRequestHandler):

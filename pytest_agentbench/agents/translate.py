@@ -10,13 +10,13 @@ documents, server-side and built-in tools, stored conversations) raises
 reasoning items handed back, cache-control marks, ``tool_choice``) is dropped.
 
 ``render`` writes a finished ``Generation`` as the agent's protocol: one JSON body, or
-the protocol's SSE stream when the agent streamed. The reply is rendered once it is in
-(the model's own stream is read by the gateway's loop watch as it arrives, but the
-agent receives the translated reply whole): text, tool calls (ids, names, JSON
-arguments), the finish reason (length ↔ max_tokens / incomplete, tool calls ↔
-tool_use, stop ↔ end_turn) and the model's usage in the protocol's own fields. Thinking
-is not handed on (its signature, which Anthropic's protocol needs back, does not exist
-on the other side).
+the protocol's SSE stream when the agent streamed; ``stream_for`` writes that stream
+live instead (the gateway hands each piece of the model's answer text on as it arrives,
+then the rest once the reply is in): text, tool calls (ids, names, JSON arguments, each
+whole), the finish reason (length ↔ max_tokens / incomplete, tool calls ↔ tool_use, stop
+↔ end_turn) and the model's usage in the protocol's own fields. Thinking is not handed
+on (its signature, which Anthropic's protocol needs back, does not exist on the other
+side).
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.sampling import Sampling
@@ -364,22 +365,43 @@ def _sse(data: JsonValue, event: str | None = None) -> bytes:
 def render(
     protocol: str, generation: Generation, model: str, body: Mapping[str, JsonValue]
 ) -> tuple[str, bytes]:
-    """The agent's reply: its content type and bytes (SSE when ``body`` streamed)."""
-    stream = body.get("stream") is True
+    """The agent's whole reply: its content type and bytes (the protocol's SSE stream
+    when ``body`` streamed, all of it at once)."""
+    if body.get("stream") is True:
+        live = stream_for(protocol, model, body)
+        return SSE, live.text(generation.text) + live.end(generation)
+    if protocol == "chat":
+        whole = _chat_body(generation, model)
+    elif protocol == "messages":
+        whole = _messages_body(generation, model)
+    else:
+        whole = _responses_body(generation, model, "completed", "msg_" + secrets.token_hex(12))
+    return "application/json", json.dumps(whole).encode()
+
+
+#: The content type of a streamed reply.
+SSE = "text/event-stream"
+
+
+class Stream(Protocol):
+    """A streamed reply in one protocol, written as the model's reply arrives: ``text``
+    the bytes for the next piece of answer text (the stream's head before the first),
+    ``end`` the rest once the reply is in (tool calls, finish, usage)."""
+
+    def text(self, piece: str) -> bytes: ...
+
+    def end(self, generation: Generation) -> bytes: ...
+
+
+def stream_for(protocol: str, model: str, body: Mapping[str, JsonValue]) -> Stream:
+    """The stream writer for an agent's ``protocol`` (``body`` says what it asked for)."""
     if protocol == "chat":
         options = body.get("stream_options")
         usage = isinstance(options, dict) and options.get("include_usage") is True
-        parts = _chat_stream(generation, model, usage) if stream else None
-        whole = None if stream else _chat_body(generation, model)
-    elif protocol == "messages":
-        parts = _messages_stream(generation, model) if stream else None
-        whole = None if stream else _messages_body(generation, model)
-    else:
-        parts = _responses_stream(generation, model) if stream else None
-        whole = None if stream else _responses_body(generation, model, "completed")
-    if parts is not None:
-        return "text/event-stream", b"".join(parts)
-    return "application/json", json.dumps(whole).encode()
+        return _ChatStream(model, usage)
+    if protocol == "messages":
+        return _MessagesStream(model)
+    return _ResponsesStream(model)
 
 
 def _chat_usage(generation: Generation) -> JsonObject:
@@ -419,27 +441,38 @@ def _chat_body(generation: Generation, model: str) -> JsonObject:
     }
 
 
-def _chat_stream(generation: Generation, model: str, usage: bool) -> Iterator[bytes]:
-    head: JsonObject = {
-        "id": "chatcmpl-" + secrets.token_hex(12),
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": model,
-    }
+class _ChatStream:
+    def __init__(self, model: str, usage: bool) -> None:
+        self.usage = usage
+        self.head: JsonObject = {
+            "id": "chatcmpl-" + secrets.token_hex(12),
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+        }
+        self.started = False
 
-    def chunk(delta: JsonObject, finish: str | None = None) -> bytes:
+    def _chunk(self, delta: JsonObject, finish: str | None = None) -> bytes:
         choice: JsonObject = {"index": 0, "delta": delta, "finish_reason": finish}
-        return _sse({**head, "choices": [choice]})
+        return _sse({**self.head, "choices": [choice]})
 
-    yield chunk({"role": "assistant", "content": ""})
-    if generation.text:
-        yield chunk({"content": generation.text})
-    if generation.tool_calls:
-        yield chunk({"tool_calls": _chat_calls(generation, True)})
-    yield chunk({}, _finish(generation))
-    if usage:
-        yield _sse({**head, "choices": [], "usage": _chat_usage(generation)})
-    yield b"data: [DONE]\n\n"
+    def _start(self) -> bytes:
+        if self.started:
+            return b""
+        self.started = True
+        return self._chunk({"role": "assistant", "content": ""})
+
+    def text(self, piece: str) -> bytes:
+        return self._start() + (self._chunk({"content": piece}) if piece else b"")
+
+    def end(self, generation: Generation) -> bytes:
+        out = self._start()
+        if generation.tool_calls:
+            out += self._chunk({"tool_calls": _chat_calls(generation, True)})
+        out += self._chunk({}, _finish(generation))
+        if self.usage:
+            out += _sse({**self.head, "choices": [], "usage": _chat_usage(generation)})
+        return out + b"data: [DONE]\n\n"
 
 
 def _messages_usage(generation: Generation) -> JsonObject:
@@ -476,42 +509,91 @@ def _messages_body(generation: Generation, model: str) -> JsonObject:
     }
 
 
-def _messages_stream(generation: Generation, model: str) -> Iterator[bytes]:
-    start = {**_messages_body(generation, model), "content": [], "stop_reason": None}
-    start["usage"] = {**_messages_usage(generation), "output_tokens": 0}
-    yield _sse({"type": "message_start", "message": start}, "message_start")
-    for index, block in enumerate(_messages_blocks(generation)):
-        if block["type"] == "text":
-            opening: JsonObject = {"type": "text", "text": ""}
-            delta: JsonObject = {"type": "text_delta", "text": block["text"]}
-        else:
-            opening = {**block, "input": {}}
-            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
-        yield _sse(
+class _MessagesStream:
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.ident = "msg_" + secrets.token_hex(12)
+        self.started = False
+        self.blocks = 0  # content blocks opened
+        self.open = False  # the text block is open
+
+    def _start(self) -> bytes:
+        if self.started:
+            return b""
+        self.started = True
+        message: JsonObject = {
+            "id": self.ident,
+            "type": "message",
+            "role": "assistant",
+            "model": self.model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+        }
+        return _sse({"type": "message_start", "message": message}, "message_start")
+
+    def _block(self, opening: JsonObject, delta: JsonObject | None, close: bool) -> bytes:
+        index = self.blocks
+        self.blocks += 1
+        out = _sse(
             {"type": "content_block_start", "index": index, "content_block": opening},
             "content_block_start",
         )
-        yield _sse(
-            {"type": "content_block_delta", "index": index, "delta": delta}, "content_block_delta"
-        )
-        yield _sse({"type": "content_block_stop", "index": index}, "content_block_stop")
-    finish: JsonObject = {
-        "stop_reason": _STOP.get(_finish(generation), "end_turn"),
-        "stop_sequence": None,
-    }
-    usage: JsonObject = {"output_tokens": _n(generation.usage.output)}
-    yield _sse({"type": "message_delta", "delta": finish, "usage": usage}, "message_delta")
-    yield _sse({"type": "message_stop"}, "message_stop")
+        if delta is not None:
+            out += self._delta(index, delta)
+        if close:
+            out += _sse({"type": "content_block_stop", "index": index}, "content_block_stop")
+        return out
+
+    @staticmethod
+    def _delta(index: int, delta: JsonObject) -> bytes:
+        data: JsonObject = {"type": "content_block_delta", "index": index, "delta": delta}
+        return _sse(data, "content_block_delta")
+
+    def text(self, piece: str) -> bytes:
+        out = self._start()
+        if not piece:
+            return out
+        delta: JsonObject = {"type": "text_delta", "text": piece}
+        if self.open:
+            return out + self._delta(self.blocks - 1, delta)
+        self.open = True
+        return out + self._block({"type": "text", "text": ""}, delta, close=False)
+
+    def end(self, generation: Generation) -> bytes:
+        out = self._start()
+        if not self.open and not generation.tool_calls:
+            out += self._block({"type": "text", "text": ""}, None, close=True)
+        elif self.open:
+            out += _sse(
+                {"type": "content_block_stop", "index": self.blocks - 1}, "content_block_stop"
+            )
+        for block in _messages_blocks(generation):
+            if block["type"] != "tool_use":
+                continue
+            delta: JsonObject = {
+                "type": "input_json_delta",
+                "partial_json": json.dumps(block["input"]),
+            }
+            out += self._block({**block, "input": {}}, delta, close=True)
+        finish: JsonObject = {
+            "stop_reason": _STOP.get(_finish(generation), "end_turn"),
+            "stop_sequence": None,
+        }
+        usage = _messages_usage(generation)
+        out += _sse({"type": "message_delta", "delta": finish, "usage": usage}, "message_delta")
+        return out + _sse({"type": "message_stop"}, "message_stop")
 
 
-def _responses_output(generation: Generation) -> list[JsonObject]:
+def _responses_output(generation: Generation, message: str) -> list[JsonObject]:
     output: list[JsonObject] = []
     if generation.text or not generation.tool_calls:
         text: JsonObject = {"type": "output_text", "text": generation.text, "annotations": []}
         output.append(
             {
                 "type": "message",
-                "id": "msg_" + secrets.token_hex(12),
+                "id": message,
                 "status": "completed",
                 "role": "assistant",
                 "content": [text],
@@ -531,13 +613,11 @@ def _responses_output(generation: Generation) -> list[JsonObject]:
     return output
 
 
-def _responses_body(
-    generation: Generation, model: str, status: str, output: list[JsonObject] | None = None
-) -> JsonObject:
+def _responses_body(generation: Generation, model: str, status: str, message: str) -> JsonObject:
     usage = generation.usage
     prompt, produced = _prompt(generation), _n(usage.output)
     incomplete = _finish(generation) == "length"
-    items: list[JsonValue] = list(output if output is not None else _responses_output(generation))
+    items: list[JsonValue] = list(_responses_output(generation, message))
     return {
         "id": "resp_" + secrets.token_hex(12),
         "object": "response",
@@ -560,40 +640,75 @@ def _responses_body(
     }
 
 
-def _responses_stream(generation: Generation, model: str) -> Iterator[bytes]:
-    output = _responses_output(generation)
-    done = _responses_body(generation, model, "completed", output)
-    number = 0
+class _ResponsesStream:
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.message = "msg_" + secrets.token_hex(12)
+        self.number = 0
+        self.response: JsonObject | None = None
+        self.open = False  # the message item is open
+        self.parts: list[str] = []
 
-    def event(kind: str, **data: JsonValue) -> bytes:
-        nonlocal number
-        number += 1
-        return _sse({"type": kind, "sequence_number": number - 1, **data}, kind)
+    def _event(self, kind: str, **data: JsonValue) -> bytes:
+        self.number += 1
+        return _sse({"type": kind, "sequence_number": self.number - 1, **data}, kind)
 
-    yield event("response.created", response={**done, "status": "in_progress", "output": []})
-    for index, item in enumerate(output):
-        ident = item["id"]
-        if item["type"] == "message":
-            yield event(
-                "response.output_item.added",
-                output_index=index,
-                item={**item, "status": "in_progress", "content": []},
-            )
+    def _start(self) -> bytes:
+        if self.response is not None:
+            return b""
+        self.response = _responses_body(Generation(""), self.model, "in_progress", self.message)
+        self.response["output"] = []
+        self.response["usage"] = None
+        return self._event("response.created", response=self.response)
+
+    def _where(self) -> JsonObject:
+        return {"output_index": 0, "item_id": self.message, "content_index": 0}
+
+    def text(self, piece: str) -> bytes:
+        out = self._start()
+        if not self.open:
+            self.open = True
+            item: JsonObject = {
+                "type": "message",
+                "id": self.message,
+                "status": "in_progress",
+                "role": "assistant",
+                "content": [],
+            }
+            out += self._event("response.output_item.added", output_index=0, item=item)
             part: JsonObject = {"type": "output_text", "text": "", "annotations": []}
-            where: JsonObject = {"output_index": index, "item_id": ident, "content_index": 0}
-            yield event("response.content_part.added", **where, part=part)
-            yield event("response.output_text.delta", **where, delta=generation.text)
-            yield event("response.output_text.done", **where, text=generation.text)
-            part = {**part, "text": generation.text}
-            yield event("response.content_part.done", **where, part=part)
-        else:
-            added = {**item, "status": "in_progress", "arguments": ""}
-            yield event("response.output_item.added", output_index=index, item=added)
-            where = {"output_index": index, "item_id": ident}
-            yield event("response.function_call_arguments.delta", **where, delta=item["arguments"])
-            yield event(
-                "response.function_call_arguments.done", **where, arguments=item["arguments"]
-            )
-        yield event("response.output_item.done", output_index=index, item=item)
-    final = "response.incomplete" if done["status"] == "incomplete" else "response.completed"
-    yield event(final, response=done)
+            out += self._event("response.content_part.added", **self._where(), part=part)
+        if piece:
+            self.parts.append(piece)
+            out += self._event("response.output_text.delta", **self._where(), delta=piece)
+        return out
+
+    def end(self, generation: Generation) -> bytes:
+        out = self._start()
+        if not self.open and not generation.tool_calls:
+            out += self.text("")
+        done = _responses_body(generation, self.model, "completed", self.message)
+        output = done["output"]
+        items = output if isinstance(output, list) else []
+        for index, item in enumerate(items):
+            if not isinstance(item, dict):
+                continue
+            if item["type"] == "message":
+                text = "".join(self.parts)
+                out += self._event("response.output_text.done", **self._where(), text=text)
+                part: JsonObject = {"type": "output_text", "text": text, "annotations": []}
+                out += self._event("response.content_part.done", **self._where(), part=part)
+            else:
+                added = {**item, "status": "in_progress", "arguments": ""}
+                out += self._event("response.output_item.added", output_index=index, item=added)
+                where: JsonObject = {"output_index": index, "item_id": item["id"]}
+                arguments = item["arguments"]
+                out += self._event(
+                    "response.function_call_arguments.delta", **where, delta=arguments
+                )
+                out += self._event(
+                    "response.function_call_arguments.done", **where, arguments=arguments
+                )
+            out += self._event("response.output_item.done", output_index=index, item=item)
+        final = "response.incomplete" if done["status"] == "incomplete" else "response.completed"
+        return out + self._event(final, response=done)

@@ -7,6 +7,7 @@ in front."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -152,6 +153,7 @@ def test_responses_agent_over_a_messages_only_model(
 ) -> None:
     replies: list[object] = [
         {"text": "Reading.", "tool_calls": [READ]},
+        {"text": "Reading.", "tool_calls": [READ]},
         {"text": "done reading"},
     ]
     route, bare = _route(gateway, provider, "resp-over-msgs", replies, "messages")
@@ -172,6 +174,17 @@ def test_responses_agent_over_a_messages_only_model(
     ]
     assert first.output_text == "Reading."
     assert first.usage is not None and first.usage.output_tokens > 0
+    events = list(
+        client.responses.create(
+            model="m",
+            instructions="Be brief.",
+            input="what is in notes?",
+            tools=[tool],
+            stream=True,
+        )
+    )
+    deltas = [e.delta for e in events if e.type == "response.function_call_arguments.delta"]
+    assert json.loads("".join(deltas)) == {"path": "notes.txt"}
     followup = [
         {"role": "user", "content": "what is in notes?"},
         {
@@ -194,31 +207,42 @@ def test_responses_agent_over_a_messages_only_model(
     client.close()
     bare.close()
     upstream = _sent(provider, "resp-over-msgs")
-    assert upstream[0]["system"] == "Be brief."
-    assert upstream[1]["messages"][-1]["content"][0]["tool_use_id"] == "call_7"
-    assert [r.entry["translated"] for r in route.records_of(0)] == ["responses→messages"] * 2
+    assert upstream[0]["system"] == "Be brief." and len(upstream) == 3
+    assert upstream[2]["messages"][-1]["content"][0]["tool_use_id"] == "call_7"
+    assert [r.entry["translated"] for r in route.records_of(0)] == ["responses→messages"] * 3
 
 
 def test_a_loop_in_the_models_stream_stops_the_route_through_translation(
     gateway: Gateway, provider: ScriptedServer
 ) -> None:
+    """The agent streams: the model's text reaches it live, translated, until the loop
+    watch kills the model's stream; the agent's stream is then cut and the route stops."""
     sentence = "I should double-check the total once more before answering. "
-    route, bare = _route(
-        gateway, provider, "loop-translated", [{"text": sentence, "repeat": 600}], "chat"
-    )
-    with httpx.Client(timeout=30) as http:
-        answer = http.post(
-            f"{route.base_url}/v1/messages",
-            headers={"x-api-key": route.key},
-            json={
-                "model": "m",
-                "max_tokens": 9000,
-                "stream": True,
-                "messages": [{"role": "user", "content": "add"}],
-            },
-        )
+    replies: list[object] = [{"text": sentence, "repeat": 600, "chunk_size": 20}]
+    route, bare = _route(gateway, provider, "loop-translated", replies, "chat")
+    received: list[str] = []
+    request = {
+        "model": "m",
+        "max_tokens": 9000,
+        "stream": True,
+        "messages": [{"role": "user", "content": "add"}],
+    }
+    with (
+        httpx.Client(timeout=30) as http,
+        http.stream(
+            "POST", f"{route.base_url}/v1/messages", headers={"x-api-key": route.key}, json=request
+        ) as answer,
+    ):
+        assert answer.status_code == 200
+        with pytest.raises(httpx.RemoteProtocolError):
+            for line in answer.iter_lines():
+                received.append(line)
     bare.close()
-    assert answer.status_code == 400 and "loop in the model's reply" in answer.text
+    streamed = "".join(
+        json.loads(line[6:])["delta"]["text"] for line in received if "text_delta" in line
+    )
+    assert streamed.startswith(sentence * 2) and len(streamed) < len(sentence * 600)
+    assert not any("message_stop" in line for line in received)
     assert route.stop_info is not None and route.stop_info.reason == "loop_killed"
     (record,) = route.records_of(0)
     assert record.entry["translated"] == "messages→chat" and "killed" in record.entry
@@ -244,3 +268,54 @@ def test_what_cannot_be_translated_is_refused_naming_it(
     message = refused.json()["error"]["message"]
     assert "cannot be translated" in message and "image" in message
     assert _sent(provider, "refused") == []
+
+
+def test_chat_agent_over_a_messages_only_model(gateway: Gateway, provider: ScriptedServer) -> None:
+    """The openai SDK's Chat Completions, streamed with usage and not, over an Anthropic
+    client: tool calls with their ids and JSON arguments, finish reasons, usage."""
+    replies: list[object] = [
+        {"text": "", "tool_calls": [READ]},
+        {"text": "", "tool_calls": [READ]},
+        {"text": "all read", "usage": {"input_tokens": 30, "output_tokens": 4}},
+    ]
+    route, bare = _route(gateway, provider, "chat-over-msgs", replies, "messages")
+    env = route.endpoint.environment()
+    client = openai.OpenAI(base_url=env["OPENAI_BASE_URL"], api_key=env["OPENAI_API_KEY"])
+    tool = {"type": "function", "function": {**TOOL, "parameters": TOOL["input_schema"]}}
+    del tool["function"]["input_schema"]
+    ask = [{"role": "user", "content": "read notes"}]
+    first = client.chat.completions.create(model="m", messages=ask, tools=[tool])
+    choice = first.choices[0]
+    assert choice.finish_reason == "tool_calls" and choice.message.content is None
+    (call,) = choice.message.tool_calls or []
+    assert (call.id, call.function.name) == ("call_7", "read_file")
+    assert json.loads(call.function.arguments) == {"path": "notes.txt"}
+    with client.chat.completions.stream(model="m", messages=ask, tools=[tool]) as events:
+        again = events.get_final_completion().choices[0]  # the same call, streamed
+    assert again.finish_reason == "tool_calls"
+    (streamed_call,) = again.message.tool_calls or []
+    assert (streamed_call.id, streamed_call.function.name) == ("call_7", "read_file")
+    assert json.loads(streamed_call.function.arguments) == {"path": "notes.txt"}
+    history = [
+        *ask,
+        choice.message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": "call_7", "content": "hi"},
+    ]
+    chunks = list(
+        client.chat.completions.create(
+            model="m",
+            messages=history,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "all read"
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    usage = chunks[-1].usage
+    assert usage is not None and (usage.prompt_tokens, usage.completion_tokens) == (30, 4)
+    client.close()
+    bare.close()
+    (_, _, second) = _sent(provider, "chat-over-msgs")
+    assert second["messages"][1]["content"][0]["type"] == "tool_use"
+    assert second["messages"][2]["content"][0]["tool_use_id"] == "call_7"
