@@ -57,8 +57,8 @@ def parse(protocol: str, body: Mapping[str, JsonValue]) -> Parsed:
         limit = body.get("max_completion_tokens", body.get("max_tokens"))
         stop = body.get("stop")
     elif protocol == "messages":
-        messages = _messages_turns(body.get("messages"))
-        system = _text_of(body.get("system"), "system") or None
+        messages, later = _messages_turns(body.get("messages"))
+        system = "\n\n".join([_text_of(body.get("system"), "system"), *later]).strip() or None
         tools = _tools(protocol, body.get("tools"))
         limit = body.get("max_tokens")
         stop = body.get("stop_sequences")
@@ -190,14 +190,21 @@ def _chat_turns(items: JsonValue) -> tuple[list[Mapping[str, JsonValue]], str | 
     return turns, "\n\n".join(system) or None
 
 
-def _messages_turns(items: JsonValue) -> list[Mapping[str, JsonValue]]:
+def _messages_turns(items: JsonValue) -> tuple[list[Mapping[str, JsonValue]], list[str]]:
+    """The turns, and the text of ``system`` turns among them (Claude Code sends some),
+    which join the system prompt."""
     if not isinstance(items, list):
         raise Untranslatable("messages: a list is needed")
     turns: list[Mapping[str, JsonValue]] = []
+    system: list[str] = []
     for index, message in enumerate(items):
         where = f"messages[{index}]"
-        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
-            raise Untranslatable(f"{where}: a user or assistant turn is needed")
+        role = message.get("role") if isinstance(message, dict) else None
+        if isinstance(message, dict) and role == "system":
+            system.append(_text_of(message.get("content"), where))
+            continue
+        if not isinstance(message, dict) or role not in ("user", "assistant"):
+            raise Untranslatable(f"{where}: role {role!r} (a user or assistant turn is needed)")
         content = message.get("content")
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         if not isinstance(blocks, list):
@@ -239,7 +246,7 @@ def _messages_turns(items: JsonValue) -> list[Mapping[str, JsonValue]]:
             turns.append(turn)
         elif texts:
             turns.append({"role": "user", "content": "".join(texts)})
-    return turns
+    return turns, system
 
 
 def _responses_turns(items: JsonValue) -> tuple[list[Mapping[str, JsonValue]], str | None]:

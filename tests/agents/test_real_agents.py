@@ -9,6 +9,9 @@ scripted replies play the agent's model. Each run holds four tasks:
 - a scripted loop in the model's stream, killed live with the agent's process group;
 - a deadline: the model never answers, the task times out and the agent is ended.
 
+Claude Code runs once more against an ``openai-compat`` model (Chat Completions only):
+the gateway translates its Messages calls.
+
 The agents are found as tests/real_agents_support.py says (``.ci/install-agents`` installs them);
 a missing one skips its test with the reason. The suites are the ones docs/agents-external.md
 shows, with the executable's path filled in.
@@ -188,3 +191,54 @@ def test_codex(pytester: pytest.Pytester, record_property: Any) -> None:
 def test_openai_agents_sdk(pytester: pytest.Pytester) -> None:
     python = require_agents_python()
     check_run(run_suite(pytester, "sdk", python), "chat")
+
+
+def test_claude_code_through_protocol_translation(pytester: pytest.Pytester) -> None:
+    """Claude Code (Anthropic Messages) against an OpenAI-compatible server that speaks
+    Chat Completions only (``openai-compat``): the gateway translates each call both
+    ways, and the scripted tool call still runs for real in the agent's workspace."""
+    from pytest_agentbench.scripted.server import ScriptedServer
+
+    exe = require_tool("claude")
+    copy_programs(pytester.path)
+    server = ScriptedServer()
+    url = server.start()
+    bash = {"name": "Bash", "arguments": {"command": "echo hello > out.txt", "description": "run"}}
+    server.set_default(
+        [{"text": "Writing it.", "tool_calls": [bash]}, "Done: out.txt holds hello."]
+    )
+    pytester.makefile(
+        ".toml",
+        bench_translated=f"""
+[suite]
+name = "translated"
+timeout_s = 120
+verifier = {{ kind = "command", run = "grep -qx hello out.txt" }}
+{agent_table("claude", exe)}
+[[task]]
+id = "tool-call"
+input = "Create out.txt holding hello."
+""",
+    )
+    try:
+        result = pytester.runpytest_subprocess(
+            "--agentbench",
+            "-p",
+            "no:cacheprovider",
+            "--agentbench-model",
+            "openai-compat/anything",
+            "--agentbench-base-url",
+            url,
+        )
+        paths = {r["path"] for r in server.requests}
+    finally:
+        server.stop()
+    assert result.ret == 0, result.stdout.str()
+    assert paths == {"/v1/chat/completions"}
+    tasks = (pytester.path / "agentbench-results" / "latest").resolve() / "tasks" / "translated"
+    (folder,) = tasks.iterdir()
+    assert (folder / "workspace" / "out.txt").read_text() == "hello\n"
+    requests = json.loads((folder / "trajectory.json").read_text())["requests"]
+    calls = [e for e in requests if "protocol" in e]
+    assert len(calls) >= 2 and {c["translated"] for c in calls} == {"messages→chat"}
+    assert all(c["usage"]["input"] > 0 for c in calls)
