@@ -38,7 +38,7 @@ from pytest_agentbench.agents.translate import Untranslatable
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import StreamEvent
 from pytest_agentbench.errors import CircuitOpen, ModelError, ModelTimeout
-from pytest_agentbench.models.base import REQUEST_CALL, REQUEST_TASK, ModelRequest
+from pytest_agentbench.models.base import REQUEST_CALL, REQUEST_TASK, Generation, ModelRequest
 from pytest_agentbench.models.siblings import PROTOCOL_NAMES, PROTOCOL_PATHS
 from pytest_agentbench.models.sse import parse_json
 from pytest_agentbench.models.usage import recovered_usage
@@ -233,6 +233,80 @@ def _error_entry(exc: ModelError) -> JsonObject:
     return entry
 
 
+def _killed(
+    route: Route, attempt: int, where: JsonObject, guard: LoopGuard, exc: LoopKilled
+) -> str:
+    """Record a call the loop watch killed and stop the route; the stop's message."""
+    whole = exc.whole  # arrived whole: its usage known
+    text = whole.text if whole is not None else guard.answer
+    usage = (
+        whole.usage.as_dict()
+        if whole is not None
+        else recovered_usage(text, guard.thinking).as_dict()
+    )
+    exchange = dict(whole.exchange) if whole is not None else {}
+    entry: JsonObject = {**where, **exchange, "killed": exc.evidence, "answer_chars": len(text)}
+    route.record(CallRecord(attempt, entry, usage, guard.summary(), text))
+    said = "reply (it arrived whole)" if whole is not None else "stream"
+    message = (
+        f"loop in the model's {said} at {time.monotonic() - route.started:.0f} s "
+        f"(period {exc.evidence['period']} ×{exc.evidence['repetitions']:g} in "
+        f"{exc.evidence['channel']})"
+    )
+    route.stop("loop_killed", message, exc.evidence)
+    return message
+
+
+def _failed(
+    route: Route,
+    call: tuple[int, JsonObject],
+    handler: _Handler,
+    protocol: str,
+    started: bool,
+    exc: ModelError | OSError,
+) -> None:
+    """Record a call that failed (``call``: its attempt and entry so far) and answer the
+    agent: an error in its protocol's shape, or its stream cut when it had begun. The
+    breaker and the deadline stop the route; an OSError is the agent hanging up."""
+    attempt, where = call
+    if isinstance(exc, OSError):
+        route.record(CallRecord(attempt, {**where, "error": f"the agent hung up: {exc}"}))
+        handler.close_connection = True
+        return
+    route.record(CallRecord(attempt, {**where, **_error_entry(exc)}))
+    if isinstance(exc, CircuitOpen):
+        route.stop("harness_error", str(exc))
+    elif isinstance(exc, ModelTimeout):
+        route.stop("timeout", str(exc))
+    if started:
+        handler.close_connection = True
+    else:
+        status = exc.status or (504 if isinstance(exc, ModelTimeout) else 502)
+        handler.send_error_body(protocol, status, str(exc))
+
+
+def _done(
+    route: Route,
+    attempt: int,
+    where: JsonObject,
+    guard: LoopGuard,
+    generation: Generation,
+    started: float,
+) -> None:
+    """Record a call that succeeded (before its reply ends: the agent may exit then)."""
+    usage = generation.usage.as_dict()
+    entry: JsonObject = {
+        **where,
+        **generation.exchange,
+        "usage": usage,
+        "model_s": round(time.monotonic() - started, 3),
+    }
+    tools = len(generation.tool_calls)
+    route.record(
+        CallRecord(attempt, entry, usage, guard.summary(), generation.text, tools, ok=True)
+    )
+
+
 def _relay(route: Route, protocol: str, handler: _Handler, body: JsonObject) -> None:
     """One agent request through ``route``: the tool-call loop watch on its history, the
     relay to the task's model, the record of the call, and a stop when the call must end
@@ -275,29 +349,8 @@ def _relay(route: Route, protocol: str, handler: _Handler, body: JsonObject) -> 
     try:
         generation = guard.check(client.generate(request, guard.chain(route.on_event)))
     except LoopKilled as exc:
-        whole = exc.whole  # arrived whole: relayed to the agent already, its usage known
-        text = whole.text if whole is not None else guard.answer
-        usage = (
-            whole.usage.as_dict()
-            if whole is not None
-            else recovered_usage(text, guard.thinking).as_dict()
-        )
-        exchange = dict(whole.exchange) if whole is not None else {}
-        entry: JsonObject = {
-            **where,
-            **exchange,
-            "killed": exc.evidence,
-            "answer_chars": len(text),
-        }
-        route.record(CallRecord(attempt, entry, usage, guard.summary(), text))
-        said = "reply (it arrived whole)" if whole is not None else "stream"
-        message = (
-            f"loop in the model's {said} at {time.monotonic() - route.started:.0f} s "
-            f"(period {exc.evidence['period']} ×{exc.evidence['repetitions']:g} in "
-            f"{exc.evidence['channel']})"
-        )
-        route.stop("loop_killed", message, exc.evidence)
-        if whole is None:
+        _killed(route, attempt, where, guard, exc)
+        if exc.whole is None:  # else it arrived whole: relayed to the agent already
             handler.close_connection = True
             return
         try:  # relayed whole already: end it as sent, then the agent is stopped
@@ -305,39 +358,10 @@ def _relay(route: Route, protocol: str, handler: _Handler, body: JsonObject) -> 
         except OSError:
             handler.close_connection = True
         return
-    except ModelError as exc:
-        route.record(CallRecord(attempt, {**where, **_error_entry(exc)}))
-        if isinstance(exc, CircuitOpen):
-            route.stop("harness_error", str(exc))
-        elif isinstance(exc, ModelTimeout):
-            route.stop("timeout", str(exc))
-        if reply.started:
-            handler.close_connection = True
-        else:
-            status = exc.status or (504 if isinstance(exc, ModelTimeout) else 502)
-            handler.send_error_body(protocol, status, str(exc))
+    except (ModelError, OSError) as exc:
+        _failed(route, (attempt, where), handler, protocol, reply.started, exc)
         return
-    except OSError as exc:  # the agent hung up while the reply streamed
-        route.record(CallRecord(attempt, {**where, "error": f"the agent hung up: {exc}"}))
-        handler.close_connection = True
-        return
-    usage = generation.usage.as_dict()
-    entry = {
-        **where,
-        **generation.exchange,
-        "usage": usage,
-        "model_s": round(time.monotonic() - started, 3),
-    }
-    record = CallRecord(
-        attempt,
-        entry,
-        usage,
-        guard.summary(),
-        generation.text,
-        len(generation.tool_calls),
-        ok=True,
-    )
-    route.record(record)  # before the reply ends: the agent may exit right after it
+    _done(route, attempt, where, guard, generation, started)  # before the reply ends
     try:
         reply.finish()
     except OSError:
@@ -407,60 +431,15 @@ def _translate(
     try:
         generation = guard.check(client.generate(request, guard.chain(hand_on)))
     except LoopKilled as exc:
-        whole = exc.whole
-        text = whole.text if whole is not None else guard.answer
-        usage = (
-            whole.usage.as_dict()
-            if whole is not None
-            else recovered_usage(text, guard.thinking).as_dict()
-        )
-        exchange = dict(whole.exchange) if whole is not None else {}
-        entry: JsonObject = {**where, **exchange, "killed": exc.evidence, "answer_chars": len(text)}
-        route.record(CallRecord(attempt, entry, usage, guard.summary(), text))
-        message = (
-            f"loop in the model's reply at {time.monotonic() - route.started:.0f} s "
-            f"(period {exc.evidence['period']} ×{exc.evidence['repetitions']:g} in "
-            f"{exc.evidence['channel']})"
-        )
-        route.stop("loop_killed", message, exc.evidence)
+        message = _killed(route, attempt, where, guard, exc)
         if not reply.started:
             handler.send_error_body(protocol, 400, f"agentbench gateway: {message}")
         handler.close_connection = True  # a stream begun is cut where it was
         return
-    except ModelError as exc:
-        route.record(CallRecord(attempt, {**where, **_error_entry(exc)}))
-        if isinstance(exc, CircuitOpen):
-            route.stop("harness_error", str(exc))
-        elif isinstance(exc, ModelTimeout):
-            route.stop("timeout", str(exc))
-        if reply.started:
-            handler.close_connection = True
-        else:
-            status = exc.status or (504 if isinstance(exc, ModelTimeout) else 502)
-            handler.send_error_body(protocol, status, str(exc))
+    except (ModelError, OSError) as exc:
+        _failed(route, (attempt, where), handler, protocol, reply.started, exc)
         return
-    except OSError as exc:  # the agent hung up while the reply streamed
-        route.record(CallRecord(attempt, {**where, "error": f"the agent hung up: {exc}"}))
-        handler.close_connection = True
-        return
-    usage = generation.usage.as_dict()
-    entry = {
-        **where,
-        **generation.exchange,
-        "usage": usage,
-        "model_s": round(time.monotonic() - started, 3),
-    }
-    route.record(
-        CallRecord(
-            attempt,
-            entry,
-            usage,
-            guard.summary(),
-            generation.text,
-            len(generation.tool_calls),
-            ok=True,
-        )
-    )
+    _done(route, attempt, where, guard, generation, started)
     try:
         if live is None:
             kind, raw = translate.render(protocol, generation, route.model_label, body)

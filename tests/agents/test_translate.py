@@ -319,3 +319,23 @@ def test_chat_agent_over_a_messages_only_model(gateway: Gateway, provider: Scrip
     (_, _, second) = _sent(provider, "chat-over-msgs")
     assert second["messages"][1]["content"][0]["type"] == "tool_use"
     assert second["messages"][2]["content"][0]["tool_use_id"] == "call_7"
+
+
+def test_the_deadline_ends_a_translated_call_and_the_route(
+    gateway: Gateway, provider: ScriptedServer
+) -> None:
+    """The model never answers: the task's deadline ends the call (a timeout in the
+    agent's protocol's error shape) and stops the route, as for a relayed call."""
+    route, bare = _route(gateway, provider, "deadline-translated", [{"hang": True}], "chat")
+    route.begin_attempt(0, time.monotonic() + 1.0, None)
+    with httpx.Client(timeout=30) as http:
+        answer = http.post(
+            f"{route.base_url}/v1/messages",
+            headers={"x-api-key": route.key},
+            json={"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": "x"}]},
+        )
+    bare.close()
+    assert answer.status_code == 504 and answer.json()["type"] == "error"
+    assert route.stop_info is not None and route.stop_info.reason == "timeout"
+    (record,) = route.records_of(0)
+    assert record.entry["translated"] == "messages→chat" and not record.ok
