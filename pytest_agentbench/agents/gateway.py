@@ -403,6 +403,8 @@ def _translate(
         return
     name, client = own
     where = {**where, "translated": f"{protocol}→{name}"}
+    if parsed.dropped_tools:
+        where["dropped_tools"] = list(parsed.dropped_tools)
     left = route.deadline - time.monotonic()
     request = ModelRequest(
         messages=parsed.messages,

@@ -5,9 +5,11 @@ a model whose provider serves another, and the reply rendered back in the agent'
 ``responses``, Anthropic Messages ``messages``) into the protocol-neutral parts of a
 ``ModelRequest`` (models/base.py): turns with tool calls and tool results, the system
 prompt, the tools, the output limit and sampling. What has no neutral form (images and
-documents, server-side and built-in tools, stored conversations) raises
-``Untranslatable`` naming it; what only tunes the provider (thinking settings and
-reasoning items handed back, cache-control marks, ``tool_choice``) is dropped.
+documents, stored conversations) raises ``Untranslatable`` naming it; tools that are not
+plain functions (server-side and built-in tools, namespaces) are not offered to the
+model and are named in ``Parsed.dropped_tools``; what only tunes the provider (thinking
+settings and reasoning items handed back, cache-control marks, ``tool_choice``) is
+dropped.
 
 ``render`` writes a finished ``Generation`` as the agent's protocol: one JSON body, or
 the protocol's SSE stream when the agent streamed; ``stream_for`` writes that stream
@@ -47,19 +49,21 @@ class Parsed:
     max_tokens: int | None
     sampling: Sampling
     stream: bool
+    #: the tools not offered to the model (``type:name``): see ``_tools``
+    dropped_tools: tuple[str, ...] = ()
 
 
 def parse(protocol: str, body: Mapping[str, JsonValue]) -> Parsed:
     """``body`` of ``protocol`` in neutral form; raises Untranslatable."""
     if protocol == "chat":
         messages, system = _chat_turns(body.get("messages"))
-        tools = _tools(protocol, body.get("tools"))
+        tools, dropped = _tools(protocol, body.get("tools"))
         limit = body.get("max_completion_tokens", body.get("max_tokens"))
         stop = body.get("stop")
     elif protocol == "messages":
         messages, later = _messages_turns(body.get("messages"))
         system = "\n\n".join([_text_of(body.get("system"), "system"), *later]).strip() or None
-        tools = _tools(protocol, body.get("tools"))
+        tools, dropped = _tools(protocol, body.get("tools"))
         limit = body.get("max_tokens")
         stop = body.get("stop_sequences")
     elif protocol == "responses":
@@ -72,7 +76,7 @@ def parse(protocol: str, body: Mapping[str, JsonValue]) -> Parsed:
         instructions = body.get("instructions")
         if isinstance(instructions, str) and instructions:
             system = instructions + ("\n\n" + system if system else "")
-        tools = _tools(protocol, body.get("tools"))
+        tools, dropped = _tools(protocol, body.get("tools"))
         limit = body.get("max_output_tokens")
         stop = None
     else:
@@ -94,6 +98,7 @@ def parse(protocol: str, body: Mapping[str, JsonValue]) -> Parsed:
             else None,
         ),
         body.get("stream") is True,
+        dropped,
     )
 
 
@@ -300,12 +305,17 @@ def _responses_turns(items: JsonValue) -> tuple[list[Mapping[str, JsonValue]], s
     return list(turns), "\n\n".join(system) or None
 
 
-def _tools(protocol: str, items: JsonValue) -> tuple[ToolSpec, ...]:
+def _tools(protocol: str, items: JsonValue) -> tuple[tuple[ToolSpec, ...], tuple[str, ...]]:
+    """The function tools offered, and the others, which are not offered to the model
+    (server tools, built-in tools, namespaces, free-form custom tools): each named by its
+    type and name. The model cannot call what it is not offered, so the agent never sees
+    a call it did not expect."""
     if items is None:
-        return ()
+        return (), ()
     if not isinstance(items, list):
         raise Untranslatable("tools: a list is needed")
     specs: list[ToolSpec] = []
+    dropped: list[str] = []
     for index, tool in enumerate(items):
         if not isinstance(tool, dict):
             raise Untranslatable(f"tools[{index}]: not an object")
@@ -314,19 +324,21 @@ def _tools(protocol: str, items: JsonValue) -> tuple[ToolSpec, ...]:
         schema_key = "parameters"
         if protocol == "chat":
             function = tool.get("function")
-            if kind != "function" or not isinstance(function, dict):
-                raise Untranslatable(f"tools[{index}]: a {kind} tool (only functions are carried)")
-            source = function
+            function = function if kind == "function" else None
+            source = function if isinstance(function, dict) else tool
         elif protocol == "messages":
-            if kind not in (None, "custom"):
-                raise Untranslatable(
-                    f"tools[{index}]: the server tool {kind} (only custom tools are carried)"
-                )
             schema_key = "input_schema"
-        elif kind != "function":
-            raise Untranslatable(
-                f"tools[{index}]: the built-in tool {kind} (only functions are carried)"
-            )
+        function_like = (
+            (kind == "function" and source is not tool)
+            if protocol == "chat"
+            else kind in (None, "custom")
+            if protocol == "messages"
+            else kind == "function"
+        )
+        if not function_like:
+            name = source.get("name")
+            dropped.append(f"{kind}:{name}" if isinstance(name, str) else str(kind))
+            continue
         schema = source.get(schema_key)
         specs.append(
             ToolSpec(
@@ -335,7 +347,7 @@ def _tools(protocol: str, items: JsonValue) -> tuple[ToolSpec, ...]:
                 schema if isinstance(schema, dict) else {"type": "object", "properties": {}},
             )
         )
-    return tuple(specs)
+    return tuple(specs), tuple(dropped)
 
 
 # --- rendering ---------------------------------------------------------------------------

@@ -193,20 +193,18 @@ def test_openai_agents_sdk(pytester: pytest.Pytester) -> None:
     check_run(run_suite(pytester, "sdk", python), "chat")
 
 
-def test_claude_code_through_protocol_translation(pytester: pytest.Pytester) -> None:
-    """Claude Code (Anthropic Messages) against an OpenAI-compatible server that speaks
-    Chat Completions only (``openai-compat``): the gateway translates each call both
-    ways, and the scripted tool call still runs for real in the agent's workspace."""
+def run_translated(
+    pytester: pytest.Pytester, kind: str, exe: str, model: str, call: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """One task whose model (``model``, served by a scripted server named as its base
+    URL) does not speak the agent's protocol: the scripted tool ``call`` writes out.txt.
+    The task passes; the gateway's records of the model calls are returned."""
     from pytest_agentbench.scripted.server import ScriptedServer
 
-    exe = require_tool("claude")
     copy_programs(pytester.path)
     server = ScriptedServer()
     url = server.start()
-    bash = {"name": "Bash", "arguments": {"command": "echo hello > out.txt", "description": "run"}}
-    server.set_default(
-        [{"text": "Writing it.", "tool_calls": [bash]}, "Done: out.txt holds hello."]
-    )
+    server.set_default([{"text": "Writing it.", "tool_calls": [call]}, "Done: hello."])
     pytester.makefile(
         ".toml",
         bench_translated=f"""
@@ -214,7 +212,7 @@ def test_claude_code_through_protocol_translation(pytester: pytest.Pytester) -> 
 name = "translated"
 timeout_s = 120
 verifier = {{ kind = "command", run = "grep -qx hello out.txt" }}
-{agent_table("claude", exe)}
+{agent_table(kind, exe)}
 [[task]]
 id = "tool-call"
 input = "Create out.txt holding hello."
@@ -226,7 +224,7 @@ input = "Create out.txt holding hello."
             "-p",
             "no:cacheprovider",
             "--agentbench-model",
-            "openai-compat/anything",
+            model,
             "--agentbench-base-url",
             url,
         )
@@ -234,11 +232,36 @@ input = "Create out.txt holding hello."
     finally:
         server.stop()
     assert result.ret == 0, result.stdout.str()
-    assert paths == {"/v1/chat/completions"}
     tasks = (pytester.path / "agentbench-results" / "latest").resolve() / "tasks" / "translated"
     (folder,) = tasks.iterdir()
     assert (folder / "workspace" / "out.txt").read_text() == "hello\n"
     requests = json.loads((folder / "trajectory.json").read_text())["requests"]
     calls = [e for e in requests if "protocol" in e]
-    assert len(calls) >= 2 and {c["translated"] for c in calls} == {"messages→chat"}
-    assert all(c["usage"]["input"] > 0 for c in calls)
+    assert len(calls) >= 2 and all(c["usage"]["input"] > 0 for c in calls)
+    # the model's server saw its own protocol only
+    assert paths == {"/v1/chat/completions" if model.startswith("openai") else "/v1/messages"}
+    return calls
+
+
+def test_claude_code_through_protocol_translation(pytester: pytest.Pytester) -> None:
+    """Claude Code (Anthropic Messages) against an OpenAI-compatible server that speaks
+    Chat Completions only (``openai-compat``): the gateway translates each call both
+    ways, and the scripted tool call still runs for real in the agent's workspace."""
+    exe = require_tool("claude")
+    bash = {"name": "Bash", "arguments": {"command": "echo hello > out.txt", "description": "run"}}
+    calls = run_translated(pytester, "claude", exe, "openai-compat/anything", bash)
+    assert {c["translated"] for c in calls} == {"messages→chat"}
+
+
+def test_codex_through_protocol_translation(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex (OpenAI Responses) against an Anthropic model (Messages only): translated;
+    its built-in ``web_search`` tool and its tool namespace are not offered to the model,
+    and the call records say so."""
+    exe = require_tool("codex")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    shell = {"name": "exec_command", "arguments": {"cmd": "echo hello > out.txt"}}
+    calls = run_translated(pytester, "codex", exe, "anthropic/anything", shell)
+    assert {c["translated"] for c in calls} == {"responses→messages"}
+    assert "web_search" in calls[0]["dropped_tools"]

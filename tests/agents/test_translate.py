@@ -109,8 +109,9 @@ def test_messages_agent_over_a_chat_only_model(gateway: Gateway, provider: Scrip
     history = [
         {"role": "user", "content": "what do the notes say?"},
     ]
+    server_tool = {"type": "web_search_20250305", "name": "web_search"}
     with client.messages.stream(
-        model="m", max_tokens=100, messages=history, tools=[TOOL]
+        model="m", max_tokens=100, messages=history, tools=[TOOL, server_tool]
     ) as events:
         second = events.get_final_message()
     assert second.stop_reason == "tool_use"
@@ -134,7 +135,7 @@ def test_messages_agent_over_a_chat_only_model(gateway: Gateway, provider: Scrip
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "say hello"},
     ]
-    assert upstream[1]["tools"][0]["function"]["name"] == "read_file"
+    assert [t["function"]["name"] for t in upstream[1]["tools"]] == ["read_file"]
     assert upstream[2]["messages"][-1] == {
         "role": "tool",
         "tool_call_id": "call_7",
@@ -144,6 +145,7 @@ def test_messages_agent_over_a_chat_only_model(gateway: Gateway, provider: Scrip
     records = route.records_of(0)
     assert [r.entry["translated"] for r in records] == ["messages→chat"] * 3
     assert [r.tool_calls for r in records] == [0, 1, 0]
+    assert records[1].entry["dropped_tools"] == ["web_search_20250305:web_search"]
     assert all(r.ok for r in records)
     assert records[0].usage is not None and records[0].usage["output"] == 2
 
