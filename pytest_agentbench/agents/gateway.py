@@ -421,11 +421,14 @@ def _translate(
     live = translate.stream_for(protocol, route.model_label, body) if parsed.stream else None
 
     def hand_on(event: StreamEvent) -> None:
-        """The answer's text to a streaming agent as it arrives (after the loop watch)."""
-        if live is not None and event.kind == "text" and event.text:
-            if not reply.started:
+        """The answer's text and thinking to a streaming agent as they arrive (after the
+        loop watch)."""
+        if live is not None and event.kind in ("text", "thinking") and event.text:
+            piece = live.text if event.kind == "text" else live.thinking
+            chunk = piece(event.text)
+            if chunk and not reply.started:
                 reply.start(200, [("content-type", translate.SSE), ("cache-control", "no-cache")])
-            reply.send(live.text(event.text))
+            reply.send(chunk)
         if route.on_event is not None:
             route.on_event(event)
 

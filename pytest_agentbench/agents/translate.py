@@ -13,12 +13,12 @@ dropped.
 
 ``render`` writes a finished ``Generation`` as the agent's protocol: one JSON body, or
 the protocol's SSE stream when the agent streamed; ``stream_for`` writes that stream
-live instead (the gateway hands each piece of the model's answer text on as it arrives,
-then the rest once the reply is in): text, tool calls (ids, names, JSON arguments, each
-whole), the finish reason (length ↔ max_tokens / incomplete, tool calls ↔ tool_use, stop
-↔ end_turn) and the model's usage in the protocol's own fields. Thinking is not handed
-on (its signature, which Anthropic's protocol needs back, does not exist on the other
-side).
+live instead (the gateway hands each piece of the model's text and thinking on as it
+arrives, then the rest once the reply is in): text, thinking (Messages: a block with an
+empty signature, there being none; Chat: ``reasoning_content``; Responses: not handed
+on), tool calls (ids, names, JSON arguments, each whole), the finish reason (length ↔
+max_tokens / incomplete, tool calls ↔ tool_use, stop ↔ end_turn) and the model's usage
+in the protocol's own fields.
 """
 
 from __future__ import annotations
@@ -388,7 +388,8 @@ def render(
     when ``body`` streamed, all of it at once)."""
     if body.get("stream") is True:
         live = stream_for(protocol, model, body)
-        return SSE, live.text(generation.text) + live.end(generation)
+        head = live.thinking(generation.thinking) + live.text(generation.text)
+        return SSE, head + live.end(generation)
     if protocol == "chat":
         whole = _chat_body(generation, model)
     elif protocol == "messages":
@@ -408,6 +409,8 @@ class Stream(Protocol):
     ``end`` the rest once the reply is in (tool calls, finish, usage)."""
 
     def text(self, piece: str) -> bytes: ...
+
+    def thinking(self, piece: str) -> bytes: ...
 
     def end(self, generation: Generation) -> bytes: ...
 
@@ -448,6 +451,8 @@ def _chat_calls(generation: Generation, streamed: bool) -> list[JsonValue]:
 
 def _chat_body(generation: Generation, model: str) -> JsonObject:
     message: JsonObject = {"role": "assistant", "content": generation.text or None}
+    if generation.thinking:  # where DeepSeek, vLLM and llama.cpp put it
+        message["reasoning_content"] = generation.thinking
     if generation.tool_calls:
         message["tool_calls"] = _chat_calls(generation, False)
     return {
@@ -484,6 +489,9 @@ class _ChatStream:
     def text(self, piece: str) -> bytes:
         return self._start() + (self._chunk({"content": piece}) if piece else b"")
 
+    def thinking(self, piece: str) -> bytes:
+        return self._start() + (self._chunk({"reasoning_content": piece}) if piece else b"")
+
     def end(self, generation: Generation) -> bytes:
         out = self._start()
         if generation.tool_calls:
@@ -506,6 +514,8 @@ def _messages_usage(generation: Generation) -> JsonObject:
 
 def _messages_blocks(generation: Generation) -> list[JsonObject]:
     blocks: list[JsonObject] = []
+    if generation.thinking:  # no signature: the agent's next request drops it again
+        blocks.append({"type": "thinking", "thinking": generation.thinking, "signature": ""})
     if generation.text or not generation.tool_calls:
         blocks.append({"type": "text", "text": generation.text})
     for call in generation.tool_calls:
@@ -534,7 +544,8 @@ class _MessagesStream:
         self.ident = "msg_" + secrets.token_hex(12)
         self.started = False
         self.blocks = 0  # content blocks opened
-        self.open = False  # the text block is open
+        self.open: str | None = None  # the kind of the block still open
+        self.texts = 0  # text blocks opened
 
     def _start(self) -> bytes:
         if self.started:
@@ -570,24 +581,42 @@ class _MessagesStream:
         data: JsonObject = {"type": "content_block_delta", "index": index, "delta": delta}
         return _sse(data, "content_block_delta")
 
-    def text(self, piece: str) -> bytes:
+    def _close(self) -> bytes:
+        """End the open block; a thinking block ends with its (empty) signature."""
+        if self.open is None:
+            return b""
+        index, out = self.blocks - 1, b""
+        if self.open == "thinking":
+            out = self._delta(index, {"type": "signature_delta", "signature": ""})
+        self.open = None
+        return out + _sse({"type": "content_block_stop", "index": index}, "content_block_stop")
+
+    def _piece(self, kind: str, piece: str) -> bytes:
         out = self._start()
         if not piece:
             return out
-        delta: JsonObject = {"type": "text_delta", "text": piece}
-        if self.open:
+        field = "text" if kind == "text" else "thinking"
+        delta: JsonObject = {"type": f"{field}_delta", field: piece}
+        if self.open == kind:
             return out + self._delta(self.blocks - 1, delta)
-        self.open = True
-        return out + self._block({"type": "text", "text": ""}, delta, close=False)
+        out += self._close()
+        self.open = kind
+        self.texts += kind == "text"
+        opening: JsonObject = {"type": "text", "text": ""}
+        if kind == "thinking":
+            opening = {"type": "thinking", "thinking": "", "signature": ""}
+        return out + self._block(opening, delta, close=False)
+
+    def text(self, piece: str) -> bytes:
+        return self._piece("text", piece)
+
+    def thinking(self, piece: str) -> bytes:
+        return self._piece("thinking", piece)
 
     def end(self, generation: Generation) -> bytes:
-        out = self._start()
-        if not self.open and not generation.tool_calls:
+        out = self._start() + self._close()
+        if not self.texts and not generation.tool_calls:
             out += self._block({"type": "text", "text": ""}, None, close=True)
-        elif self.open:
-            out += _sse(
-                {"type": "content_block_stop", "index": self.blocks - 1}, "content_block_stop"
-            )
         for block in _messages_blocks(generation):
             if block["type"] != "tool_use":
                 continue
@@ -701,6 +730,9 @@ class _ResponsesStream:
             self.parts.append(piece)
             out += self._event("response.output_text.delta", **self._where(), delta=piece)
         return out
+
+    def thinking(self, piece: str) -> bytes:
+        return b""  # a reasoning item would need the provider's encrypted content
 
     def end(self, generation: Generation) -> bytes:
         out = self._start()

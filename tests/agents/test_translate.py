@@ -92,7 +92,7 @@ def test_messages_agent_over_a_chat_only_model(gateway: Gateway, provider: Scrip
     the next turn reaching the model as a Chat tool message, streamed and not."""
     replies: list[object] = [
         {"text": "hello there", "usage": {"prompt_tokens": 12, "completion_tokens": 2}},
-        {"text": "Reading.", "tool_calls": [READ]},
+        {"thinking": "The notes are in a file.", "text": "Reading.", "tool_calls": [READ]},
         {"text": "The notes say hi.", "finish_reason": "length"},
     ]
     route, bare = _route(gateway, provider, "msgs-over-chat", replies, "chat")
@@ -115,8 +115,9 @@ def test_messages_agent_over_a_chat_only_model(gateway: Gateway, provider: Scrip
     ) as events:
         second = events.get_final_message()
     assert second.stop_reason == "tool_use"
-    assert [b.type for b in second.content] == ["text", "tool_use"]
-    use = second.content[1]
+    assert [b.type for b in second.content] == ["thinking", "text", "tool_use"]
+    assert second.content[0].thinking == "The notes are in a file."
+    use = second.content[2]
     assert (use.id, use.name, use.input) == ("call_7", "read_file", {"path": "notes.txt"})
     history += [
         {"role": "assistant", "content": [b.model_dump() for b in second.content]},
@@ -136,6 +137,7 @@ def test_messages_agent_over_a_chat_only_model(gateway: Gateway, provider: Scrip
         {"role": "user", "content": "say hello"},
     ]
     assert [t["function"]["name"] for t in upstream[1]["tools"]] == ["read_file"]
+    assert upstream[2]["messages"][-2]["content"] == "Reading."  # the thinking left out
     assert upstream[2]["messages"][-1] == {
         "role": "tool",
         "tool_call_id": "call_7",
@@ -278,7 +280,11 @@ def test_chat_agent_over_a_messages_only_model(gateway: Gateway, provider: Scrip
     replies: list[object] = [
         {"text": "", "tool_calls": [READ]},
         {"text": "", "tool_calls": [READ]},
-        {"text": "all read", "usage": {"input_tokens": 30, "output_tokens": 4}},
+        {
+            "thinking": "Done.",
+            "text": "all read",
+            "usage": {"input_tokens": 30, "output_tokens": 4},
+        },
     ]
     route, bare = _route(gateway, provider, "chat-over-msgs", replies, "messages")
     env = route.endpoint.environment()
@@ -313,6 +319,8 @@ def test_chat_agent_over_a_messages_only_model(gateway: Gateway, provider: Scrip
     )
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == "all read"
+    reasoning = [c.choices[0].delta.model_extra for c in chunks if c.choices]
+    assert "".join(r.get("reasoning_content", "") for r in reasoning if r) == "Done."
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
     usage = chunks[-1].usage
     assert usage is not None and (usage.prompt_tokens, usage.completion_tokens) == (30, 4)
