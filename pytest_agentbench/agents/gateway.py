@@ -11,7 +11,10 @@ real key, retries, the run's rate limit and circuit breaker, the deadline), hand
 reply back byte for byte as it streams, and reads it on the way with the client's own
 parser: usage (provider-native, normalised), text, tool calls, the loop watch. A
 confirmed loop, the deadline, the circuit breaker end the request and stop the route,
-which ends the agent's process group.
+which ends the agent's process group. When the model's provider does not serve the
+agent's protocol, the request is translated instead (agents/translate.py): sent in
+neutral form through the model's own client, its reply rendered in the agent's
+protocol, under the same watch and limits.
 
 The agent never holds the real key: it has the stand-in, which is good for its route on
 this gateway only; the gateway's clients add the real one upstream.
