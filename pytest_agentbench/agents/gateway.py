@@ -28,6 +28,7 @@ import os
 import shutil
 import socket
 import socketserver
+import sys
 import tempfile
 import threading
 import time
@@ -97,12 +98,25 @@ class _AgentReply:
         self.handler.wfile.write(b"0\r\n\r\n")
 
 
+def _went_away() -> bool:
+    """Whether the error being handled is an agent that went away (a reset keep-alive
+    connection: the official SDKs close one after a stream's last event, before its
+    end): nothing to report."""
+    return isinstance(sys.exc_info()[1], OSError)
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     #: dozens of agents connect at once (the default backlog of 5 refused some)
     request_queue_size = 1024
     gateway: Gateway
+
+    def handle_error(
+        self, request: socket.socket | tuple[bytes, socket.socket], address: object
+    ) -> None:
+        if not _went_away():
+            super().handle_error(request, address)
 
 
 class _UnixServer(socketserver.ThreadingUnixStreamServer):
@@ -113,6 +127,12 @@ class _UnixServer(socketserver.ThreadingUnixStreamServer):
     block_on_close = False
     request_queue_size = 1024
     gateway: Gateway
+
+    def handle_error(
+        self, request: socket.socket | tuple[bytes, socket.socket], address: object
+    ) -> None:
+        if not _went_away():
+            super().handle_error(request, address)
 
 
 class Gateway:

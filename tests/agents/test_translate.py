@@ -252,26 +252,58 @@ def test_a_loop_in_the_models_stream_stops_the_route_through_translation(
     assert record.entry["translated"] == "messages→chat" and "killed" in record.entry
 
 
+IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": ""}}
+PICTURE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,"}}
+
+
+@pytest.mark.parametrize(
+    ("speaks", "path", "body", "named"),
+    [
+        (
+            "chat",
+            "messages",
+            {"max_tokens": 9, "messages": [{"role": "user", "content": [IMAGE]}]},
+            "messages[0]: a image block",
+        ),
+        (
+            "messages",
+            "chat/completions",
+            {"messages": [{"role": "user", "content": [PICTURE]}]},
+            "messages[0]: a image_url part",
+        ),
+        (
+            "messages",
+            "responses",
+            {"input": "go on", "previous_response_id": "resp_1"},
+            "previous_response_id",
+        ),
+    ],
+)
 def test_what_cannot_be_translated_is_refused_naming_it(
-    gateway: Gateway, provider: ScriptedServer
+    gateway: Gateway,
+    provider: ScriptedServer,
+    speaks: str,
+    path: str,
+    body: JsonObject,
+    named: str,
 ) -> None:
-    route, bare = _route(gateway, provider, "refused", ["never"], "chat")
-    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": ""}}
+    """Refused before anything is sent, in the agent's protocol's error shape, naming
+    the part that cannot be carried."""
+    key = f"refused-{speaks}-{path.replace('/', '-')}"
+    route, bare = _route(gateway, provider, key, ["never"], speaks)
     with httpx.Client(timeout=30) as http:
         refused = http.post(
-            f"{route.base_url}/v1/messages",
+            f"{route.base_url}/v1/{path}",
             headers={"x-api-key": route.key},
-            json={
-                "model": "m",
-                "max_tokens": 9,
-                "messages": [{"role": "user", "content": [image]}],
-            },
+            json={"model": "m", **body},
         )
     bare.close()
     assert refused.status_code == 400
     message = refused.json()["error"]["message"]
-    assert "cannot be translated" in message and "image" in message
-    assert _sent(provider, "refused") == []
+    assert "cannot be translated" in message and named in message
+    assert _sent(provider, key) == []
+    (record,) = route.records_of(0)
+    assert record.entry["status"] == 400 and not record.ok
 
 
 def test_chat_agent_over_a_messages_only_model(gateway: Gateway, provider: ScriptedServer) -> None:
