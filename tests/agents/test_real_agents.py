@@ -32,6 +32,8 @@ from real_agents_support import (
     version,
 )
 
+from pytest_agentbench import schemas
+
 pytestmark = pytest.mark.slow
 
 CLAUDE_ARGS = '"--allowedTools", "Bash", "--output-format", "json"'
@@ -235,8 +237,9 @@ input = "Create out.txt holding hello."
     tasks = (pytester.path / "agentbench-results" / "latest").resolve() / "tasks" / "translated"
     (folder,) = tasks.iterdir()
     assert (folder / "workspace" / "out.txt").read_text() == "hello\n"
-    requests = json.loads((folder / "trajectory.json").read_text())["requests"]
-    calls = [e for e in requests if "protocol" in e]
+    trajectory = json.loads((folder / "trajectory.json").read_text())
+    schemas.validate("trajectory", trajectory)  # translated, dropped_tools included
+    calls = [e for e in trajectory["requests"] if "protocol" in e]
     assert len(calls) >= 2 and all(c["usage"]["input"] > 0 for c in calls)
     # the model's server saw its own protocol only
     assert paths == {"/v1/chat/completions" if model.startswith("openai") else "/v1/messages"}
