@@ -98,28 +98,27 @@ class _AgentReply:
         self.handler.wfile.write(b"0\r\n\r\n")
 
 
-def _went_away() -> bool:
-    """Whether the error being handled is an agent that went away (a reset keep-alive
-    connection: the official SDKs close one after a stream's last event, before its
-    end): nothing to report."""
-    return isinstance(sys.exc_info()[1], OSError)
+class _Quiet(socketserver.BaseServer):
+    """A server for which an agent that went away (a reset keep-alive connection: the
+    official SDKs close one after a stream's last event, before its end) is nothing to
+    report."""
+
+    def handle_error(
+        self, request: socket.socket | tuple[bytes, socket.socket], address: object
+    ) -> None:
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, address)
 
 
-class _Server(ThreadingHTTPServer):
+class _Server(_Quiet, ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     #: dozens of agents connect at once (the default backlog of 5 refused some)
     request_queue_size = 1024
     gateway: Gateway
 
-    def handle_error(
-        self, request: socket.socket | tuple[bytes, socket.socket], address: object
-    ) -> None:
-        if not _went_away():
-            super().handle_error(request, address)
 
-
-class _UnixServer(socketserver.ThreadingUnixStreamServer):
+class _UnixServer(_Quiet, socketserver.ThreadingUnixStreamServer):
     """The gateway on a Unix socket: how an agent in a strict sandbox (no network but its
     own loopback) reaches it, through agents/netbridge.py."""
 
@@ -127,12 +126,6 @@ class _UnixServer(socketserver.ThreadingUnixStreamServer):
     block_on_close = False
     request_queue_size = 1024
     gateway: Gateway
-
-    def handle_error(
-        self, request: socket.socket | tuple[bytes, socket.socket], address: object
-    ) -> None:
-        if not _went_away():
-            super().handle_error(request, address)
 
 
 class Gateway:
