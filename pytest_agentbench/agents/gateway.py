@@ -394,8 +394,9 @@ def _translate(
 ) -> None:
     """``_relay`` for a model whose provider does not serve the agent's protocol: the
     request in neutral form (agents/translate.py) through the model's client of another
-    protocol, the reply rendered in the agent's once it is in; the same loop watch,
-    deadline, breaker and record as a relayed call, the record saying ``translated``."""
+    protocol (Chat, else Responses, else Messages), the reply rendered in the agent's
+    (streamed live when the agent streams); the same loop watch, deadline, breaker and
+    record as a relayed call, the record saying ``translated``."""
     call, attempt = numbers
     own = next(
         ((name, made) for name in PROTOCOL_NAMES if (made := route.client(name)) is not None),
