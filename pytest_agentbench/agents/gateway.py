@@ -323,6 +323,10 @@ def _done(
     )
 
 
+#: What a provider answers for an endpoint it does not have: the request is translated.
+_NOT_SERVED = (404, 405)
+
+
 def _relay(route: Route, protocol: str, handler: _Handler, body: JsonObject) -> None:
     """One agent request through ``route``: the tool-call loop watch on its history, the
     relay to the task's model, the record of the call, and a stop when the call must end
@@ -375,6 +379,13 @@ def _relay(route: Route, protocol: str, handler: _Handler, body: JsonObject) -> 
             handler.close_connection = True
         return
     except (ModelError, OSError) as exc:
+        status = exc.status if isinstance(exc, ModelError) else None
+        if status in _NOT_SERVED and not reply.started and route.not_served(protocol):
+            # the provider has no such endpoint (many local servers serve Chat alone)
+            refused = f"HTTP {status} from the model's {PROTOCOL_NAMES[protocol]} endpoint"
+            where = {**where, "relay_refused": refused}
+            _translate(route, protocol, handler, body, where, (call, attempt))
+            return
         _failed(route, (attempt, where), handler, protocol, reply.started, exc)
         return
     _done(route, attempt, where, guard, generation, started)  # before the reply ends

@@ -131,6 +131,18 @@ class Route:
                 self._clients[protocol] = self.clients(protocol)
             return self._clients[protocol]
 
+    def not_served(self, protocol: str) -> bool:
+        """The model's endpoint for ``protocol`` answered that it does not exist (a local
+        server without ``/v1/responses``): from now on ``client(protocol)`` is None, so
+        this route translates instead. False (nothing changed) when no other protocol
+        could carry the request."""
+        others = [name for name in ("chat", "responses", "messages") if name != protocol]
+        if not any(self.client(name) is not None for name in others):
+            return False
+        with self.lock:
+            self._clients[protocol] = None
+        return True
+
     def begin_attempt(self, index: int, deadline: float, on_event: EventSink | None) -> None:
         """The agent's next run (a repair round continues it): its calls are recorded
         under ``index``; the tool-call loop watch starts afresh."""

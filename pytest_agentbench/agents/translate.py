@@ -739,6 +739,11 @@ class _ResponsesStream:
         if not self.open and not generation.tool_calls:
             out += self.text("")
         done = _responses_body(generation, self.model, "completed", self.message)
+        started = self.response or {}
+        done["id"], done["created_at"] = (
+            started.get("id"),
+            started.get("created_at"),
+        )  # one response
         output = done["output"]
         items = output if isinstance(output, list) else []
         for index, item in enumerate(items):

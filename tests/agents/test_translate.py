@@ -381,3 +381,47 @@ def test_the_deadline_ends_a_translated_call_and_the_route(
     assert route.stop_info is not None and route.stop_info.reason == "timeout"
     (record,) = route.records_of(0)
     assert record.entry["translated"] == "messages→chat" and not record.ok
+
+
+def test_an_endpoint_the_server_does_not_have_is_translated_from_then_on(
+    gateway: Gateway,
+) -> None:
+    """An openai-compat model has a Responses sibling, but many local servers serve Chat
+    alone: a 404 from /v1/responses before any byte is not the agent's failure: the call
+    is translated to Chat, and so is every later call of the route (one 404 in all). The
+    model here is bench/floor_server.py (independent, standard library only), which
+    answers /v1/chat/completions and 404s anything else."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    floor = Path(__file__).resolve().parents[2] / "bench" / "floor_server.py"
+    proc = subprocess.Popen(
+        [sys.executable, str(floor), "--reply", "hi", "--tokens", "3"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split(" at ")[1].strip()
+        bare = OpenAIChatClient(ModelSpec("openai-compat", "local"), url, "k", trust_env=False)
+        assert sibling(bare, "responses") is not None  # a Responses client is offered
+        route = gateway.open_route("t", "local", lambda protocol: sibling(bare, protocol))
+        route.begin_attempt(0, time.monotonic() + 60, None)
+        client = openai.OpenAI(base_url=f"{route.base_url}/v1", api_key=route.endpoint.key)
+        first = client.responses.create(model="local", input="say hi")
+        assert first.output_text == "hihihi"
+        with client.responses.stream(model="local", input="again") as stream:
+            done = stream.get_final_response()
+        assert done.output_text == "hihihi"
+        records = route.records_of(0)
+        assert [r.entry.get("translated") for r in records] == ["responses→chat"] * 2
+        assert records[0].entry["relay_refused"] == (
+            "HTTP 404 from the model's OpenAI Responses endpoint"
+        )
+        assert "relay_refused" not in records[1].entry  # not asked again
+        assert all(r.ok and r.text == "hihihi" for r in records)
+        assert route.stop_info is None
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
