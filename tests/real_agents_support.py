@@ -139,3 +139,44 @@ def shell_call(kind: str, command: str) -> str:
     return f"{{ name = {json.dumps(name)}, arguments = {json.dumps(arguments)} }}".replace(
         '": ', '" = '
     ).replace('{"', '{ "')
+
+
+def agent_tasks(kind: str) -> str:
+    """The four tasks every real agent is put through (TOML): a tool call executed for
+    real, a repair continuing its session, a loop in the model's stream killed live, and
+    a deadline; ``kind`` picks the agent's own shell tool (shell_call)."""
+
+    def reply(command: str, text: str) -> str:
+        return f"{{ text = {json.dumps(text)}, tool_calls = [{shell_call(kind, command)}] }}"
+
+    return f"""
+[[task]]
+id = "tool-call"
+input = "Create out.txt holding hello."
+scripted = [{reply("echo hello > out.txt", "Writing it.")}, "Done: out.txt holds hello."]
+
+[[task]]
+id = "repaired"
+input = "Create out.txt holding hello."
+repairs = 1
+scripted = [
+  {reply("echo wrong > out.txt", "Writing it.")}, "Done.",
+  {reply("echo hello > out.txt", "Fixing it.")}, "Fixed.",
+]
+
+[[task]]
+id = "loop"
+input = "Explain the task."
+
+[[task.scripted]]
+text = "Let me think about this again. "
+repeat = 4000
+chunk_size = 31
+chunk_delay_s = 0.0005
+
+[[task]]
+id = "deadline"
+input = "Explain the task."
+timeout_s = 12
+scripted = [{{ hang = true }}]
+"""

@@ -80,6 +80,8 @@ class AcpSession(ExternalSession):
     """What run_rollout asks of a session (``attempt``, ``close``, ``workspace``,
     ``calls``), for an ACP agent."""
 
+    again = "agent prompted again"
+
     def __init__(
         self,
         task: Task,
@@ -134,11 +136,8 @@ class AcpSession(ExternalSession):
         phase: str = "waiting",
     ) -> AgentRun:
         """One prompt turn: the task's prompt first, the verifier's feedback after."""
-        attempt = self.begin(messages, index, deadline, timeout_s)
+        attempt = self.begin(messages, index, deadline, timeout_s, (on_event, on_phase, phase))
         run, prompt, deadline = attempt.run, attempt.prompt, attempt.deadline
-        self.route.begin_attempt(index, deadline, on_event)
-        if on_phase is not None:
-            on_phase(phase if index == 0 else f"{phase}: agent prompted again")
         outcome: PromptResult | None = None
         error: str | None = None
         watcher_done = threading.Event()

@@ -184,12 +184,9 @@ class CommandSession(ExternalSession):
         """Run the agent once (attempt ``index``; a repair round's prompt is the last user
         turn of ``messages``, the verifier's feedback) and read what it did from the
         gateway's record of its calls."""
-        attempt = self.begin(messages, index, deadline, timeout_s)
+        attempt = self.begin(messages, index, deadline, timeout_s, (on_event, on_phase, phase))
         run, prompt = attempt.run, attempt.prompt
         route = self.route
-        route.begin_attempt(index, attempt.deadline, on_event)
-        if on_phase is not None:
-            on_phase(phase if index == 0 else f"{phase}: agent resumed")
         argv = self._argv(index, prompt)
         started = self.bridged(argv)
         try:

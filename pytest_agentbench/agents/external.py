@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from pytest_agentbench.agents.gateway import Gateway
 from pytest_agentbench.agents.route import CallRecord, Route, RouteStop
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.records import Failure
+from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.errors import SandboxError
 from pytest_agentbench.runner.agent import AgentRun
 from pytest_agentbench.sandbox import KEEP_BYTES, Limits, Workspace
@@ -130,6 +131,9 @@ class ExternalSession:
     """What run_rollout asks of a session (``attempt``, ``close``, ``workspace``,
     ``calls``): the parts a command agent's and an ACP agent's share."""
 
+    #: What a repair round's phase says the agent does.
+    again = "agent resumed"
+
     def __init__(
         self,
         task: Task,
@@ -172,9 +176,12 @@ class ExternalSession:
         index: int,
         deadline: float,
         timeout_s: float,
+        events: tuple[EventSink | None, Callable[[str], None] | None, str],
     ) -> Attempt:
         """Attempt ``index`` starts: its prompt is the task's, or in a repair round the
-        last user turn of ``messages`` (the verifier's feedback)."""
+        last user turn of ``messages`` (the verifier's feedback); the route records its
+        calls under ``index`` from now on. ``events``: the stream's sink, the phase
+        callback and the phase a repair round shows (``"{phase}: agent resumed"``)."""
         started = time.monotonic()
         run = AgentRun(messages=[dict(m) for m in messages])
         prompt = self.task.prompt
@@ -183,6 +190,10 @@ class ExternalSession:
         if self.process.timeout_s is not None:
             deadline = min(deadline, started + self.process.timeout_s)
             timeout_s = min(timeout_s, self.process.timeout_s)
+        on_event, on_phase, phase = events
+        self.route.begin_attempt(index, deadline, on_event)
+        if on_phase is not None:
+            on_phase(phase if index == 0 else f"{phase}: {self.again}")
         return Attempt(run, prompt, started, deadline, timeout_s)
 
     def limits(self, seconds: float) -> Limits:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from real_agents_support import processes_in, require_tool, shell_call
+from real_agents_support import agent_tasks, processes_in, require_tool
 
 pytestmark = pytest.mark.slow
 
@@ -43,9 +43,6 @@ def suite(kind: str, exe: str) -> str:
         table = f"argv = {json.dumps([exe, *CODEX_CONFIG])}"
     call_kind = "claude" if kind == "claude" else "codex"
 
-    def reply(command: str, text: str) -> str:
-        return f"{{ text = {json.dumps(text)}, tool_calls = [{shell_call(call_kind, command)}] }}"
-
     return f"""
 [suite]
 name = "acp-{kind}"
@@ -56,37 +53,7 @@ verifier = {{ kind = "command", run = "grep -qx hello out.txt" }}
 [suite.agent]
 kind = "acp"
 {table}
-
-[[task]]
-id = "tool-call"
-input = "Create out.txt holding hello."
-scripted = [{reply("echo hello > out.txt", "Writing it.")}, "Done: out.txt holds hello."]
-
-[[task]]
-id = "repaired"
-input = "Create out.txt holding hello."
-repairs = 1
-scripted = [
-  {reply("echo wrong > out.txt", "Writing it.")}, "Done.",
-  {reply("echo hello > out.txt", "Fixing it.")}, "Fixed.",
-]
-
-[[task]]
-id = "loop"
-input = "Explain the task."
-
-[[task.scripted]]
-text = "Let me think about this again. "
-repeat = 4000
-chunk_size = 31
-chunk_delay_s = 0.0005
-
-[[task]]
-id = "deadline"
-input = "Explain the task."
-timeout_s = 12
-scripted = [{{ hang = true }}]
-"""
+{agent_tasks(call_kind)}"""
 
 
 def run_suite(pytester: pytest.Pytester, kind: str, exe: str) -> dict[str, dict[str, Any]]:

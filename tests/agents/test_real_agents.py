@@ -24,11 +24,11 @@ from typing import Any
 
 import pytest
 from real_agents_support import (
+    agent_tasks,
     copy_programs,
     processes_in,
     require_agents_python,
     require_tool,
-    shell_call,
     version,
 )
 
@@ -72,9 +72,6 @@ resume_argv = ["{exe}", "{program}", "--resume", "{{prompt}}"]
 
 
 def suite(kind: str, exe: str) -> str:
-    def reply(command: str, text: str) -> str:
-        return f"{{ text = {json.dumps(text)}, tool_calls = [{shell_call(kind, command)}] }}"
-
     return f"""
 [suite]
 name = "real-{kind}"
@@ -82,35 +79,7 @@ timeout_s = 120
 repairs = 0
 verifier = {{ kind = "command", run = "grep -qx hello out.txt" }}
 {agent_table(kind, exe)}
-[[task]]
-id = "tool-call"
-input = "Create out.txt holding hello."
-scripted = [{reply("echo hello > out.txt", "Writing it.")}, "Done: out.txt holds hello."]
-
-[[task]]
-id = "repaired"
-input = "Create out.txt holding hello."
-repairs = 1
-scripted = [
-  {reply("echo wrong > out.txt", "Writing it.")}, "Done.",
-  {reply("echo hello > out.txt", "Fixing it.")}, "Fixed.",
-]
-
-[[task]]
-id = "loop"
-input = "Explain the task."
-[[task.scripted]]
-text = "Let me think about this again. "
-repeat = 4000
-chunk_size = 31
-chunk_delay_s = 0.0005
-
-[[task]]
-id = "deadline"
-input = "Explain the task."
-timeout_s = 12
-scripted = [{{ hang = true }}]
-"""
+{agent_tasks(kind)}"""
 
 
 def run_suite(pytester: pytest.Pytester, kind: str, exe: str) -> dict[str, dict[str, Any]]:
