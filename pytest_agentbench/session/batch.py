@@ -210,9 +210,9 @@ def _submit_and_wait(
     run_dir = state.folder.ensure()
     # batches already submitted: by an earlier session of the run folder (resume), or
     # by a process of this run that died waiting (an xdist worker): fetched, not re-sent
-    earlier = _read_batches(store.folder)
+    earlier = _read_batches(store.folder, say)
     if state.settings.resume:
-        for model, (ids, keys) in _read_batches(run_dir).items():
+        for model, (ids, keys) in _read_batches(run_dir, say).items():
             known = earlier.setdefault(model, ([], set()))
             known[0].extend(i for i in ids if i not in known[0])
             known[1].update(keys)
@@ -430,12 +430,26 @@ def _done(state: BatchStatus) -> int:
     return counts.get("completed", 0) + counts.get("failed", 0)
 
 
-def _read_batches(run_dir: Path) -> dict[str, tuple[list[str], set[str]]]:
+def _read_batches(
+    run_dir: Path, say: Callable[[str], None]
+) -> dict[str, tuple[list[str], set[str]]]:
     """The batch ids an earlier session of this run folder submitted, and the requests
-    (cache keys) they hold, by model."""
+    (cache keys) they hold, by model. A file that is there but cannot be read is said
+    and moved aside (``batches.json.unreadable``), never overwritten: the ids it holds
+    were paid for."""
+    path = run_dir / BATCHES_FILE
     try:
-        data = json.loads((run_dir / BATCHES_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        kept = path.with_name(BATCHES_FILE + ".unreadable")
+        with contextlib.suppress(OSError):
+            os.replace(path, kept)
+        say(
+            f"{path} cannot be read ({exc}): the batches it names are not fetched and "
+            f"their requests are submitted again; the file is kept as {kept}"
+        )
         return {}
     found: dict[str, tuple[list[str], set[str]]] = {}
     batches = data.get("batches") if isinstance(data, dict) else None

@@ -482,3 +482,25 @@ def test_an_earlier_batch_that_cannot_be_read_sends_its_requests_live(
     right = _records(pytester)["right"]
     assert right["batch_live"].startswith("the batch could not be read: ")
     assert "batch_gone could not be read, its requests go live" in again.stdout.str()
+
+
+def test_a_batches_file_that_cannot_be_read_is_said_and_kept_aside(
+    pytester: pytest.Pytester, server: ScriptedServer
+) -> None:
+    """A broken batches.json on resume: said (its path and why), moved aside rather
+    than overwritten (the ids it held were paid for), and the request submitted again."""
+    pytester.makefile(".toml", bench_k=SUITE)
+    pytester.makefile(".toml", prices=PRICES)
+    pytester.runpytest(*_args(server, "--agentbench-batch")).assert_outcomes(passed=3)
+    run = _run_dir(pytester)
+    (run / "tasks" / "k" / "right[scripted]" / "result.json").unlink()
+    (run / "batches.json").write_text('{"batches": [')
+    again = pytester.runpytest(
+        *_args(server, "--agentbench-batch", "--agentbench-resume", "latest")
+    )
+    again.assert_outcomes(passed=3)
+    out = again.stdout.str()
+    assert f"{run / 'batches.json'} cannot be read" in out
+    assert (run / "batches.json.unreadable").read_text() == '{"batches": ['
+    assert server.stats["batches"] == 2  # submitted again, as said
+    assert json.loads((run / "batches.json").read_text())["batches"][0]["requests"] == 1
