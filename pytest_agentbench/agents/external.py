@@ -11,7 +11,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pytest_agentbench.agents.endpoint import AgentEndpoint
@@ -258,10 +258,16 @@ def stopped_by_route(run: AgentRun, stop: RouteStop, timeout_s: float, calls: in
         timed_out(run, timeout_s, calls)
     else:
         run.stop, run.error = "harness_error", f"agent stopped: {stop.message}"
+    if stop.failure is not None:  # a context overflow: its own kind, the call's status
+        run.failure = stop.failure.kind
+        run.failure_detail = replace(stop.failure, message=run.error or stop.message)
 
 
 def record_failure(run: AgentRun) -> None:
-    """The structured failure of an attempt a loop, the deadline or the harness ended."""
+    """The structured failure of an attempt a loop, the deadline or the harness ended
+    (kept when the route's stop gave one)."""
+    if run.failure_detail is not None:
+        return
     if run.stop == "loop_killed":
         run.failure = "loop_killed"
         run.failure_detail = Failure.of("loop_killed", run.error or "")

@@ -34,14 +34,16 @@ import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from pytest_agentbench.agents import translate
-from pytest_agentbench.agents.route import CallRecord, ClientFor, Route
+from pytest_agentbench.agents.route import CallRecord, ClientFor, Route, overflow_message
 from pytest_agentbench.agents.translate import Untranslatable
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+from pytest_agentbench.core.records import Failure
 from pytest_agentbench.core.stream import StreamEvent
-from pytest_agentbench.errors import CircuitOpen, ModelError, ModelTimeout
+from pytest_agentbench.errors import CircuitOpen, ContextOverflow, ModelError, ModelTimeout
 from pytest_agentbench.models.base import REQUEST_CALL, REQUEST_TASK, Generation, ModelRequest
 from pytest_agentbench.models.siblings import PROTOCOL_NAMES, PROTOCOL_PATHS
 from pytest_agentbench.models.sse import parse_json
@@ -280,17 +282,24 @@ def _failed(
     protocol: str,
     started: bool,
     exc: ModelError | OSError,
+    body: Mapping[str, JsonValue],
 ) -> None:
     """Record a call that failed (``call``: its attempt and entry so far) and answer the
     agent: an error in its protocol's shape, or its stream cut when it had begun. The
-    breaker and the deadline stop the route; an OSError is the agent hanging up."""
+    breaker, the deadline and a context overflow stop the route (an overflow is the
+    harness's to fix, as in the built-in loop, whatever the agent would do next); an
+    OSError is the agent hanging up."""
     attempt, where = call
     if isinstance(exc, OSError):
         route.record(CallRecord(attempt, {**where, "error": f"the agent hung up: {exc}"}))
         handler.close_connection = True
         return
     route.record(CallRecord(attempt, {**where, **_error_entry(exc)}))
-    if isinstance(exc, CircuitOpen):
+    if isinstance(exc, ContextOverflow):
+        message = overflow_message(where, body, exc)
+        failure = Failure.from_error(exc)
+        route.stop("harness_error", message, failure=replace(failure, message=message))
+    elif isinstance(exc, CircuitOpen):
         route.stop("harness_error", str(exc))
     elif isinstance(exc, ModelTimeout):
         route.stop("timeout", str(exc))
@@ -386,7 +395,7 @@ def _relay(route: Route, protocol: str, handler: _Handler, body: JsonObject) -> 
             where = {**where, "relay_refused": refused}
             _translate(route, protocol, handler, body, where, (call, attempt))
             return
-        _failed(route, (attempt, where), handler, protocol, reply.started, exc)
+        _failed(route, (attempt, where), handler, protocol, reply.started, exc, body)
         return
     _done(route, attempt, where, guard, generation, started)  # before the reply ends
     try:
@@ -470,7 +479,7 @@ def _translate(
         handler.close_connection = True  # a stream begun is cut where it was
         return
     except (ModelError, OSError) as exc:
-        _failed(route, (attempt, where), handler, protocol, reply.started, exc)
+        _failed(route, (attempt, where), handler, protocol, reply.started, exc, body)
         return
     _done(route, attempt, where, guard, generation, started)
     try:

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 
 from pytest_agentbench.agents.endpoint import AgentEndpoint
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+from pytest_agentbench.core.records import Failure
 from pytest_agentbench.core.stream import EventSink
+from pytest_agentbench.errors import ContextOverflow
 from pytest_agentbench.models.base import ModelClient, ToolCall
 from pytest_agentbench.runner.agent import ToolLoopPolicy, ToolLoopWatch
 from pytest_agentbench.runner.loopguard import GuardSummary, KillPolicy
@@ -36,12 +38,14 @@ ClientFor = Callable[[str], ModelClient | None]
 
 @dataclass
 class RouteStop:
-    """Why a route ended its agent: the outcome, the one-line message, the evidence."""
+    """Why a route ended its agent: the outcome, the one-line message, the evidence, and
+    the structured failure when it is more than the outcome says (a context overflow)."""
 
     reason: StopReason
     message: str
     evidence: JsonObject | None = None
     at_s: float = 0.0
+    failure: Failure | None = None
 
 
 @dataclass
@@ -173,12 +177,19 @@ class Route:
         with self._idle:
             return self._idle.wait_for(lambda: self._in_flight == 0, timeout_s)
 
-    def stop(self, reason: StopReason, message: str, evidence: JsonObject | None = None) -> None:
+    def stop(
+        self,
+        reason: StopReason,
+        message: str,
+        evidence: JsonObject | None = None,
+        *,
+        failure: Failure | None = None,
+    ) -> None:
         """End the agent: the first reason given is kept."""
         with self.lock:
             if self.stop_info is None:
                 at = round(time.monotonic() - self.started, 3)
-                self.stop_info = RouteStop(reason, message, evidence, at)
+                self.stop_info = RouteStop(reason, message, evidence, at, failure)
         self.stopped.set()
 
     def record(self, record: CallRecord) -> None:
@@ -205,6 +216,35 @@ class Route:
                 if evidence is not None:
                     return evidence
         return None
+
+
+#: Where each protocol's request says how many output tokens it asks room for.
+_ASKED = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+
+
+def overflow_message(
+    where: Mapping[str, JsonValue], body: Mapping[str, JsonValue], exc: ContextOverflow
+) -> str:
+    """What ends an attempt whose model call the server refused as a context overflow:
+    the call (its number in the rollout, its attempt and turn) and the token counts (the
+    error's own when the server gave both; else what is known, with the output tokens
+    the agent's request asked for when the server did not say)."""
+    said: list[str] = []
+    if exc.prompt_tokens is None or exc.context_tokens is None:
+        said = [
+            f"{value} {name} tokens"
+            for name, value in (("prompt", exc.prompt_tokens), ("context", exc.context_tokens))
+            if value is not None
+        ]
+    asked = next((v for k in _ASKED if isinstance(v := body.get(k), int)), None)
+    if exc.completion_tokens is None and asked is not None:
+        said.append(f"{asked} output tokens asked")
+    if exc.prompt_tokens is None and exc.context_tokens is None:
+        said.append("the server gave no token counts")
+    call = (
+        f"model call {where.get('call')} (attempt {where.get('attempt')}, turn {where.get('turn')})"
+    )
+    return f"{call} refused: {exc}" + (f" [{'; '.join(said)}]" if said else "")
 
 
 class _InFlight:

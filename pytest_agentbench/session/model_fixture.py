@@ -138,6 +138,8 @@ class BenchModel:
                 self.failure = Failure.of("loop_killed", f"agent killed: {stop.message}")
             elif stop.reason == "timeout":
                 self.failure = Failure.of("model_timeout", f"agent stopped: {stop.message}")
+            elif stop.failure is not None:  # a context overflow: its own kind
+                self.failure = stop.failure
             else:
                 self.failure = Failure.of("harness", f"agent stopped: {stop.message}")
         self._state.services.gateway().close_route(route)
