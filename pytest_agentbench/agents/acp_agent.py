@@ -195,6 +195,8 @@ class AcpSession(ExternalSession):
             killed = command.reason if command is not None else None
             if killed == "timeout" or (error is not None and "before the deadline" in error):
                 timed_out(run, timeout_s, every)
+            elif killed == "output":
+                run.stop, run.error = "agent_failed", self.flooded()
             else:
                 run.stop = "agent_failed"
                 code = command.proc.returncode if exited and command is not None else None

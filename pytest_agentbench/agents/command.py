@@ -225,11 +225,14 @@ class CommandSession(ExternalSession):
             timed_out(run, timeout_s, every)
         elif result.exit_code != 0:
             run.stop = "agent_failed"
-            if result.exit_code is None:
+            last = last_line(result.stderr)
+            if result.killed_by == "output":  # its last line is the flood: not said
+                last = ""
+                run.error = self.flooded()
+            elif result.exit_code is None:
                 run.error = f"agent killed by {result.killed_by or 'a signal'}"
             else:
                 run.error = f"agent exited {result.exit_code}"
-            last = last_line(result.stderr)
             if last:
                 run.error += f": {last}"
         elif calls == 0:

@@ -23,6 +23,7 @@ from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.errors import SandboxError
 from pytest_agentbench.runner.agent import AgentRun
 from pytest_agentbench.sandbox import KEEP_BYTES, Limits, Workspace
+from pytest_agentbench.sandbox.process import RUNAWAY_FACTOR
 from pytest_agentbench.suites.task import Task
 
 #: The port of the gateway bridge on a strict sandbox's own loopback (agents/netbridge.py).
@@ -204,6 +205,14 @@ class ExternalSession:
             memory_mb=self.process.memory_mb,
             processes=self.process.processes,
             output_bytes=self.process.output_bytes,
+        )
+
+    def flooded(self) -> str:
+        """What ends an attempt whose agent the sandbox killed for flooding its output."""
+        return (
+            f"agent killed for flooding its output: more than "
+            f"{self.limits(1).runaway_bytes} bytes on stdout or on stderr "
+            f"({RUNAWAY_FACTOR} × output_bytes)"
         )
 
     def bridged(self, command: list[str]) -> Bridged:

@@ -35,7 +35,6 @@ from pytest_agentbench.sandbox.process import (
 )
 
 _POLL_S = 0.05
-_RUNAWAY_FACTOR = 20
 
 
 class LiveCommand:
@@ -107,7 +106,7 @@ class LiveCommand:
         stream = self.proc.stderr
         if stream is None:
             return
-        runaway = self.limits.output_bytes * _RUNAWAY_FACTOR
+        runaway = self.limits.runaway_bytes
         fd = stream.fileno()
         while True:
             try:

@@ -35,7 +35,7 @@ from pytest_agentbench.sandbox.pidcap import PidsCgroup
 _READ_CHUNK = 65536
 _POLL_S = 0.05
 #: Output beyond this many times the cap kills the command (``killed_by="output"``).
-_RUNAWAY_FACTOR = 20
+RUNAWAY_FACTOR = 20
 #: Processes the wrappers themselves add (bwrap twice, unshare, the timeout shim).
 _WRAPPER_PROCESSES = 4
 _DRAIN_GRACE_S = 1.0
@@ -67,6 +67,12 @@ class Limits:
         for name, value in vars(self).items():
             if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"sandbox limit {name} must be a positive number; got {value!r}")
+
+    @property
+    def runaway_bytes(self) -> int:
+        """Output past this on stdout or on stderr kills the command (``killed_by``
+        ``output``): a flood, not an answer."""
+        return int(self.output_bytes * RUNAWAY_FACTOR)
 
 
 @dataclass(frozen=True)
@@ -296,7 +302,7 @@ class _Run:
                 selector.register(writer, selectors.EVENT_WRITE)
             else:
                 writer.close()
-        runaway = self.limits.output_bytes * _RUNAWAY_FACTOR
+        runaway = self.limits.runaway_bytes
         exited = False
         while True:
             now = time.monotonic()

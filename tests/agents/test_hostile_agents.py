@@ -127,7 +127,11 @@ def test_hostile_agents_are_contained(
     entry = agent_entry(folders["flooder"])
     assert entry["output_truncated"] is True and entry["killed_by"] == "output"
     assert len(entry["stdout"]) < 70_000 and len(entry["stderr"]) < 70_000
-    assert flooder["error"].startswith("agent killed by output")
+    assert flooder["outcome"] == "failed"
+    assert flooder["error"] == (  # the docs' row for it (docs/agents-external.md)
+        "agent killed for flooding its output: more than 1310720 bytes on stdout or on "
+        "stderr (20 × output_bytes)"
+    )
 
     for folder in folders.values():  # nothing of any agent outlives its task
         assert processes_in(folder / "workspace") == [], folder.name
