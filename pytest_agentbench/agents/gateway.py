@@ -23,6 +23,7 @@ this gateway only; the gateway's clients add the real one upstream.
 from __future__ import annotations
 
 import contextlib
+import hmac
 import json
 import os
 import shutil
@@ -32,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -62,6 +64,8 @@ _FORWARDED = ("anthropic-beta", "anthropic-version", "openai-beta")
 MAX_BODY_BYTES = 64 * 1024 * 1024
 #: Relaying threads: each keeps its own upstream connections (models/http.py).
 RELAY_THREADS = 256
+#: Closed routes remembered, so that a late request with a route's key learns why it ended.
+ENDED_KEPT = 4096
 
 
 class _AgentReply:
@@ -136,6 +140,7 @@ class Gateway:
 
     def __init__(self) -> None:
         self._routes: dict[str, Route] = {}
+        self._ended: OrderedDict[str, tuple[str, str]] = OrderedDict()
         self._lock = threading.Lock()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -219,12 +224,28 @@ class Gateway:
         return route
 
     def close_route(self, route: Route) -> None:
-        """Forget ``route``: later requests on it are refused (HTTP 401)."""
+        """Forget ``route``: later requests on it with its key are refused with HTTP 409
+        saying why it ended (the last ``ENDED_KEPT`` routes are remembered for that), any
+        other with 401."""
+        stop = route.stop_info
+        why = stop.message if stop is not None else "its rollout finished"
         with self._lock:
             self._routes.pop(route.id, None)
+            self._ended[route.id] = (route.key, why)
+            while len(self._ended) > ENDED_KEPT:
+                self._ended.popitem(last=False)
 
     def route(self, route_id: str) -> Route | None:
         return self._routes.get(route_id)
+
+    def ended(self, route_id: str, presented: str | None) -> str | None:
+        """Why the closed route ``route_id`` ended, when ``presented`` is its key (None
+        for a route never opened, forgotten, or a wrong key)."""
+        with self._lock:
+            found = self._ended.get(route_id)
+        if found is None or presented is None or not hmac.compare_digest(presented, found[0]):
+            return None
+        return found[1]
 
     def relay(self, route: Route, protocol: str, handler: _Handler, body: JsonObject) -> None:
         """Relay one agent request on a thread of the relay pool; wait for it."""
@@ -510,14 +531,18 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         pass
 
+    def _route_id(self) -> str | None:
+        parts = self.path.split("?", 1)[0].split("/", 3)  # "", "agent", id, rest
+        return parts[2] if len(parts) >= 3 and parts[1] == "agent" else None
+
     def _route(self) -> tuple[Route | None, str]:
         """The route the path names and the endpoint below it (``/chat/completions``…);
         (None, "") when the path names no open route."""
-        path = self.path.split("?", 1)[0]
-        parts = path.split("/", 3)  # "", "agent", id, rest
-        if len(parts) < 3 or parts[1] != "agent":
+        route_id = self._route_id()
+        if route_id is None:
             return None, ""
-        route = self.server.gateway.route(parts[2])
+        route = self.server.gateway.route(route_id)
+        parts = self.path.split("?", 1)[0].split("/", 3)
         rest = "/" + (parts[3] if len(parts) > 3 else "")
         return route, (rest.rstrip("/").removeprefix("/v1") or "/")
 
@@ -529,6 +554,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _admitted(self, protocol: str) -> Route | None:
         route, _ = self._route()
+        route_id = self._route_id()
+        why = self.server.gateway.ended(route_id, self._key()) if route_id else None
+        if route is None and why is not None:
+            self.send_error_body(protocol, 409, f"agentbench gateway: the task has ended: {why}")
+            return None
         if route is None or not route.admits(self._key()):
             self.send_error_body(
                 protocol,

@@ -152,7 +152,22 @@ def test_requests_are_attributed_by_route_and_key_only(gateway: Gateway, provide
             headers={"authorization": f"Bearer {first.key}"},
             json=body,
         )
-        assert closed.status_code == 401
+        # the route's own key after its task ended: 409 saying why (docs/agents-external.md)
+        assert closed.status_code == 409, closed.text
+        assert "the task has ended: its rollout finished" in closed.json()["error"]["message"]
+        gateway.close_route(second)
+        stopped = http.post(
+            f"{second.base_url}/v1/messages",
+            headers={"x-api-key": second.key},
+            json=body,
+        )
+        assert stopped.status_code == 409 and "the deadline passed" in stopped.text
+        stranger = http.post(
+            f"{first.base_url}/v1/chat/completions",
+            headers={"authorization": f"Bearer {second.key}"},
+            json=body,
+        )
+        assert stranger.status_code == 401  # another route's key learns nothing
     assert first.calls == 0 and second.calls == 1
 
 
