@@ -89,8 +89,8 @@ class AgentWorkspace(Workspace):
             detail = str(found.get("detail", ""))
             note = "the agent under test reaches its gateway alone (a bridge to its socket)"
             return {**found, "network": False, "detail": f"{detail}; {note}"}
-        if not found.get("network"):
-            detail = str(found.get("detail", ""))
+        if not found.get("network"):  # the sandbox's own words say "no network": not so here
+            detail = str(found.get("detail", "")).replace("no network, ", "", 1)
             note = "the agent under test shares the host's network to reach its gateway"
             found = {**found, "network": True, "detail": f"{detail}; {note}"}
         return found

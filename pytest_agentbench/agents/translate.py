@@ -18,7 +18,8 @@ arrives, then the rest once the reply is in): text, thinking (Messages: a block 
 empty signature, there being none; Chat: ``reasoning_content``; Responses: not handed
 on), tool calls (ids, names, JSON arguments, each whole), the finish reason (length ↔
 max_tokens / incomplete, tool calls ↔ tool_use, stop ↔ end_turn) and the model's usage
-in the protocol's own fields.
+in the protocol's own fields (Messages: an input count the model did not report is null,
+never 0; a stream's ``message_start`` cannot know it yet, its ``message_delta`` says it).
 """
 
 from __future__ import annotations
@@ -503,12 +504,14 @@ class _ChatStream:
 
 
 def _messages_usage(generation: Generation) -> JsonObject:
+    """The model's usage in Anthropic's fields: a count the model did not report is null
+    (unknown), never 0 (which would tell the agent its prompt was free)."""
     usage = generation.usage
     return {
-        "input_tokens": _n(usage.input),
+        "input_tokens": usage.input,
         "output_tokens": _n(usage.output),
-        "cache_read_input_tokens": _n(usage.cache_read),
-        "cache_creation_input_tokens": _n(usage.cache_write),
+        "cache_read_input_tokens": usage.cache_read,
+        "cache_creation_input_tokens": usage.cache_write,
     }
 
 
@@ -559,7 +562,8 @@ class _MessagesStream:
             "content": [],
             "stop_reason": None,
             "stop_sequence": None,
-            "usage": {"input_tokens": 0, "output_tokens": 0},
+            # not known before the model's reply ends: said in message_delta
+            "usage": {"input_tokens": None, "output_tokens": 0},
         }
         return _sse({"type": "message_start", "message": message}, "message_start")
 
