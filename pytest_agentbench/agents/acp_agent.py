@@ -107,7 +107,8 @@ class AcpSession(ExternalSession):
         # is cancelled (session/cancel) before the group is killed
         limit = max(deadline - time.monotonic(), 0.01) + CANCEL_GRACE_S + 2
         ws = self._workspace
-        started = self.bridged(self._argv())
+        argv = self._argv()
+        started = self.bridged(argv)
         env = {**sandbox_env(ws.path, self.process.env), **started.endpoint.environment()}
         agent = AcpAgent(
             started.command,
@@ -117,7 +118,7 @@ class AcpSession(ExternalSession):
             plan=plan_for(ws.isolation),
             policy=self.options.permissions,
             network=not self.strict_network,
-            read_only=[Path(self.task.path).parent],
+            read_only=self.visible(argv),
             writable=started.writable,
         )
         self.agent = agent

@@ -198,7 +198,7 @@ class CommandSession(ExternalSession):
                 stand_ins=started.endpoint.environment(),
                 stop=route.stopped,
                 network=not self.strict_network,
-                read_only=[Path(self.task.path).parent],
+                read_only=self.visible(argv),
                 writable=started.writable,
             )
         except SandboxError as exc:

@@ -7,6 +7,7 @@ gateway's record of its model calls.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import time
@@ -71,6 +72,34 @@ def fill_template(template: Sequence[str], values: Mapping[str, str]) -> list[st
             arg = arg.replace("{" + name + "}", value)
         filled.append(arg)
     return filled
+
+
+def installation(executable: str) -> list[Path]:
+    """The folders an agent's executable needs to run, to be kept visible read-only in
+    the sandbox (whose private ``/tmp`` would hide an agent installed with ``npm install
+    --prefix "$(mktemp -d)"``): for the path as named and as resolved (a
+    ``node_modules/.bin`` link leads into its package), the folder holding
+    ``node_modules`` (the npm prefix, every dependency with it), else the prefix of a
+    ``bin`` folder (a virtualenv, ``make install``), else the executable's own folder —
+    or the file alone where that folder would be ``/tmp`` or ``/`` itself. A bare name is
+    looked up on ``PATH``; [] when it is not found."""
+    named = executable if os.sep in executable else shutil.which(executable)
+    if named is None:
+        return []
+    found: list[Path] = []
+    for path in dict.fromkeys((os.path.abspath(named), os.path.realpath(named))):
+        parts = Path(path).parts
+        if "node_modules" in parts:
+            root = Path(*parts[: parts.index("node_modules")])
+        elif Path(path).parent.name == "bin":
+            root = Path(path).parent.parent
+        else:
+            root = Path(path).parent
+        if str(root) in ("/", "/tmp"):
+            root = Path(path)
+        if root not in found:
+            found.append(root)
+    return found
 
 
 def last_line(text: str) -> str:
@@ -206,6 +235,11 @@ class ExternalSession:
             processes=self.process.processes,
             output_bytes=self.process.output_bytes,
         )
+
+    def visible(self, command: Sequence[str]) -> list[Path]:
+        """What the agent's process sees read-only besides the host's usual folders: the
+        suite's folder (its program may live there) and its executable's installation."""
+        return [Path(self.task.path).parent, *(installation(command[0]) if command else [])]
 
     def flooded(self) -> str:
         """What ends an attempt whose agent the sandbox killed for flooding its output."""

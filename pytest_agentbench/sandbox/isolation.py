@@ -102,15 +102,15 @@ def bwrap_args(
     writable: Sequence[Path] = (),
 ) -> list[str]:
     """The bubblewrap command line before ``--`` for a command in ``workspace``;
-    ``read_only`` folders under the private ``/tmp`` are bound back read-only and
-    ``writable`` ones (a socket's folder) writable, before the workspace, which may lie
-    inside one of them and stays writable."""
+    ``read_only`` folders (or files) under the private ``/tmp`` are bound back read-only
+    and ``writable`` ones (a socket's folder) writable, before the workspace, which may
+    lie inside one of them and stays writable."""
     ws = str(workspace)
     kept: list[str] = []
     for how, folders in (("--ro-bind", read_only), ("--bind", writable)):
         for folder in folders:
             real = os.path.realpath(folder)
-            if (real == "/tmp" or real.startswith("/tmp/")) and os.path.isdir(real):
+            if (real == "/tmp" or real.startswith("/tmp/")) and os.path.exists(real):
                 kept += [how, real, real]
     return [
         bwrap,
