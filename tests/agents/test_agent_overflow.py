@@ -197,3 +197,46 @@ def test_the_overflow_message_names_what_the_agent_asked_when_the_server_did_not
     assert said.endswith(" [64000 output tokens asked]")
     bare = overflow_message(where, {}, ContextOverflow("m: context overflow"))
     assert bare.endswith("m: context overflow [the server gave no token counts]")
+
+
+FIXTURE_TEST = """
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+
+TOO_LONG = "prompt is too long: 3223 tokens > 2048 maximum"
+
+
+@pytest.mark.agentbench_scripted({"error": {"status": 400, "message": TOO_LONG}})
+def test_shrugs(agentbench_model):
+    endpoint = agentbench_model.endpoint()
+    turns = [{"role": "user", "content": "hi"}]
+    body = json.dumps({"model": "m", "max_tokens": 64000, "messages": turns})
+    request = urllib.request.Request(endpoint.base_url + "/v1/messages", data=body.encode(),
+        headers={"content-type": "application/json", "x-api-key": endpoint.key})
+    with pytest.raises(urllib.error.HTTPError):
+        urllib.request.urlopen(request, timeout=30)
+"""
+
+
+def test_an_agent_in_an_ordinary_test_that_overflows_is_a_harness_error(
+    pytester: pytest.Pytester,
+) -> None:
+    """The fixture's endpoint follows the same rule: the test passed (it expected the
+    error), its record is the context overflow, with Anthropic's counts and the output
+    the request asked for."""
+    pytester.makepyfile(test_fixture_overflow=FIXTURE_TEST)
+    pytester.runpytest_subprocess("--agentbench", "-p", "no:cacheprovider")
+    summary = json.loads(
+        (pytester.path / "agentbench-results" / "latest" / "summary.json").read_text()
+    )
+    [record] = summary["tasks"]
+    assert record["outcome"] == "harness_error", record
+    assert record["failure"]["kind"] == "context_overflow", record["failure"]
+    message = record["failure"]["message"]
+    assert message.startswith("model call 1 (attempt 1, turn 1) refused: "), message
+    assert "(3223 prompt tokens > 2048 context tokens)" in message, message
+    assert message.endswith("[64000 output tokens asked]"), message
