@@ -554,9 +554,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _admitted(self, protocol: str) -> Route | None:
         route, _ = self._route()
-        route_id = self._route_id()
+        route_id = self._route_id() if route is None else None
         why = self.server.gateway.ended(route_id, self._key()) if route_id else None
-        if route is None and why is not None:
+        if why is not None:  # a closed route, asked with its own key
             self.send_error_body(protocol, 409, f"agentbench gateway: the task has ended: {why}")
             return None
         if route is None or not route.admits(self._key()):
