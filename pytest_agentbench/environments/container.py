@@ -292,15 +292,26 @@ class Container:
             )
 
     def _kill_marked(self, mark: str) -> None:
-        done = self.engine.run(
-            ["exec", self.name, "sh", "-c", _KILL_MARKED, "sh", mark],
-            timeout_s=ENGINE_TIMEOUT_S,
-            check=False,
-        )
-        if done.returncode != 0:
-            # The mark could not be hunted down (no sh, a process forking without end):
-            # end everything but PID 1 rather than leave it running.
+        """End every process carrying ``mark``, inside. When the mark cannot be hunted down
+        (no ``sh`` in the image, a process forking without end), everything but PID 1 is
+        ended; when even that fails, the container itself is killed (said in ``notes``):
+        nothing may run on past its deadline."""
+        try:
+            done = self.engine.run(
+                ["exec", self.name, "sh", "-c", _KILL_MARKED, "sh", mark],
+                timeout_s=ENGINE_TIMEOUT_S,
+                check=False,
+            )
+            if done.returncode == 0:
+                return
             self.kill_processes()
+        except ContainerError as exc:
+            self.notes = (
+                *self.notes,
+                f"a command past its deadline could not be ended alone ({exc}); "
+                "the container was killed",
+            )
+            self.engine.run(["kill", self.name], check=False, timeout_s=ENGINE_TIMEOUT_S)
 
     def kill_processes(self) -> None:
         """Kill every process in the container but PID 1 (``kill -9 -1`` from inside spares
