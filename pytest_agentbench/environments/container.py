@@ -74,6 +74,10 @@ exit 1
 """
 
 
+#: Runs "$@", then reads what is left of stdin, and exits with the command's status.
+_DRAIN_STDIN = '"$@"; status=$?; cat >/dev/null 2>&1; exit "$status"'
+
+
 @dataclass(frozen=True)
 class ExecResult:
     """How one ``exec`` ended. ``exit_code`` is None when it timed out or was killed;
@@ -234,6 +238,11 @@ class Container:
             args += ["--workdir", workdir]
         for key, value in (env or {}).items():
             args += ["--env", f"{key}={value}"]
+        if stdin is not None:
+            # Podman drops an exec's output when its command ends without reading all of
+            # its stdin (a write that fails at once loses its error); so what is left of
+            # stdin is read to its end after the command.
+            argv = ["sh", "-c", _DRAIN_STDIN, "sh", *argv]
         args += ["--env", f"{EXEC_MARK}={mark}", self.name, *argv]
         out, err = OutputCapture(cap), OutputCapture(err_cap or cap)
         started = time.monotonic()
