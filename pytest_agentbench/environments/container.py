@@ -29,6 +29,7 @@ from pytest_agentbench.core.capture import OutputCapture
 from pytest_agentbench.environments.engine import Engine, last_lines
 from pytest_agentbench.environments.limits import enforcement_notes, settle_script
 from pytest_agentbench.environments.owners import (
+    START_LABEL,
     labels_for,
     new_name,
     reap,
@@ -116,6 +117,7 @@ class Container:
         self.name = spec.name
         self.notes = notes
         self._removed = False
+        self._start_token = secrets.token_hex(8)
 
     def __repr__(self) -> str:
         return f"Container({self.name!r}, engine={self.engine.name!r})"
@@ -127,7 +129,9 @@ class Container:
         refuses a missing one) and is every ``exec``'s default. What the engine could not
         enforce of the limits is in ``notes``. Raises ContainerError (leaving nothing)."""
         args = ["run", "-d", "--name", spec.name, "--entrypoint", "sleep"]
-        for key, value in labels_for(spec.run_id).items():
+        container = cls(engine, spec)
+        labels = {**labels_for(spec.run_id), START_LABEL: container._start_token}
+        for key, value in labels.items():
             args += ["--label", f"{key}={value}"]
         args += ["--network", spec.network]
         if spec.cpus is not None:
@@ -140,12 +144,23 @@ class Container:
             if not PurePosixPath(mount.target).is_absolute():
                 raise ContainerError(f"mount target {mount.target!r} is not an absolute path")
             option = f"{Path(mount.host).absolute()}:{mount.target}"
+            if option.count(":") != 1:
+                raise ContainerError(
+                    f"cannot mount {mount.host} at {mount.target}: a ':' in a path"
+                )
             args += ["--volume", option + (":ro" if mount.read_only else "")]
         args += [spec.image, "infinity"]
-        container = cls(engine, spec)
         _open.add(container)
         try:
-            done = engine.run(args, timeout_s=ENGINE_TIMEOUT_S)
+            try:
+                done = engine.run(args, timeout_s=ENGINE_TIMEOUT_S)
+            except BaseException:
+                # A name in use is another's container: remove only the one this start
+                # made (a `run` can fail after creating it).
+                if not container._ours():
+                    container._removed = True
+                    _open.discard(container)
+                raise
             script = settle_script(spec)
             settled = b"", b""
             if script is not None:
@@ -162,6 +177,17 @@ class Container:
             container.remove()
             raise
         return container
+
+    def _ours(self) -> bool:
+        """Whether a container of this name exists and is the one this start made."""
+        fmt = f'{{{{index .Config.Labels "{START_LABEL}"}}}}'
+        try:
+            shown = self.engine.run(
+                ["inspect", "--format", fmt, self.name], check=False, timeout_s=ENGINE_TIMEOUT_S
+            )
+        except ContainerError:
+            return False
+        return shown.returncode == 0 and shown.stdout.decode().strip() == self._start_token
 
     def __enter__(self) -> Container:
         return self

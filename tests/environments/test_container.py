@@ -240,5 +240,17 @@ def test_a_command_that_ignores_its_stdin_keeps_its_output(box: Container) -> No
     for _ in range(10):
         result = box.exec(["sh", "-c", "echo why >&2; exit 3"], timeout_s=30, stdin=b"x" * 65536)
         assert (result.exit_code, result.stderr) == (3, "why\n")
-        with pytest.raises(ContainerError, match="Read-only|No such file"):
+        with pytest.raises(ContainerError, match=r"Read-only|No such file"):
             box.write_file("/proc/no-such/file", b"data")
+
+
+def test_a_name_in_use_fails_and_leaves_the_other_container_alone(
+    engine: Engine, run_id: str
+) -> None:
+    with Container.start(engine, _spec(run_id)) as first:
+        with pytest.raises(ContainerError, match="already in use"):
+            Container.start(engine, _spec(run_id, name=first.name))
+        assert first.exec(["true"], timeout_s=30).exit_code == 0
+    with pytest.raises(ContainerError, match="':' in a path"):
+        Container.start(engine, _spec(run_id, mounts=(Mount(Path("/tmp/a:b"), "/x"),)))
+    assert left_by(engine, run_id) == []
