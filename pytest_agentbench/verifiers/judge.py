@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_agentbench.core.durations import seconds_text
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.sampling import Sampling
 from pytest_agentbench.core.usage import sum_usage
@@ -37,9 +38,11 @@ from pytest_agentbench.models.base import (
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.base import Check, ConfigProblem, Verdict
 from pytest_agentbench.verifiers.judge_model import (
+    DEFAULT_TIMEOUT_S,
     JUDGE_TABLE_SCHEMA,
     JudgeModel,
     judge_from_table,
+    table_timeout_s,
 )
 from pytest_agentbench.verifiers.judge_prompt import (
     PASS_FAIL,
@@ -165,11 +168,22 @@ class JudgeRuntime:
     """What the run gives the judge verifier: ``connect`` makes (once per judge) the
     client to call and the bare client under its retries (the scripted one registers
     replies there); ``override`` is the command line's judge (it beats every suite),
-    ``fallback`` the ini's (a suite's or task's ``judge`` table beats it)."""
+    ``fallback`` the ini's (a suite's or task's ``judge`` table beats it). The judge's
+    time limit follows the same order: ``timeout_s`` (the command line's), the table's
+    ``timeout_s``, ``timeout_ini_s``, else DEFAULT_TIMEOUT_S."""
 
     connect: Callable[[JudgeModel], tuple[ModelClient, ModelClient]]
     override: JudgeModel | None = None
     fallback: JudgeModel | None = None
+    timeout_s: float | None = None
+    timeout_ini_s: float | None = None
+
+    def time_limit_s(self, options: Mapping[str, JsonValue]) -> float:
+        """How long the judge may take to grade one answer (see the class docstring)."""
+        for found in (self.timeout_s, table_timeout_s(options), self.timeout_ini_s):
+            if found is not None:
+                return found
+        return DEFAULT_TIMEOUT_S
 
     def model_for(self, options: Mapping[str, JsonValue]) -> JudgeModel:
         if self.override is not None:
@@ -181,6 +195,20 @@ class JudgeRuntime:
             except ValueError as exc:
                 raise JudgeError(f"judge: {exc}") from None
         return self.fallback if self.fallback is not None else JudgeModel()
+
+
+def out_of_time(limit_s: float | None, label: str | None = None) -> str:
+    """The judge error of a judge that did not finish grading within its time limit."""
+    limit = f" of {seconds_text(limit_s)} s" if limit_s is not None else ""
+    who = f"judge {label}" if label else "the judge"
+    return (
+        f"{who} did not finish within its own time limit{limit} (not the task's: "
+        "--agentbench-judge-timeout, or the judge table's timeout_s)"
+    )
+
+
+def _out_of_time(model: JudgeModel, limit_s: float | None) -> str:
+    return out_of_time(limit_s, model.spec.label)
 
 
 def rubric_of(task: Task) -> Rubric:
@@ -272,6 +300,11 @@ class JudgeVerifier:
 
     def bind(self, runtime: JudgeRuntime) -> JudgeVerifier:
         return JudgeVerifier(runtime, self.kind, self.options_schema)
+
+    def time_limit_s(self, options: Mapping[str, JsonValue]) -> float | None:
+        """The judge's own time limit for one answer (verifiers.base.OwnTimeLimit): the
+        rollout bounds the verification by it, not by the task's deadline."""
+        return self.runtime.time_limit_s(options) if self.runtime is not None else None
 
     def check_task(self, task: Task) -> Iterable[ConfigProblem]:
         options = task.verifier.options
@@ -417,7 +450,7 @@ class JudgeVerifier:
             if check.deadline is not None:
                 timeout = check.deadline - time.monotonic()
                 if timeout <= 0:
-                    return None, turn, "judge: the task's deadline passed before the judge answered"
+                    return None, turn, _out_of_time(model, self.time_limit_s(check.options))
             request = ModelRequest(
                 messages=tuple(conversation),
                 system=system,
@@ -449,6 +482,8 @@ class JudgeVerifier:
                 calls.records.append(
                     _call_record(sample, attempt, conversation, None, str(exc), sampling.seed)
                 )
+                if check.deadline is not None and time.monotonic() >= check.deadline:
+                    return None, turn, _out_of_time(model, self.time_limit_s(check.options))
                 return None, turn, f"judge {model.spec.label} failed: {type(exc).__name__}: {exc}"
             calls.elapsed_s += time.monotonic() - started
             calls.usages.append(generation.usage.as_dict())
