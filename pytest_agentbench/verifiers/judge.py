@@ -399,9 +399,9 @@ class JudgeVerifier:
             "rationale": rationale,
             "judge": summary,
         }
-        return Verdict(
-            reward, metrics, details, feedback=_feedback(rubric, score, rationale, reference)
-        )
+        passed = reward >= task.pass_threshold  # a passed answer needs no repair feedback
+        feedback = "" if passed else _feedback(rubric, score, rationale, reference)
+        return Verdict(reward, metrics, details, feedback=feedback)
 
     def _register_script(self, bare: ModelClient, task: Task, answer: str) -> str:
         from pytest_agentbench.models.scripted import register_scripts
