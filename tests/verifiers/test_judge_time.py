@@ -7,7 +7,6 @@ judge error kept out of the score, never the task's timeout."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -46,7 +45,8 @@ def _records(pytester: pytest.Pytester) -> dict[str, dict[str, Any]]:
 
 
 def _run(pytester: pytest.Pytester, *args: str, table: str = "") -> pytest.RunResult:
-    pytester.makefile(".toml", bench_slow=SUITE.replace("JUDGE_TABLE", table).replace("VERDICT", VERDICT))
+    suite = SUITE.replace("JUDGE_TABLE", table).replace("VERDICT", VERDICT)
+    pytester.makefile(".toml", bench_slow=suite)
     return pytester.runpytest("--agentbench", "-p", "no:cacheprovider", *args)
 
 
