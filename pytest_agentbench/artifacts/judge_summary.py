@@ -242,3 +242,41 @@ def judge_summary(
         "status": NOT_CALIBRATED if calibrated is False else None,
         "pass_rate": corrected(records, cal),
     }
+
+
+def standing(records: Sequence[TaskRecord], judge: JsonObject | None) -> JsonObject | None:
+    """The judge's standing beside a score over ``records`` (the run, or one suite ×
+    model), from the run's ``judge`` (judge_summary): how many scored tasks a judge
+    graded, the "judge not calibrated" status and why, and, when a judge graded every
+    scored task of one model and labels calibrated it, the score corrected for its
+    error. None when no judge graded a scored task, or there is nothing to say (no
+    ``--agentbench-judge-min-kappa`` and no calibration)."""
+    if judge is None:
+        return None
+    scored = [r for r in task_records(records) if r.outcome != "harness_error"]
+    judged = [r for r in scored if r.judge is not None]
+    if not judged:
+        return None
+    status = judge.get("status")
+    cal = judge.get("calibration")
+    fixed: JsonValue = None
+    if len(judged) == len(scored) and len({r.model for r in judged}) == 1:
+        rate = corrected(judged, cal if isinstance(cal, dict) else None)
+        fixed = rate.get("corrected") if rate is not None else None
+    if status is None and fixed is None:
+        return None
+    kappa, least = judge.get("kappa"), judge.get("min_kappa")
+    why = None
+    if status is not None:
+        why = "no calibration" if kappa is None else f"κ {_three(kappa)} < {least}"
+    return {
+        "judged": len(judged),
+        "scored": len(scored),
+        "status": status,
+        "why": why,
+        "corrected": fixed,
+    }
+
+
+def _three(value: JsonValue) -> str:
+    return f"{value:.3f}" if isinstance(value, int | float) else "n/a"

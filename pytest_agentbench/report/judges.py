@@ -46,6 +46,57 @@ def _signed(estimate: JsonValue | None) -> str:
     return f"{value:+.3f}"
 
 
+def standing_text(standing: JsonValue | None, *, short: bool = False) -> str:
+    """What a score must carry when judges graded it (artifacts.judge_summary.standing):
+    ``⚠ judge not calibrated (κ 0.100 < 0.4)``, the score corrected for the judge's
+    error, or both; with ``short`` (a title) the mark or ``corrected 0.741`` alone.
+    Empty when there is nothing to say."""
+    if not isinstance(standing, Mapping):
+        return ""
+    parts = []
+    status, fixed = standing.get("status"), standing.get("corrected")
+    if status:
+        why = standing.get("why")
+        parts.append(f"⚠ {status}" + (f" ({why})" if why and not short else ""))
+    if isinstance(fixed, Mapping) and not (short and status):
+        shown = estimate_text(fixed)
+        if short:
+            value = fixed.get("value")
+            shown = _num(value) if isinstance(value, int | float) else "n/a"
+        parts.append(f"corrected for the judge's error {shown}")
+    judged, scored = standing.get("judged"), standing.get("scored")
+    text = "; ".join(parts)
+    if text and judged != scored and not short:
+        text = f"{judged} of {scored} scored task(s) judged: {text}"
+    return text
+
+
+def model_standing(summary: Mapping[str, JsonValue], model: str) -> JsonValue | None:
+    """One model's judge standing read from summary.json (for a report that groups by
+    model, not by suite × model): the "judge not calibrated" status when a judge graded
+    any of its scored tasks, and its corrected rate from ``judge.pass_rate.by_model``."""
+    rows = summary.get("scores")
+    found = [
+        row["judge_standing"]
+        for row in (rows if isinstance(rows, list) else [])
+        if isinstance(row, Mapping)
+        and row.get("model") == model
+        and isinstance(row.get("judge_standing"), Mapping)
+    ]
+    if not found:
+        return None
+    judge = summary.get("judge")
+    rate = judge.get("pass_rate") if isinstance(judge, Mapping) else None
+    fixed = None
+    for one in _list(rate, "by_model"):
+        if isinstance(one, Mapping) and one.get("model") == model:
+            fixed = one.get("corrected")
+    if fixed is None and len(found) == 1 and isinstance(found[0], Mapping):
+        fixed = found[0].get("corrected")
+    first = found[0] if isinstance(found[0], Mapping) else {}
+    return {"status": first.get("status"), "why": first.get("why"), "corrected": fixed}
+
+
 def judge_lines(judge: JsonValue | None) -> list[str]:
     """The judge block (empty when no judge ran)."""
     if not isinstance(judge, Mapping):

@@ -83,22 +83,20 @@ def judge_rationale(directory: Path) -> str | None:
     path = directory / "judge.json"
     data = read_reward_json(path) if path.is_file() else None
     samples = data.get("samples") if data is not None else None
-    graded = [
-        (float(s["reward"]), str(s["rationale"]))
-        for s in samples or []
-        if isinstance(samples, list)
-        and isinstance(s, dict)
-        and isinstance(s.get("reward"), int | float)
-        and isinstance(s.get("rationale"), str)
-        and str(s["rationale"]).strip()
-    ]
+    graded: list[tuple[float, str]] = []
+    for sample in samples if isinstance(samples, list) else []:
+        if not isinstance(sample, dict):
+            continue
+        reward, rationale = sample.get("reward"), sample.get("rationale")
+        if isinstance(reward, int | float) and isinstance(rationale, str) and rationale.strip():
+            graded.append((float(reward), rationale))
     if graded:
         lowest = min(reward for reward, _ in graded)
         worst = [text for reward, text in graded if reward == lowest]
         note = f" ({len(worst)} of {len(graded)} samples)" if len(graded) > 1 else ""
         return f"judge: {worst[0]}{note}"
-    reward = directory / "reward.json"
-    kept = read_reward_json(reward) if reward.is_file() else None
+    kept_path = directory / "reward.json"
+    kept = read_reward_json(kept_path) if kept_path.is_file() else None
     details = kept.get("details") if kept is not None else None
     if isinstance(details, dict) and details.get("extraction") == "judge":
         rationale = details.get("rationale")

@@ -67,3 +67,86 @@ def test_a_repaired_judged_task_that_still_fails_reads_the_judges_rationale(
     result.stdout.fnmatch_lines(
         [f"✗ support-replies::late-parcel: reward 0 — repairs exhausted (1): judge: {RATIONALE}"]
     )
+
+
+def test_a_judge_below_the_least_kappa_marks_the_score_wherever_it_is_shown(
+    pytester: pytest.Pytester,
+) -> None:
+    _example(pytester)
+    args = ["--agentbench", "-p", "no:cacheprovider", "--agentbench-judge-labels", LABELS.name]
+    result = pytester.runpytest(
+        *args, "--agentbench-judge-min-kappa", "0.6", "--agentbench-markdown", "s.md"
+    )
+    mark = "⚠ judge not calibrated (κ 0.500 < 0.6)"
+    corrected = "corrected for the judge's error 0.741 (95 % CI 0.00–1.00)"
+    # the headline itself, not a line further down
+    lines = result.stdout.lines
+    head = lines.index("3 tasks: 2 passed, 1 failed")
+    assert (
+        lines[head + 1] == f"score 0.667 ± 0.272 (n=3, 95 % CI 0.208–0.939) · {mark}; {corrected}"
+    )
+    title = (pytester.path / "s.md").read_text().splitlines()[0]
+    assert (
+        title
+        == "## agentbench — 3 tasks: 2 passed, 1 failed · score 0.667 (⚠ judge not calibrated)"
+    )
+    summary = _summary(pytester)
+    standing = summary["totals"]["judge_standing"]
+    assert standing["status"] == "judge not calibrated" and standing["why"] == "κ 0.500 < 0.6"
+    assert (standing["judged"], standing["scored"]) == (3, 3)
+    assert standing["corrected"]["value"] == pytest.approx(
+        summary["judge"]["pass_rate"]["corrected"]["value"]
+    )
+    assert summary["scores"][0]["judge_standing"] == standing
+    html = (_latest(pytester) / "report.html").read_text()
+    header = html.split('id="score-value">', 1)[1].split("</p>", 1)[0]
+    assert 'id="judge-standing">⚠ judge not calibrated (κ 0.500 &lt; 0.6)' in header
+
+    # a judge that reaches the least κ: the score carries its corrected rate, unmarked
+    result = pytester.runpytest(
+        *args, "--agentbench-judge-min-kappa", "0.4", "--agentbench-markdown", "s.md"
+    )
+    lines = result.stdout.lines
+    score = lines[lines.index("3 tasks: 2 passed, 1 failed") + 1]
+    assert score.endswith(f" · {corrected}") and "⚠" not in score
+    title = (pytester.path / "s.md").read_text().splitlines()[0]
+    assert title.endswith("score 0.667 (corrected for the judge's error 0.741)")
+    assert _summary(pytester)["totals"]["judge_standing"]["status"] is None
+
+    # no labels at all: "no calibration", and nothing to correct with
+    result = pytester.runpytest(
+        "--agentbench", "-p", "no:cacheprovider", "--agentbench-judge-min-kappa", "0.4"
+    )
+    result.stdout.fnmatch_lines(["score 0.667 * · ⚠ judge not calibrated (no calibration)"])
+
+
+def test_each_models_score_line_carries_the_judges_standing(pytester: pytest.Pytester) -> None:
+    _example(pytester)
+    result = pytester.runpytest(
+        "--agentbench",
+        "-p",
+        "no:cacheprovider",
+        "--agentbench-judge-labels",
+        LABELS.name,
+        "--agentbench-judge-min-kappa",
+        "0.6",
+        "--agentbench-model",
+        "big=scripted",
+        "--agentbench-model",
+        "small=scripted",
+        "--agentbench-markdown",
+        "s.md",
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "score big    0.667 * · ⚠ judge not calibrated (κ 0.500 < 0.6); corrected *",
+            "score small  0.667 * · ⚠ judge not calibrated (κ 0.500 < 0.6); corrected *",
+        ]
+    )
+    text = (pytester.path / "s.md").read_text()
+    for model in ("big  ", "small"):
+        line = next(x for x in text.splitlines() if x.startswith(f"- score {model}  0.667"))
+        assert "· ⚠ judge not calibrated (κ 0.500 < 0.6); corrected" in line
+    html = (_latest(pytester) / "report.html").read_text()
+    models = html.split('<section id="models">', 1)[1].split("</section>", 1)[0]
+    assert models.count("⚠ judge not calibrated (κ 0.500 &lt; 0.6)") == 2
