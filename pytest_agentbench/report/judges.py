@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pytest_agentbench.artifacts.judge_summary import not_calibrated_why
 from pytest_agentbench.core.jsontypes import JsonValue
 
 #: How many self-disagreeing tasks a line names before "… and N more".
@@ -24,6 +25,14 @@ def estimate_text(estimate: JsonValue | None, digits: int = 3) -> str:
     lo, hi = estimate.get("lo"), estimate.get("hi")
     ci = f" (95 % CI {_num(lo, 2)}–{_num(hi, 2)})" if lo is not None and hi is not None else ""
     return f"{_num(estimate.get('value'), digits)}{ci}"
+
+
+def _kappa_text(estimate: JsonValue | None, unknown: JsonValue | None) -> str:
+    """κ with its interval, or ``unknown (<why>)`` where it cannot be estimated: never a
+    zero-width interval standing for a measurement."""
+    if isinstance(unknown, str) and unknown:
+        return f"unknown ({unknown})"
+    return estimate_text(estimate)
 
 
 def _tokens(usage: Mapping[str, JsonValue]) -> str:
@@ -128,7 +137,7 @@ def judge_lines(judge: JsonValue | None) -> list[str]:
             f"judge calibration ({cal.get('judged')} labelled answer(s) judged"
             + (f", {cal['errors']} error(s)" if cal.get("errors") else "")
             + f"): accuracy {estimate_text(cal.get('accuracy'))} · "
-            f"κ {estimate_text(cal.get('kappa'))} · "
+            f"κ {_kappa_text(cal.get('kappa'), cal.get('kappa_unknown'))} · "
             f"sensitivity {estimate_text(cal.get('sensitivity'))} · "
             f"specificity {estimate_text(cal.get('specificity'))}"
         )
@@ -136,7 +145,7 @@ def judge_lines(judge: JsonValue | None) -> list[str]:
         if isinstance(weighted, Mapping):
             lines.append(
                 f"  weighted κ (quadratic, scale 1–{weighted.get('scale')}): "
-                f"{estimate_text(weighted)}"
+                f"{_kappa_text(weighted, weighted.get('unknown'))}"
             )
         confusion = cal.get("confusion")
         matrix = confusion.get("matrix") if isinstance(confusion, Mapping) else None
@@ -166,8 +175,8 @@ def judge_lines(judge: JsonValue | None) -> list[str]:
                 f"{_signed(raw)}, corrected {_signed(fixed)}: {pair.get('words')}"
             )
     if judge.get("status"):
-        kappa, least = judge.get("kappa"), judge.get("min_kappa")
-        why = "no calibration" if kappa is None else f"κ {_num(kappa)} < {least}"
+        why = not_calibrated_why(dict(judge))
+        least = judge.get("min_kappa")
         lines.append(f"⚠ {judge['status']}: {why} (--agentbench-judge-min-kappa {least})")
     disagreeing = judge.get("self_disagreeing")
     if isinstance(disagreeing, list) and disagreeing:

@@ -150,3 +150,71 @@ def test_each_models_score_line_carries_the_judges_standing(pytester: pytest.Pyt
     html = (_latest(pytester) / "report.html").read_text()
     models = html.split('<section id="models">', 1)[1].split("</section>", 1)[0]
     assert models.count("⚠ judge not calibrated (κ 0.500 &lt; 0.6)") == 2
+
+
+NAYSAYER = """
+[suite]
+name = "nay"
+[suite.verifier]
+kind = "judge"
+rubric = "The answer names the capital of France."
+scripted_judge = [{ reply = { rationale = "No.", verdict = "fail" } }]
+
+[[task]]
+id = "capital"
+input = "Capital of France?"
+scripted = ["Paris"]
+"""
+
+
+def test_a_kappa_that_cannot_be_estimated_says_why_in_every_report(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(".toml", bench_nay=NAYSAYER)
+    labels = [("Paris", "pass"), ("Paris.", "pass"), ("Lyon", "fail"), ("Nice", "fail")]
+    (pytester.path / "labels.jsonl").write_text(
+        "".join(json.dumps({"task": "capital", "answer": a, "label": x}) + "\n" for a, x in labels)
+    )
+    result = pytester.runpytest(
+        "--agentbench",
+        "-p",
+        "no:cacheprovider",
+        "--agentbench-calibrate",
+        "--agentbench-judge-labels",
+        "labels.jsonl",
+        "--agentbench-judge-min-kappa",
+        "0.4",
+        "--agentbench-markdown",
+        "s.md",
+    )
+    unknown = "κ unknown (the judge never said pass)"
+    result.stdout.fnmatch_lines(
+        [
+            f"judge calibration (4 labelled answer(s) judged): accuracy 0.500 * · {unknown} · *",
+            "⚠ judge not calibrated: κ unknown: the judge never said pass "
+            "(--agentbench-judge-min-kappa 0.4)",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*0.00–0.00*")
+    cal = _summary(pytester)["judge"]["calibration"]
+    assert cal["kappa_unknown"] == "the judge never said pass"
+    assert cal["kappa"]["value"] is None and cal["kappa"]["lo"] is None
+    markdown = (pytester.path / "s.md").read_text()
+    html = (_latest(pytester) / "report.html").read_text()
+    for text in (markdown, html):
+        assert unknown in text and "0.00–0.00" not in text
+
+
+def test_kappa_unknown_names_the_rater_that_used_one_category() -> None:
+    from pytest_agentbench.core.judge_stats import kappa_unknown
+
+    both = ["pass", "fail"]
+    assert kappa_unknown([("pass", "fail"), ("fail", "fail")], both) == "the judge never said pass"
+    assert kappa_unknown([("pass", "pass"), ("fail", "pass")], both) == "the judge never said fail"
+    assert kappa_unknown([("pass", "pass"), ("pass", "fail")], both) == "no labelled answer is fail"
+    assert kappa_unknown([], both) == "no labelled answer was judged"
+    assert kappa_unknown([("pass", "pass"), ("fail", "fail")], both) is None
+    scale = [1, 2, 3, 4, 5]
+    assert (
+        kappa_unknown([(1, 3), (5, 3)], scale, "gave") == "the judge gave every labelled answer 3"
+    )
