@@ -218,3 +218,22 @@ def test_kappa_unknown_names_the_rater_that_used_one_category() -> None:
     assert (
         kappa_unknown([(1, 3), (5, 3)], scale, "gave") == "the judge gave every labelled answer 3"
     )
+
+
+def test_calibrating_without_labels_is_a_usage_error_that_says_how_to_give_them(
+    pytester: pytest.Pytester,
+) -> None:
+    _example(pytester)
+    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider", "--agentbench-calibrate")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: --agentbench-calibrate judges answers people labelled, and none were "
+            "found: give them with --agentbench-judge-labels FILE (JSONL or CSV: task, answer, "
+            "label; *), the ini key agentbench_judge_labels, or a judge task's labels *"
+        ]
+    )
+    # the ini names them: it runs
+    pytester.makeini(f"[pytest]\nagentbench_judge_labels = {LABELS.name}\n")
+    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider", "--agentbench-calibrate")
+    result.assert_outcomes(passed=12)
