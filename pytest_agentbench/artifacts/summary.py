@@ -20,6 +20,7 @@ from pytest_agentbench.artifacts.score_stats import (
     reward_of,
     score_stats,
 )
+from pytest_agentbench.artifacts.usability import unusable
 from pytest_agentbench.artifacts.usage_totals import run_usage
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.task_record import OUTCOMES, TaskRecord
@@ -207,6 +208,9 @@ def build_summary(
         totals = run_totals(records, errors_as_failures=errors_as_failures)
     # the judge's standing beside the score it graded, where the score is read
     totals = {**totals, "judge_standing": standing(records, judge)}
+    out = run.settings.get("out_dir")
+    folder = f"{out}/{run.run_id}" if isinstance(out, str) else run.run_id
+    totals["unusable"] = unusable(records, folder)  # too many harness errors to trust it
     return {
         "schema_version": SUMMARY_SCHEMA_VERSION,
         "tool": {"name": "pytest-agentbench", "version": run.tool_version},

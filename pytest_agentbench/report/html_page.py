@@ -185,6 +185,9 @@ def run_section(data: RunData) -> str:
     if mark:  # a score a judge graded carries the judge's standing where it is shown
         bad = " bad" if mapping(totals.get("judge_standing")).get("status") else ""
         standing = f' <span class="judge-standing{bad}" id="judge-standing">{_e(mark)}</span>'
+    broken = mapping(totals.get("unusable"))
+    if broken:  # too many harness errors: the score is not usable
+        banner += f'<p class="banner" id="unusable">⚠ {_e(broken.get("words"))}</p>'
     gate = ""
     verdict = summary.get("gate")
     if isinstance(verdict, dict):

@@ -216,6 +216,10 @@ def markdown_summary(run: RunSummary, *, run_dir: str) -> str:
     if partial is None and summary.get("partial"):
         partial = "partial run"
     lines = [f"## agentbench — {partial + ' · ' if partial else ''}{head}", ""]
+    broken = totals.get("unusable")
+    if isinstance(broken, dict):  # too many harness errors: the score is not usable
+        lines[0] = lines[0].replace("## agentbench — ", "## agentbench — ⚠ not usable · ", 1)
+        lines += [f"**{_cell(broken.get('words'))}**", ""]
     if several and score is not None:  # one line per model, never a pooled score
         graded = judge if isinstance(judge, dict) else None
         lines += [f"- {_cell(line)}" for line in score_lines(scored, graded)] + [""]

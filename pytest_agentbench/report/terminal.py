@@ -10,6 +10,7 @@ from pytest_agentbench.artifacts.cost_totals import batch_totals, cache_totals, 
 from pytest_agentbench.artifacts.judge_summary import judge_summary, standing
 from pytest_agentbench.artifacts.score_stats import interval_text, score_estimate
 from pytest_agentbench.artifacts.summary import classify, score
+from pytest_agentbench.artifacts.usability import unusable
 from pytest_agentbench.artifacts.usage_totals import run_usage, whole_input
 from pytest_agentbench.core.cost import money
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
@@ -220,6 +221,9 @@ def summary_lines(
     if any(record.epoch for record in records):  # one record per task × epoch
         noun = "sample" if len(records) == 1 else "samples"
     lines = [f"{len(records)} {noun}: " + (", ".join(shown) if shown else "none ran")]
+    broken = unusable(records, run_dir)
+    if broken is not None:
+        lines.append(f"⚠ {broken['words']}")
     if partial:
         lines.append(f"{partial} — the score covers these only")
     if score(records) is not None:
