@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from pytest_agentbench.core.durations import seconds_text
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import RATE_LIMIT_STATUSES
 from pytest_agentbench.report.ctrf_scan import CtrfFindings, scan_ctrf
@@ -304,7 +305,7 @@ def _loop_line(record: TaskRecord) -> str:
         if loop.rule == "whole reply":
             parts.append("(the reply arrived whole)")
         elif at is not None:
-            parts.append(f"at {at:.1f}s")
+            parts.append(f"at {seconds_text(at)} s")
     if not parts and record.error:
         parts.append(record.error)
     return "loop killed" + (f": {' '.join(parts)}" if parts else "")
