@@ -55,25 +55,18 @@ from pytest_agentbench.verifiers.judge_prompt import (
     parse_reply,
     reply_schema,
 )
+from pytest_agentbench.verifiers.judge_script import (
+    RULE_SCHEMA,
+    ScriptEntry,
+    matching_rule,
+    replies_of,
+    rules_of,
+)
 
 JUDGE_FILE = "judge.json"
 JUDGE_FILE_VERSION = 1
-#: Keys of a scripted judge reply table that make it a verdict (sent as JSON text).
-_VERDICT_KEYS = ("verdict", "score", "criteria", "rationale")
 #: How much of the answer the verdict's details keep.
 GOT_CHARS = 500
-
-_RULE_SCHEMA: JsonObject = {
-    "type": "object",
-    "properties": {
-        "control": {"type": "string"},
-        "answer": {"type": "string"},
-        "includes": {"type": "string"},
-        "reply": {},
-    },
-    "required": ["reply"],
-    "additionalProperties": False,
-}
 
 OPTIONS_SCHEMA: JsonObject = {
     "type": "object",
@@ -125,7 +118,7 @@ OPTIONS_SCHEMA: JsonObject = {
         "scripted_judge": {
             "type": "array",
             "minItems": 1,
-            "items": _RULE_SCHEMA,
+            "items": RULE_SCHEMA,
             "description": "the scripted judge's replies: rules matched against the answer",
         },
         "labels": {
@@ -151,16 +144,6 @@ class JudgeError(AgentbenchError):
     def __init__(self, message: str, *, record: JsonObject | None = None) -> None:
         super().__init__(message)
         self.record = record
-
-
-@dataclass(frozen=True)
-class ScriptEntry:
-    """A scripted judge's replies as the scripted provider registers them."""
-
-    key: str
-    id: str
-    path: object
-    scripted: Sequence[object]
 
 
 @dataclass
@@ -244,43 +227,6 @@ def reference_of(task: Task) -> str | None:
     return _text(task.target)
 
 
-def scripted_reply(reply: JsonValue) -> JsonValue:
-    """A ``scripted_judge`` reply as the scripted provider plays it: a table holding a
-    verdict's keys becomes its JSON text; a string or a reply table stays as written."""
-    if isinstance(reply, dict) and any(k in reply for k in _VERDICT_KEYS):
-        return json.dumps(reply, ensure_ascii=False)
-    return reply
-
-
-def _rules(options: Mapping[str, JsonValue]) -> list[Mapping[str, JsonValue]]:
-    raw = options.get("scripted_judge")
-    return [r for r in raw if isinstance(r, dict)] if isinstance(raw, list) else []
-
-
-def matching_rule(task: Task, answer: str) -> int | None:
-    """The index of the first ``scripted_judge`` rule matching the answer (its
-    ``control``, exact ``answer`` and ``includes`` conditions all hold), else None."""
-    control = task.control.name if task.control is not None else ""
-    for index, rule in enumerate(_rules(task.verifier.options)):
-        want = rule.get("control")
-        if isinstance(want, str) and want != control:
-            continue
-        exact = rule.get("answer")
-        if isinstance(exact, str) and exact.strip() != answer.strip():
-            continue
-        part = rule.get("includes")
-        if isinstance(part, str) and part.casefold() not in answer.casefold():
-            continue
-        return index
-    return None
-
-
-def _replies(rule: Mapping[str, JsonValue]) -> list[JsonValue]:
-    reply = rule.get("reply")
-    items = reply if isinstance(reply, list) else [reply]
-    return [scripted_reply(item) for item in items]
-
-
 @dataclass
 class _Calls:
     """The judge calls of one verification, as judge.json records them."""
@@ -323,8 +269,8 @@ class JudgeVerifier:
                 yield ConfigProblem(("options", "judge"), f"judge verifier: {exc}")
         from pytest_agentbench.scripted.script import Reply
 
-        for index, rule in enumerate(_rules(options)):
-            for turn, reply in enumerate(_replies(rule)):
+        for index, rule in enumerate(rules_of(options)):
+            for turn, reply in enumerate(replies_of(rule)):
                 try:
                     Reply.parse(reply, f"scripted_judge[{index}].reply[{turn}]")
                 except ValueError as exc:
@@ -415,7 +361,7 @@ class JudgeVerifier:
                 "a last rule with no condition"
             )
         key = f"judge::{task.path.as_posix()}::{task.id}::rule{index}"
-        replies = _replies(_rules(task.verifier.options)[index])
+        replies = replies_of(rules_of(task.verifier.options)[index])
         try:
             register_scripts(bare, [ScriptEntry(key, task.id, task.path, replies)])
         except AgentbenchError as exc:
