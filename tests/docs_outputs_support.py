@@ -22,8 +22,7 @@ ROOT = dx.ROOT
 VOLATILE = [
     (re.compile(r"\d{8}-\d{6}-[0-9a-f]{6}"), "<run-id>"),
     (re.compile(r"wall \d+\.\ds"), "wall <s>"),
-    (re.compile(r" at \d+\.\ds"), " at <s>"),
-    (re.compile(r" at \d+ s\b"), " at <s>"),  # an agent under test's kill: whole seconds
+    (re.compile(r" at \d+(?:\.\d+)? s\b"), " at <s>"),  # a loop kill (core/durations.py)
     (re.compile(r"· \d+\.\ds ·"), "· <s> ·"),  # the judge's wall time
 ]
 

@@ -42,6 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pytest_agentbench.agents import translate
 from pytest_agentbench.agents.route import CallRecord, ClientFor, Route, overflow_message
 from pytest_agentbench.agents.translate import Untranslatable
+from pytest_agentbench.core.durations import any_seconds_text, seconds_text
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.records import Failure
 from pytest_agentbench.core.stream import StreamEvent
@@ -288,7 +289,7 @@ def _killed(
     route.record(CallRecord(attempt, entry, usage, guard.summary(), text))
     said = "reply (it arrived whole)" if whole is not None else "stream"
     message = (
-        f"loop in the model's {said} at {time.monotonic() - route.started:.0f} s "
+        f"loop in the model's {said} at {seconds_text(time.monotonic() - route.started)} s "
         f"(period {exc.evidence['period']} ×{exc.evidence['repetitions']:g} in "
         f"{exc.evidence['channel']})"
     )
@@ -372,7 +373,8 @@ def _relay(route: Route, protocol: str, handler: _Handler, body: JsonObject) -> 
     evidence = route.watch_tools(protocol, body)
     if evidence is not None:
         message = (
-            f"loop in the agent's tool calls at {evidence['killed_s']:.0f} s (period "
+            f"loop in the agent's tool calls at {any_seconds_text(evidence['killed_s'])} s "
+            "(period "
             f"{evidence['period']} ×{evidence['repetitions']}, {evidence['rule']})"
         )
         route.record(CallRecord(attempt, {**where, "killed": evidence}))

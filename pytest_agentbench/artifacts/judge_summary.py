@@ -15,8 +15,9 @@ from pytest_agentbench.core.judge_stats import (
     corrected_difference,
     corrected_rate,
     kappa_estimate,
+    kappa_unknown,
 )
-from pytest_agentbench.core.stats import Estimate, wilson
+from pytest_agentbench.core.stats import DEFAULT_LEVEL, Estimate, wilson
 from pytest_agentbench.core.task_record import TaskRecord
 
 NOT_CALIBRATED = "judge not calibrated"
@@ -85,12 +86,15 @@ def calibration(records: Sequence[TaskRecord]) -> JsonObject | None:
     tn = sum(1 for a, b in pairs if a == b == "fail")
     positives = sum(1 for a, _ in pairs if a == "pass")
     negatives = len(pairs) - positives
+    unknown = kappa_unknown(pairs, ["pass", "fail"])
+    kappa = Estimate(None, len(pairs), None, None, None, "bootstrap", DEFAULT_LEVEL)
     result: JsonObject = {
         "labelled": len(labelled),
         "judged": len(pairs),
         "errors": len(errors),
         "accuracy": wilson(tp + tn, len(pairs)).as_dict(),
-        "kappa": kappa_estimate(pairs, ["pass", "fail"]).as_dict(),
+        "kappa": (kappa if unknown else kappa_estimate(pairs, ["pass", "fail"])).as_dict(),
+        "kappa_unknown": unknown,
         "sensitivity": wilson(tp, positives).as_dict(),
         "specificity": wilson(tn, negatives).as_dict(),
         "confusion": {
@@ -112,8 +116,11 @@ def calibration(records: Sequence[TaskRecord]) -> JsonObject | None:
                 scored.append((value, score))
         scored.sort()
         categories = list(range(1, points + 1))
+        why = kappa_unknown(scored, categories, "gave")
         weighted = kappa_estimate(scored, categories, "quadratic").as_dict()
-        result["weighted_kappa"] = {**weighted, "scale": points}
+        if why is not None:
+            weighted = {**weighted, "value": None, "se": None, "lo": None, "hi": None}
+        result["weighted_kappa"] = {**weighted, "scale": points, "unknown": why}
     return result
 
 
@@ -242,3 +249,59 @@ def judge_summary(
         "status": NOT_CALIBRATED if calibrated is False else None,
         "pass_rate": corrected(records, cal),
     }
+
+
+def standing(records: Sequence[TaskRecord], judge: JsonObject | None) -> JsonObject | None:
+    """The judge's standing beside a score over ``records`` (the run, or one suite ×
+    model), from the run's ``judge`` (judge_summary): how many scored tasks a judge
+    graded, the "judge not calibrated" status and why, and, when a judge graded every
+    scored task of one model and labels calibrated it, the score corrected for its
+    error. None when no judge graded a scored task, or there is nothing to say (no
+    ``--agentbench-judge-min-kappa`` and no calibration)."""
+    if judge is None:
+        return None
+    scored = [r for r in task_records(records) if r.outcome != "harness_error"]
+    judged = [r for r in scored if r.judge is not None]
+    if not judged:
+        return None
+    status = judge.get("status")
+    cal = judge.get("calibration")
+    fixed: JsonValue = None
+    if len(judged) == len(scored) and len({r.model for r in judged}) == 1:
+        rate = corrected(judged, cal if isinstance(cal, dict) else None)
+        fixed = rate.get("corrected") if rate is not None else None
+    if status is None and fixed is None:
+        return None
+    why = None
+    if status is not None:
+        why = not_calibrated_why(judge)
+    return {
+        "judged": len(judged),
+        "scored": len(scored),
+        "status": status,
+        "why": why,
+        "corrected": fixed,
+    }
+
+
+def _three(value: JsonValue) -> str:
+    return f"{value:.3f}" if isinstance(value, int | float) else "n/a"
+
+
+def kappa_unknown_why(cal: JsonValue | None) -> str | None:
+    """Why the calibration's κ (the weighted one on a 1–N scale) is unknown, or None."""
+    if not isinstance(cal, dict):
+        return None
+    weighted = cal.get("weighted_kappa")
+    found = weighted.get("unknown") if isinstance(weighted, dict) else cal.get("kappa_unknown")
+    return found if isinstance(found, str) else None
+
+
+def not_calibrated_why(judge: JsonObject) -> str:
+    """Why a judge is "not calibrated" (``judge`` is judge_summary's answer): ``κ 0.100
+    < 0.4``, ``κ unknown: the judge never said pass``, or ``no calibration``."""
+    kappa, least = judge.get("kappa"), judge.get("min_kappa")
+    if kappa is not None:
+        return f"κ {_three(kappa)} < {least}"
+    unknown = kappa_unknown_why(judge.get("calibration"))
+    return f"κ unknown: {unknown}" if unknown else "no calibration"

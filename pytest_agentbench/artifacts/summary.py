@@ -11,7 +11,7 @@ from pathlib import Path
 from pytest_agentbench.artifacts.controls import controls_summary, invalid_reason, task_records
 from pytest_agentbench.artifacts.cost_totals import batch_totals, cache_totals, run_cost
 from pytest_agentbench.artifacts.jsonio import Streamed
-from pytest_agentbench.artifacts.judge_summary import judge_summary
+from pytest_agentbench.artifacts.judge_summary import judge_summary, standing
 from pytest_agentbench.artifacts.lineup import model_comparisons, reduced_score, task_samples
 from pytest_agentbench.artifacts.score_stats import (
     RewardField,
@@ -20,6 +20,7 @@ from pytest_agentbench.artifacts.score_stats import (
     reward_of,
     score_stats,
 )
+from pytest_agentbench.artifacts.usability import unusable
 from pytest_agentbench.artifacts.usage_totals import run_usage
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.task_record import OUTCOMES, TaskRecord
@@ -106,7 +107,9 @@ def _reduced(
 
 
 def _group_scores(
-    records: Sequence[TaskRecord], errors_as_failures: bool = False
+    records: Sequence[TaskRecord],
+    errors_as_failures: bool = False,
+    judge: JsonObject | None = None,
 ) -> list[JsonValue]:
     groups: dict[tuple[str, str], list[TaskRecord]] = {}
     for record in records:
@@ -129,6 +132,7 @@ def _group_scores(
                 "repair_curve": repair_curve(members, errors_as_failures=errors_as_failures),
                 "reduced": _reduced(suite, model, members, errors_as_failures),
                 "cost": run_cost(members),
+                "judge_standing": standing(members, judge),
             }
         )
     return rows
@@ -199,6 +203,14 @@ def build_summary(
     records = task_records(every)
     errors_as_failures = run.errors_as_failures
     start_ms, stop_ms = run.start_ms, run.stop_ms
+    judge = judge_summary(every, min_kappa_of(run.settings))
+    if totals is None:
+        totals = run_totals(records, errors_as_failures=errors_as_failures)
+    # the judge's standing beside the score it graded, where the score is read
+    totals = {**totals, "judge_standing": standing(records, judge)}
+    out = run.settings.get("out_dir")
+    folder = f"{out}/{run.run_id}" if isinstance(out, str) else run.run_id
+    totals["unusable"] = unusable(records, folder)  # too many harness errors to trust it
     return {
         "schema_version": SUMMARY_SCHEMA_VERSION,
         "tool": {"name": "pytest-agentbench", "version": run.tool_version},
@@ -210,19 +222,15 @@ def build_summary(
         "coverage": dict(run.coverage) if run.coverage is not None else None,
         "exit_status": run.exit_status,
         "settings": dict(run.settings),
-        "totals": (
-            totals
-            if totals is not None
-            else run_totals(records, errors_as_failures=errors_as_failures)
-        ),
-        "scores": _group_scores(records, errors_as_failures),
+        "totals": totals,
+        "scores": _group_scores(records, errors_as_failures, judge),
         "comparisons": model_comparisons(
             records, errors_as_failures=errors_as_failures, margin=run.margin
         ),
         "gate": dict(run.gate) if run.gate is not None else None,
         "controls": controls_summary(every),
         "invalid": invalid_reason(every),
-        "judge": judge_summary(every, min_kappa_of(run.settings)),
+        "judge": judge,
         **dict(run.sections or {}),
         "tasks": Streamed(r.to_json() for r in every) if stream else [r.to_json() for r in every],
     }

@@ -492,8 +492,19 @@ def _add_judge_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None
         help="a judge whose calibration kappa is below K is marked 'judge not calibrated' "
         "and fails the gate",
     )
+    group.addoption(
+        "--agentbench-judge-timeout",
+        metavar="S",
+        help="the judge's own time limit for grading one answer, in seconds (default 300), "
+        "over every suite's; a judge that does not finish is a judge error, never the "
+        "task's timeout",
+    )
     parser.addini(
         "agentbench_judge_model", "the judge model when --agentbench-judge-model is not given"
     )
     parser.addini("agentbench_judge_labels", "the judge's labelled answers (JSONL or CSV)")
     parser.addini("agentbench_judge_min_kappa", "the calibration kappa a judge must reach")
+    parser.addini(
+        "agentbench_judge_timeout",
+        "the judge's time limit per answer in seconds when no suite sets judge.timeout_s",
+    )

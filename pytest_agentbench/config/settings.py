@@ -191,6 +191,10 @@ class Settings:
     judge_labels: Path | None = None
     calibrate: bool = False
     judge_min_kappa: float | None = None
+    #: The judge's own time limit per answer (seconds): the command line's beats every
+    #: suite's ``judge.timeout_s``, which beats the ini's; None when not given.
+    judge_timeout_s: float | None = None
+    judge_timeout_ini_s: float | None = None
 
     def seed_of_sample(self) -> int:
         """The seed of ``--agentbench-sample``: its own, else the run's ``--agentbench-seed``."""
@@ -261,6 +265,8 @@ class Settings:
             "judge_labels": str(self.judge_labels) if self.judge_labels else None,
             "calibrate": self.calibrate,
             "judge_min_kappa": self.judge_min_kappa,
+            "judge_timeout_s": self.judge_timeout_s,
+            "judge_timeout_ini_s": self.judge_timeout_ini_s,
         }
 
 
@@ -369,6 +375,8 @@ def resolve_settings(option: OptionReader, ini: OptionReader, env: Mapping[str, 
         judge_min_kappa=fraction("agentbench judge min kappa", kappa)
         if (kappa := given("judge_min_kappa")) is not None
         else None,
+        judge_timeout_s=_seconds("--agentbench-judge-timeout", option("agentbench_judge_timeout")),
+        judge_timeout_ini_s=_seconds("agentbench_judge_timeout", ini("agentbench_judge_timeout")),
     )
     settings = replace(settings, dry_run=bool(option("agentbench_dry_run")))
     return with_prices(with_models(settings, entries, option, ini, env), entries, given)
@@ -425,6 +433,13 @@ def with_prices(settings: Settings, entries: list[ModelEntry], given: OptionRead
             "or the models list (price_in=, price_out=); see docs/cost.md"
         )
     return settings
+
+
+def _seconds(name: str, value: object) -> float | None:
+    """A time limit in seconds (None when not given)."""
+    if value is None or not str(value).strip():
+        return None
+    return number(name, value, float, 0.001, 86400)
 
 
 def judge_setting(value: object, where: str) -> JudgeModel | None:

@@ -23,3 +23,11 @@ def seconds_text(value: float) -> str:
             text = f"{value:.1g}"
             return text if "e" not in text else f"{value:.10f}".rstrip("0")
     return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def any_seconds_text(value: object) -> str:
+    """``seconds_text`` of a number read from a record (a bool or anything else is
+    ``unknown``): one format for every time a report shows (a loop kill's ``at 0.41 s``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "unknown"
+    return seconds_text(float(value))

@@ -78,6 +78,30 @@ def cohen_kappa(
     return kappa_of_matrix(confusion(pairs, categories), weights)
 
 
+def kappa_unknown(
+    pairs: Sequence[tuple[H, H]], categories: Sequence[H], said: str = "said"
+) -> str | None:
+    """Why κ cannot be estimated from (label, judge) pairs, or None when it can: no pairs,
+    or a rater that used one category only (a judge that never said pass, labels that hold
+    no fail). κ then comes out 0 or undefined whatever the judge's worth, and every
+    resample alike: a zero-width interval that would read as a measurement."""
+    if not pairs:
+        return "no labelled answer was judged"
+    judged = {judge for _, judge in pairs}
+    labels = {label for label, _ in pairs}
+    if len(judged) < 2:
+        never = [str(c) for c in categories if c not in judged]
+        if len(categories) == 2 and len(never) == 1:
+            return f"the judge never {said} {never[0]}"
+        return f"the judge gave every labelled answer {next(iter(judged))}"
+    if len(labels) < 2:
+        none = [str(c) for c in categories if c not in labels]
+        if len(categories) == 2 and len(none) == 1:
+            return f"no labelled answer is {none[0]}"
+        return f"every labelled answer is {next(iter(labels))}"
+    return None
+
+
 def kappa_estimate(
     pairs: Sequence[tuple[H, H]],
     categories: Sequence[H],

@@ -25,11 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from pytest_agentbench.core.durations import seconds_text
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import RATE_LIMIT_STATUSES
 from pytest_agentbench.report.ctrf_scan import CtrfFindings, scan_ctrf
 from pytest_agentbench.report.mismatch import count_note, mismatch_line
-from pytest_agentbench.report.probes import read_reward_json, stdout_evidence
+from pytest_agentbench.report.probes import judge_rationale, read_reward_json, stdout_evidence
 
 BODY_LIMIT = 100
 MAX_METRICS = 3
@@ -239,16 +240,25 @@ def _file_evidence(directory: Path) -> Evidence | None:
     return Evidence(line) if line else None
 
 
+def _judge_said(directory: Path) -> str | None:
+    try:
+        return judge_rationale(directory)
+    except Exception:  # a broken judge.json degrades to the next tier, on purpose
+        return None
+
+
 def _verdict_evidence(record: TaskRecord) -> Evidence | None:
     """Tiers 2 to 4: the inner CTRF's first failure (it names the test and its assertion,
-    which a count like ``tests passed 0/1`` does not), the verdict's metric breakdown, then
-    the other verifier files."""
+    which a count like ``tests passed 0/1`` does not), what the verifier expected and got,
+    a judge's rationale, the verdict's metric breakdown, then the other verifier files."""
     vdir = record.verifier_dir
     directory = Path(vdir) if vdir else None
     if directory is not None and (evidence := ctrf_evidence(directory)) is not None:
         return evidence
     if directory is not None and (evidence := mismatch_evidence(directory)) is not None:
         return evidence
+    if directory is not None and (said := _judge_said(directory)):
+        return Evidence(said, from_report=True)  # what the judge found, over the feedback
     if record.verdict is not None:
         breakdown = metric_breakdown(record.verdict.metrics)
         if breakdown:
@@ -295,7 +305,7 @@ def _loop_line(record: TaskRecord) -> str:
         if loop.rule == "whole reply":
             parts.append("(the reply arrived whole)")
         elif at is not None:
-            parts.append(f"at {at:.1f}s")
+            parts.append(f"at {seconds_text(at)} s")
     if not parts and record.error:
         parts.append(record.error)
     return "loop killed" + (f": {' '.join(parts)}" if parts else "")

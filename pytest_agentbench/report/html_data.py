@@ -283,27 +283,33 @@ def side_by_side(reference: Sequence[Record], other: Sequence[Record]) -> list[S
 
 def model_costs(summary: Record) -> dict[str, JsonObject]:
     """Per model: its cost over its suites (summary.json's ``scores[].cost``, added up):
-    ``usd`` (None when no suite's cost is known), ``unknown`` (tasks with no known cost)
-    and ``per_solved_usd``."""
-    found: dict[str, tuple[list[float], int, int]] = {}
+    ``usd`` (None when no suite's cost is known), ``tasks``, ``unknown`` (tasks with no
+    known cost) and ``per_solved_usd``."""
+    found: dict[str, tuple[list[float], int, int, int]] = {}
     scores = summary.get("scores")
     for entry in scores if isinstance(scores, list) else []:
         cost = mapping(mapping(entry).get("cost"))
         if not cost:
             continue
         model = str(mapping(entry).get("model"))
-        usd, unknown, solved = found.get(model, ([], 0, 0))
+        usd, unknown, solved, tasks = found.get(model, ([], 0, 0, 0))
         value = number(cost.get("usd"))
         if value is not None:
             usd.append(value)
         unknown += int(number(cost.get("unknown")) or 0)
         solved += int(number(cost.get("solved")) or 0)
-        found[model] = (usd, unknown, solved)
+        tasks += int(number(cost.get("tasks")) or 0)
+        found[model] = (usd, unknown, solved, tasks)
     costs: dict[str, JsonObject] = {}
-    for model, (usd, unknown, solved) in found.items():
+    for model, (usd, unknown, solved, tasks) in found.items():
         whole = math.fsum(usd) if usd else None
         per_solved = whole / solved if whole is not None and solved and not unknown else None
-        costs[model] = {"usd": whole, "unknown": unknown, "per_solved_usd": per_solved}
+        costs[model] = {
+            "usd": whole,
+            "tasks": tasks,
+            "unknown": unknown,
+            "per_solved_usd": per_solved,
+        }
     return costs
 
 

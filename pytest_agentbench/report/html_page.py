@@ -37,6 +37,7 @@ from pytest_agentbench.report.html_data import (
     model_costs,
 )
 from pytest_agentbench.report.html_svg import cost_vs_score
+from pytest_agentbench.report.judges import model_standing, standing_text
 from pytest_agentbench.report.terminal import cost_text, tokens_text
 
 FIRST_PAGE = 100
@@ -179,6 +180,14 @@ def run_section(data: RunData) -> str:
             else f"{totals.get('tasks')} tasks"
         )
         banner = f'<p class="banner" id="partial">Partial run: {_e(covered)} ({_e(reasons)})</p>'
+    standing = ""
+    mark = standing_text(totals.get("judge_standing"))
+    if mark:  # a score a judge graded carries the judge's standing where it is shown
+        bad = " bad" if mapping(totals.get("judge_standing")).get("status") else ""
+        standing = f' <span class="judge-standing{bad}" id="judge-standing">{_e(mark)}</span>'
+    broken = mapping(totals.get("unusable"))
+    if broken:  # too many harness errors: the score is not usable
+        banner += f'<p class="banner" id="unusable">⚠ {_e(broken.get("words"))}</p>'
     gate = ""
     verdict = summary.get("gate")
     if isinstance(verdict, dict):
@@ -187,7 +196,7 @@ def run_section(data: RunData) -> str:
         gate = f'<p class="gate {"ok" if ok else "bad"}">score gate: {word}</p>'
     return (
         f'<section id="run">{banner}'
-        f'<p class="score">score <strong id="score-value">{_e(score)}</strong>'
+        f'<p class="score">score <strong id="score-value">{_e(score)}</strong>{standing}'
         f'<br><span class="muted">first try {_e(first)} · {_e(totals.get("repaired", 0))} repaired'
         f" · ± is the standard error</span></p>"
         f'<p>tasks <strong id="task-count">{_e(totals.get("tasks"))}</strong> '
@@ -229,6 +238,8 @@ def models_section(data: RunData) -> str:
         value = mapping(stats.get("score")).get("value")
         if isinstance(usd, float) and not cost.get("unknown") and isinstance(value, int | float):
             points.append((name, usd, float(value)))
+        mark = standing_text(model_standing(data["summary"], name))
+        score += f" · {mark}" if mark else ""
         rows.append(
             f"<tr><td>{_e(name)}</td><td>{_e(entry.get('tasks'))}</td>"
             f"<td>{_e(score)}</td><td>{_outcome_badges(mapping(entry.get('outcomes')))}</td>"

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from pytest_agentbench.artifacts.jsonio import dumps
+from pytest_agentbench.core.durations import any_seconds_text
 from pytest_agentbench.core.jsontypes import JsonObject, JsonScalar, JsonValue
 from pytest_agentbench.report.html_data import (
     Record,
@@ -167,7 +168,8 @@ def _turn(entry: Record) -> JsonObject:
     killed = entry.get("killed")
     if isinstance(killed, dict):
         turn["killed"] = cut_text(
-            f"killed in the {killed.get('channel')} at {killed.get('killed_s')} s after "
+            f"killed in the {killed.get('channel')} at "
+            f"{any_seconds_text(killed.get('killed_s'))} s after "
             f"{killed.get('chars')} characters: period {killed.get('period')} "
             f"×{killed.get('repetitions')}, score {killed.get('score')} "
             f"({killed.get('rule')}); the repeated part: {killed.get('excerpt')!r}",

@@ -26,6 +26,7 @@ from typing import IO, TypedDict
 
 from pytest_agentbench.artifacts.jsonio import write_text_atomic
 from pytest_agentbench.artifacts.rollout_files import redacted_json
+from pytest_agentbench.core.durations import any_seconds_text
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.report import html_svg
 from pytest_agentbench.report.html_data import (
@@ -208,7 +209,8 @@ def _loop_figures(
         loop = mapping(attempt.get("loop"))
         killed = mapping(loop.get("killed"))
         caption = (
-            f"killed in round {attempt.get('round')} at {killed.get('killed_s')} s "
+            f"killed in round {attempt.get('round')} at "
+            f"{any_seconds_text(killed.get('killed_s'))} s "
             f"({killed.get('rule')})"
             if loop.get("killed")
             else f"{loop.get('state')} (peak {loop.get('score')})"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pytest_agentbench.artifacts.judge_summary import not_calibrated_why
 from pytest_agentbench.core.jsontypes import JsonValue
 
 #: How many self-disagreeing tasks a line names before "… and N more".
@@ -24,6 +25,14 @@ def estimate_text(estimate: JsonValue | None, digits: int = 3) -> str:
     lo, hi = estimate.get("lo"), estimate.get("hi")
     ci = f" (95 % CI {_num(lo, 2)}–{_num(hi, 2)})" if lo is not None and hi is not None else ""
     return f"{_num(estimate.get('value'), digits)}{ci}"
+
+
+def _kappa_text(estimate: JsonValue | None, unknown: JsonValue | None) -> str:
+    """κ with its interval, or ``unknown (<why>)`` where it cannot be estimated: never a
+    zero-width interval standing for a measurement."""
+    if isinstance(unknown, str) and unknown:
+        return f"unknown ({unknown})"
+    return estimate_text(estimate)
 
 
 def _tokens(usage: Mapping[str, JsonValue]) -> str:
@@ -44,6 +53,57 @@ def _signed(estimate: JsonValue | None) -> str:
     if isinstance(lo, int | float) and isinstance(hi, int | float):
         return f"{value:+.3f} (95 % CI {lo:+.2f} to {hi:+.2f})"
     return f"{value:+.3f}"
+
+
+def standing_text(standing: JsonValue | None, *, short: bool = False) -> str:
+    """What a score must carry when judges graded it (artifacts.judge_summary.standing):
+    ``⚠ judge not calibrated (κ 0.100 < 0.4)``, the score corrected for the judge's
+    error, or both; with ``short`` (a title) the mark or ``corrected 0.741`` alone.
+    Empty when there is nothing to say."""
+    if not isinstance(standing, Mapping):
+        return ""
+    parts = []
+    status, fixed = standing.get("status"), standing.get("corrected")
+    if status:
+        why = standing.get("why")
+        parts.append(f"⚠ {status}" + (f" ({why})" if why and not short else ""))
+    if isinstance(fixed, Mapping) and not (short and status):
+        shown = estimate_text(fixed)
+        if short:
+            value = fixed.get("value")
+            shown = _num(value) if isinstance(value, int | float) else "n/a"
+        parts.append(f"corrected for the judge's error {shown}")
+    judged, scored = standing.get("judged"), standing.get("scored")
+    text = "; ".join(parts)
+    if text and judged != scored and not short:
+        text = f"{judged} of {scored} scored task(s) judged: {text}"
+    return text
+
+
+def model_standing(summary: Mapping[str, JsonValue], model: str) -> JsonValue | None:
+    """One model's judge standing read from summary.json (for a report that groups by
+    model, not by suite × model): the "judge not calibrated" status when a judge graded
+    any of its scored tasks, and its corrected rate from ``judge.pass_rate.by_model``."""
+    rows = summary.get("scores")
+    found = [
+        row["judge_standing"]
+        for row in (rows if isinstance(rows, list) else [])
+        if isinstance(row, Mapping)
+        and row.get("model") == model
+        and isinstance(row.get("judge_standing"), Mapping)
+    ]
+    if not found:
+        return None
+    judge = summary.get("judge")
+    rate = judge.get("pass_rate") if isinstance(judge, Mapping) else None
+    fixed = None
+    for one in _list(rate, "by_model"):
+        if isinstance(one, Mapping) and one.get("model") == model:
+            fixed = one.get("corrected")
+    if fixed is None and len(found) == 1 and isinstance(found[0], Mapping):
+        fixed = found[0].get("corrected")
+    first = found[0] if isinstance(found[0], Mapping) else {}
+    return {"status": first.get("status"), "why": first.get("why"), "corrected": fixed}
 
 
 def judge_lines(judge: JsonValue | None) -> list[str]:
@@ -77,7 +137,7 @@ def judge_lines(judge: JsonValue | None) -> list[str]:
             f"judge calibration ({cal.get('judged')} labelled answer(s) judged"
             + (f", {cal['errors']} error(s)" if cal.get("errors") else "")
             + f"): accuracy {estimate_text(cal.get('accuracy'))} · "
-            f"κ {estimate_text(cal.get('kappa'))} · "
+            f"κ {_kappa_text(cal.get('kappa'), cal.get('kappa_unknown'))} · "
             f"sensitivity {estimate_text(cal.get('sensitivity'))} · "
             f"specificity {estimate_text(cal.get('specificity'))}"
         )
@@ -85,7 +145,7 @@ def judge_lines(judge: JsonValue | None) -> list[str]:
         if isinstance(weighted, Mapping):
             lines.append(
                 f"  weighted κ (quadratic, scale 1–{weighted.get('scale')}): "
-                f"{estimate_text(weighted)}"
+                f"{_kappa_text(weighted, weighted.get('unknown'))}"
             )
         confusion = cal.get("confusion")
         matrix = confusion.get("matrix") if isinstance(confusion, Mapping) else None
@@ -115,8 +175,8 @@ def judge_lines(judge: JsonValue | None) -> list[str]:
                 f"{_signed(raw)}, corrected {_signed(fixed)}: {pair.get('words')}"
             )
     if judge.get("status"):
-        kappa, least = judge.get("kappa"), judge.get("min_kappa")
-        why = "no calibration" if kappa is None else f"κ {_num(kappa)} < {least}"
+        why = not_calibrated_why(dict(judge))
+        least = judge.get("min_kappa")
         lines.append(f"⚠ {judge['status']}: {why} (--agentbench-judge-min-kappa {least})")
     disagreeing = judge.get("self_disagreeing")
     if isinstance(disagreeing, list) and disagreeing:

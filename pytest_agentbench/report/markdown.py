@@ -14,7 +14,7 @@ from pytest_agentbench.core.task_record import RunSummary, TaskRecord
 from pytest_agentbench.report.compare import model_disagreements
 from pytest_agentbench.report.controls import control_lines
 from pytest_agentbench.report.evidence import failure_reason
-from pytest_agentbench.report.judges import judge_lines
+from pytest_agentbench.report.judges import judge_lines, standing_text
 from pytest_agentbench.report.terminal import (
     batch_text,
     cache_text,
@@ -207,14 +207,22 @@ def markdown_summary(run: RunSummary, *, run_dir: str) -> str:
     scored = task_records(records)
     several = len({record.model for record in scored}) > 1
     score = totals.get("score")
+    judge = run.sections.get("judge")
     if score is not None and not several:
         head += f" · score {score:.3f}"
+        mark = standing_text(totals.get("judge_standing"), short=True)
+        head += f" ({mark})" if mark else ""
     partial = partial_line(summary.get("coverage"))
     if partial is None and summary.get("partial"):
         partial = "partial run"
     lines = [f"## agentbench — {partial + ' · ' if partial else ''}{head}", ""]
+    broken = totals.get("unusable")
+    if isinstance(broken, dict):  # too many harness errors: the score is not usable
+        lines[0] = lines[0].replace("## agentbench — ", "## agentbench — ⚠ not usable · ", 1)
+        lines += [f"**{_cell(broken.get('words'))}**", ""]
     if several and score is not None:  # one line per model, never a pooled score
-        lines += [f"- {_cell(line)}" for line in score_lines(scored)] + [""]
+        graded = judge if isinstance(judge, dict) else None
+        lines += [f"- {_cell(line)}" for line in score_lines(scored, graded)] + [""]
     if partial:
         lines += [f"**{partial[:1].upper() + partial[1:]}**: the score covers these only.", ""]
     usage = totals.get("usage")

@@ -1,5 +1,5 @@
-"""Bounded readers for a rollout's verifier artifacts: ``reward.json`` and
-``test-stdout.txt`` (the inner ``ctrf.json`` has its own reader,
+"""Bounded readers for a rollout's verifier artifacts: ``reward.json``, a judge's
+``judge.json`` and ``test-stdout.txt`` (the inner ``ctrf.json`` has its own reader,
 :mod:`pytest_agentbench.report.ctrf_scan`).
 
 Each reader takes a path and returns plain data, or None when the file is too big to trust
@@ -8,6 +8,8 @@ failure line. Every read is bounded:
 
 - ``reward.json``: at most :data:`READ_CAP` bytes; a bigger file is skipped, not truncated
   (a cut JSON document is not a smaller JSON document);
+- ``judge.json``: at most :data:`READ_CAP` bytes, like ``reward.json`` (a bigger one
+  falls back to the rationale ``reward.json`` keeps in its details);
 - ``test-stdout.txt``: its last :data:`READ_CAP` bytes (pytest's summary is at the end).
 
 The readers may raise ``OSError`` or ``ValueError`` on unreadable input; the evidence miner
@@ -71,3 +73,33 @@ def stdout_evidence(path: Path) -> str | None:
         elif (match := _PROGRESS.match(line)) is not None:
             failure = f"{match.group(2)} {match.group(1)}"
     return summary or failure
+
+
+def judge_rationale(directory: Path) -> str | None:
+    """What the judge said of a judged answer it did not pass: the rationale of its
+    lowest-rewarded sample in ``judge.json`` (``judge: <rationale>``, with ``(k of n
+    samples)`` when several disagreed), else the rationale ``reward.json`` keeps in its
+    details. None for an answer no judge graded, or a judge that gave no rationale."""
+    path = directory / "judge.json"
+    data = read_reward_json(path) if path.is_file() else None
+    samples = data.get("samples") if data is not None else None
+    graded: list[tuple[float, str]] = []
+    for sample in samples if isinstance(samples, list) else []:
+        if not isinstance(sample, dict):
+            continue
+        reward, rationale = sample.get("reward"), sample.get("rationale")
+        if isinstance(reward, int | float) and isinstance(rationale, str) and rationale.strip():
+            graded.append((float(reward), rationale))
+    if graded:
+        lowest = min(reward for reward, _ in graded)
+        worst = [text for reward, text in graded if reward == lowest]
+        note = f" ({len(worst)} of {len(graded)} samples)" if len(graded) > 1 else ""
+        return f"judge: {worst[0]}{note}"
+    kept_path = directory / "reward.json"
+    kept = read_reward_json(kept_path) if kept_path.is_file() else None
+    details = kept.get("details") if kept is not None else None
+    if isinstance(details, dict) and details.get("extraction") == "judge":
+        rationale = details.get("rationale")
+        if isinstance(rationale, str) and rationale.strip():
+            return f"judge: {rationale}"
+    return None

@@ -7,12 +7,13 @@ from pathlib import Path
 
 from pytest_agentbench.artifacts.controls import task_records
 from pytest_agentbench.artifacts.cost_totals import batch_totals, cache_totals, run_cost
-from pytest_agentbench.artifacts.judge_summary import judge_summary
+from pytest_agentbench.artifacts.judge_summary import judge_summary, standing
 from pytest_agentbench.artifacts.score_stats import interval_text, score_estimate
 from pytest_agentbench.artifacts.summary import classify, score
+from pytest_agentbench.artifacts.usability import unusable
 from pytest_agentbench.artifacts.usage_totals import run_usage, whole_input
 from pytest_agentbench.core.cost import money
-from pytest_agentbench.core.jsontypes import JsonValue
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.report.controls import control_lines
 from pytest_agentbench.report.evidence import (
@@ -22,7 +23,7 @@ from pytest_agentbench.report.evidence import (
     order_failures,
     shown_failures,
 )
-from pytest_agentbench.report.judges import judge_lines
+from pytest_agentbench.report.judges import judge_lines, standing_text
 
 _LABELS = {
     "passed": "passed",
@@ -152,19 +153,26 @@ def shown_path(path: str, relative_to: str | None) -> str:
         return path
 
 
-def score_lines(records: Sequence[TaskRecord]) -> list[str]:
+def score_lines(records: Sequence[TaskRecord], judge: JsonObject | None = None) -> list[str]:
     """``score 0.620 ± 0.069 (n=50, 95 % CI 0.487–0.738)``, and the first-try score on
     a line of its own when a repair round passed a task or a later round was lost. With
-    several models, one such line per model and never a score pooled over them."""
+    several models, one such line per model and never a score pooled over them. A score
+    a judge graded carries the judge's standing on its own line (``judge``: the run's
+    judge_summary): the "judge not calibrated" mark, the corrected score."""
     models = list(dict.fromkeys(record.model for record in records))
     if len(models) > 1:
         lines = []
         width = max(len(model) for model in models)
         for model in models:
             members = [r for r in records if r.model == model]
-            lines.append(f"score {model.ljust(width)}  {_score_text(members)}")
+            mark = standing_text(standing(members, judge))
+            lines.append(
+                f"score {model.ljust(width)}  {_score_text(members)}"
+                + (f" · {mark}" if mark else "")
+            )
         return lines
-    lines = [f"score {_score_text(records)}"]
+    mark = standing_text(standing(records, judge))
+    lines = [f"score {_score_text(records)}" + (f" · {mark}" if mark else "")]
     repaired = sum(1 for r in records if r.repaired)
     incomplete = sum(1 for r in records if r.incomplete)
     if repaired or incomplete:
@@ -200,7 +208,8 @@ def summary_lines(
     cover every planned task, so a partial score never reads as a whole one."""
     run_dir = shown_path(run_dir, relative_to)
     controls = control_lines(records)
-    judged = judge_lines(judge_summary(records, min_kappa))
+    judge = judge_summary(records, min_kappa)
+    judged = judge_lines(judge)
     records = task_records(records)
     if not records:
         head = "no tasks ran" if not controls and not judged else None
@@ -212,10 +221,13 @@ def summary_lines(
     if any(record.epoch for record in records):  # one record per task × epoch
         noun = "sample" if len(records) == 1 else "samples"
     lines = [f"{len(records)} {noun}: " + (", ".join(shown) if shown else "none ran")]
+    broken = unusable(records, run_dir)
+    if broken is not None:
+        lines.append(f"⚠ {broken['words']}")
     if partial:
         lines.append(f"{partial} — the score covers these only")
     if score(records) is not None:
-        lines += score_lines(records)
+        lines += score_lines(records, judge)
     lines.append(f"tokens {tokens_text(run_usage(records))} · wall {wall_s:.1f}s")
     cost = run_cost(records)
     if cost is not None:

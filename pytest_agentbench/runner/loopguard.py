@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pytest_agentbench.core.durations import any_seconds_text
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import StreamEvent
 from pytest_agentbench.runner.loopwatch import LoopVerdict, LoopWatch
@@ -56,7 +57,7 @@ class LoopKilled(Exception):
         where = (
             "(the reply arrived whole)"
             if evidence.get("rule") == "whole reply"
-            else f"at {evidence['killed_s']:.1f}s"
+            else f"at {any_seconds_text(evidence['killed_s'])} s"
         )
         super().__init__(
             f"loop killed: period {evidence['period']} ×{evidence['repetitions']:g} in "

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
-import queue
-import threading
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.records import Attempt, Failure, FailureKind, Outcome, Rollout
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.core.task_record import FailureStage
@@ -23,90 +19,14 @@ from pytest_agentbench.runner.agent import AgentSession, OpenAgent, Session, fir
 from pytest_agentbench.runner.loopguard import KillPolicy, fresh_guards
 from pytest_agentbench.runner.pool import step_aside, step_back
 from pytest_agentbench.runner.repair import repair_request, repairs_allowed
+from pytest_agentbench.runner.verification import own_time_limit, runs_sandboxed, verify_by
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.base import Check, Verdict, Verifier
-from pytest_agentbench.verifiers.judge import JudgeError
+from pytest_agentbench.verifiers.judge import JudgeError, out_of_time
 from pytest_agentbench.verifiers.sandboxed import discard_foreign_files
-from pytest_agentbench.verifiers.text import EXACT, INCLUDES
 
 if TYPE_CHECKING:  # the agent's tools (and their sandbox) are imported by agent tasks only
     from pytest_agentbench.runner.tools import Tool
-
-
-def _verify(verifier: Verifier, check: Check) -> Verdict:
-    verdict = verifier.verify(check)
-    reward = min(1.0, max(0.0, float(verdict.reward)))
-    if reward != verdict.reward:
-        verdict = Verdict(reward, verdict.metrics, verdict.details, verdict.feedback, verdict.error)
-    return verdict
-
-
-#: Built-in verifiers whose work is a few string operations on the answer: they run in
-#: the rollout's own thread (handing them to another thread cost more than they do).
-_INLINE = (EXACT, INCLUDES)
-
-#: How long a verifier whose own time limit was cut to the task's deadline may take past
-#: it to stop its command and clean up; its verdict is not used either way.
-CLEANUP_GRACE_S = 5.0
-
-
-def _runs_sandboxed(verifier: Verifier) -> bool:
-    """True for a verifier that runs its check as a sandboxed command: the ones with a
-    ``timeout_s`` option (python_tests, python_checks, command, and plugins built alike)."""
-    schema = getattr(verifier, "options_schema", None) or {}
-    properties = schema.get("properties") if isinstance(schema, Mapping) else None
-    return isinstance(properties, Mapping) and "timeout_s" in properties
-
-
-def _bounded_options(
-    verifier: Verifier, options: Mapping[str, JsonValue], deadline: float
-) -> JsonObject | None:
-    """``options`` with ``timeout_s`` cut to what is left of the task, for a verifier that
-    has that option (the sandboxed ones), so its command stops at the task's deadline.
-    None when the verifier has no such option."""
-    schema = getattr(verifier, "options_schema", None) or {}
-    properties = schema.get("properties") if isinstance(schema, Mapping) else None
-    if not isinstance(properties, Mapping) or "timeout_s" not in properties:
-        return None
-    default = (
-        properties["timeout_s"].get("default")
-        if isinstance(properties["timeout_s"], Mapping)
-        else None
-    )
-    own = options.get("timeout_s", default)
-    left = max(deadline - time.monotonic(), 0.01)
-    if isinstance(own, int | float) and own <= left:
-        return None
-    return {**options, "timeout_s": left}
-
-
-class _VerifierThread:
-    """The daemon thread that runs the verifications of one rollout thread, one at a time,
-    reused from task to task (a new thread per verification cost more than the built-in
-    verifiers themselves). A verifier that overruns its deadline keeps its thread: the
-    rollout thread is given a new one. The thread ends when its rollout thread does."""
-
-    local = threading.local()
-
-    def __init__(self) -> None:
-        self.jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        threading.Thread(
-            target=self._serve, args=(self.jobs,), name="agentbench-verifier", daemon=True
-        ).start()
-        weakref.finalize(self, self.jobs.put, None)
-
-    @staticmethod
-    def _serve(jobs: queue.SimpleQueue[Callable[[], None] | None]) -> None:
-        while (job := jobs.get()) is not None:
-            job()
-            del job
-
-    @classmethod
-    def mine(cls) -> _VerifierThread:
-        helper: _VerifierThread | None = getattr(cls.local, "helper", None)
-        if helper is None:
-            helper = cls.local.helper = cls()
-        return helper
 
 
 class _NotPlain(Exception):
@@ -142,45 +62,6 @@ def _verdict_dict(verdict: Verdict) -> dict[str, object]:
         }
     except _NotPlain:
         return asdict(verdict)
-
-
-def _verify_by(verifier: Verifier, check: Check, deadline: float) -> Verdict | None:
-    """``_verify`` bounded by the task's deadline: None when the verifier has not answered
-    by then (an in-process verifier is left to finish in a daemon thread; a sandboxed one
-    has its command's limit cut to the deadline; the string checks of ``_INLINE`` run in
-    this thread). An exception of the verifier
-    propagates."""
-    if any(verifier is quick for quick in _INLINE):
-        verdict = _verify(verifier, check)
-        return verdict if time.monotonic() <= deadline else None
-    options = _bounded_options(verifier, check.options, deadline)
-    if options is not None:
-        check = dataclasses.replace(check, options=options)
-    box: list[tuple[Verdict | BaseException, float]] = []
-    done = threading.Event()
-
-    def run() -> None:
-        result: Verdict | BaseException
-        try:
-            result = _verify(verifier, check)
-        except BaseException as exc:  # handed to the caller's thread
-            result = exc
-        box.append((result, time.monotonic()))
-        done.set()
-
-    helper = _VerifierThread.mine()
-    helper.jobs.put(run)
-    done.wait(max(deadline - time.monotonic(), 0.0))
-    if options is not None and not done.is_set():
-        done.wait(CLEANUP_GRACE_S)  # its command was stopped at the deadline
-    if not done.is_set():
-        _VerifierThread.local.helper = None  # it is stuck: the next verification gets a new one
-    if not box or box[0][1] > deadline:
-        return None
-    result = box[0][0]
-    if isinstance(result, BaseException):
-        raise result
-    return result
 
 
 def _open_session(
@@ -232,6 +113,11 @@ def _open_session(
 def _where(verifier_dir: Path | None) -> str | None:
     """The verifier folder, the evidence of a verifier's failure (None when there is none)."""
     return None if verifier_dir is None else str(verifier_dir)
+
+
+#: How long past its own time limit a judge's verification is waited for, so that the
+#: judge itself says why it stopped (and writes verifier/judge.json).
+JUDGE_GRACE_S = 5.0
 
 
 def _workspace_entry(agent: Session) -> JsonObject | None:
@@ -359,13 +245,18 @@ def run_rollout(
         if on_phase is not None:
             on_phase("verifying")
         workspace = session.workspace.path if session.workspace is not None else None
+        # a judge's time is the judge's: its own limit bounds it, and the task's clock
+        # stops meanwhile (the answer is not charged for a slow judge)
+        own_limit = own_time_limit(verifier, task.verifier.options)
+        verifying_from = time.monotonic()
+        verify_deadline = deadline if own_limit is None else verifying_from + own_limit
         check = Check(
             answer,
             task,
             task.verifier.options,
             verifier_dir,
             workspace,
-            deadline=deadline,
+            deadline=verify_deadline,
             watch=judge_watch,  # a judge's stream is watched like the model's
         )
         if workspace is not None:
@@ -373,14 +264,15 @@ def run_rollout(
             # verifier dir (a forged report, where the sandbox leaves the host writable)
             # must never be read as this task's result
             discard_foreign_files(check)
-        if _runs_sandboxed(verifier):
+        if runs_sandboxed(verifier):
             # a sandboxed verification uses a core (sandbox/cpuslots.py), not the model:
             # the pool may start the next rollout's generation meanwhile (runner/pool.py).
             # An in-process verifier keeps its place: it would share this process (and a
             # crash of it ends the process), so it overlaps nothing
             step_aside()
         try:
-            verdict = _verify_by(verifier, check, deadline)
+            grace = 0.0 if own_limit is None else JUDGE_GRACE_S  # it says why itself first
+            verdict = verify_by(verifier, check, verify_deadline + grace)
         except WorkerCrashed as exc:  # not a crash: the reason the controller gave the first time
             outcome, failure, error = "harness_error", "harness", str(exc)
             failure_detail = Failure.of(failure, error, evidence=_where(verifier_dir))
@@ -401,6 +293,14 @@ def run_rollout(
         except Exception as exc:  # a crashing verifier is the harness's fault, not the model's
             outcome, failure = "harness_error", "verifier_crash"
             error = f"verifier {task.verifier.kind!r} raised {type(exc).__name__}: {exc}"
+            failure_detail = Failure.of(failure, error, evidence=_where(verifier_dir))
+            attempt.error = error
+            break
+        if own_limit is not None:
+            deadline += time.monotonic() - verifying_from
+        if verdict is None and own_limit is not None:  # no verdict in the judge's own time
+            outcome, failure = "harness_error", "judge_error"
+            error = out_of_time(own_limit)
             failure_detail = Failure.of(failure, error, evidence=_where(verifier_dir))
             attempt.error = error
             break

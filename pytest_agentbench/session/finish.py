@@ -24,6 +24,7 @@ import pytest
 from pytest_agentbench import __version__
 from pytest_agentbench.artifacts.controls import misbehaved, task_records
 from pytest_agentbench.artifacts.coverage import partial_line, run_coverage
+from pytest_agentbench.artifacts.usability import unusable
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.task_record import RunSummary
 from pytest_agentbench.session.run import RunState
@@ -92,6 +93,11 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
     ):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     run_dir = state.folder.ensure()
+    if unusable(task_records(records)) is not None and session.exitstatus in (
+        pytest.ExitCode.OK,
+        pytest.ExitCode.TESTS_FAILED,
+    ):  # too many harness errors: the score is not usable (artifacts/usability.py)
+        session.exitstatus = UNUSABLE_EXIT
     facts = RunFacts(
         run_id=run.run_id,
         settings=settings.public(),
@@ -116,6 +122,10 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
 #: The exit status of a run the spending cap stopped before every task was sent (pytest's
 #: own statuses are 0-5): not a pass, not a failure of the model.
 BUDGET_EXIT = 6
+
+#: The exit status of a run whose harness errors reached half its tasks
+#: (artifacts/usability.py): its score is not usable, whatever the gate says.
+UNUSABLE_EXIT = 7
 
 
 def budget_section(state: RunState) -> JsonObject | None:

@@ -163,6 +163,8 @@ class SessionPlugin:
         state = self.state
         SuiteFile.forget_owners(session.config)
         queue = [item for item in session.items if isinstance(item, TaskItem)]
+        if state.settings.calibrate and not queue and not state.run.is_worker:
+            _no_labels(session)
         tests = sum(1 for item in session.items if "agentbench_model" in _fixtures(item))
         state.results.selected = max(state.results.selected, len(queue) + tests)
         state.inflight.set_queue(queue)
@@ -370,3 +372,18 @@ def _plugin_formats(config: pytest.Config) -> bool:
 def _fixtures(item: pytest.Item) -> list[str]:
     names: list[str] = getattr(item, "fixturenames", [])
     return names
+
+
+def _no_labels(session: pytest.Session) -> None:
+    """``--agentbench-calibrate`` found no labelled answer to judge: a usage error saying
+    how to give them (unless a collection error, or -k / -m, explains the empty run)."""
+    config = session.config
+    if session.testsfailed or config.getoption("keyword") or config.getoption("markexpr"):
+        return
+    raise pytest.UsageError(
+        "--agentbench-calibrate judges answers people labelled, and none were found: give "
+        "them with --agentbench-judge-labels FILE (JSONL or CSV: task, answer, label; e.g. "
+        "example_suites/support_replies_labels.jsonl), the ini key agentbench_judge_labels, "
+        'or a judge task\'s labels = "FILE" beside its suite (docs/judges.md, "Calibrating '
+        'a judge")'
+    )

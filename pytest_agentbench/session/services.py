@@ -327,7 +327,11 @@ class RunServices:
         judge = found.get("judge")
         if isinstance(judge, JudgeVerifier):
             runtime = JudgeRuntime(
-                self.judge_client, override=self.settings.judge, fallback=self.settings.judge_ini
+                self.judge_client,
+                override=self.settings.judge,
+                fallback=self.settings.judge_ini,
+                timeout_s=self.settings.judge_timeout_s,
+                timeout_ini_s=self.settings.judge_timeout_ini_s,
             )
             found = {**found, "judge": judge.bind(runtime)}
         return found

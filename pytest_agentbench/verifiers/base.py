@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import EventSink
@@ -71,6 +71,17 @@ class ConfigProblem:
 
     at: tuple[str, ...]
     text: str
+
+
+@runtime_checkable
+class OwnTimeLimit(Protocol):
+    """A verifier whose time is its own, not the answer's (the judge): the rollout bounds
+    its verification by ``time_limit_s`` (None: by the task's deadline) and does not
+    count that time against the task's deadline; a verification that overruns it is a
+    harness error of the verifier, never the task's timeout."""
+
+    def time_limit_s(self, options: Mapping[str, JsonValue]) -> float | None:
+        """Seconds one verification with these options may take."""
 
 
 class Verifier(Protocol):

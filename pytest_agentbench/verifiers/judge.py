@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_agentbench.core.durations import seconds_text
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.sampling import Sampling
 from pytest_agentbench.core.usage import sum_usage
@@ -37,9 +38,11 @@ from pytest_agentbench.models.base import (
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.base import Check, ConfigProblem, Verdict
 from pytest_agentbench.verifiers.judge_model import (
+    DEFAULT_TIMEOUT_S,
     JUDGE_TABLE_SCHEMA,
     JudgeModel,
     judge_from_table,
+    table_timeout_s,
 )
 from pytest_agentbench.verifiers.judge_prompt import (
     PASS_FAIL,
@@ -52,25 +55,18 @@ from pytest_agentbench.verifiers.judge_prompt import (
     parse_reply,
     reply_schema,
 )
+from pytest_agentbench.verifiers.judge_script import (
+    RULE_SCHEMA,
+    ScriptEntry,
+    matching_rule,
+    replies_of,
+    rules_of,
+)
 
 JUDGE_FILE = "judge.json"
 JUDGE_FILE_VERSION = 1
-#: Keys of a scripted judge reply table that make it a verdict (sent as JSON text).
-_VERDICT_KEYS = ("verdict", "score", "criteria", "rationale")
 #: How much of the answer the verdict's details keep.
 GOT_CHARS = 500
-
-_RULE_SCHEMA: JsonObject = {
-    "type": "object",
-    "properties": {
-        "control": {"type": "string"},
-        "answer": {"type": "string"},
-        "includes": {"type": "string"},
-        "reply": {},
-    },
-    "required": ["reply"],
-    "additionalProperties": False,
-}
 
 OPTIONS_SCHEMA: JsonObject = {
     "type": "object",
@@ -122,7 +118,7 @@ OPTIONS_SCHEMA: JsonObject = {
         "scripted_judge": {
             "type": "array",
             "minItems": 1,
-            "items": _RULE_SCHEMA,
+            "items": RULE_SCHEMA,
             "description": "the scripted judge's replies: rules matched against the answer",
         },
         "labels": {
@@ -150,26 +146,27 @@ class JudgeError(AgentbenchError):
         self.record = record
 
 
-@dataclass(frozen=True)
-class ScriptEntry:
-    """A scripted judge's replies as the scripted provider registers them."""
-
-    key: str
-    id: str
-    path: object
-    scripted: Sequence[object]
-
-
 @dataclass
 class JudgeRuntime:
     """What the run gives the judge verifier: ``connect`` makes (once per judge) the
     client to call and the bare client under its retries (the scripted one registers
     replies there); ``override`` is the command line's judge (it beats every suite),
-    ``fallback`` the ini's (a suite's or task's ``judge`` table beats it)."""
+    ``fallback`` the ini's (a suite's or task's ``judge`` table beats it). The judge's
+    time limit follows the same order: ``timeout_s`` (the command line's), the table's
+    ``timeout_s``, ``timeout_ini_s``, else DEFAULT_TIMEOUT_S."""
 
     connect: Callable[[JudgeModel], tuple[ModelClient, ModelClient]]
     override: JudgeModel | None = None
     fallback: JudgeModel | None = None
+    timeout_s: float | None = None
+    timeout_ini_s: float | None = None
+
+    def time_limit_s(self, options: Mapping[str, JsonValue]) -> float:
+        """How long the judge may take to grade one answer (see the class docstring)."""
+        for found in (self.timeout_s, table_timeout_s(options), self.timeout_ini_s):
+            if found is not None:
+                return found
+        return DEFAULT_TIMEOUT_S
 
     def model_for(self, options: Mapping[str, JsonValue]) -> JudgeModel:
         if self.override is not None:
@@ -181,6 +178,20 @@ class JudgeRuntime:
             except ValueError as exc:
                 raise JudgeError(f"judge: {exc}") from None
         return self.fallback if self.fallback is not None else JudgeModel()
+
+
+def out_of_time(limit_s: float | None, label: str | None = None) -> str:
+    """The judge error of a judge that did not finish grading within its time limit."""
+    limit = f" of {seconds_text(limit_s)} s" if limit_s is not None else ""
+    who = f"judge {label}" if label else "the judge"
+    return (
+        f"{who} did not finish within its own time limit{limit} (not the task's: "
+        "--agentbench-judge-timeout, or the judge table's timeout_s)"
+    )
+
+
+def _out_of_time(model: JudgeModel, limit_s: float | None) -> str:
+    return out_of_time(limit_s, model.spec.label)
 
 
 def rubric_of(task: Task) -> Rubric:
@@ -216,43 +227,6 @@ def reference_of(task: Task) -> str | None:
     return _text(task.target)
 
 
-def scripted_reply(reply: JsonValue) -> JsonValue:
-    """A ``scripted_judge`` reply as the scripted provider plays it: a table holding a
-    verdict's keys becomes its JSON text; a string or a reply table stays as written."""
-    if isinstance(reply, dict) and any(k in reply for k in _VERDICT_KEYS):
-        return json.dumps(reply, ensure_ascii=False)
-    return reply
-
-
-def _rules(options: Mapping[str, JsonValue]) -> list[Mapping[str, JsonValue]]:
-    raw = options.get("scripted_judge")
-    return [r for r in raw if isinstance(r, dict)] if isinstance(raw, list) else []
-
-
-def matching_rule(task: Task, answer: str) -> int | None:
-    """The index of the first ``scripted_judge`` rule matching the answer (its
-    ``control``, exact ``answer`` and ``includes`` conditions all hold), else None."""
-    control = task.control.name if task.control is not None else ""
-    for index, rule in enumerate(_rules(task.verifier.options)):
-        want = rule.get("control")
-        if isinstance(want, str) and want != control:
-            continue
-        exact = rule.get("answer")
-        if isinstance(exact, str) and exact.strip() != answer.strip():
-            continue
-        part = rule.get("includes")
-        if isinstance(part, str) and part.casefold() not in answer.casefold():
-            continue
-        return index
-    return None
-
-
-def _replies(rule: Mapping[str, JsonValue]) -> list[JsonValue]:
-    reply = rule.get("reply")
-    items = reply if isinstance(reply, list) else [reply]
-    return [scripted_reply(item) for item in items]
-
-
 @dataclass
 class _Calls:
     """The judge calls of one verification, as judge.json records them."""
@@ -273,6 +247,11 @@ class JudgeVerifier:
     def bind(self, runtime: JudgeRuntime) -> JudgeVerifier:
         return JudgeVerifier(runtime, self.kind, self.options_schema)
 
+    def time_limit_s(self, options: Mapping[str, JsonValue]) -> float | None:
+        """The judge's own time limit for one answer (verifiers.base.OwnTimeLimit): the
+        rollout bounds the verification by it, not by the task's deadline."""
+        return self.runtime.time_limit_s(options) if self.runtime is not None else None
+
     def check_task(self, task: Task) -> Iterable[ConfigProblem]:
         options = task.verifier.options
         if "rubric" not in options and "criteria" not in options:
@@ -290,8 +269,8 @@ class JudgeVerifier:
                 yield ConfigProblem(("options", "judge"), f"judge verifier: {exc}")
         from pytest_agentbench.scripted.script import Reply
 
-        for index, rule in enumerate(_rules(options)):
-            for turn, reply in enumerate(_replies(rule)):
+        for index, rule in enumerate(rules_of(options)):
+            for turn, reply in enumerate(replies_of(rule)):
                 try:
                     Reply.parse(reply, f"scripted_judge[{index}].reply[{turn}]")
                 except ValueError as exc:
@@ -366,9 +345,9 @@ class JudgeVerifier:
             "rationale": rationale,
             "judge": summary,
         }
-        return Verdict(
-            reward, metrics, details, feedback=_feedback(rubric, score, rationale, reference)
-        )
+        passed = reward >= task.pass_threshold  # a passed answer needs no repair feedback
+        feedback = "" if passed else _feedback(rubric, score, rationale, reference)
+        return Verdict(reward, metrics, details, feedback=feedback)
 
     def _register_script(self, bare: ModelClient, task: Task, answer: str) -> str:
         from pytest_agentbench.models.scripted import register_scripts
@@ -382,7 +361,7 @@ class JudgeVerifier:
                 "a last rule with no condition"
             )
         key = f"judge::{task.path.as_posix()}::{task.id}::rule{index}"
-        replies = _replies(_rules(task.verifier.options)[index])
+        replies = replies_of(rules_of(task.verifier.options)[index])
         try:
             register_scripts(bare, [ScriptEntry(key, task.id, task.path, replies)])
         except AgentbenchError as exc:
@@ -417,7 +396,7 @@ class JudgeVerifier:
             if check.deadline is not None:
                 timeout = check.deadline - time.monotonic()
                 if timeout <= 0:
-                    return None, turn, "judge: the task's deadline passed before the judge answered"
+                    return None, turn, _out_of_time(model, self.time_limit_s(check.options))
             request = ModelRequest(
                 messages=tuple(conversation),
                 system=system,
@@ -449,6 +428,8 @@ class JudgeVerifier:
                 calls.records.append(
                     _call_record(sample, attempt, conversation, None, str(exc), sampling.seed)
                 )
+                if check.deadline is not None and time.monotonic() >= check.deadline:
+                    return None, turn, _out_of_time(model, self.time_limit_s(check.options))
                 return None, turn, f"judge {model.spec.label} failed: {type(exc).__name__}: {exc}"
             calls.elapsed_s += time.monotonic() - started
             calls.usages.append(generation.usage.as_dict())

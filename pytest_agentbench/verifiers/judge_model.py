@@ -18,6 +18,9 @@ from pytest_agentbench.models.base import ModelSpec
 from pytest_agentbench.verifiers.judge_prompt import TEMPLATE_HASH
 
 DEFAULT_MAX_TOKENS = 1024
+#: The judge's own time limit for grading one answer (every call, retry and sample of
+#: it), in seconds, when neither the command line, the suite nor the ini sets one.
+DEFAULT_TIMEOUT_S = 300.0
 #: The sampling keys a ``judge`` table may set.
 SAMPLING_KEYS = ("temperature", "top_p", "top_k", "seed")
 
@@ -62,6 +65,16 @@ class JudgeModel:
         return hashlib.sha256(blob).hexdigest()[:16]
 
 
+def table_timeout_s(options: Mapping[str, JsonValue]) -> float | None:
+    """The ``timeout_s`` of a verifier's ``judge`` table (None when it sets none): the
+    judge's own time limit, not part of its identity (it changes no verdict)."""
+    table = options.get("judge")
+    value = table.get("timeout_s") if isinstance(table, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
 def judge_from_table(table: Mapping[str, JsonValue], source: str) -> JudgeModel:
     """A suite's or task's ``judge`` table (its schema checked the shape) as a JudgeModel;
     ValueError for a spec that cannot be parsed."""
@@ -99,6 +112,7 @@ JUDGE_TABLE_SCHEMA: JsonObject = {
         "top_k": {"type": "integer", "minimum": 1},
         "seed": {"type": "integer", "minimum": 0},
         "max_tokens": {"type": "integer", "minimum": 16, "maximum": 100000},
+        "timeout_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 86400},
     },
     "additionalProperties": False,
 }

@@ -23,15 +23,9 @@ from pytest_agentbench.core.usage import sum_usage
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.base import REQUEST_CALL, REQUEST_TASK, ModelRequest
 from pytest_agentbench.suites.task import Control, Task
-from pytest_agentbench.verifiers.judge import (
-    JudgeRuntime,
-    ScriptEntry,
-    _replies,
-    _rules,
-    reference_of,
-    rubric_of,
-)
+from pytest_agentbench.verifiers.judge import JudgeRuntime, reference_of, rubric_of
 from pytest_agentbench.verifiers.judge_prompt import RETRY_TEMPLATE, nonce_of
+from pytest_agentbench.verifiers.judge_script import ScriptEntry, replies_of, rules_of
 
 PAIRWISE = "pairwise"
 #: The control name a ``scripted_judge`` rule answers pairwise requests under.
@@ -155,7 +149,7 @@ def _ask(
     metadata: dict[str, str] = {}
     if model.scripted:
         from pytest_agentbench.models.scripted import register_scripts
-        from pytest_agentbench.verifiers.judge import matching_rule
+        from pytest_agentbench.verifiers.judge_script import matching_rule
 
         probe = dataclasses.replace(task, control=PAIRWISE_PROBE)
         index = matching_rule(probe, a)
@@ -165,7 +159,7 @@ def _ask(
                 'pairwise request (add a rule with control = "pairwise")'
             )
         key = f"judge-pair::{task.path.as_posix()}::{task.id}::rule{index}"
-        replies = _replies(_rules(task.verifier.options)[index])
+        replies = replies_of(rules_of(task.verifier.options)[index])
         register_scripts(bare, [ScriptEntry(key, task.id, task.path, replies)])
         metadata = {REQUEST_TASK: key}
     conversation: list[Mapping[str, JsonValue]] = [{"role": "user", "content": user}]

@@ -21,7 +21,7 @@ SUITES = (
 VOLATILE = [
     (re.compile(r"\d{8}-\d{6}-[0-9a-f]{6}"), "<run-id>"),
     (re.compile(r"wall \d+\.\ds"), "wall <s>"),
-    (re.compile(r" at \d+\.\ds"), " at <s>"),
+    (re.compile(r" at \d+(?:\.\d+)? s\b"), " at <s>"),
 ]
 
 

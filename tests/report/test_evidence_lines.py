@@ -41,7 +41,7 @@ def test_loop_kill_line() -> None:
         "excerpt": "and again",
     }
     line = failure_reason(record(outcome="loop_killed", reward=None, verdict=None, loop=loop))
-    assert line == "loop killed: period 13 ×81 in answer at 12.4s"
+    assert line == "loop killed: period 13 ×81 in answer at 12 s"
     assert (
         failure_reason(record(outcome="loop_killed", reward=None, verdict=None, loop={}))
         == "loop killed"

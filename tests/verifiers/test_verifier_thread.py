@@ -64,7 +64,7 @@ def test_exact_and_includes_run_in_the_rollout_thread_itself() -> None:
     import time
     from pathlib import Path
 
-    from pytest_agentbench.runner import rollout
+    from pytest_agentbench.runner import verification
     from pytest_agentbench.suites.task import Task
     from pytest_agentbench.verifiers.base import Check
     from pytest_agentbench.verifiers.text import EXACT, INCLUDES
@@ -76,9 +76,9 @@ def test_exact_and_includes_run_in_the_rollout_thread_itself() -> None:
             suite="s", id="t", index=0, path=Path("s.toml"), input="q", prompt="q", target="a"
         )
         for verifier in (EXACT, INCLUDES):
-            verdict = rollout._verify_by(verifier, Check("a", task, {}), time.monotonic() + 5)
+            verdict = verification.verify_by(verifier, Check("a", task, {}), time.monotonic() + 5)
             assert verdict is not None and verdict.reward == 1.0
-        seen.append(getattr(rollout._VerifierThread.local, "helper", None))
+        seen.append(getattr(verification.VerifierThread.local, "helper", None))
 
     worker = threading.Thread(target=in_a_fresh_thread)
     worker.start()
