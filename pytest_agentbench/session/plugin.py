@@ -120,11 +120,23 @@ class SessionPlugin:
             report.result.extend(special_suite_files(collector, self.state.settings.files))
         return report
 
+    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
+        """Nothing in a Harbor task folder but its task file is collected: its tests are
+        run by the verifier in the task's container, never by pytest on the host."""
+        from pytest_agentbench.session.harbor_items import inside_task_folder
+
+        return True if inside_task_folder(collection_path) else None
+
     def pytest_collect_file(
         self, file_path: Path, parent: pytest.Collector
     ) -> pytest.Collector | None:
         from fnmatch import fnmatch
 
+        from pytest_agentbench.session.harbor_items import collect_harbor
+
+        harbor = collect_harbor(file_path, parent)
+        if harbor is not None:
+            return harbor
         if any(fnmatch(file_path.name, pattern) for pattern in self.state.settings.files):
             from pytest_agentbench.session.items import SuiteFile
 
