@@ -12,6 +12,9 @@
      │    ├── BudgetExhausted not sent: it could pass the run's --agentbench-max-cost
      │    └── ModelTimeout   the request ran past its deadline
      ├── SandboxError        the sandbox could not run something
+     ├── ContainerError      the container engine or a container did wrong (a harness error)
+     │    ├── EngineUnavailable no engine, or it does not answer: .reason says what to do
+     │    └── ImageBuildError   an image could not be built or pulled: .step, .log_path, .log_tail
      └── VerifierError       a verifier could not reach a verdict (bad config, crash)
           └── WorkerCrashed  not verified again: its verification killed an xdist worker
 
@@ -22,6 +25,7 @@ task or the endpoint, and what was expected. No message ever contains an API key
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 #: HTTP statuses that mean "slow down" (429, and Anthropic's 529 overloaded): a provider
 #: answering with one raises RateLimited, any other error status ProviderError.
@@ -114,6 +118,34 @@ class QueueTimeout(TransportError):
 
 class SandboxError(AgentbenchError):
     """The sandbox could not run a command."""
+
+
+class ContainerError(AgentbenchError):
+    """The container engine, or a container, did something wrong: a harness error, never
+    the agent's failure. The message names the command and the engine's own last words."""
+
+
+class EngineUnavailable(ContainerError):
+    """No container engine is usable: none installed, or it does not answer. ``reason`` is
+    what a user can do about it (what to install, what to set)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+class ImageBuildError(ContainerError):
+    """An image could not be made: ``step`` is ``"build"``, ``"pull"`` or ``"build
+    timeout"``, ``log_path`` the build log kept (None when nothing was logged),
+    ``log_tail`` its last lines."""
+
+    def __init__(
+        self, message: str, *, step: str, log_path: Path | None = None, log_tail: str = ""
+    ) -> None:
+        self.step = step
+        self.log_path = log_path
+        self.log_tail = log_tail
+        super().__init__(message)
 
 
 class VerifierError(AgentbenchError):

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from pytest_agentbench.sandbox.capture import OutputCapture
+from pytest_agentbench.core.capture import OutputCapture
 from pytest_agentbench.sandbox.isolation import Plan
 from pytest_agentbench.sandbox.pidcap import PidsCgroup
 from pytest_agentbench.sandbox.process import (

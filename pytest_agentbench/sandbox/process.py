@@ -26,8 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_agentbench.core.capture import OutputCapture
 from pytest_agentbench.errors import SandboxError
-from pytest_agentbench.sandbox.capture import OutputCapture
 from pytest_agentbench.sandbox.environ_guard import guard_harness, secret_like
 from pytest_agentbench.sandbox.isolation import Plan, wrap
 from pytest_agentbench.sandbox.pidcap import PidsCgroup

@@ -41,6 +41,7 @@ ORDER: tuple[tuple[str, ...], ...] = (
     ("runner",),
     ("verifiers",),
     ("sandbox",),
+    ("environments",),
     ("models",),
     ("scripted",),
     ("report",),

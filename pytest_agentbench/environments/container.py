@@ -1,0 +1,407 @@
+"""One container per rollout: started idle, commands executed in it, files in and out.
+
+A container runs ``sleep infinity`` as PID 1 (the image's entrypoint is set aside) and
+everything else through ``exec``. Stopping an engine's ``exec`` client leaves its
+processes running inside the container, so every ``exec`` is marked (an environment
+variable with an id of its own) and on its deadline every process carrying the mark is
+killed *inside* the container; :meth:`Container.kill_processes` ends everything but PID 1.
+
+Containers are removed by :meth:`Container.remove` (also on leaving a ``with`` block, so
+on Ctrl-C too), by the process's exit for any still open, and otherwise by the reaper of
+the next run (:func:`reap`, through the owner label).
+"""
+
+from __future__ import annotations
+
+import atexit
+import secrets
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from types import TracebackType
+from typing import IO
+
+from pytest_agentbench.core.capture import OutputCapture
+from pytest_agentbench.environments.engine import Engine, last_lines
+from pytest_agentbench.environments.limits import enforcement_notes
+from pytest_agentbench.environments.owners import (
+    labels_for,
+    new_name,
+    reap,
+    remove_container,
+)
+from pytest_agentbench.environments.spec import ContainerSpec, Mount
+from pytest_agentbench.errors import ContainerError
+
+__all__ = [
+    "Container",
+    "ContainerSpec",
+    "ExecResult",
+    "Mount",
+    "new_name",
+    "reap",
+]
+
+#: The environment variable that marks the processes of one ``exec``.
+EXEC_MARK = "AGENTBENCH_EXEC"
+#: How long the engine may take for a housekeeping command (start, copy, kill, remove).
+ENGINE_TIMEOUT_S = 120.0
+#: How long file reads and writes through ``exec`` may take.
+FILE_TIMEOUT_S = 120.0
+
+#: Kills, inside the container, every process whose environment holds the mark given as
+#: $1, in rounds until none is left (a process forked during a round is caught by the
+#: next). PID 1 and the killer itself are spared.
+_KILL_MARKED = r"""
+mark="$1"; self=$$; round=0
+while [ "$round" -lt 50 ]; do
+  found=0
+  for p in /proc/[0-9]*; do
+    pid=${p#/proc/}
+    if [ "$pid" = 1 ] || [ "$pid" = "$self" ]; then continue; fi
+    case "$(cat "$p/environ" 2>/dev/null)" in
+      *"$mark"*) kill -9 "$pid" 2>/dev/null && found=1 ;;
+    esac
+  done
+  [ "$found" = 0 ] && exit 0
+  round=$((round + 1))
+done
+exit 1
+"""
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """How one ``exec`` ended. ``exit_code`` is None when it timed out or was killed;
+    ``stdout`` and ``stderr`` keep head and tail within the cap asked for."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+    elapsed_s: float
+
+
+@dataclass
+class _RawExec:
+    exit_code: int | None
+    stdout: OutputCapture
+    stderr: OutputCapture
+    timed_out: bool
+    elapsed_s: float
+
+
+class Container:
+    """A running container of one rollout. Build it with :meth:`start`; use it as a
+    context manager (or call :meth:`remove`) so that it is removed."""
+
+    def __init__(self, engine: Engine, spec: ContainerSpec, notes: tuple[str, ...] = ()) -> None:
+        self.engine = engine
+        self.spec = spec
+        self.name = spec.name
+        self.notes = notes
+        self._removed = False
+
+    def __repr__(self) -> str:
+        return f"Container({self.name!r}, engine={self.engine.name!r})"
+
+    @classmethod
+    def start(cls, engine: Engine, spec: ContainerSpec) -> Container:
+        """Start ``spec``'s container idle (PID 1 ``sleep infinity``), labelled with the run
+        and this process as owner. The workdir is made when the image lacks it (Podman
+        refuses a missing one) and is every ``exec``'s default. What the engine could not
+        enforce of the limits is in ``notes``. Raises ContainerError (leaving nothing)."""
+        args = ["run", "-d", "--name", spec.name, "--entrypoint", "sleep"]
+        for key, value in labels_for(spec.run_id).items():
+            args += ["--label", f"{key}={value}"]
+        args += ["--network", spec.network]
+        if spec.cpus is not None:
+            args += ["--cpus", f"{spec.cpus:g}"]
+        if spec.memory_mb is not None:
+            args += ["--memory", f"{spec.memory_mb}m"]
+        for key, value in spec.env.items():
+            args += ["--env", f"{key}={value}"]
+        for mount in spec.mounts:
+            if not PurePosixPath(mount.target).is_absolute():
+                raise ContainerError(f"mount target {mount.target!r} is not an absolute path")
+            option = f"{Path(mount.host).absolute()}:{mount.target}"
+            args += ["--volume", option + (":ro" if mount.read_only else "")]
+        args += [spec.image, "infinity"]
+        container = cls(engine, spec)
+        _open.add(container)
+        try:
+            done = engine.run(args, timeout_s=ENGINE_TIMEOUT_S)
+            if spec.workdir is not None:
+                container._check(["mkdir", "-p", spec.workdir], "make the workdir")
+            container.notes = enforcement_notes(engine, spec, done.stderr)
+        except BaseException:
+            container.remove()
+            raise
+        return container
+
+    def __enter__(self) -> Container:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.remove()
+
+    def exec(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float,
+        user: str | None = None,
+        env: Mapping[str, str] | None = None,
+        workdir: str | None = None,
+        stdin: bytes | None = None,
+        output_cap: int = 1 << 20,
+    ) -> ExecResult:
+        """Run ``argv`` in the container and wait for it, at most ``timeout_s``. On the
+        deadline every process it started is killed inside the container (``exit_code``
+        None, ``timed_out`` True). Raises ContainerError when the container is gone."""
+        raw = self._exec_raw(
+            argv,
+            timeout_s=timeout_s,
+            user=user,
+            env=env,
+            workdir=workdir,
+            stdin=stdin,
+            cap=output_cap,
+        )
+        return ExecResult(
+            exit_code=raw.exit_code,
+            stdout=raw.stdout.text(),
+            stderr=raw.stderr.text(),
+            timed_out=raw.timed_out,
+            elapsed_s=raw.elapsed_s,
+        )
+
+    def _exec_raw(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float,
+        user: str | None = None,
+        env: Mapping[str, str] | None = None,
+        workdir: str | None = None,
+        stdin: bytes | None = None,
+        cap: int = 1 << 20,
+        err_cap: int | None = None,
+    ) -> _RawExec:
+        if not argv:
+            raise ContainerError("exec needs a command")
+        mark = secrets.token_hex(8)
+        args = [*self.engine.argv, "exec"]
+        if stdin is not None:
+            args.append("-i")
+        if user is not None:
+            args += ["--user", user]
+        workdir = workdir if workdir is not None else self.spec.workdir
+        if workdir is not None:
+            args += ["--workdir", workdir]
+        for key, value in (env or {}).items():
+            args += ["--env", f"{key}={value}"]
+        args += ["--env", f"{EXEC_MARK}={mark}", self.name, *argv]
+        out, err = OutputCapture(cap), OutputCapture(err_cap or cap)
+        started = time.monotonic()
+        try:
+            process = subprocess.Popen(
+                args,
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                env=self.engine.environ(),
+            )
+        except OSError as exc:
+            raise ContainerError(f"cannot run {self.engine.argv[0]} exec: {exc}") from None
+        threads = [
+            threading.Thread(target=_drain, args=(process.stdout, out), daemon=True),
+            threading.Thread(target=_drain, args=(process.stderr, err), daemon=True),
+        ]
+        if stdin is not None:
+            threads.append(threading.Thread(target=_feed, args=(process.stdin, stdin), daemon=True))
+        for thread in threads:
+            thread.start()
+        timed_out = False
+        try:
+            code: int | None = process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out, code = True, None
+            self._kill_marked(f"{EXEC_MARK}={mark}")
+        except BaseException:
+            self._kill_marked(f"{EXEC_MARK}={mark}")
+            process.kill()
+            raise
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        for thread in threads:
+            thread.join(timeout=10)
+        elapsed = time.monotonic() - started
+        if code is not None and code < 0:
+            code = None
+        if code in (125, 126, 127) and not timed_out:
+            self._raise_if_gone(err)
+        return _RawExec(code, out, err, timed_out, elapsed)
+
+    def _raise_if_gone(self, err: OutputCapture) -> None:
+        state = self.engine.run(
+            ["inspect", "--format", "{{.State.Running}}", self.name],
+            check=False,
+            timeout_s=ENGINE_TIMEOUT_S,
+        )
+        if state.returncode != 0 or state.stdout.strip() != b"true":
+            raise ContainerError(
+                f"container {self.name} is not running: {last_lines(err.text()) or 'gone'}"
+            )
+
+    def _kill_marked(self, mark: str) -> None:
+        done = self.engine.run(
+            ["exec", self.name, "sh", "-c", _KILL_MARKED, "sh", mark],
+            timeout_s=ENGINE_TIMEOUT_S,
+            check=False,
+        )
+        if done.returncode != 0:
+            # The mark could not be hunted down (no sh, a process forking without end):
+            # end everything but PID 1 rather than leave it running.
+            self.kill_processes()
+
+    def kill_processes(self) -> None:
+        """Kill every process in the container but PID 1 (``kill -9 -1`` from inside spares
+        only PID 1 and the caller). Raises ContainerError when the engine fails."""
+        self._check(["sh", "-c", "kill -9 -1 2>/dev/null; exit 0"], "kill its processes")
+
+    def copy_in(self, host: Path, target: str) -> None:
+        """Copy the host file or folder ``host`` to ``target`` (absolute) in the container:
+        afterwards ``target`` is that file, or holds that folder's contents."""
+        host = Path(host)
+        if not host.exists():
+            raise ContainerError(f"cannot copy {host} into {self.name}: it does not exist")
+        if host.is_dir():
+            self._check(["mkdir", "-p", target], f"make {target}")
+            source = f"{host.absolute()}/."
+        else:
+            self._check(
+                ["mkdir", "-p", str(PurePosixPath(target).parent)], f"make {target}'s folder"
+            )
+            source = str(host.absolute())
+        self.engine.run(["cp", source, f"{self.name}:{target}"], timeout_s=ENGINE_TIMEOUT_S)
+
+    def copy_out(self, source: str, host: Path) -> None:
+        """Copy ``source`` (a file or folder in the container) to ``host``, which must not
+        exist yet (its parent is made). Symlinks are copied as links, never followed: the
+        copy lands in a fresh folder first, then is moved into place."""
+        host = Path(host)
+        if host.exists() or host.is_symlink():
+            raise ContainerError(f"cannot copy {source} out of {self.name}: {host} exists already")
+        host.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=host.parent, prefix=".copy-") as landing:
+            landed = Path(landing) / "copy"
+            self.engine.run(
+                ["cp", f"{self.name}:{source}", str(landed)], timeout_s=ENGINE_TIMEOUT_S
+            )
+            if not landed.exists() and not landed.is_symlink():
+                raise ContainerError(f"copying {source} out of {self.name} produced nothing")
+            landed.rename(host)
+
+    def write_file(self, target: str, data: bytes) -> None:
+        """Write ``data`` to ``target`` in the container, making its folders."""
+        script = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
+        raw = self._exec_raw(
+            ["sh", "-c", script, "sh", target], timeout_s=FILE_TIMEOUT_S, stdin=data
+        )
+        if raw.exit_code != 0:
+            raise ContainerError(
+                f"cannot write {target} in {self.name}: {last_lines(raw.stderr.text())}"
+            )
+
+    def read_file(self, source: str, limit: int) -> bytes:
+        """The first ``limit`` bytes (at most) of the file ``source`` in the container."""
+        script = (
+            'if [ -d "$1" ]; then echo "$1: is a directory" >&2; exit 1; fi; head -c "$2" -- "$1"'
+        )
+        raw = self._exec_raw(
+            ["sh", "-c", script, "sh", source, str(limit)],
+            timeout_s=FILE_TIMEOUT_S,
+            cap=limit + 1,
+            err_cap=1 << 16,
+        )
+        if raw.exit_code != 0:
+            raise ContainerError(
+                f"cannot read {source} in {self.name}: {last_lines(raw.stderr.text())}"
+            )
+        return bytes(raw.stdout.head + raw.stdout.tail)[:limit]
+
+    def remove(self) -> None:
+        """Kill and remove the container; never raises for one already gone."""
+        if self._removed:
+            return
+        remove_container(self.engine, self.name)
+        self._removed = True
+        _open.discard(self)
+
+    def _check(self, argv: Sequence[str], what: str) -> None:
+        done = self.engine.run(["exec", self.name, *argv], timeout_s=ENGINE_TIMEOUT_S, check=False)
+        if done.returncode != 0:
+            raise ContainerError(
+                f"cannot {what} in container {self.name}: "
+                f"{last_lines(done.stderr) or f'exit {done.returncode}'}"
+            )
+
+
+def _drain(stream: IO[bytes] | None, capture: OutputCapture) -> None:
+    if stream is None:
+        return
+    with stream:
+        while chunk := stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536):
+            capture.add(chunk)
+
+
+def _feed(stream: IO[bytes] | None, data: bytes) -> None:
+    if stream is None:
+        return
+    try:
+        with stream:
+            stream.write(data)
+    except OSError:
+        return
+
+
+class _OpenContainers:
+    """The containers this process started and has not removed: removed at its exit."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._containers: dict[int, Container] = {}
+        atexit.register(self.remove_all)
+
+    def add(self, container: Container) -> None:
+        with self._lock:
+            self._containers[id(container)] = container
+
+    def discard(self, container: Container) -> None:
+        with self._lock:
+            self._containers.pop(id(container), None)
+
+    def remove_all(self) -> None:
+        with self._lock:
+            left = list(self._containers.values())
+        for container in left:
+            try:
+                container.remove()
+            except ContainerError:
+                continue
+
+
+_open = _OpenContainers()
