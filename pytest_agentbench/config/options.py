@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 # the closed sets only: options are read without --agentbench, which imports nothing heavy
+from pytest_agentbench.config.container_options import add_container_options
 from pytest_agentbench.core.choices import (
     FEEDBACK_LEVELS,
     GATE_ON,
@@ -293,6 +294,7 @@ def add_options(parser: pytest.Parser) -> None:
     )
     _add_cost(group, parser)
     _add_judge_options(group, parser)
+    add_container_options(group, parser)
     _add_sampling(group, parser)
     parser.addini("agentbench_model", "model spec used when --agentbench-model is not given")
     parser.addini(
