@@ -108,7 +108,10 @@ def verify(check: Check) -> Verdict:
     except ContainerError as exc:
         return Verdict(0.0, error=f"harbor verifier: the container failed: {exc}")
     write_artifact(check, "test-stdout.txt", output)
-    details: JsonObject = {"exit_code": run.exit_code, "elapsed_s": round(run.elapsed_s, 3)}
+    # nested, so the failure line is not made of these numbers (report/evidence.py)
+    details: JsonObject = {
+        "test_sh": {"exit_code": run.exit_code, "elapsed_s": round(run.elapsed_s, 3)}
+    }
     if run.timed_out:
         return Verdict(
             0.0,
@@ -217,9 +220,10 @@ def _reward_verdict(verifier_dir: Path, details: JsonObject, output: str) -> Ver
             )
     except (ValueError, OSError) as exc:
         return Verdict(0.0, details=details, error=f"harbor verifier: {exc}")
-    details = {**details, "reward_file": source, "raw_reward": reward}
+    found: JsonObject = {"file": source, "raw": reward}
     if rewards:
-        details["rewards"] = dict(rewards)
+        found["named"] = dict(rewards)
+    details = {**details, "reward": found}
     metrics = {name: value for name, value in rewards.items() if name != "reward"}
     return Verdict(
         min(1.0, max(0.0, reward)), metrics=metrics, details=details, feedback=output[-2000:]
