@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_agentbench.environments.engine import Engine, engine_or_reason
+from pytest_agentbench.environments.engine import PODMAN_CONF_HINT, Engine, engine_or_reason
 from pytest_agentbench.environments.images import image_exists
 
 #: The image the container tests run: Debian bookworm minbase with python3.
@@ -31,7 +31,25 @@ def usable_engine(choice: str | None = None) -> Engine:
             f"the base image {BASE_IMAGE} is missing: build it with `bash .ci/base-image` "
             "(mmdebstrap from Debian's packages, then podman import)"
         )
+    if not _runs(found):
+        pytest.skip(
+            f"{found.name} answers but cannot run {BASE_IMAGE}: {_run_failures[found]}"
+            + (f"; {PODMAN_CONF_HINT}" if found.name == "podman" else "")
+        )
     return found
+
+
+_run_failures: dict[Engine, str] = {}
+
+
+def _runs(engine: Engine) -> bool:
+    """Whether ``engine`` runs a container of the base image (once per process)."""
+    if engine not in _run_failures:
+        done = engine.run(["run", "--rm", BASE_IMAGE, "true"], check=False, timeout_s=120)
+        _run_failures[engine] = (
+            done.stderr.decode(errors="replace").strip()[-500:] if done.returncode else ""
+        )
+    return not _run_failures[engine]
 
 
 def fresh_run_id() -> str:

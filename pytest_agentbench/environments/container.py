@@ -77,22 +77,29 @@ exit 1
 @dataclass(frozen=True)
 class ExecResult:
     """How one ``exec`` ended. ``exit_code`` is None when it timed out or was killed;
-    ``stdout`` and ``stderr`` keep head and tail within the cap asked for."""
+    ``stdout`` and ``stderr`` keep head and tail within the cap asked for (``truncated``
+    when either lost bytes); ``stopped`` when the caller's stop event ended it."""
 
     exit_code: int | None
     stdout: str
     stderr: str
     timed_out: bool
     elapsed_s: float
+    truncated: bool = False
+    stopped: bool = False
 
 
 @dataclass
-class _RawExec:
+class RawExec:
+    """An ``exec``'s outcome with its output as captured bytes (:meth:`Container.exec_raw`:
+    for callers that need the bytes, e.g. a file's)."""
+
     exit_code: int | None
     stdout: OutputCapture
     stderr: OutputCapture
     timed_out: bool
     elapsed_s: float
+    stopped: bool = False
 
 
 class Container:
@@ -164,11 +171,13 @@ class Container:
         workdir: str | None = None,
         stdin: bytes | None = None,
         output_cap: int = 1 << 20,
+        stop: threading.Event | None = None,
     ) -> ExecResult:
         """Run ``argv`` in the container and wait for it, at most ``timeout_s``. On the
         deadline every process it started is killed inside the container (``exit_code``
-        None, ``timed_out`` True). Raises ContainerError when the container is gone."""
-        raw = self._exec_raw(
+        None, ``timed_out`` True); the same once ``stop`` is set (``stopped`` True: a loop
+        kill). Raises ContainerError when the container is gone."""
+        raw = self.exec_raw(
             argv,
             timeout_s=timeout_s,
             user=user,
@@ -176,6 +185,7 @@ class Container:
             workdir=workdir,
             stdin=stdin,
             cap=output_cap,
+            stop=stop,
         )
         return ExecResult(
             exit_code=raw.exit_code,
@@ -183,9 +193,11 @@ class Container:
             stderr=raw.stderr.text(),
             timed_out=raw.timed_out,
             elapsed_s=raw.elapsed_s,
+            truncated=raw.stdout.truncated or raw.stderr.truncated,
+            stopped=raw.stopped,
         )
 
-    def _exec_raw(
+    def exec_raw(
         self,
         argv: Sequence[str],
         *,
@@ -196,7 +208,10 @@ class Container:
         stdin: bytes | None = None,
         cap: int = 1 << 20,
         err_cap: int | None = None,
-    ) -> _RawExec:
+        stop: threading.Event | None = None,
+    ) -> RawExec:
+        """:meth:`exec` with the output as captured bytes: ``cap`` bytes of stdout,
+        ``err_cap`` (default ``cap``) of stderr."""
         if not argv:
             raise ContainerError("exec needs a command")
         mark = secrets.token_hex(8)
@@ -232,12 +247,13 @@ class Container:
             threads.append(threading.Thread(target=_feed, args=(process.stdin, stdin), daemon=True))
         for thread in threads:
             thread.start()
-        timed_out = False
+        timed_out = stopped = False
         try:
-            code: int | None = process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out, code = True, None
-            self._kill_marked(f"{EXEC_MARK}={mark}")
+            code = _wait(process, started + timeout_s, stop)
+            if code is None:
+                stopped = stop is not None and stop.is_set()
+                timed_out = not stopped
+                self._kill_marked(f"{EXEC_MARK}={mark}")
         except BaseException:
             self._kill_marked(f"{EXEC_MARK}={mark}")
             process.kill()
@@ -253,7 +269,7 @@ class Container:
             code = None
         if code in (125, 126, 127) and not timed_out:
             self._raise_if_gone(err)
-        return _RawExec(code, out, err, timed_out, elapsed)
+        return RawExec(code, out, err, timed_out, elapsed, stopped)
 
     def _raise_if_gone(self, err: OutputCapture) -> None:
         state = self.engine.run(
@@ -318,7 +334,7 @@ class Container:
     def write_file(self, target: str, data: bytes) -> None:
         """Write ``data`` to ``target`` in the container, making its folders."""
         script = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
-        raw = self._exec_raw(
+        raw = self.exec_raw(
             ["sh", "-c", script, "sh", target], timeout_s=FILE_TIMEOUT_S, stdin=data
         )
         if raw.exit_code != 0:
@@ -331,7 +347,7 @@ class Container:
         script = (
             'if [ -d "$1" ]; then echo "$1: is a directory" >&2; exit 1; fi; head -c "$2" -- "$1"'
         )
-        raw = self._exec_raw(
+        raw = self.exec_raw(
             ["sh", "-c", script, "sh", source, str(limit)],
             timeout_s=FILE_TIMEOUT_S,
             cap=limit + 1,
@@ -358,6 +374,22 @@ class Container:
                 f"cannot {what} in container {self.name}: "
                 f"{last_lines(done.stderr) or f'exit {done.returncode}'}"
             )
+
+
+def _wait(
+    process: subprocess.Popen[bytes], deadline: float, stop: threading.Event | None
+) -> int | None:
+    """``process``'s exit status, or None once ``deadline`` passed or ``stop`` was set."""
+    while True:
+        left = deadline - time.monotonic()
+        if stop is not None and stop.is_set():
+            return None
+        if left <= 0:
+            return None
+        try:
+            return process.wait(timeout=min(left, 0.1) if stop is not None else left)
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def _drain(stream: IO[bytes] | None, capture: OutputCapture) -> None:
