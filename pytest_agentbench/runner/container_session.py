@@ -72,10 +72,14 @@ def start_container(task: Task, rollout_dir: Path, place: EnvironmentPlace) -> C
             engine, source, image_map=place.image_map, cache_dir=place.cache_dir, log_path=log_path
         )
     except ImageBuildError as exc:
-        tail = f"; its log ends:\n{exc.log_tail}" if exc.log_tail else ""
+        hint = (
+            " (--agentbench-image-map NAME=IMAGE, or the agentbench_image_map ini key)"
+            if exc.step == "pull"
+            else ""
+        )
         raise ImageBuildError(
             f"task {task.id!r}: the environment ({wanted.described}) failed at the {exc.step} "
-            f"step — {exc}; build log: {exc.log_path or log_path}{tail}",
+            f"step{hint} — {exc}",
             step=exc.step,
             log_path=exc.log_path,
             log_tail=exc.log_tail,

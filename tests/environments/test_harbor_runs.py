@@ -32,7 +32,9 @@ def latest(root: Path) -> Path:
 def test_controls_name_a_task_whose_oracle_fails(pytester: pytest.Pytester, engine: Engine) -> None:
     write_task(pytester.path / "ds", "works")
     write_task(pytester.path / "ds", "broken", solve_sh="#!/bin/bash\necho 41 > /app/answer.txt\n")
-    result = pytester.runpytest("--agentbench", "ds", "--agentbench-controls", "-p", "no:cacheprovider")
+    result = pytester.runpytest(
+        "--agentbench", "ds", "--agentbench-controls", "-p", "no:cacheprovider"
+    )
     out = result.stdout.str()
     assert "controls: 4 run — 3 behaved, 1 misbehaved" in out, out
     result.stdout.fnmatch_lines(["*broken*positive*known-good answer does not pass*"])
