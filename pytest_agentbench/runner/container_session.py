@@ -179,7 +179,9 @@ class ContainerAgentSession(AgentSession):
         try:
             where = container.exec(["pwd"], timeout_s=_SETUP_S)  # the image's WORKDIR
             root = task.environment.workdir if task.environment else None
-            workspace = ContainerWorkspace(container, root or where.stdout.strip() or "/")
+            workspace = ContainerWorkspace.seeded(
+                container, root or where.stdout.strip() or "/", task.files, task.files_dir
+            )
             return cls(
                 task, client, tools, workspace, rollout_dir, max_tokens=max_tokens,
                 stream=stream, kill_policy=kill_policy,
