@@ -156,6 +156,8 @@ class ContainerAgentSession(AgentSession):
         agent_s = task.environment.agent_timeout_s if task.environment else None
         self.agent_deadline = None if agent_s is None else time.monotonic() + agent_s
         self.agent_timeout_s = agent_s
+        if agent_s is not None:  # in its own container a command may use the agent's time
+            self.command_timeout_s = max(self.command_timeout_s, agent_s)
         self.copy_problems: list[str] = []
 
     @classmethod
