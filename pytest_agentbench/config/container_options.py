@@ -7,10 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import pytest
-
 from pytest_agentbench.errors import AgentbenchError
 
+#: The engines a run may name (``--agentbench-engine``, defined in config/options.py).
 ENGINES = ("podman", "docker")
 OptionReader = Callable[[str], object]
 
@@ -22,28 +21,6 @@ class ContainerSettings:
 
     engine: str | None = None
     image_map: tuple[tuple[str, str], ...] = ()
-
-
-def add_container_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
-    group.addoption(
-        "--agentbench-engine",
-        choices=ENGINES,
-        help="the container engine of tasks with an environment (Harbor tasks): podman or "
-        "docker (default: podman if it answers, else docker; CONTAINER_HOST / DOCKER_HOST "
-        "reach a remote one)",
-    )
-    group.addoption(
-        "--agentbench-image-map",
-        action="append",
-        metavar="NAME=IMAGE",
-        help="build with IMAGE wherever a task's Dockerfile says FROM NAME (or its "
-        "docker_image names NAME): how an air-gapped machine builds every task; repeatable",
-    )
-    parser.addini("agentbench_engine", "podman or docker (tasks with an environment)")
-    parser.addini(
-        "agentbench_image_map", "NAME = IMAGE lines: FROM names mapped to local images",
-        type="linelist",
-    )  # fmt: skip
 
 
 def container_settings(option: OptionReader, ini: OptionReader) -> ContainerSettings:

@@ -51,12 +51,28 @@ def _options_schema() -> JsonObject:
     return {
         "type": "object",
         "properties": {
-            "tests": {"type": "string", "minLength": 1},
-            "timeout_s": {"type": "number", "exclusiveMinimum": 0, "default": 600},
-            "env": {"type": "object", "additionalProperties": {"type": "string"}},
-            "user": {"type": "string", "minLength": 1},
+            "tests": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The task's tests/ folder, copied to /tests (test.sh runs).",
+            },
+            "timeout_s": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "default": 600,
+                "description": "Seconds test.sh may run ([verifier] timeout_sec).",
+            },
+            "env": {
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "description": "test.sh's environment variables ([verifier] env).",
+            },
+            "user": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The user test.sh runs as ([verifier] user).",
+            },
         },
-        "required": ["tests"],
         "additionalProperties": False,
     }
 
@@ -66,7 +82,9 @@ def check_task(task: Task) -> Iterable[ConfigProblem]:
     if task.environment is None:
         yield ConfigProblem((), "needs an environment (a Harbor task folder has one)")
     tests = task.verifier.options.get("tests")
-    if isinstance(tests, str) and not (Path(tests) / "test.sh").is_file():
+    if not isinstance(tests, str):
+        yield ConfigProblem(("options", "tests"), "must name the task's tests/ folder")
+    elif not (Path(tests) / "test.sh").is_file():
         yield ConfigProblem(("options", "tests"), f"holds no test.sh: {tests}")
 
 
