@@ -293,6 +293,7 @@ def add_options(parser: pytest.Parser) -> None:
     )
     _add_cost(group, parser)
     _add_judge_options(group, parser)
+    _add_container_options(group, parser)
     _add_sampling(group, parser)
     parser.addini("agentbench_model", "model spec used when --agentbench-model is not given")
     parser.addini(
@@ -508,3 +509,27 @@ def _add_judge_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None
         "agentbench_judge_timeout",
         "the judge's time limit per answer in seconds when no suite sets judge.timeout_s",
     )
+
+
+def _add_container_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
+    """The engine and the image map of tasks with an environment (config/container_options.py
+    reads them; defined here so that nothing more is imported before --agentbench)."""
+    group.addoption(
+        "--agentbench-engine",
+        choices=("podman", "docker"),
+        help="the container engine of tasks with an environment (Harbor tasks): podman or "
+        "docker (default: podman if it answers, else docker; CONTAINER_HOST / DOCKER_HOST "
+        "reach a remote one)",
+    )
+    group.addoption(
+        "--agentbench-image-map",
+        action="append",
+        metavar="NAME=IMAGE",
+        help="build with IMAGE wherever a task's Dockerfile says FROM NAME (or its "
+        "docker_image names NAME): how an air-gapped machine builds every task; repeatable",
+    )
+    parser.addini("agentbench_engine", "podman or docker (tasks with an environment)")
+    parser.addini(
+        "agentbench_image_map", "NAME = IMAGE lines: FROM names mapped to local images",
+        type="linelist",
+    )  # fmt: skip

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from pytest_agentbench.config.container_options import ContainerSettings, container_settings
 from pytest_agentbench.config.model_list import (
     ModelEntry,
     model_entries,
@@ -127,6 +128,7 @@ class Settings:
     loop_kill_seconds: float = 10.0
     loop_kill_tokens: int = 1024
     sandbox: Isolation | None = None
+    containers: ContainerSettings = field(default_factory=ContainerSettings)
     markdown: Path | None = None
     controls: bool = False
     canary: bool = False
@@ -339,6 +341,7 @@ def resolve_settings(option: OptionReader, ini: OptionReader, env: Mapping[str, 
         else 64.0,
         breaker_threshold=int_option(option, ini, "agentbench_breaker", 5, 0, 1000),
         sandbox=choice("agentbench sandbox", given("sandbox"), ISOLATION_MODES),
+        containers=container_settings(option, ini),
         loop_kill=int_option(option, ini, "agentbench_loop_kill", 80, 0, 100),
         loop_kill_tokens=int_option(option, ini, "agentbench_loop_kill_tokens", 1024, 1, 10**7),
         loop_kill_seconds=number("agentbench loop kill seconds", kill_seconds, float, 0.0, 86400)

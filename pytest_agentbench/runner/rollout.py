@@ -16,6 +16,7 @@ from pytest_agentbench.core.usage import sum_usage
 from pytest_agentbench.errors import AgentbenchError, BudgetExhausted, SandboxError, WorkerCrashed
 from pytest_agentbench.models.base import ModelClient
 from pytest_agentbench.runner.agent import AgentSession, OpenAgent, Session, first_messages
+from pytest_agentbench.runner.container_session import ContainerAgentSession, EnvironmentPlace
 from pytest_agentbench.runner.loopguard import KillPolicy, fresh_guards
 from pytest_agentbench.runner.pool import step_aside, step_back
 from pytest_agentbench.runner.repair import repair_request, repairs_allowed
@@ -75,6 +76,7 @@ def _open_session(
     stream: bool,
     kill_policy: KillPolicy,
     open_agent: OpenAgent | None = None,
+    place: EnvironmentPlace | None = None,
 ) -> Session:
     """The session whose attempts generate the answers: the task's agent under test
     (``open_agent``), the agent loop over a fresh workspace in agent mode, else the same
@@ -96,6 +98,22 @@ def _open_session(
 
     if tools is None:
         tools = {tool.name: tool for tool in BUILTIN_TOOLS}
+    if task.environment is not None:
+        if place is None:
+            raise AgentbenchError(
+                f"task {task.id!r} runs in a container: it needs the run's engine settings "
+                "(the plugin's run provides them)"
+            )
+        return ContainerAgentSession.start(
+            task,
+            client,
+            tools,
+            verifier_dir.parent,
+            place,
+            max_tokens=max_tokens,
+            stream=stream,
+            kill_policy=kill_policy,
+        )
     mode = isolation or str(task.verifier.options.get("isolation", "auto"))
     root = verifier_dir.parent / "workspace"
     return AgentSession.open(
@@ -149,6 +167,7 @@ def run_rollout(
     tools: Mapping[str, Tool] | None = None,
     isolation: str | None = None,
     open_agent: OpenAgent | None = None,
+    place: EnvironmentPlace | None = None,
 ) -> Rollout:
     """Run ``task`` to an outcome. Never raises for model or verifier failures: they become
     the ``timeout`` / ``harness_error`` / ``loop_killed`` outcomes with every earlier
@@ -190,6 +209,7 @@ def run_rollout(
             stream=stream,
             kill_policy=kill_policy or KillPolicy(),
             open_agent=open_agent,
+            place=place,
         )
     except AgentbenchError as exc:
         stage: FailureStage = "sandbox" if isinstance(exc, SandboxError) else "harness"
@@ -232,7 +252,8 @@ def run_rollout(
             outcome, failure = run.stop, run.failure
             failure_detail = run.failure_detail
             built_in = isinstance(session, AgentSession)
-            timed_out = run.stop == "timeout" and (built_in or not run.error)
+            own_limit = isinstance(session, ContainerAgentSession) and bool(run.error)
+            timed_out = run.stop == "timeout" and (built_in or not run.error) and not own_limit
             error = f"timeout after {timeout_s:g}s" if timed_out else run.error
             break
         if run.stop == "agent_failed":
@@ -258,6 +279,7 @@ def run_rollout(
             workspace,
             deadline=verify_deadline,
             watch=judge_watch,  # a judge's stream is watched like the model's
+            container=session.container if isinstance(session, ContainerAgentSession) else None,
         )
         if workspace is not None:
             # the agent's commands ran as untrusted code: whatever they left in the

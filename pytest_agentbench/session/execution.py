@@ -33,6 +33,7 @@ from pytest_agentbench.report.evidence import collapse, cut, failure_reason
 from pytest_agentbench.runner.agent import OpenAgent
 from pytest_agentbench.runner.loopguard import KillPolicy
 from pytest_agentbench.runner.rollout import run_rollout
+from pytest_agentbench.session.containers import environment_place
 from pytest_agentbench.session.run import RunState
 from pytest_agentbench.suites.task import FeedbackLevel, RepairMode, Task, VerifierConfig
 
@@ -169,6 +170,7 @@ def run_task_item(
             tools=services.tools(),
             isolation=settings.sandbox,
             open_agent=_agent_opener(state, task, settings) if task.agent is not None else None,
+            place=environment_place(state) if task.environment is not None else None,
         )
     except ModelError as exc:
         rollout = Rollout.harness_error(

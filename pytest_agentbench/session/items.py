@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
-from dataclasses import replace
+from collections.abc import Callable, Collection, Iterable, Iterator
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,6 +12,11 @@ import pytest
 
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import SuiteError
+from pytest_agentbench.session.control_items import (
+    control_item_name,
+    control_plan,
+    missing_control_record,
+)
 from pytest_agentbench.session.names import item_name as item_name
 from pytest_agentbench.session.names import item_parts as item_parts
 from pytest_agentbench.session.run import RunState
@@ -25,7 +29,7 @@ if TYPE_CHECKING:
 
     from _pytest._code.code import TerminalRepr, TracebackStyle
 
-    from pytest_agentbench.config.settings import Settings
+    from pytest_agentbench.suites.load import SamplingCheck, Suite
 
 #: (suite name, task id) → the suite file that holds it, over every file collected so
 #: far: two files may declare the same suite name, but never the same task in it.
@@ -72,89 +76,6 @@ def special_suite_files(directory: pytest.Dir, patterns: Iterable[str]) -> list[
     ]
 
 
-def control_plan(tasks: tuple[Task, ...], settings: Settings, suite: str) -> list[Planned]:
-    """The controls a suite file's items run: all of them with ``--agentbench-controls``,
-    one sampled negative control with ``--agentbench-canary``, else none. The canary is
-    drawn with the run's seed (``--agentbench-seed``)."""
-    from pytest_agentbench.suites.controls import plan_canary, plan_controls
-
-    labelled = calibration_plan(tasks, settings)
-    if settings.calibrate:
-        return labelled
-    if settings.controls:
-        return plan_controls(tasks) + labelled
-    if settings.canary:
-        canary = plan_canary(tasks, int(settings.seed or 0), suite)
-        return ([canary] if canary is not None else []) + labelled
-    return labelled
-
-
-def calibration_plan(tasks: tuple[Task, ...], settings: Settings) -> list[Planned]:
-    """The labelled answers judged to calibrate the judge of this file's judge tasks:
-    from ``--agentbench-judge-labels`` (or the ini's ``agentbench_judge_labels``), else
-    from a judge task's ``labels`` option (a file beside the suite). None without labels."""
-    from pytest_agentbench.suites.calibration import load_labels, plan_calibration
-
-    judged = [task for task in tasks if task.verifier.kind == "judge"]
-    if not judged:
-        return []
-    paths: list[Path] = []
-    if settings.judge_labels is not None:
-        paths.append(settings.judge_labels)
-    else:
-        for task in judged:
-            own = task.verifier.options.get("labels")
-            if isinstance(own, str) and (path := task.path.parent / own) not in paths:
-                paths.append(path)
-    planned: list[Planned] = []
-    for path in paths:
-        planned += plan_calibration(judged, load_labels(path))
-    return planned
-
-
-def control_item_name(plan: Planned) -> str:
-    """A control item's name: the task id and the control, ``add[control-empty]`` (a
-    canary: ``add[canary-empty]``), so ``-k empty`` or ``-k control`` selects them."""
-    if plan.control.calibration:
-        return f"{plan.task.id}[{plan.control.name}]"
-    kind = "canary" if plan.control.canary else "control"
-    return f"{plan.task.id}[{kind}-{plan.control.name}]"
-
-
-def missing_control_record(plan: Planned, nodeid: str, file: str) -> TaskRecord:
-    """The record of a positive control that cannot run (no known-good answer): counted
-    and reported as "no positive control", never silently left out. No answer was
-    played: its outcome is ``failed`` with no verdict, no failure, and the control's
-    ``missing`` saying why (its item is skipped, its CTRF status ``skipped``)."""
-    import time
-
-    from pytest_agentbench.artifacts.controls import control_fields
-    from pytest_agentbench.artifacts.record import record_without_rollout
-
-    control = plan.control
-    record = record_without_rollout(
-        nodeid=nodeid,
-        file=file,
-        suite=plan.task.suite,
-        task_id=plan.task.id,
-        model="scripted",
-        outcome="failed",
-        cause=plan.missing,
-        failure_kind="harness",
-        start_ms=int(time.time() * 1000),
-        duration_ms=0,
-    )
-    fields = control_fields(
-        name=control.name,
-        expect=control.expect,
-        source=control.source,
-        canary=control.canary,
-        outcome=None,
-        missing=plan.missing,
-    )
-    return replace(record, failure=None, failure_kind=None, control=fields)
-
-
 class SuiteFile(pytest.File):
     """A ``bench_*`` suite file; collecting it loads and validates the whole suite."""
 
@@ -165,7 +86,6 @@ class SuiteFile(pytest.File):
     def collect(self) -> Iterator[TaskItem]:
         from pytest_agentbench.models.sampling_wire import protocol_of, sampling_refusals
         from pytest_agentbench.scripted.script import Reply
-        from pytest_agentbench.suites.load import load_document, load_suite
 
         state = self.config.stash[STATE_KEY]
         protocols = {protocol_of(one.model) for one in state.settings.lineup()}
@@ -181,32 +101,12 @@ class SuiteFile(pytest.File):
             for refusal in sampling_refusals(protocol, table)
         ]
         try:
-            document = self._plugin_document()
-            if document is None and self.claim_only:
-                return
-            if document is None:
-                suite = load_suite(
-                    self.path,
-                    state.services.verifiers(),
-                    sampling_check=sampling_check,
-                    find_dataset=self._find_dataset,
-                    reply_check=reply_check,
-                    tools=tools,
-                    max_bytes=max_bytes,
-                )
-            else:
-                suite = load_document(
-                    self.path,
-                    document,
-                    state.services.verifiers(),
-                    sampling_check=sampling_check,
-                    reply_check=reply_check,
-                    tools=tools,
-                    max_bytes=max_bytes,
-                )
+            suite = self._read_suite(sampling_check, reply_check, tools, max_bytes)
         except SuiteError as exc:
             shown = SuiteError(self._display_path(), exc.problems)
             raise self.CollectError(str(shown)) from None
+        if suite is None:
+            return
         tasks = selected = _selected(suite.tasks, state)
         if state.settings.max_cost is not None:
             self._judges_priced(tasks)
@@ -235,6 +135,7 @@ class SuiteFile(pytest.File):
                         item = TaskItem.from_parent(self, name=item_name(copy), task=copy)
                         for mark in task.marks:
                             item.add_marker(mark)
+                        self._skip_without_engine(item)
                         yield item
         for plan in planned:  # a control carries its task's marks: -m selects both alike
             control = TaskItem.from_parent(
@@ -242,7 +143,54 @@ class SuiteFile(pytest.File):
             )
             for mark in plan.task.marks:
                 control.add_marker(mark)
+            self._skip_without_engine(control)
             yield control
+
+    def _read_suite(
+        self,
+        sampling_check: SamplingCheck,
+        reply_check: Callable[[object, str], None],
+        tools: Collection[str],
+        max_bytes: int,
+    ) -> Suite | None:
+        """The suite this file holds (None: a ``bench_*`` file no plugin claimed); raises
+        SuiteError with every problem found."""
+        from pytest_agentbench.suites.load import load_document, load_suite
+
+        state = self.config.stash[STATE_KEY]
+        document = self._plugin_document()
+        if document is None and self.claim_only:
+            return None
+        if document is None:
+            return load_suite(
+                self.path,
+                state.services.verifiers(),
+                sampling_check=sampling_check,
+                find_dataset=self._find_dataset,
+                reply_check=reply_check,
+                tools=tools,
+                max_bytes=max_bytes,
+            )
+        return load_document(
+            self.path,
+            document,
+            state.services.verifiers(),
+            sampling_check=sampling_check,
+            reply_check=reply_check,
+            tools=tools,
+            max_bytes=max_bytes,
+        )
+
+    def _skip_without_engine(self, item: TaskItem) -> None:
+        """A task that runs in a container is skipped, saying why, where no container
+        engine answers (session/containers.py)."""
+        if item.task.environment is None:
+            return
+        from pytest_agentbench.session.containers import engine_missing
+
+        why = engine_missing(self.config.stash[STATE_KEY])
+        if why is not None:
+            item.add_marker(pytest.mark.skip(reason=why))
 
     def _judges_priced(self, tasks: tuple[Task, ...]) -> None:
         """Under ``--agentbench-max-cost`` every judge needs a price, as every model does

@@ -120,11 +120,23 @@ class SessionPlugin:
             report.result.extend(special_suite_files(collector, self.state.settings.files))
         return report
 
+    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
+        """Nothing in a Harbor task folder but its task file is collected: its tests are
+        run by the verifier in the task's container, never by pytest on the host."""
+        from pytest_agentbench.session.harbor_items import inside_task_folder
+
+        return True if inside_task_folder(collection_path) else None
+
     def pytest_collect_file(
         self, file_path: Path, parent: pytest.Collector
     ) -> pytest.Collector | None:
         from fnmatch import fnmatch
 
+        from pytest_agentbench.session.harbor_items import collect_harbor
+
+        harbor = collect_harbor(file_path, parent)
+        if harbor is not None:
+            return harbor
         if any(fnmatch(file_path.name, pattern) for pattern in self.state.settings.files):
             from pytest_agentbench.session.items import SuiteFile
 
@@ -162,12 +174,18 @@ class SessionPlugin:
 
         state = self.state
         SuiteFile.forget_owners(session.config)
-        queue = [item for item in session.items if isinstance(item, TaskItem)]
-        if state.settings.calibrate and not queue and not state.run.is_worker:
+        tasks = [item for item in session.items if isinstance(item, TaskItem)]
+        # a task marked to skip never runs: the pool does not run it ahead either
+        queue = [item for item in tasks if item.get_closest_marker("skip") is None]
+        if state.settings.calibrate and not tasks and not state.run.is_worker:
             _no_labels(session)
         tests = sum(1 for item in session.items if "agentbench_model" in _fixtures(item))
-        state.results.selected = max(state.results.selected, len(queue) + tests)
+        state.results.selected = max(state.results.selected, len(tasks) + tests)
         state.inflight.set_queue(queue)
+        if any(item.task.environment is not None for item in queue):
+            from pytest_agentbench.session.containers import reap_earlier_containers
+
+            reap_earlier_containers(state)
         if state.sequential is not None:
             state.sequential.plan([item.task for item in queue])
         import gc

@@ -8,6 +8,8 @@ as any task: no separate path judges it.
 
 The known-good answer, first found: the task's ``oracle``; else its target, where the
 verifier makes the target itself a valid answer (exact, includes, number, choice). A
+Harbor task's known-good answer is its ``solution/solve.sh``, run in its container; its
+one negative control is an agent that does nothing. A
 dataset field mapped to ``oracle`` (HumanEval's ``canonical_solution``, a function body)
 is completed with the task's input when only the two together are Python.
 """
@@ -22,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pytest_agentbench.core.jsontypes import JsonValue
+from pytest_agentbench.suites.harbor import HARBOR
 from pytest_agentbench.suites.task import Control, Replies, Task
 
 POSITIVE = "positive"
@@ -93,6 +96,8 @@ def known_good(task: Task) -> tuple[Replies, str] | None:
 def no_positive_reason(task: Task) -> str:
     """Why a task has no positive control, and what to add."""
     kind = task.verifier.kind
+    if kind == HARBOR:
+        return "no positive control: the Harbor task has no solution/solve.sh; add one"
     if task.mode == "agent":
         why = "an agent task needs an oracle (its replies, one per model call)"
     elif kind in TARGET_IS_ANSWER:
@@ -173,6 +178,8 @@ def negatives(
     """The negative controls of ``task``: each a Control and its scripted replies.
     ``others`` are the suite's other tasks with their known-good answers; the first whose
     answer differs from this task's gives the ``other-task`` control."""
+    if task.verifier.kind == HARBOR:  # the nop agent: the container as it was built
+        return [(Control(EMPTY, "fail", "an agent that does nothing"), ("",))]
     found: list[tuple[Control, Replies]] = [
         (Control(EMPTY, "fail", "an empty answer"), ("",)),
         (Control(REFUSAL, "fail", "a refusal"), (REFUSAL_TEXT,)),
@@ -199,8 +206,15 @@ def negatives(
 
 
 def control_run(task: Task, control: Control, replies: Replies) -> Task:
-    """The copy of ``task`` a control runs: the control's replies, no repair round."""
-    return dataclasses.replace(task, scripted=replies, repairs=0, control=control)
+    """The copy of ``task`` a control runs: the control's replies, no repair round. A
+    Harbor task's positive control (its oracle) gets its ``solution/`` in the container."""
+    environment = task.environment
+    if task.verifier.kind == HARBOR and control.expect == "pass" and environment is not None:
+        solution = task.path.parent / "solution"
+        environment = dataclasses.replace(environment, solution=solution)
+    return dataclasses.replace(
+        task, scripted=replies, repairs=0, control=control, environment=environment
+    )
 
 
 def plan_controls(tasks: Sequence[Task]) -> list[Planned]:

@@ -13,6 +13,7 @@ from pytest_agentbench.core.choices import FeedbackLevel as FeedbackLevel
 from pytest_agentbench.core.choices import RepairMode as RepairMode
 from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.core.sampling import Sampling
+from pytest_agentbench.suites.environment import TaskEnvironment
 
 #: The tools an agent task gets unless it names its own (the built-in ones).
 DEFAULT_TOOLS = ("bash", "read_file", "write_file", "list_files")
@@ -140,6 +141,9 @@ class Task:
     perturbation: str | None = None
     original_id: str | None = None
     perturbation_seed: int | None = None
+    #: The container the task's rollout works in (None: the host's sandbox); a Harbor
+    #: task always has one (suites/harbor.py).
+    environment: TaskEnvironment | None = None
 
     @property
     def key(self) -> str:

@@ -6,11 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.suites.task import Task
+
+if TYPE_CHECKING:
+    from pytest_agentbench.environments.container import Container
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,9 @@ class Check:
     deadline: float | None = None
     #: a fresh loop watch for a model stream the verifier reads (a judge's), or None
     watch: Callable[[], EventSink] | None = None
+    #: the rollout's container when the task has an environment: the agent worked
+    #: there and the verifier runs there (None otherwise)
+    container: Container | None = None
 
 
 def number_option(options: Mapping[str, JsonValue], name: str, default: float) -> float:

@@ -8,6 +8,7 @@ from pytest_agentbench.verifiers.checks import PYTHON_CHECKS
 from pytest_agentbench.verifiers.choice import CHOICE
 from pytest_agentbench.verifiers.code import PYTHON_TESTS
 from pytest_agentbench.verifiers.command import COMMAND
+from pytest_agentbench.verifiers.harbor import HARBOR_VERIFIER
 from pytest_agentbench.verifiers.json_schema import JSON_SCHEMA
 from pytest_agentbench.verifiers.judge import JUDGE
 from pytest_agentbench.verifiers.number import NUMBER
@@ -25,4 +26,5 @@ BUILTIN_VERIFIERS: tuple[Verifier, ...] = (
     PYTHON_CHECKS,
     COMMAND,
     JUDGE,
+    HARBOR_VERIFIER,
 )

@@ -252,7 +252,8 @@ def test_one_error_lists_every_problem_with_task_and_path(tmp_path: Path) -> Non
         "known keys: tolerance",
         'task 1 ("apples"): $.task[0] is missing required key "input"',
         'task 1 ("apples"): $.task[0] has unknown key "inptu" (did you mean "input"?); known keys: '
-        "agent, choices, feedback, files, id, input, marks, max_tokens, max_tool_output, "
+        "agent, choices, environment, feedback, files, id, input, marks, max_tokens, "
+        "max_tool_output, "
         "max_turns, mode, oracle, pass_threshold, repair_mode, repairs, sampling, scripted, "
         "scripted_by_model, system, target, template, timeout_s, tools, vars, verifier",
         'task 2 ("apples"): $.task[1].max_tokens must be an integer; got string "many"',

@@ -16,7 +16,7 @@ from pytest_agentbench.verifiers.choice import extract_choice
 
 
 def test_builtin_kinds_are_unique_and_schemas_are_strict() -> None:
-    kinds = ["choice", "command", "exact", "includes", "json_schema", "judge", "number"]
+    kinds = ["choice", "command", "exact", "harbor", "includes", "json_schema", "judge", "number"]
     kinds += ["python_checks", "python_tests"]
     assert sorted(VERIFIERS) == [*kinds, "regex"]
     assert len(VERIFIERS) == len(BUILTIN_VERIFIERS)
