@@ -26,7 +26,7 @@ from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.suites.environment import TaskEnvironment
 from pytest_agentbench.suites.harbor_toml import HarborConfig, read_config
-from pytest_agentbench.suites.task import Task, VerifierConfig
+from pytest_agentbench.suites.task import AgentConfig, Task, VerifierConfig
 from pytest_agentbench.suites.validate import id_problem, mark_problem, show, type_name
 
 #: The verifier kind of every Harbor task (verifiers/harbor.py).
@@ -44,7 +44,7 @@ SLACK_S = 60.0
 #: tool (a scripted reply, played like any control's), then an empty answer.
 SOLUTION_DIR = "/solution"
 _COMPOSE = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
-_AGENTBENCH_KEYS = ("scripted", "max_turns", "pass_threshold", "marks")
+_AGENTBENCH_KEYS = ("scripted", "max_turns", "pass_threshold", "marks", "agent")
 
 #: Judges one scripted reply at a path (suites/validate.ReplyCheck).
 ReplyCheck = Callable[[JsonValue, str], None]
@@ -200,7 +200,22 @@ def _agentbench_table(
             why = mark_problem(mark) if isinstance(mark, str) else "must be a string"
             if why is not None:
                 problems.append(f"{where}.marks: {show(mark)} {why}")
+    agent = own.get("agent")
+    if agent is not None and not (isinstance(agent, dict) and isinstance(agent.get("kind"), str)):
+        problems.append(
+            f"{where}.agent must be a table with a kind (an agent under test, as a suite's "
+            f"agent table); got {show(agent)}"
+        )
     return own
+
+
+def _agent(own: JsonObject) -> AgentConfig | None:
+    """The agent under test ``[metadata.agentbench.agent]`` names (checked by
+    _agentbench_table), run in the task's container (agents/container_agent.py)."""
+    agent = own.get("agent")
+    if not isinstance(agent, dict) or not isinstance(agent.get("kind"), str):
+        return None
+    return AgentConfig(str(agent["kind"]), {k: v for k, v in agent.items() if k != "kind"})
 
 
 def _task(task_file: Path, config: HarborConfig, instruction: str, own: JsonObject) -> Task:
@@ -250,4 +265,5 @@ def _task(task_file: Path, config: HarborConfig, instruction: str, own: JsonObje
         marks=tuple(m for m in marks if isinstance(m, str)) if isinstance(marks, list) else (),
         oracle=oracle_replies() if solve.is_file() else (),
         environment=environment,
+        agent=_agent(own),
     )
