@@ -27,7 +27,7 @@ from typing import IO
 
 from pytest_agentbench.core.capture import OutputCapture
 from pytest_agentbench.environments.engine import Engine, last_lines
-from pytest_agentbench.environments.limits import enforcement_notes
+from pytest_agentbench.environments.limits import enforcement_notes, settle_script
 from pytest_agentbench.environments.owners import (
     labels_for,
     new_name,
@@ -142,9 +142,18 @@ class Container:
         _open.add(container)
         try:
             done = engine.run(args, timeout_s=ENGINE_TIMEOUT_S)
-            if spec.workdir is not None:
-                container._check(["mkdir", "-p", spec.workdir], "make the workdir")
-            container.notes = enforcement_notes(engine, spec, done.stderr)
+            script = settle_script(spec)
+            settled = b"", b""
+            if script is not None:
+                argv = ["exec", spec.name, "sh", "-c", script, "sh", spec.workdir or "/"]
+                ran = engine.run(argv, timeout_s=ENGINE_TIMEOUT_S, check=False)
+                if ran.returncode == 90:
+                    raise ContainerError(
+                        f"cannot make the workdir {spec.workdir} in container {spec.name}: "
+                        f"{last_lines(ran.stderr)}"
+                    )
+                settled = ran.stdout, ran.stderr
+            container.notes = enforcement_notes(engine, spec, done.stderr, *settled)
         except BaseException:
             container.remove()
             raise

@@ -28,26 +28,38 @@ fi
 """
 
 
-def enforcement_notes(engine: Engine, spec: ContainerSpec, run_stderr: bytes) -> tuple[str, ...]:
-    """Notes on what of ``spec``'s limits (``cpus``, ``memory_mb``) is not in force in its
-    started container, and the engine's warnings from ``run``. Empty when all holds."""
+def settle_script(spec: ContainerSpec) -> str | None:
+    """The one ``sh`` script run right after a start, when anything needs settling: it
+    makes the workdir (``$1``; Podman refuses to start in a missing one, so it cannot be
+    given to ``run``) and prints the limits the cgroup holds. None when nothing does."""
+    parts = []
+    if spec.workdir is not None:
+        parts.append('mkdir -p -- "$1" || exit 90')
+    if spec.cpus is not None or spec.memory_mb is not None:
+        parts.append(_READ_CGROUP)
+    return "\n".join(parts) or None
+
+
+def enforcement_notes(
+    engine: Engine, spec: ContainerSpec, run_stderr: bytes, cgroup: bytes, cgroup_err: bytes
+) -> tuple[str, ...]:
+    """Notes on what of ``spec``'s limits (``cpus``, ``memory_mb``) is not in force, from
+    what :func:`settle_script` printed (``cgroup``, ``cgroup_err``), and the engine's
+    warnings from ``run``. Empty when all holds."""
     notes = [
         f"{engine.name} warned: {line.strip()}"
         for line in run_stderr.decode("utf-8", errors="replace").splitlines()
         if "warn" in line.lower()
     ]
-    cpus, memory_mb, name = spec.cpus, spec.memory_mb, spec.name
-    if cpus is None and memory_mb is None:
-        return tuple(notes)
-    done = engine.run(["exec", name, "sh", "-c", _READ_CGROUP], check=False, timeout_s=120)
     seen: dict[str, list[str]] = {}
-    for line in done.stdout.decode("utf-8", errors="replace").splitlines():
+    for line in cgroup.decode("utf-8", errors="replace").splitlines():
         key, _, value = line.partition(" ")
         seen[key] = value.split()
-    if memory_mb is not None:
-        notes += _memory_note(memory_mb, seen.get("memory"), last_lines(done.stderr))
-    if cpus is not None:
-        notes += _cpu_note(cpus, seen.get("cpu"), last_lines(done.stderr))
+    why = last_lines(cgroup_err)
+    if spec.memory_mb is not None:
+        notes += _memory_note(spec.memory_mb, seen.get("memory"), why)
+    if spec.cpus is not None:
+        notes += _cpu_note(spec.cpus, seen.get("cpu"), why)
     return tuple(notes)
 
 

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.errors import ContainerError, ImageBuildError
 from pytest_agentbench.runner.agent import AgentRun, AgentSession
-from pytest_agentbench.runner.container_tools import ContainerWorkspace
 from pytest_agentbench.suites.task import Task
 
 if TYPE_CHECKING:
@@ -30,6 +29,7 @@ if TYPE_CHECKING:
     from pytest_agentbench.models.base import ModelClient
     from pytest_agentbench.runner.loopguard import KillPolicy
     from pytest_agentbench.runner.tools import Tool
+    from pytest_agentbench.sandbox.container_workspace import ContainerWorkspace
 
 #: Harbor's log folders, made in the container before the agent starts.
 LOG_DIRS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")
@@ -75,10 +75,14 @@ def start_container(
             engine, source, image_map=place.image_map, cache_dir=place.cache_dir, log_path=log_path
         )
     except ImageBuildError as exc:
-        tail = f"; its log ends:\n{exc.log_tail}" if exc.log_tail else ""
+        hint = (
+            " (--agentbench-image-map NAME=IMAGE, or the agentbench_image_map ini key)"
+            if exc.step == "pull"
+            else ""
+        )
         raise ImageBuildError(
             f"task {task.id!r}: the environment ({wanted.described}) failed at the {exc.step} "
-            f"step — {exc}; build log: {exc.log_path or log_path}{tail}",
+            f"step{hint} — {exc}",
             step=exc.step,
             log_path=exc.log_path,
             log_tail=exc.log_tail,
@@ -185,15 +189,13 @@ class ContainerAgentSession(AgentSession):
     ) -> ContainerAgentSession:
         """The session of ``task``'s rollout in a container started for it; raises
         ContainerError (nothing is left running)."""
+        from pytest_agentbench.sandbox.container_workspace import ContainerWorkspace
+
         container = start_container(task, rollout_dir, place)
         try:
-            root = rollout_dir / "workspace"
-            if root.is_symlink() or root.is_file():
-                root.unlink()
-            elif root.exists():
-                shutil.rmtree(root)
-            root.mkdir(parents=True)
-            workspace = ContainerWorkspace(container, root)
+            where = container.exec(["pwd"], timeout_s=_SETUP_S)  # the image's WORKDIR
+            root = task.environment.workdir if task.environment else None
+            workspace = ContainerWorkspace(container, root or where.stdout.strip() or "/")
             return cls(
                 task, client, tools, workspace, rollout_dir, max_tokens=max_tokens,
                 stream=stream, kill_policy=kill_policy,

@@ -31,9 +31,9 @@ from pytest_agentbench.errors import BudgetExhausted, ModelError, unexpected_cau
 from pytest_agentbench.report.controls import control_message
 from pytest_agentbench.report.evidence import collapse, cut, failure_reason
 from pytest_agentbench.runner.agent import OpenAgent
-from pytest_agentbench.runner.container_session import EnvironmentPlace
 from pytest_agentbench.runner.loopguard import KillPolicy
 from pytest_agentbench.runner.rollout import run_rollout
+from pytest_agentbench.session.containers import environment_place
 from pytest_agentbench.session.run import RunState
 from pytest_agentbench.suites.task import FeedbackLevel, RepairMode, Task, VerifierConfig
 
@@ -291,21 +291,6 @@ def priced(settings: Settings) -> bool:
         settings.price is not None
         or settings.prices_file is not None
         or settings.model.provider != "scripted"
-    )
-
-
-def environment_place(state: RunState) -> EnvironmentPlace:
-    """Where this run's containers come from: its engine and image map, the image cache
-    beside the run folders (shared by every worker and run), its run id and worker."""
-
-    run = state.run
-    containers = state.settings.containers
-    return EnvironmentPlace(
-        engine=containers.engine,
-        run_id=run.run_id,
-        cache_dir=run.run_dir.parent / ".environments",
-        worker=run.worker_id or "main",
-        image_map=dict(containers.image_map),
     )
 
 

@@ -135,6 +135,7 @@ class SuiteFile(pytest.File):
                         item = TaskItem.from_parent(self, name=item_name(copy), task=copy)
                         for mark in task.marks:
                             item.add_marker(mark)
+                        self._skip_without_engine(item)
                         yield item
         for plan in planned:  # a control carries its task's marks: -m selects both alike
             control = TaskItem.from_parent(
@@ -142,6 +143,7 @@ class SuiteFile(pytest.File):
             )
             for mark in plan.task.marks:
                 control.add_marker(mark)
+            self._skip_without_engine(control)
             yield control
 
     def _read_suite(
@@ -178,6 +180,17 @@ class SuiteFile(pytest.File):
             tools=tools,
             max_bytes=max_bytes,
         )
+
+    def _skip_without_engine(self, item: TaskItem) -> None:
+        """A task that runs in a container is skipped, saying why, where no container
+        engine answers (session/containers.py)."""
+        if item.task.environment is None:
+            return
+        from pytest_agentbench.session.containers import engine_missing
+
+        why = engine_missing(self.config.stash[STATE_KEY])
+        if why is not None:
+            item.add_marker(pytest.mark.skip(reason=why))
 
     def _judges_priced(self, tasks: tuple[Task, ...]) -> None:
         """Under ``--agentbench-max-cost`` every judge needs a price, as every model does

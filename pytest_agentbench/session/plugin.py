@@ -174,10 +174,16 @@ class SessionPlugin:
 
         state = self.state
         SuiteFile.forget_owners(session.config)
-        queue = [item for item in session.items if isinstance(item, TaskItem)]
+        tasks = [item for item in session.items if isinstance(item, TaskItem)]
+        # a task marked to skip never runs: the pool does not run it ahead either
+        queue = [item for item in tasks if item.get_closest_marker("skip") is None]
         tests = sum(1 for item in session.items if "agentbench_model" in _fixtures(item))
-        state.results.selected = max(state.results.selected, len(queue) + tests)
+        state.results.selected = max(state.results.selected, len(tasks) + tests)
         state.inflight.set_queue(queue)
+        if any(item.task.environment is not None for item in queue):
+            from pytest_agentbench.session.containers import reap_earlier_containers
+
+            reap_earlier_containers(state)
         if state.sequential is not None:
             state.sequential.plan([item.task for item in queue])
         import gc

@@ -3,7 +3,9 @@ on when there is none."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -55,3 +57,15 @@ def test_nothing_installed_names_what_to_install(monkeypatch: pytest.MonkeyPatch
     reason = engine_or_reason()
     assert isinstance(reason, str)
     assert "podman is not installed" in reason and "docker is not installed" in reason
+
+
+def test_the_documented_containers_conf_is_the_one_ci_installs() -> None:
+    """docs/environments.md says every setting of .ci/containers.conf, under its table."""
+    root = Path(__file__).resolve().parents[2]
+    page = " ".join((root / "docs" / "environments.md").read_text(encoding="utf-8").split())
+    shipped = tomllib.loads((root / ".ci" / "containers.conf").read_text(encoding="utf-8"))
+    for table, settings in shipped.items():
+        assert isinstance(settings, dict)
+        for key, value in settings.items():
+            shown = json.dumps(value, separators=(", ", ":")).replace('":"', '": "')
+            assert f"under `[{table}]`" in page and f"{key} = {shown}" in page, (table, key)

@@ -61,7 +61,10 @@ def test_hostile_tasks_end_as_errors_that_say_why(
     )
     write_task(ds, "no-reward", toml=QUICK + DONE, test_sh="#!/bin/bash\necho checked nothing\n")
     write_task(
-        ds, "banana", toml=QUICK + DONE, test_sh="#!/bin/bash\necho banana > /logs/verifier/reward.txt\n"
+        ds,
+        "banana",
+        toml=QUICK + DONE,
+        test_sh="#!/bin/bash\necho banana > /logs/verifier/reward.txt\n",
     )
     straggler = (
         "#!/bin/bash\n"
@@ -89,7 +92,14 @@ def test_hostile_tasks_end_as_errors_that_say_why(
     result = pytester.runpytest("--agentbench", "hostile", "-p", "no:cacheprovider")
     out = result.stdout.str()
     found = results(pytester.path)
-    assert set(found) == {"broken-build", "no-reward", "banana", "slow-verifier", "forger", "planter"}
+    assert set(found) == {
+        "broken-build",
+        "no-reward",
+        "banana",
+        "slow-verifier",
+        "forger",
+        "planter",
+    }
     assert not any(r["outcome"] == "passed" for r in found.values()), out
 
     build = found["broken-build"]

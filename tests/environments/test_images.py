@@ -163,16 +163,21 @@ def test_an_unmapped_base_says_how_to_map_it(engine: Engine, tmp_path: Path) -> 
 def test_a_build_past_its_timeout_is_killed_and_said(
     engine: Engine, tmp_path: Path, fresh_tag_cleanup: list[str]
 ) -> None:
+    """The build is stopped at its deadline, and its step's processes and its working
+    container go with it (the base gets a name of its own here, which the working
+    container is named after, so a concurrent build cannot be mistaken for this one)."""
     token = secrets.token_hex(4)
-    context = _context(tmp_path / "env", f"FROM debian:bookworm\nRUN echo {token} && sleep 60\n")
-    fresh_tag_cleanup.append(image_tag(context, MAP))
+    base = f"localhost/agentbench-timeout-{token}:1"
+    engine.run(["tag", BASE_IMAGE, base])
+    fresh_tag_cleanup.append(base)
+    context = _context(tmp_path / "env", f"FROM {base}\nRUN echo {token} && sleep 60\n")
+    fresh_tag_cleanup.append(image_tag(context, {}))
     source = ImageSource(context, None, build_timeout_s=3)
     with pytest.raises(ImageBuildError) as caught:
-        ensure_image(engine, source, image_map=MAP, cache_dir=tmp_path, log_path=tmp_path / "log")
+        ensure_image(engine, source, image_map={}, cache_dir=tmp_path, log_path=tmp_path / "log")
     assert caught.value.step == "build timeout" and "3 s" in str(caught.value)
-    # the step's processes and the build's working container went with it
     working = engine.run(["ps", "-a", "--external", "--format", "{{.Names}}"]).stdout.decode()
-    assert "working-container" not in working
+    assert f"agentbench-timeout-{token}" not in working
     assert f"echo {token} && sleep 60" not in _host_commands()
 
 

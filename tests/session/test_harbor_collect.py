@@ -97,3 +97,17 @@ def test_unknown_keys_are_warnings_naming_the_file(pytester: pytest.Pytester) ->
         ["*ds/t/task.toml: environment.extras is not a key Harbor defines here; ignored*"]
     )
     assert result.ret == pytest.ExitCode.OK
+
+
+def test_without_an_engine_each_container_task_is_skipped_saying_why(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_task(pytester.path / "ds", "t")
+    monkeypatch.setenv("CONTAINER_HOST", f"unix://{pytester.path}/no-such.sock")
+    result = pytester.runpytest_subprocess(
+        "--agentbench", "ds", "--agentbench-engine", "podman", "-rs", "-p", "no:cacheprovider"
+    )
+    result.stdout.fnmatch_lines(
+        ["SKIPPED [[]1] ds/t/task.toml: no container engine for this task's environment: *"]
+    )
+    result.assert_outcomes(skipped=1)

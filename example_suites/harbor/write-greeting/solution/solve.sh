@@ -1,0 +1,2 @@
+#!/bin/bash
+printf 'hello, harbor\n' > /app/greeting.txt
