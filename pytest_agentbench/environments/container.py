@@ -29,6 +29,7 @@ from pytest_agentbench.core.capture import OutputCapture
 from pytest_agentbench.environments.engine import Engine, last_lines
 from pytest_agentbench.environments.limits import enforcement_notes, settle_script
 from pytest_agentbench.environments.owners import (
+    START_LABEL,
     labels_for,
     new_name,
     reap,
@@ -74,6 +75,10 @@ exit 1
 """
 
 
+#: Runs "$@", then reads what is left of stdin, and exits with the command's status.
+_DRAIN_STDIN = '"$@"; status=$?; cat >/dev/null 2>&1; exit "$status"'
+
+
 @dataclass(frozen=True)
 class ExecResult:
     """How one ``exec`` ended. ``exit_code`` is None when it timed out or was killed;
@@ -112,6 +117,7 @@ class Container:
         self.name = spec.name
         self.notes = notes
         self._removed = False
+        self._start_token = secrets.token_hex(8)
 
     def __repr__(self) -> str:
         return f"Container({self.name!r}, engine={self.engine.name!r})"
@@ -123,7 +129,9 @@ class Container:
         refuses a missing one) and is every ``exec``'s default. What the engine could not
         enforce of the limits is in ``notes``. Raises ContainerError (leaving nothing)."""
         args = ["run", "-d", "--name", spec.name, "--entrypoint", "sleep"]
-        for key, value in labels_for(spec.run_id).items():
+        container = cls(engine, spec)
+        labels = {**labels_for(spec.run_id), START_LABEL: container._start_token}
+        for key, value in labels.items():
             args += ["--label", f"{key}={value}"]
         args += ["--network", spec.network]
         if spec.cpus is not None:
@@ -136,12 +144,23 @@ class Container:
             if not PurePosixPath(mount.target).is_absolute():
                 raise ContainerError(f"mount target {mount.target!r} is not an absolute path")
             option = f"{Path(mount.host).absolute()}:{mount.target}"
+            if option.count(":") != 1:
+                raise ContainerError(
+                    f"cannot mount {mount.host} at {mount.target}: a ':' in a path"
+                )
             args += ["--volume", option + (":ro" if mount.read_only else "")]
         args += [spec.image, "infinity"]
-        container = cls(engine, spec)
         _open.add(container)
         try:
-            done = engine.run(args, timeout_s=ENGINE_TIMEOUT_S)
+            try:
+                done = engine.run(args, timeout_s=ENGINE_TIMEOUT_S)
+            except BaseException:
+                # A name in use is another's container: remove only the one this start
+                # made (a `run` can fail after creating it).
+                if not container._ours():
+                    container._removed = True
+                    _open.discard(container)
+                raise
             script = settle_script(spec)
             settled = b"", b""
             if script is not None:
@@ -158,6 +177,17 @@ class Container:
             container.remove()
             raise
         return container
+
+    def _ours(self) -> bool:
+        """Whether a container of this name exists and is the one this start made."""
+        fmt = f'{{{{index .Config.Labels "{START_LABEL}"}}}}'
+        try:
+            shown = self.engine.run(
+                ["inspect", "--format", fmt, self.name], check=False, timeout_s=ENGINE_TIMEOUT_S
+            )
+        except ContainerError:
+            return False
+        return shown.returncode == 0 and shown.stdout.decode().strip() == self._start_token
 
     def __enter__(self) -> Container:
         return self
@@ -234,6 +264,11 @@ class Container:
             args += ["--workdir", workdir]
         for key, value in (env or {}).items():
             args += ["--env", f"{key}={value}"]
+        if stdin is not None:
+            # Podman drops an exec's output when its command ends without reading all of
+            # its stdin (a write that fails at once loses its error); so what is left of
+            # stdin is read to its end after the command.
+            argv = ["sh", "-c", _DRAIN_STDIN, "sh", *argv]
         args += ["--env", f"{EXEC_MARK}={mark}", self.name, *argv]
         out, err = OutputCapture(cap), OutputCapture(err_cap or cap)
         started = time.monotonic()
@@ -292,15 +327,26 @@ class Container:
             )
 
     def _kill_marked(self, mark: str) -> None:
-        done = self.engine.run(
-            ["exec", self.name, "sh", "-c", _KILL_MARKED, "sh", mark],
-            timeout_s=ENGINE_TIMEOUT_S,
-            check=False,
-        )
-        if done.returncode != 0:
-            # The mark could not be hunted down (no sh, a process forking without end):
-            # end everything but PID 1 rather than leave it running.
+        """End every process carrying ``mark``, inside. When the mark cannot be hunted down
+        (no ``sh`` in the image, a process forking without end), everything but PID 1 is
+        ended; when even that fails, the container itself is killed (said in ``notes``):
+        nothing may run on past its deadline."""
+        try:
+            done = self.engine.run(
+                ["exec", self.name, "sh", "-c", _KILL_MARKED, "sh", mark],
+                timeout_s=ENGINE_TIMEOUT_S,
+                check=False,
+            )
+            if done.returncode == 0:
+                return
             self.kill_processes()
+        except ContainerError as exc:
+            self.notes = (
+                *self.notes,
+                f"a command past its deadline could not be ended alone ({exc}); "
+                "the container was killed",
+            )
+            self.engine.run(["kill", self.name], check=False, timeout_s=ENGINE_TIMEOUT_S)
 
     def kill_processes(self) -> None:
         """Kill every process in the container but PID 1 (``kill -9 -1`` from inside spares

@@ -22,6 +22,8 @@ from pytest_agentbench.errors import ContainerError
 LABEL = "agentbench"
 RUN_LABEL = "agentbench.run_id"
 OWNER_LABEL = "agentbench.owner"
+#: A token of the start that made a container: a failed start removes only its own.
+START_LABEL = "agentbench.start"
 #: The prefix of every container name of ours.
 NAME_PREFIX = "agentbench"
 #: A container name's longest part taken from a task's name.

@@ -21,6 +21,7 @@ from pytest_agentbench.environments.container import (
     new_name,
 )
 from pytest_agentbench.environments.engine import Engine
+from pytest_agentbench.environments.images import ImageSource, ensure_image
 from pytest_agentbench.errors import ContainerError
 
 
@@ -205,3 +206,51 @@ def test_a_read_only_mount_is_read_only(engine: Engine, run_id: str, tmp_path: P
         assert box.read_file("/given/given.txt", 100) == b"given"
         with pytest.raises(ContainerError, match="Read-only"):
             box.write_file("/given/new.txt", b"x")
+
+
+def test_an_image_without_a_shell_still_ends_what_ran_past_its_deadline(
+    engine: Engine, run_id: str, tmp_path: Path
+) -> None:
+    """No ``sh`` to hunt the processes down inside: the container itself is killed, and
+    the notes say so, rather than leave the command running."""
+    context = tmp_path / "noshell"
+    context.mkdir()
+    (context / "Dockerfile").write_text(
+        f"FROM {BASE_IMAGE}\n"
+        'RUN ["rm", "-f", "/usr/bin/sh", "/usr/bin/dash", "/usr/bin/bash", "/bin/sh"]\n'
+    )
+    image = ensure_image(
+        engine,
+        ImageSource(context, None),
+        image_map={},
+        cache_dir=tmp_path / "cache",
+        log_path=tmp_path / "build.log",
+    )
+    with Container.start(engine, _spec(run_id, image=image)) as box:
+        result = box.exec(["sleep", "60"], timeout_s=1)
+        assert result.timed_out
+        assert any("the container was killed" in note for note in box.notes), box.notes
+        state = engine.run(["inspect", "--format", "{{.State.Running}}", box.name])
+        assert state.stdout.strip() == b"false"
+
+
+def test_a_command_that_ignores_its_stdin_keeps_its_output(box: Container) -> None:
+    """Podman drops the output of an exec whose command ends without reading its stdin
+    (more often than not, measured); every one of these must still say why it failed."""
+    for _ in range(10):
+        result = box.exec(["sh", "-c", "echo why >&2; exit 3"], timeout_s=30, stdin=b"x" * 65536)
+        assert (result.exit_code, result.stderr) == (3, "why\n")
+        with pytest.raises(ContainerError, match=r"Read-only|No such file"):
+            box.write_file("/proc/no-such/file", b"data")
+
+
+def test_a_name_in_use_fails_and_leaves_the_other_container_alone(
+    engine: Engine, run_id: str
+) -> None:
+    with Container.start(engine, _spec(run_id)) as first:
+        with pytest.raises(ContainerError, match="already in use"):
+            Container.start(engine, _spec(run_id, name=first.name))
+        assert first.exec(["true"], timeout_s=30).exit_code == 0
+    with pytest.raises(ContainerError, match="':' in a path"):
+        Container.start(engine, _spec(run_id, mounts=(Mount(Path("/tmp/a:b"), "/x"),)))
+    assert left_by(engine, run_id) == []
