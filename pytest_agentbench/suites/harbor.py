@@ -27,7 +27,13 @@ from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.suites.environment import TaskEnvironment
 from pytest_agentbench.suites.harbor_toml import HarborConfig, read_config
 from pytest_agentbench.suites.task import AgentConfig, Task, VerifierConfig
-from pytest_agentbench.suites.validate import id_problem, mark_problem, show, type_name
+from pytest_agentbench.suites.validate import (
+    agent_validator,
+    id_problem,
+    mark_problem,
+    show,
+    type_name,
+)
 
 #: The verifier kind of every Harbor task (verifiers/harbor.py).
 HARBOR = "harbor"
@@ -201,11 +207,13 @@ def _agentbench_table(
             if why is not None:
                 problems.append(f"{where}.marks: {show(mark)} {why}")
     agent = own.get("agent")
-    if agent is not None and not (isinstance(agent, dict) and isinstance(agent.get("kind"), str)):
-        problems.append(
-            f"{where}.agent must be a table with a kind (an agent under test, as a suite's "
-            f"agent table); got {show(agent)}"
-        )
+    if agent is not None:
+        for error in agent_validator().iter_errors(agent):
+            at = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.path)
+            problems.append(
+                f"{where}.agent{at}: {error.message} (an agent under test, as a suite's "
+                "agent table: docs/agents-external.md)"
+            )
     return own
 
 

@@ -20,6 +20,7 @@ import pytest
 from harbor_support import TASK_TOML, write_task
 from real_agents_support import agents_dir, require_tool, shell_call
 
+from pytest_agentbench import schemas
 from pytest_agentbench.environments.engine import Engine
 
 pytestmark = pytest.mark.slow
@@ -112,7 +113,9 @@ def test_an_agent_runs_a_harbor_task_in_its_container(
         assert record["outcome"] == "passed" and record["reward"] == 1.0, (name, record)
         # verified in the container by test.sh: its reward, copied out
         assert (folder / "verifier" / "reward.txt").read_text().strip() == "1"
-        requests = json.loads((folder / "trajectory.json").read_text())["requests"]
+        trajectory = json.loads((folder / "trajectory.json").read_text())
+        schemas.validate("trajectory", trajectory)  # the container record included
+        requests = trajectory["requests"]
         relayed = [e for e in requests if "protocol" in e]
         assert len(relayed) == 2, (name, relayed)  # both model calls on the task's route
         [entry] = [e["agent"] for e in requests if "agent" in e]
