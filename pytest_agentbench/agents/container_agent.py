@@ -201,8 +201,9 @@ def open_container_session(
         raise AgentbenchError(f"task {task.id!r} has no agent under test and environment")
     if agent.kind != "command":
         raise AgentbenchError(
-            f"task {task.id!r}: a {agent.kind} agent does not run in a task's container yet "
-            "(only command agents do: docs/environments.md, Agents under test in a container)"
+            f"task {task.id!r}: an agent of kind {agent.kind!r} does not run in a task's "
+            "container yet (only command agents do: docs/environments.md, Agents under test "
+            "in a container)"
         )
     options = CommandOptions.parse(agent.options)
     own = environment.agent_timeout_s

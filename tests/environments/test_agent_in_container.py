@@ -19,6 +19,7 @@ from pytest_agentbench.agents.container_agent import open_container_session
 from pytest_agentbench.agents.gateway import Gateway
 from pytest_agentbench.agents.route import ClientFor
 from pytest_agentbench.environments.engine import Engine
+from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.base import ModelClient, ModelSpec
 from pytest_agentbench.models.scripted import register_scripts, scripted_client
 from pytest_agentbench.models.siblings import sibling
@@ -147,3 +148,32 @@ def test_a_loop_kill_ends_every_process_of_the_agent_behind_the_bridge(
         assert "bridge" in str(entry["network"])
     finally:
         session.close()
+
+
+@pytest.mark.parametrize(
+    ("table", "words"),
+    [
+        (
+            'kind = "acp"\nargv = ["agent-acp"]',
+            "an agent of kind 'acp' does not run in a task's container yet",
+        ),
+        (
+            'kind = "command"\nargv = ["x"]\nmounts = ["/nowhere/agentbench-agent"]',
+            "'/nowhere/agentbench-agent' does not exist on this machine",
+        ),
+        ('kind = "command"\nargv = ["x"]\nmounts = ["relative/agent"]', "is not an absolute path"),
+    ],
+)
+def test_what_cannot_run_in_the_container_is_refused_before_any_starts(
+    gateway: Gateway, tmp_path: Path, table: str, words: str
+) -> None:
+    toml = TASK_TOML + "\n[metadata.agentbench.agent]\n" + table + "\n"
+    folder = write_task(tmp_path / "ds", "refused", toml=toml)
+    task, _ = load_harbor_task(folder / "task.toml")
+    place = EnvironmentPlace(engine="no-such-engine", run_id="t0", cache_dir=tmp_path / "cache")
+    with pytest.raises(AgentbenchError, match="task 'refused'") as caught:
+        open_container_session(
+            task, tmp_path / "rollout" / "workspace", gateway, lambda protocol: None,
+            "scripted", place, kill_policy=KillPolicy(),
+        )  # fmt: skip
+    assert words in str(caught.value)
