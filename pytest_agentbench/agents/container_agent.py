@@ -27,7 +27,7 @@ from pathlib import Path
 
 from pytest_agentbench.agents.command import CommandOptions, CommandSession
 from pytest_agentbench.agents.endpoint import AgentEndpoint
-from pytest_agentbench.agents.external import Bridged
+from pytest_agentbench.agents.external import Bridged, record_failure
 from pytest_agentbench.agents.gateway import Gateway
 from pytest_agentbench.agents.route import ClientFor, Route
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
@@ -142,10 +142,16 @@ class ContainerCommandSession(CommandSession):
             messages, index=index, deadline=deadline, timeout_s=timeout_s,
             on_event=on_event, on_phase=on_phase, phase=phase,
         )  # fmt: skip
+        own = self.task.environment.agent_timeout_s if self.task.environment else None
+        agents_own = own is not None and own <= timeout_s and self.process.timeout_s == own
+        if run.stop == "timeout" and run.error and agents_own:
+            run.error += " ([agent] timeout_sec)"
+            record_failure(run)
         try:
             self.container.kill_processes()
         except ContainerError as exc:
             run.stop, run.error = "harness_error", f"cannot end the agent's processes: {exc}"
+            record_failure(run)
         for entry in run.trajectory:
             agent = entry.get("agent")
             if isinstance(agent, dict):

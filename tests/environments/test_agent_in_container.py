@@ -102,6 +102,7 @@ def test_the_deadline_ends_every_process_of_the_agent_in_its_container(
         )
         assert run.stop == "timeout", (run.stop, run.error)
         assert "timed out after 2 s" in (run.error or "")
+        assert (run.error or "").endswith("([agent] timeout_sec)"), run.error
         listing, processes = after_the_straggler(session)
         assert "late.txt" not in listing.split(), listing
         assert "late" not in processes, processes  # the straggler and the agent
