@@ -99,7 +99,6 @@ class ContainerCommandSession(CommandSession):
         self.bridge = bridge
         self.mounts = tuple(mounts)
         self.copy_problems: list[str] = []
-        self.leftovers_ended = 0
 
     def template_values(self) -> dict[str, str]:
         """As on the host, but ``{workspace}`` is the container's folder, ``{python}`` the
