@@ -359,6 +359,8 @@ class AgentSession:
         self.kill_policy = kill_policy or KillPolicy()
         self.tool_loop = tool_loop or ToolLoopPolicy()
         self.calls = 0
+        #: how long one ``bash`` call may run at most (within the task's deadline)
+        self.command_timeout_s = BASH_TIMEOUT_S
 
     @classmethod
     def plain(
@@ -582,7 +584,7 @@ class AgentSession:
                 entry["killed"] = evidence
                 return False
             remaining = max(0.1, deadline + run.waited_s - time.monotonic())
-            bash_s = min(BASH_TIMEOUT_S, remaining)
+            bash_s = min(self.command_timeout_s, remaining)
             limits = Limits(
                 timeout_s=bash_s,
                 cpu_s=bash_s,

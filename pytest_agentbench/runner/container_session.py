@@ -172,6 +172,8 @@ class ContainerAgentSession(AgentSession):
         agent_s = task.environment.agent_timeout_s if task.environment else None
         self.agent_deadline = None if agent_s is None else time.monotonic() + agent_s
         self.agent_timeout_s = agent_s
+        if agent_s is not None:  # in its own container a command may use the agent's time
+            self.command_timeout_s = max(self.command_timeout_s, agent_s)
         self.copy_problems: list[str] = []
 
     @classmethod
@@ -195,7 +197,9 @@ class ContainerAgentSession(AgentSession):
         try:
             where = container.exec(["pwd"], timeout_s=_SETUP_S)  # the image's WORKDIR
             root = task.environment.workdir if task.environment else None
-            workspace = ContainerWorkspace(container, root or where.stdout.strip() or "/")
+            workspace = ContainerWorkspace.seeded(
+                container, root or where.stdout.strip() or "/", task.files, task.files_dir
+            )
             return cls(
                 task, client, tools, workspace, rollout_dir, max_tokens=max_tokens,
                 stream=stream, kill_policy=kill_policy,

@@ -17,6 +17,11 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.sampling import Sampling
+from pytest_agentbench.suites.environment import (
+    TaskEnvironment,
+    environment_problem,
+    read_environment,
+)
 from pytest_agentbench.suites.fit import fit_path, fit_problems
 from pytest_agentbench.suites.read import DEFAULT_MAX_FILE_BYTES, seed_dir_problem
 from pytest_agentbench.suites.task import (
@@ -70,6 +75,7 @@ TASK_SETTINGS: JsonObject = {
     "tools": None,
     "max_tool_output": 10_000,
     "agent": None,
+    "environment": None,
 }
 
 
@@ -238,6 +244,7 @@ class TaskBuilder:
             agent=self._agent(settings["agent"], settings["repairs"], raw),
             oracle=oracle,
             sampling=own.over(defaults.sampling),
+            environment=self._environment(settings["environment"], raw, i, defaults),
         )
         if i in self.problem_indexes or None in self.problem_indexes:
             return None  # asked only of a task with no other problem: no noise on noise
@@ -262,6 +269,28 @@ class TaskBuilder:
                 "without one a command agent cannot be repaired: set repairs = 0",
             )
         return AgentConfig(kind, options)
+
+    def _environment(
+        self, value: JsonValue, raw: RawTask, index: int, defaults: SuiteDefaults
+    ) -> TaskEnvironment | None:
+        """The task's container (suites/environment.py), its problems recorded where the
+        table is written."""
+        where = raw.locate(("environment",)) if "environment" in raw.data else "$.suite.environment"
+        found, why = read_environment(value, self.path.parent)
+        if found is None:
+            if why:
+                self.add(index, where, why)
+            return None
+        data = raw.data
+        mode = data.get("mode", defaults.settings.get("mode", "answer"))
+        agent = data.get("agent", defaults.settings.get("agent")) is not None
+        verifier = data.get("verifier") or defaults.verifier or {}
+        kind = verifier.get("kind", DEFAULT_VERIFIER) if isinstance(verifier, dict) else ""
+        why = environment_problem(found, str(mode), agent, str(kind))
+        if why:
+            self.add(index, where, why)
+            return None
+        return found
 
     def _oracle(self, raw: RawTask) -> tuple[JsonValue, ...]:
         """The task's known-good answer as scripted replies (a string is one reply),

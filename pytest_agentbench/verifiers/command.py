@@ -1,10 +1,11 @@
 """The ``command`` verifier: a shell command judges the workspace after the model is done.
 
 The command (``options.run``, else a string target) runs in the sandbox, in the agent's
-workspace or else in a fresh one seeded from the task's files with the answer in
-``answer.txt``. It reports by writing ``reward.json`` (flat ``{"reward": r, "name": …,
-"<metric>": n}`` or nested ``{"reward": r, "metrics": {…}, "details": {…}}``) or
-``reward.txt`` (one number) in the workspace; without either, its exit status decides
+workspace (in the task's container, when it has an environment) or else in a fresh one
+seeded from the task's files with the answer in ``answer.txt``. It reports by writing
+``reward.json`` (flat ``{"reward": r, "name": …, "<metric>": n}`` or nested
+``{"reward": r, "metrics": {…}, "details": {…}}``) or ``reward.txt`` (one number) in the
+workspace; without either, its exit status decides
 (0 → 1.0, else 0.0). Reward files from before the command ran are removed first, so only
 this run's count. A reward that is not a finite number in [0, 1] is an error verdict,
 never a silent 0.
@@ -95,13 +96,37 @@ def parse_reward_txt(text: str) -> float:
     return _reward(value, "reward.txt")
 
 
+def _present(workspace: Workspace) -> list[str]:
+    """The reward files in the workspace (a link counts: reading it is refused)."""
+    if workspace.containment().get("level") == "container":  # looked for in there
+        script = 'for f in "$@"; do if [ -L "$f" ] || [ -e "$f" ]; then echo "$f"; fi; done'
+        found = workspace.run(["sh", "-c", script, "sh", *REWARD_FILES])
+        return [name for name in REWARD_FILES if name in found.stdout.split()]
+    return [
+        name
+        for name in REWARD_FILES
+        if (workspace.path / name).is_symlink() or (workspace.path / name).exists()
+    ]
+
+
+def _clear_stale(workspace: Workspace) -> None:
+    """Remove reward files from before the check ran (a link itself, never its target)."""
+    if workspace.containment().get("level") == "container":
+        workspace.run(["rm", "-f", "--", *REWARD_FILES])
+        return
+    for name in REWARD_FILES:
+        stale = workspace.resolve(name)
+        if stale.is_symlink() or stale.is_file():
+            stale.unlink()
+
+
 def _judge(
     workspace: Workspace, result: CommandResult
 ) -> tuple[float, dict[str, float], JsonObject, str]:
     """(reward, metrics, details, where the reward came from)."""
+    present = _present(workspace)
     for name in REWARD_FILES:
-        path = workspace.path / name
-        if not path.is_symlink() and not path.exists():
+        if name not in present:
             continue
         text = workspace.read_file(name, limit=REWARD_FILE_LIMIT)
         if name == "reward.json":
@@ -172,10 +197,7 @@ def verify_command(check: Check) -> Verdict:
     answer_file = None if check.workspace is not None else (ANSWER_FILE, check.answer)
     try:
         with check_workspace(check, answer_file) as workspace:
-            for name in REWARD_FILES:
-                stale = workspace.resolve(name)
-                if stale.is_symlink() or stale.is_file():
-                    stale.unlink()
+            _clear_stale(workspace)
             result = run_sandboxed(workspace, run, limits=limits_from(check.options))
             discard_foreign_files(check)
             write_artifact(check, "test-stdout.txt", result.stdout)

@@ -148,6 +148,10 @@ def _copy_logs(container: Container, verifier_dir: Path) -> None:
     """``/logs/verifier``'s files into ``verifier_dir`` (links copied as links); Harbor's
     ``reward.json`` lands as ``harbor-reward.json``."""
     landing = verifier_dir / ".logs"
+    if landing.is_symlink() or landing.is_file():
+        landing.unlink()
+    elif landing.exists():
+        shutil.rmtree(landing)  # an earlier attempt's: never follows a link
     container.copy_out("/logs/verifier", landing)
     for entry in sorted(landing.iterdir()):
         name = KEPT_REWARD_JSON if entry.name == "reward.json" else entry.name

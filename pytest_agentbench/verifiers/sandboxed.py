@@ -194,6 +194,12 @@ def check_workspace(
     """The workspace ``check`` is judged in (see the module docstring). ``answer_file``
     (relative path, text) is written into a fresh workspace, never into an agent's."""
     isolation = str(check.options.get("isolation", "auto"))
+    if check.container is not None:  # the agent's workspace, in the task's container
+        from pytest_agentbench.sandbox.container_workspace import ContainerWorkspace
+
+        inside = None if check.workspace is None else check.workspace.as_posix()
+        yield ContainerWorkspace(check.container, inside)
+        return
     if check.workspace is not None:
         yield Workspace(check.workspace, isolation)
         return
