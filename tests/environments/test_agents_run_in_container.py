@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harbor_support import TASK_TOML, write_task
+from harbor_support import BASE_IMAGE, TASK_TOML, write_task
 from real_agents_support import agents_dir, require_tool, shell_call
 
 from pytest_agentbench import schemas
@@ -132,3 +132,46 @@ def test_an_agent_runs_a_harbor_task_in_its_container(
         if network != "host":
             assert "OPENAI_BASE_URL=http://127.0.0.1:41000/agent/" in seen
     assert not Path("/app/answer.txt").exists()  # written in the containers, not here
+
+
+def test_a_command_agent_of_our_own_suite_runs_in_the_suites_environment(
+    pytester: pytest.Pytester, engine: Engine
+) -> None:
+    program = pytester.path / "standin_agent.py"
+    shutil.copy(STANDIN, program)
+    (pytester.path / "env").mkdir()
+    (pytester.path / "env" / "Dockerfile").write_text(
+        f"FROM {BASE_IMAGE}\nWORKDIR /work\nRUN echo built > /etc/built-marker\n"
+    )
+    command = "cat /etc/built-marker > answer.txt"
+    pytester.makefile(
+        ".toml",
+        bench_own=f"""
+[suite]
+mode = "agent"
+repairs = 0
+environment = {{ dockerfile = "env" }}
+verifier = {{ kind = "command", run = "grep -qx built answer.txt" }}
+
+[suite.agent]
+kind = "command"
+argv = ["python3", "{program}", "{{prompt}}"]
+mounts = ["{program}"]
+
+[[task]]
+id = "own"
+input = "Copy /etc/built-marker to answer.txt"
+scripted = [
+  {{ tool_calls = [{{ name = "bash", arguments = {{ command = {json.dumps(command)} }} }}] }},
+  "Done.",
+]
+""",
+    )
+    result = pytester.runpytest_subprocess(
+        "--agentbench", "-p", "no:cacheprovider", "--agentbench-engine", engine.name
+    )
+    assert result.ret == 0, result.stdout.str()
+    run_dir = (pytester.path / "agentbench-results" / "latest").resolve()
+    trajectory = json.loads(next(run_dir.glob("tasks/*/own*/trajectory.json")).read_text())
+    [entry] = [e["agent"] for e in trajectory["requests"] if "agent" in e]
+    assert entry["container"]["engine"] == engine.name and entry["container"]["network"] == "host"
