@@ -14,6 +14,7 @@ from pytest_agentbench.agents.gateway import Gateway
 from pytest_agentbench.agents.route import ClientFor
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.runner.agent import OpenAgent, Session
+from pytest_agentbench.runner.container_session import EnvironmentPlace
 from pytest_agentbench.runner.loopguard import KillPolicy
 from pytest_agentbench.suites.task import Task
 
@@ -26,14 +27,16 @@ class AgentContext:
     """What every agent runner is given for one task: the run's ``gateway`` (one per
     process), the task's model per protocol (``clients``: ``chat`` / ``responses`` /
     ``messages`` → a client, or None where the model's provider does not speak it) and
-    its label, the sandbox mode (``auto`` / ``strict`` / ``basic``) and the loop kill
-    policy."""
+    its label, the sandbox mode (``auto`` / ``strict`` / ``basic``), the loop kill
+    policy, and where the containers come from for a task that names an environment
+    (its agent then runs in the task's container: agents/container_agent.py)."""
 
     gateway: Gateway
     clients: ClientFor
     model_label: str
     isolation: str = "auto"
     kill_policy: KillPolicy = field(default_factory=KillPolicy)
+    place: EnvironmentPlace | None = None
 
 
 def open_session(task: Task, root: Path, context: AgentContext) -> Session:
@@ -41,6 +44,23 @@ def open_session(task: Task, root: Path, context: AgentContext) -> Session:
     agent = task.agent
     if agent is None:
         raise AgentbenchError(f"task {task.id!r} names no agent under test")
+    if task.environment is not None:
+        if context.place is None:
+            raise AgentbenchError(
+                f"task {task.id!r} runs in a container: its agent needs the run's engine "
+                "settings (the plugin's run provides them)"
+            )
+        from pytest_agentbench.agents.container_agent import open_container_session
+
+        return open_container_session(
+            task,
+            root,
+            context.gateway,
+            context.clients,
+            context.model_label,
+            context.place,
+            kill_policy=context.kill_policy,
+        )
     if agent.kind == "command":
         from pytest_agentbench.agents.command import open_command_session
 

@@ -25,7 +25,7 @@ from pytest_agentbench.suites.task import Task
 
 if TYPE_CHECKING:
     from pytest_agentbench.core.stream import EventSink
-    from pytest_agentbench.environments.container import Container
+    from pytest_agentbench.environments.container import Container, Mount
     from pytest_agentbench.models.base import ModelClient
     from pytest_agentbench.runner.loopguard import KillPolicy
     from pytest_agentbench.runner.tools import Tool
@@ -53,9 +53,12 @@ class EnvironmentPlace:
     image_map: Mapping[str, str] = field(default_factory=dict)
 
 
-def start_container(task: Task, rollout_dir: Path, place: EnvironmentPlace) -> Container:
+def start_container(
+    task: Task, rollout_dir: Path, place: EnvironmentPlace, mounts: Sequence[Mount] = ()
+) -> Container:
     """The started container of ``task``'s rollout, its image built (or reused) first; its
-    build log is ``rollout_dir/environment/build.log``. Raises ContainerError (an
+    build log is ``rollout_dir/environment/build.log``; ``mounts``: an agent under test's
+    installation and its way to the gateway (agents/container_agent.py). Raises ContainerError (an
     ImageBuildError's message naming the task, the step and the log's last lines)."""
     from pytest_agentbench.environments.container import Container, ContainerSpec, new_name
     from pytest_agentbench.environments.engine import find_engine
@@ -93,6 +96,7 @@ def start_container(task: Task, rollout_dir: Path, place: EnvironmentPlace) -> C
         network="host" if wanted.allow_internet else "none",
         env=dict(wanted.env),
         workdir=wanted.workdir,
+        mounts=tuple(mounts),
     )
     container = Container.start(engine, spec)
     try:
@@ -127,6 +131,18 @@ def copy_logs_out(container: Container, rollout_dir: Path) -> list[str]:
         except ContainerError as exc:
             problems.append(f"{source}: {exc}")
     return problems
+
+
+def container_of(session: object) -> Container | None:
+    """The rollout's container a session works in (its ``container``): the built-in
+    loop's ContainerAgentSession, or an agent under test's in a container
+    (agents/container_agent.py); None for a session on the host."""
+    found = getattr(session, "container", None)
+    if found is None:
+        return None
+    from pytest_agentbench.environments.container import Container
+
+    return found if isinstance(found, Container) else None
 
 
 class ContainerAgentSession(AgentSession):

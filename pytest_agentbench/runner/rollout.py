@@ -16,7 +16,11 @@ from pytest_agentbench.core.usage import sum_usage
 from pytest_agentbench.errors import AgentbenchError, BudgetExhausted, SandboxError, WorkerCrashed
 from pytest_agentbench.models.base import ModelClient
 from pytest_agentbench.runner.agent import AgentSession, OpenAgent, Session, first_messages
-from pytest_agentbench.runner.container_session import ContainerAgentSession, EnvironmentPlace
+from pytest_agentbench.runner.container_session import (
+    ContainerAgentSession,
+    EnvironmentPlace,
+    container_of,
+)
 from pytest_agentbench.runner.loopguard import KillPolicy, fresh_guards
 from pytest_agentbench.runner.pool import step_aside, step_back
 from pytest_agentbench.runner.repair import repair_request, repairs_allowed
@@ -279,7 +283,7 @@ def run_rollout(
             workspace,
             deadline=verify_deadline,
             watch=judge_watch,  # a judge's stream is watched like the model's
-            container=session.container if isinstance(session, ContainerAgentSession) else None,
+            container=container_of(session),
         )
         if workspace is not None:
             # the agent's commands ran as untrusted code: whatever they left in the

@@ -308,6 +308,7 @@ def _agent_opener(state: RunState, task: Task, settings: Settings) -> OpenAgent:
         kill_policy=KillPolicy(
             settings.loop_kill / 100, settings.loop_kill_seconds, settings.loop_kill_tokens
         ),
+        place=environment_place(state) if task.environment is not None else None,
     )
     return agent_opener(context)
 

@@ -283,7 +283,11 @@ class TaskBuilder:
             return None
         data = raw.data
         mode = data.get("mode", defaults.settings.get("mode", "answer"))
-        agent = data.get("agent", defaults.settings.get("agent")) is not None
+        table = data.get("agent", defaults.settings.get("agent"))
+        # a command agent runs in the container (agents/container_agent.py); other kinds not
+        agent = table is not None and not (
+            isinstance(table, dict) and table.get("kind") == "command"
+        )
         verifier = data.get("verifier") or defaults.verifier or {}
         kind = verifier.get("kind", DEFAULT_VERIFIER) if isinstance(verifier, dict) else ""
         why = environment_problem(found, str(mode), agent, str(kind))

@@ -209,11 +209,14 @@ def control_run(task: Task, control: Control, replies: Replies) -> Task:
     """The copy of ``task`` a control runs: the control's replies, no repair round. A
     Harbor task's positive control (its oracle) gets its ``solution/`` in the container."""
     environment = task.environment
+    # a Harbor control's replies are the built-in loop's (solve.sh, or nothing), never an
+    # agent under test's: the task's agent does not run them
+    agent = None if task.verifier.kind == HARBOR else task.agent
     if task.verifier.kind == HARBOR and control.expect == "pass" and environment is not None:
         solution = task.path.parent / "solution"
         environment = dataclasses.replace(environment, solution=solution)
     return dataclasses.replace(
-        task, scripted=replies, repairs=0, control=control, environment=environment
+        task, scripted=replies, repairs=0, control=control, environment=environment, agent=agent
     )
 
 

@@ -87,14 +87,18 @@ def read_environment(value: JsonValue, suite_dir: Path) -> tuple[TaskEnvironment
 
 
 def environment_problem(environment: TaskEnvironment, mode: str, agent: bool, kind: str) -> str:
-    """Why a task cannot run in its environment, or "": only the built-in agent loop
-    works in a container, and a host-only code verifier cannot judge it there."""
+    """Why a task cannot run in its environment, or "": the built-in agent loop and a
+    command agent work in a container (``agent``: the task names another kind), and a
+    host-only code verifier cannot judge it there."""
     if mode != "agent":
         return (
             'needs mode = "agent": the agent works in the container, the verifier judges it there'
         )
     if agent:
-        return "an agent under test does not run in a container yet: leave out agent or environment"
+        return (
+            "only a command agent under test runs in a container (an acp or python agent "
+            "does not yet): leave out agent or environment"
+        )
     if kind in HOST_ONLY_VERIFIERS:
         return f"the {kind} verifier judges on the host: use the command verifier in a container"
     return ""

@@ -26,8 +26,14 @@ from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.suites.environment import TaskEnvironment
 from pytest_agentbench.suites.harbor_toml import HarborConfig, read_config
-from pytest_agentbench.suites.task import Task, VerifierConfig
-from pytest_agentbench.suites.validate import id_problem, mark_problem, show, type_name
+from pytest_agentbench.suites.task import AgentConfig, Task, VerifierConfig
+from pytest_agentbench.suites.validate import (
+    agent_validator,
+    id_problem,
+    mark_problem,
+    show,
+    type_name,
+)
 
 #: The verifier kind of every Harbor task (verifiers/harbor.py).
 HARBOR = "harbor"
@@ -44,7 +50,7 @@ SLACK_S = 60.0
 #: tool (a scripted reply, played like any control's), then an empty answer.
 SOLUTION_DIR = "/solution"
 _COMPOSE = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
-_AGENTBENCH_KEYS = ("scripted", "max_turns", "pass_threshold", "marks")
+_AGENTBENCH_KEYS = ("scripted", "max_turns", "pass_threshold", "marks", "agent")
 
 #: Judges one scripted reply at a path (suites/validate.ReplyCheck).
 ReplyCheck = Callable[[JsonValue, str], None]
@@ -200,7 +206,24 @@ def _agentbench_table(
             why = mark_problem(mark) if isinstance(mark, str) else "must be a string"
             if why is not None:
                 problems.append(f"{where}.marks: {show(mark)} {why}")
+    agent = own.get("agent")
+    if agent is not None:
+        for error in agent_validator().iter_errors(agent):
+            at = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.path)
+            problems.append(
+                f"{where}.agent{at}: {error.message} (an agent under test, as a suite's "
+                "agent table: docs/agents-external.md)"
+            )
     return own
+
+
+def _agent(own: JsonObject) -> AgentConfig | None:
+    """The agent under test ``[metadata.agentbench.agent]`` names (checked by
+    _agentbench_table), run in the task's container (agents/container_agent.py)."""
+    agent = own.get("agent")
+    if not isinstance(agent, dict) or not isinstance(agent.get("kind"), str):
+        return None
+    return AgentConfig(str(agent["kind"]), {k: v for k, v in agent.items() if k != "kind"})
 
 
 def _task(task_file: Path, config: HarborConfig, instruction: str, own: JsonObject) -> Task:
@@ -250,4 +273,5 @@ def _task(task_file: Path, config: HarborConfig, instruction: str, own: JsonObje
         marks=tuple(m for m in marks if isinstance(m, str)) if isinstance(marks, list) else (),
         oracle=oracle_replies() if solve.is_file() else (),
         environment=environment,
+        agent=_agent(own),
     )

@@ -86,6 +86,13 @@ def record_validator() -> Validator:
     return jsonschema.Draft202012Validator({**task, "$defs": defs})
 
 
+@functools.cache
+def agent_validator() -> Validator:
+    """A validator for one ``agent`` table (a Harbor task's ``[metadata.agentbench.agent]``)."""
+    defs = suite_schema()["$defs"]
+    return jsonschema.Draft202012Validator({"$ref": "#/$defs/agent", "$defs": defs})
+
+
 def options_validator(kind: str, schema: Mapping[str, object]) -> Validator:
     """A validator for a verifier's ``options_schema`` in the draft it declares (2020-12
     when it declares none). Raises ValueError when the schema itself is broken."""
