@@ -256,8 +256,8 @@ def run_rollout(
             outcome, failure = run.stop, run.failure
             failure_detail = run.failure_detail
             built_in = isinstance(session, AgentSession)
-            own_limit = isinstance(session, ContainerAgentSession) and bool(run.error)
-            timed_out = run.stop == "timeout" and (built_in or not run.error) and not own_limit
+            agent_limit = isinstance(session, ContainerAgentSession) and bool(run.error)
+            timed_out = run.stop == "timeout" and (built_in or not run.error) and not agent_limit
             error = f"timeout after {timeout_s:g}s" if timed_out else run.error
             break
         if run.stop == "agent_failed":
