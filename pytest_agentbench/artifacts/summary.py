@@ -8,10 +8,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_agentbench.artifacts.controls import controls_summary, invalid_reason, task_records
+from pytest_agentbench.artifacts.controls import (
+    calibration_records,
+    controls_summary,
+    invalid_reason,
+    task_records,
+)
 from pytest_agentbench.artifacts.cost_totals import batch_totals, cache_totals, run_cost
 from pytest_agentbench.artifacts.jsonio import Streamed
-from pytest_agentbench.artifacts.judge_summary import judge_summary
 from pytest_agentbench.artifacts.lineup import model_comparisons, reduced_score, task_samples
 from pytest_agentbench.artifacts.score_stats import (
     RewardField,
@@ -222,10 +226,20 @@ def build_summary(
         "gate": dict(run.gate) if run.gate is not None else None,
         "controls": controls_summary(every),
         "invalid": invalid_reason(every),
-        "judge": judge_summary(every, min_kappa_of(run.settings)),
+        "judge": judge_section(every, min_kappa_of(run.settings)),
         **dict(run.sections or {}),
         "tasks": Streamed(r.to_json() for r in every) if stream else [r.to_json() for r in every],
     }
+
+
+def judge_section(records: Sequence[TaskRecord], min_kappa: float | None) -> JsonObject | None:
+    """summary.json's ``judge`` (artifacts/judge_summary.py); None when no judge ran, and
+    then the judge's modules are not even imported."""
+    if not any(r.judge is not None for r in records) and not calibration_records(records):
+        return None
+    from pytest_agentbench.artifacts.judge_summary import judge_summary
+
+    return judge_summary(records, min_kappa)
 
 
 def min_kappa_of(settings: Mapping[str, JsonValue]) -> float | None:

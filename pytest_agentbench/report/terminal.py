@@ -7,14 +7,13 @@ from pathlib import Path
 
 from pytest_agentbench.artifacts.controls import task_records
 from pytest_agentbench.artifacts.cost_totals import batch_totals, cache_totals, run_cost
-from pytest_agentbench.artifacts.judge_summary import judge_summary
 from pytest_agentbench.artifacts.score_stats import interval_text, score_estimate
-from pytest_agentbench.artifacts.summary import classify, score
+from pytest_agentbench.artifacts.summary import classify, judge_section, score
 from pytest_agentbench.artifacts.usage_totals import run_usage, whole_input
 from pytest_agentbench.core.cost import money
 from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.core.task_record import TaskRecord
-from pytest_agentbench.report.controls import control_lines
+from pytest_agentbench.report.controls import control_lines, judge_block
 from pytest_agentbench.report.evidence import (
     MAX_FAILURE_LINES,
     details_pointer,
@@ -22,7 +21,6 @@ from pytest_agentbench.report.evidence import (
     order_failures,
     shown_failures,
 )
-from pytest_agentbench.report.judges import judge_lines
 
 _LABELS = {
     "passed": "passed",
@@ -200,7 +198,7 @@ def summary_lines(
     cover every planned task, so a partial score never reads as a whole one."""
     run_dir = shown_path(run_dir, relative_to)
     controls = control_lines(records)
-    judged = judge_lines(judge_summary(records, min_kappa))
+    judged = judge_block(judge_section(records, min_kappa))
     records = task_records(records)
     if not records:
         head = "no tasks ran" if not controls and not judged else None

@@ -35,7 +35,7 @@ from pytest_agentbench.models.base import (
     ModelRequest,
 )
 from pytest_agentbench.suites.task import Task
-from pytest_agentbench.verifiers.base import Check, ConfigProblem, Verdict
+from pytest_agentbench.verifiers.base import Check, ConfigProblem, JudgeError, Verdict
 from pytest_agentbench.verifiers.judge_model import (
     JUDGE_TABLE_SCHEMA,
     JudgeModel,
@@ -137,17 +137,6 @@ OPTIONS_SCHEMA: JsonObject = {
     },
     "additionalProperties": False,
 }
-
-
-class JudgeError(AgentbenchError):
-    """A judge (a model grading an answer) gave no usable verdict: its model failed, or
-    its reply was still unusable after one retry. A harness error of its own kind
-    (``judge_error``), never the model's failure; ``record`` is what the judging cost
-    and found (the task record's ``judge`` table)."""
-
-    def __init__(self, message: str, *, record: JsonObject | None = None) -> None:
-        super().__init__(message)
-        self.record = record
 
 
 @dataclass(frozen=True)
