@@ -41,7 +41,7 @@ from pytest_agentbench.agents.route import CallRecord, ClientFor, Route
 from pytest_agentbench.agents.translate import Untranslatable
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import StreamEvent
-from pytest_agentbench.errors import CircuitOpen, ModelError, ModelTimeout
+from pytest_agentbench.errors import CircuitOpen, ModelError, ModelTimeout, QueueTimeout
 from pytest_agentbench.models.base import REQUEST_CALL, REQUEST_TASK, Generation, ModelRequest
 from pytest_agentbench.models.siblings import PROTOCOL_NAMES, PROTOCOL_PATHS
 from pytest_agentbench.models.sse import parse_json
@@ -262,7 +262,8 @@ def _killed(
     )
     exchange = dict(whole.exchange) if whole is not None else {}
     entry: JsonObject = {**where, **exchange, "killed": exc.evidence, "answer_chars": len(text)}
-    route.record(CallRecord(attempt, entry, usage, guard.summary(), text))
+    waited = whole.waited_s if whole is not None else 0.0
+    route.record(CallRecord(attempt, entry, usage, guard.summary(), text, waited_s=waited))
     said = "reply (it arrived whole)" if whole is not None else "stream"
     message = (
         f"loop in the model's {said} at {time.monotonic() - route.started:.0f} s "
@@ -289,8 +290,12 @@ def _failed(
         route.record(CallRecord(attempt, {**where, "error": f"the agent hung up: {exc}"}))
         handler.close_connection = True
         return
-    route.record(CallRecord(attempt, {**where, **_error_entry(exc)}))
-    if isinstance(exc, CircuitOpen):
+    entry = {**where, **_error_entry(exc)}
+    if exc.waited_s >= 0.0005:
+        entry["waited_s"] = round(exc.waited_s, 3)
+    route.record(CallRecord(attempt, entry, waited_s=exc.waited_s))
+    if isinstance(exc, CircuitOpen | QueueTimeout):
+        # the breaker; or no reply began within the queue's bound (not the agent's time)
         route.stop("harness_error", str(exc))
     elif isinstance(exc, ModelTimeout):
         route.stop("timeout", str(exc))
@@ -319,7 +324,16 @@ def _done(
     }
     tools = len(generation.tool_calls)
     route.record(
-        CallRecord(attempt, entry, usage, guard.summary(), generation.text, tools, ok=True)
+        CallRecord(
+            attempt,
+            entry,
+            usage,
+            guard.summary(),
+            generation.text,
+            tools,
+            ok=True,
+            waited_s=generation.waited_s,
+        )
     )
 
 
