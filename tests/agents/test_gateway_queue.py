@@ -46,9 +46,9 @@ def test_a_gateway_call_queued_at_a_one_at_a_time_server_is_not_the_agents_time(
     pytester: pytest.Pytester,
 ) -> None:
     """Two agents at once, a 6 s timeout, a server that serves one request at a time
-    and takes 2.5 s a reply: the second agent's call waits for the first's, then
-    takes its own 2.5 s (and works 1.5 s). Credited, both pass; counted as the agent's time, the second
-    timed out."""
+    and takes 2.5 s a reply: the second agent's call waits for the first's, then takes
+    its own 2.5 s (and the agent works 1.5 s more). Credited, both pass; counted as the
+    agent's time, the second timed out."""
     (pytester.path / "ask_once.py").write_text(ASK_ONCE)
     pytester.makefile(
         ".toml",
