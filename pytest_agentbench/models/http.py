@@ -816,6 +816,12 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         whole reply to (one no larger fits its context)."""
         return request.stream and media == "text/event-stream" and size > self._answered
 
+    def share_queue(self, other: ProtocolClient[Received]) -> None:
+        """Count this client's requests in ``other``'s server queue: the same server
+        reached over another protocol (models/siblings.py) queues them together, and is
+        seen or declared to serve one at a time once for both."""
+        self._queue = other._queue
+
     def serves_one_at_a_time(self) -> None:
         """Declare that this model's server serves one request at a time: time queued
         behind this client's other requests is credited (models/queue.py) from the start,

@@ -454,6 +454,7 @@ class RunServices:
         """The client of the model called ``model`` over ``protocol`` (``chat``,
         ``responses``, ``messages``), with the model's retries, breaker and the run's rate
         limit; None when the model's provider does not serve that protocol."""
+        from pytest_agentbench.models.http import ProtocolClient
         from pytest_agentbench.models.siblings import sibling
 
         own = self.client(model)
@@ -465,6 +466,8 @@ class RunServices:
                 made = sibling(bare, protocol) if bare is not None else None
                 if made is not None and made is not bare:
                     self._cached(made, settings)
+                    if isinstance(made, ProtocolClient) and isinstance(bare, ProtocolClient):
+                        made.share_queue(bare)  # one server: one queue (models/queue.py)
                 if made is bare and made is not None:
                     self._protocol_clients[key] = own
                 else:
