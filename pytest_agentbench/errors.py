@@ -55,9 +55,11 @@ class ModelError(AgentbenchError):
     travels up: ``partial`` (what arrived before it, a Generation, or None),
     ``retry_after`` (seconds the server asked for, or None), ``retries`` (one entry per
     retried attempt), ``retry_note`` (why retrying stopped, as appended to the message,
-    or ""), ``relayed`` (part of the reply was already handed on: never retried) and
+    or ""), ``relayed`` (part of the reply was already handed on: never retried),
     ``waited_s`` (seconds the request waited in its server's queue before its own time
-    began: not the model's time)."""
+    began: not the model's time) and ``ask_unstreamed`` (a stream that ended without one
+    event where the same request unstreamed may say why: the retrying client's next
+    attempt is that request)."""
 
     def __init__(
         self, message: str, *, endpoint: str = "", status: int | None = None, detail: str = ""
@@ -71,6 +73,7 @@ class ModelError(AgentbenchError):
         self.retry_note = ""
         self.relayed = False
         self.waited_s = 0.0
+        self.ask_unstreamed = False
         super().__init__(message)
 
 

@@ -138,17 +138,18 @@ class AcpSession(ExternalSession):
     ) -> AgentRun:
         """One prompt turn: the task's prompt first, the verifier's feedback after."""
         attempt = self.begin(messages, index, deadline, timeout_s, (on_event, on_phase, phase))
-        run, prompt, deadline = attempt.run, attempt.prompt, attempt.deadline
+        run, prompt, bound = attempt.run, attempt.prompt, attempt.bound
         outcome: PromptResult | None = None
         error: str | None = None
         watcher_done = threading.Event()
         try:
-            agent = self.agent if self.agent is not None else self._start(deadline, on_phase)
+            agent = self.agent if self.agent is not None else self._start(bound, on_phase)
             watcher = threading.Thread(
                 target=self._watch_route, args=(agent, watcher_done), daemon=True
             )
             watcher.start()
-            outcome = agent.prompt(prompt, deadline)
+            with self.watching():  # the deadline as it stands stops the route
+                outcome = agent.prompt(prompt, bound)
         except SandboxError as exc:
             return self.could_not_start(attempt, exc)
         except AcpError as exc:
@@ -223,6 +224,7 @@ class AcpSession(ExternalSession):
             "error": error,
             "stopped": stop.reason if stop is not None else None,
             "model_calls": calls,
+            **({"waited_s": round(run.waited_s, 3)} if run.waited_s >= 0.0005 else {}),
             "events": [dict(event) for event in events[:EVENTS_KEPT]],
             "events_left_out": max(0, len(events) - EVENTS_KEPT),
             "stderr": stderr,

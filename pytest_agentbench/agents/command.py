@@ -190,17 +190,18 @@ class CommandSession(ExternalSession):
         argv = self._argv(index, prompt)
         started = self.bridged(argv)
         try:
-            result = self._workspace.run(
-                started.command,
-                limits=self.limits(max(attempt.deadline - time.monotonic(), 0.01)),
-                stdin=self._stdin(index, prompt),
-                env=self.process.env,
-                stand_ins=started.endpoint.environment(),
-                stop=route.stopped,
-                network=not self.strict_network,
-                read_only=self.visible(argv),
-                writable=started.writable,
-            )
+            with self.watching():
+                result = self._workspace.run(
+                    started.command,
+                    limits=self.limits(max(attempt.bound - time.monotonic(), 0.01)),
+                    stdin=self._stdin(index, prompt),
+                    env=self.process.env,
+                    stand_ins=started.endpoint.environment(),
+                    stop=route.stopped,
+                    network=not self.strict_network,
+                    read_only=self.visible(argv),
+                    writable=started.writable,
+                )
         except SandboxError as exc:
             return self.could_not_start(attempt, exc)
         route.settle()  # a relay still finishing its record (the agent is gone)
@@ -247,6 +248,7 @@ class CommandSession(ExternalSession):
             "stopped": stop.reason if stop is not None else None,
             "elapsed_s": round(result.elapsed_s, 3),
             "model_calls": calls,
+            **({"waited_s": round(run.waited_s, 3)} if run.waited_s >= 0.0005 else {}),
             "stdout": result.stdout,
             "stderr": result.stderr,
             "output_truncated": result.truncated,

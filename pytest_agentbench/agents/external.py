@@ -7,11 +7,13 @@ gateway's record of its model calls.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.records import Failure
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.errors import SandboxError
+from pytest_agentbench.models.queue import wait_limit_s
 from pytest_agentbench.runner.agent import AgentRun
 from pytest_agentbench.sandbox import KEEP_BYTES, Limits, Workspace
 from pytest_agentbench.sandbox.process import RUNAWAY_FACTOR
@@ -144,6 +147,11 @@ class Attempt:
     started: float
     deadline: float
     timeout_s: float
+    #: The hard bound of the agent's process: the deadline may move on by the time its
+    #: calls wait in a one-at-a-time server's queue, at most by the queue's own bound
+    #: (models/queue.wait_limit_s); the route stops the agent at the deadline as it
+    #: stands (``Route.watch_deadline``, run by ``watching``).
+    bound: float = float("inf")
 
 
 @dataclass(frozen=True)
@@ -224,7 +232,23 @@ class ExternalSession:
         self.route.begin_attempt(index, deadline, on_event)
         if on_phase is not None:
             on_phase(phase if index == 0 else f"{phase}: {self.again}")
-        return Attempt(run, prompt, started, deadline, timeout_s)
+        bound = deadline + wait_limit_s(max(deadline - started, 0.0))
+        return Attempt(run, prompt, started, deadline, timeout_s, bound)
+
+    @contextlib.contextmanager
+    def watching(self) -> Iterator[None]:
+        """While the agent runs, its route stops it at the deadline as it stands
+        (``Route.watch_deadline``)."""
+        done = threading.Event()
+        watcher = threading.Thread(
+            target=self.route.watch_deadline, args=(done,), name="agentbench-agent-deadline"
+        )
+        watcher.daemon = True
+        watcher.start()
+        try:
+            yield
+        finally:
+            done.set()
 
     def limits(self, seconds: float) -> Limits:
         """The sandbox's limits of a process that may run ``seconds``."""
@@ -275,6 +299,7 @@ class ExternalSession:
         guards, trajectory, finish reason); returns the answered calls."""
         records = self.route.records_of(index)
         run.turns = len(records)
+        run.waited_s = sum(r.waited_s for r in records)  # credited: the task's deadline moves
         run.usages = [r.usage for r in records if r.usage is not None]
         run.guards = [r.guard for r in records if r.guard is not None]
         run.trajectory = [r.entry for r in records]

@@ -46,7 +46,13 @@ from pytest_agentbench.core.durations import any_seconds_text, seconds_text
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.records import Failure
 from pytest_agentbench.core.stream import StreamEvent
-from pytest_agentbench.errors import CircuitOpen, ContextOverflow, ModelError, ModelTimeout
+from pytest_agentbench.errors import (
+    CircuitOpen,
+    ContextOverflow,
+    ModelError,
+    ModelTimeout,
+    QueueTimeout,
+)
 from pytest_agentbench.models.base import REQUEST_CALL, REQUEST_TASK, Generation, ModelRequest
 from pytest_agentbench.models.siblings import PROTOCOL_NAMES, PROTOCOL_PATHS
 from pytest_agentbench.models.sse import parse_json
@@ -286,7 +292,8 @@ def _killed(
     )
     exchange = dict(whole.exchange) if whole is not None else {}
     entry: JsonObject = {**where, **exchange, "killed": exc.evidence, "answer_chars": len(text)}
-    route.record(CallRecord(attempt, entry, usage, guard.summary(), text))
+    waited = whole.waited_s if whole is not None else 0.0
+    route.record(CallRecord(attempt, entry, usage, guard.summary(), text, waited_s=waited))
     said = "reply (it arrived whole)" if whole is not None else "stream"
     message = (
         f"loop in the model's {said} at {seconds_text(time.monotonic() - route.started)} s "
@@ -316,12 +323,16 @@ def _failed(
         route.record(CallRecord(attempt, {**where, "error": f"the agent hung up: {exc}"}))
         handler.close_connection = True
         return
-    route.record(CallRecord(attempt, {**where, **_error_entry(exc)}))
+    entry = {**where, **_error_entry(exc)}
+    if exc.waited_s >= 0.0005:
+        entry["waited_s"] = round(exc.waited_s, 3)
+    route.record(CallRecord(attempt, entry, waited_s=exc.waited_s))
     if isinstance(exc, ContextOverflow):
         message = overflow_message(where, body, exc)
         failure = Failure.from_error(exc)
         route.stop("harness_error", message, failure=replace(failure, message=message))
-    elif isinstance(exc, CircuitOpen):
+    elif isinstance(exc, CircuitOpen | QueueTimeout):
+        # the breaker; or no reply began within the queue's bound (not the agent's time)
         route.stop("harness_error", str(exc))
     elif isinstance(exc, ModelTimeout):
         route.stop("timeout", str(exc))
@@ -350,7 +361,16 @@ def _done(
     }
     tools = len(generation.tool_calls)
     route.record(
-        CallRecord(attempt, entry, usage, guard.summary(), generation.text, tools, ok=True)
+        CallRecord(
+            attempt,
+            entry,
+            usage,
+            guard.summary(),
+            generation.text,
+            tools,
+            ok=True,
+            waited_s=generation.waited_s,
+        )
     )
 
 

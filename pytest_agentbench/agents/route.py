@@ -61,6 +61,8 @@ class CallRecord:
     text: str = ""
     tool_calls: int = 0
     ok: bool = False
+    #: Seconds the call waited in its server's queue (models/queue.py): credited.
+    waited_s: float = 0.0
 
 
 @dataclass
@@ -193,8 +195,29 @@ class Route:
         self.stopped.set()
 
     def record(self, record: CallRecord) -> None:
+        """Keep ``record``; its time queued at the server moves the deadline on by as
+        much (not the agent's time, as for a built-in rollout)."""
         with self.lock:
             self.records.append(record)
+            if record.waited_s > 0:
+                self.deadline += record.waited_s
+
+    def watch_deadline(self, done: threading.Event) -> None:
+        """Until ``done``: stop the route ("timeout") once its deadline has passed with no
+        call in flight. The deadline moves on as calls are credited their queue time
+        (``record``), and a call in flight may yet be credited, so it is read again
+        (each second, and often while a call past it ends); the agent's process itself
+        runs under a hard bound (external.Attempt.bound)."""
+        while not done.is_set():
+            with self.lock:
+                left = self.deadline - time.monotonic()
+            if left > 0:
+                done.wait(min(left, 1.0))
+            elif self._in_flight:
+                done.wait(0.05)
+            else:
+                self.stop("timeout", "the agent's time ran out")
+                return
 
     def records_of(self, attempt: int) -> list[CallRecord]:
         with self.lock:

@@ -9,8 +9,13 @@ from pathlib import Path
 from pytest_agentbench.artifacts.controls import invalid_reason, task_records
 from pytest_agentbench.artifacts.ctrf import build_ctrf
 from pytest_agentbench.artifacts.jsonio import write_json_atomic
-from pytest_agentbench.artifacts.judge_summary import judge_summary
-from pytest_agentbench.artifacts.summary import RunFacts, build_summary, min_kappa_of, run_totals
+from pytest_agentbench.artifacts.summary import (
+    RunFacts,
+    build_summary,
+    judge_section,
+    min_kappa_of,
+    run_totals,
+)
 from pytest_agentbench.core.task_record import RunSummary, TaskRecord
 
 
@@ -35,7 +40,7 @@ def write_run_reports(run_dir: Path, records: Sequence[TaskRecord], run: RunFact
             "cost": totals["cost"],
             "stats": totals["stats"],
             "invalid": invalid_reason(records),
-            "judge": judge_summary(records, min_kappa_of(run.settings)),
+            "judge": judge_section(records, min_kappa_of(run.settings)),
         },
         stream=True,
     )

@@ -8,10 +8,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_agentbench.artifacts.controls import controls_summary, invalid_reason, task_records
+from pytest_agentbench.artifacts.controls import (
+    calibration_records,
+    controls_summary,
+    invalid_reason,
+    task_records,
+)
 from pytest_agentbench.artifacts.cost_totals import batch_totals, cache_totals, run_cost
 from pytest_agentbench.artifacts.jsonio import Streamed
-from pytest_agentbench.artifacts.judge_summary import judge_summary, standing
 from pytest_agentbench.artifacts.lineup import model_comparisons, reduced_score, task_samples
 from pytest_agentbench.artifacts.score_stats import (
     RewardField,
@@ -132,7 +136,7 @@ def _group_scores(
                 "repair_curve": repair_curve(members, errors_as_failures=errors_as_failures),
                 "reduced": _reduced(suite, model, members, errors_as_failures),
                 "cost": run_cost(members),
-                "judge_standing": standing(members, judge),
+                "judge_standing": judge_standing(members, judge),
             }
         )
     return rows
@@ -203,11 +207,11 @@ def build_summary(
     records = task_records(every)
     errors_as_failures = run.errors_as_failures
     start_ms, stop_ms = run.start_ms, run.stop_ms
-    judge = judge_summary(every, min_kappa_of(run.settings))
+    judge = judge_section(every, min_kappa_of(run.settings))
     if totals is None:
         totals = run_totals(records, errors_as_failures=errors_as_failures)
     # the judge's standing beside the score it graded, where the score is read
-    totals = {**totals, "judge_standing": standing(records, judge)}
+    totals = {**totals, "judge_standing": judge_standing(records, judge)}
     out = run.settings.get("out_dir")
     folder = f"{out}/{run.run_id}" if isinstance(out, str) else run.run_id
     totals["unusable"] = unusable(records, folder)  # too many harness errors to trust it
@@ -234,6 +238,26 @@ def build_summary(
         **dict(run.sections or {}),
         "tasks": Streamed(r.to_json() for r in every) if stream else [r.to_json() for r in every],
     }
+
+
+def judge_section(records: Sequence[TaskRecord], min_kappa: float | None) -> JsonObject | None:
+    """summary.json's ``judge`` (artifacts/judge_summary.py); None when no judge ran, and
+    then the judge's modules are not even imported."""
+    if not any(r.judge is not None for r in records) and not calibration_records(records):
+        return None
+    from pytest_agentbench.artifacts.judge_summary import judge_summary
+
+    return judge_summary(records, min_kappa)
+
+
+def judge_standing(records: Sequence[TaskRecord], judge: JsonObject | None) -> JsonObject | None:
+    """The judge's standing beside a score (artifacts/judge_summary.py's ``standing``);
+    None, with the judge's modules not even imported, when no judge ran."""
+    if judge is None:
+        return None
+    from pytest_agentbench.artifacts.judge_summary import standing
+
+    return standing(records, judge)
 
 
 def min_kappa_of(settings: Mapping[str, JsonValue]) -> float | None:

@@ -179,6 +179,13 @@ def add_options(parser: pytest.Parser) -> None:
         "again",
     )
     group.addoption(
+        "--agentbench-serial-server",
+        action="store_true",
+        help="the model's server serves one request at a time (llama-cpp-python, Ollama by "
+        "default): time a request waits behind the run's others is not spent from its "
+        "timeout from the first request on (without it, once the server is seen to queue)",
+    )
+    group.addoption(
         "--agentbench-retry-errors",
         action="store_true",
         help="with --agentbench-resume (implied): run the earlier run's harness errors again",
@@ -326,6 +333,12 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("agentbench_rpm", "requests per minute across the whole run")
     parser.addini("agentbench_shard", "K/N: run only shard K of N")
     parser.addini("agentbench_max_retries", "retries of a failed request (default 3)")
+    parser.addini(
+        "agentbench_serial_server",
+        "true: the model's server serves one request at a time (--agentbench-serial-server)",
+        type="bool",
+        default=False,
+    )
     parser.addini(
         "agentbench_max_file_mb", "largest suite or dataset file read, in MB (default 64)"
     )

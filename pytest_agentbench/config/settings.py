@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_agentbench.config.container_options import ContainerSettings, container_settings
 from pytest_agentbench.config.model_list import (
@@ -53,7 +54,9 @@ from pytest_agentbench.core.urls import public_url
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.base import ModelSpec
 from pytest_agentbench.models.sampling_wire import PROTOCOL_NAMES, protocol_of, sampling_refusals
-from pytest_agentbench.verifiers.judge_model import JudgeModel
+
+if TYPE_CHECKING:
+    from pytest_agentbench.verifiers.judge_model import JudgeModel
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -122,6 +125,8 @@ class Settings:
     resume: str | None = None
     retry_errors: bool = False
     max_retries: int = 3
+    #: The model's server serves one request at a time (declared: models/queue.py).
+    serial_server: bool = False
     max_file_mb: float = 64.0
     breaker_threshold: int = 5
     loop_kill: int = 80
@@ -336,6 +341,7 @@ def resolve_settings(option: OptionReader, ini: OptionReader, env: Mapping[str, 
         resume=text(resume),
         retry_errors=retry_errors,
         max_retries=int_option(option, ini, "agentbench_max_retries", 3, 0, 20),
+        serial_server=bool(option("agentbench_serial_server") or ini("agentbench_serial_server")),
         max_file_mb=number("agentbench max file mb", max_file_mb, float, 0.000001)
         if max_file_mb is not None
         else 64.0,
@@ -390,12 +396,15 @@ def with_prices(settings: Settings, entries: list[ModelEntry], given: OptionRead
     list keys, the user's ``agentbench_prices`` file, the shipped table) and the
     ``--agentbench-max-cost`` cap."""
     from pytest_agentbench.models.prices import load_price_file, resolve_price
-    from pytest_agentbench.models.response_cache import CACHE_MODES
 
     prices, cap = given("prices"), given("max_cost")
     cache, mode = given("cache"), given("cache_mode")
     cache_dir = Path(str(cache)) if cache else None
-    cache_mode = choice("agentbench cache mode", mode, CACHE_MODES) or "read-write"
+    cache_mode = "read-write"
+    if mode is not None:  # (the cache's module, and httpx with it, only when it is named)
+        from pytest_agentbench.models.response_cache import CACHE_MODES
+
+        cache_mode = choice("agentbench cache mode", mode, CACHE_MODES) or "read-write"
     batch, poll, wait = given("batch"), given("batch_poll"), given("batch_wait")
     batch_poll_s = number("agentbench batch poll", poll, float, 0.01) if poll is not None else None
     batch_wait_s = (
@@ -456,6 +465,8 @@ def judge_setting(value: object, where: str) -> JudgeModel | None:
         raise AgentbenchError(f"{where}: a judge takes no NAME=, got {value!r}")
     sampling = Sampling.parse(entry.sampling).over(Sampling(temperature=0.0))
     source = "command line" if where.startswith("--") else "ini"
+    from pytest_agentbench.verifiers.judge_model import JudgeModel
+
     return JudgeModel(entry.spec, entry.base_url, entry.key_env, sampling, source=source)
 
 

@@ -12,7 +12,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import httpx
 
@@ -39,13 +39,15 @@ from pytest_agentbench.models.base import (
     ToolCall,
     Usage,
 )
-from pytest_agentbench.models.batch_store import BatchStore
 from pytest_agentbench.models.deadline import Watchdog
 from pytest_agentbench.models.overflow import context_overflow, error_object, overflow_error
 from pytest_agentbench.models.queue import Place, ServerQueue, wait_limit_s
-from pytest_agentbench.models.response_cache import Recorded, ResponseCache, Tee, request_key
 from pytest_agentbench.models.sse import SSEParser, StringSlot, parse_json
 from pytest_agentbench.models.usage import recovered_usage
+
+if TYPE_CHECKING:  # (imported where used: a run with neither pays nothing for them)
+    from pytest_agentbench.models.batch_store import BatchStore
+    from pytest_agentbench.models.response_cache import Recorded, ResponseCache
 
 CONNECT_TIMEOUT_S = 10.0
 ERROR_BODY_LIMIT = 65536
@@ -234,7 +236,8 @@ def _reads_as_stream(response: httpx.Response, asked: bool) -> bool:
 
 class EmptyStream(TransportError):
     """A streamed reply (HTTP 200) that ended without one event: nothing arrived, not
-    even the reason (see ``ProtocolClient._ask_unstreamed``)."""
+    even the reason. ``ask_unstreamed`` (errors.py) is set where asking the same request
+    again unstreamed can learn why (see ``ProtocolClient._may_overflow``)."""
 
 
 def attach_partial(
@@ -344,6 +347,7 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         self._clients_lock = threading.Lock()
         self._closed = False
         self._queue = ServerQueue()  # this model's requests in flight, in order
+        self._answered = 0  # the largest request body a whole stream answered, in bytes
 
     @property
     def _http(self) -> httpx.Client:
@@ -361,19 +365,22 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
                     self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
                 elif self._tls is None:
                     self._tls = httpx.create_ssl_context(verify=True, trust_env=self._trust_env)
-                sockets: list[socket.socket] = []
-                client = httpx.Client(
-                    verify=self._tls,
-                    headers=self._headers,
-                    http1=True,
-                    http2=False,
-                    trust_env=self._trust_env,
-                    limits=self._limits,
-                    # every request of this client (the scripted one's admin requests
-                    # too: they may open the connection a generation reuses) keeps the
-                    # sockets it opens
-                    event_hooks={"request": [_traced(sockets)]},
-                )
+            sockets: list[socket.socket] = []
+            # made outside the lock: 128 rollout threads starting at once queued on it
+            # (a thread-aware profile of a 128-in-flight run: 7.6 % of the threads' time)
+            client = httpx.Client(
+                verify=self._tls,
+                headers=self._headers,
+                http1=True,
+                http2=False,
+                trust_env=self._trust_env,
+                limits=self._limits,
+                # every request of this client (the scripted one's admin requests
+                # too: they may open the connection a generation reuses) keeps the
+                # sockets it opens
+                event_hooks={"request": [_traced(sockets)]},
+            )
+            with self._clients_lock:
                 if self._closed:
                     client.close()  # requests after close() fail as with a closed client
                 else:
@@ -615,6 +622,8 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
     def _cache_key(
         self, request: ModelRequest, body: JsonObject, headers: Mapping[str, str]
     ) -> str:
+        from pytest_agentbench.models.response_cache import request_key
+
         return request_key(
             protocol=type(self).__name__,
             endpoint=self._key_endpoint(request),
@@ -687,15 +696,15 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
 
             origin = place.listen(moved)
             watchdog.deadline = origin + timeout_s if origin is not None else hard
-            if origin is None:
-                # blocked: its clock may run again before the headers come, so the
-                # watchdog must be able to end the wait for them (this thread's sockets)
-                watchdog.arm_early(self._sockets)
+            # the deadline may move before the headers come (the server is seen to
+            # queue), and a drip of header bytes outlasts httpx's per-read timeouts:
+            # the watchdog must be able to end the wait for them (this thread's sockets)
+            watchdog.arm_early(self._sockets)
         deadline = watchdog.deadline
         received = self._new_received()
         emit = on_event or ignore_events
         streamed = request.stream
-        empty: EmptyStream | None = None
+        media = ""
         headers = self.request_headers(request)
         if relay is not None:
             headers = {**relay.headers, **headers}
@@ -724,10 +733,13 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
                 )
             ) as response:
                 if cache is not None and hit is None and cache.writes:
+                    from pytest_agentbench.models.response_cache import Tee
+
                     response.stream = tee = Tee(response.stream)  # type: ignore[arg-type]
                 received.status = response.status_code
                 if response.status_code >= 400:
                     raise self._status_error(response)
+                media = media_type(response)
                 if relay is not None and isinstance(response.stream, httpx.SyncByteStream):
                     relay.start(response.status_code, response.headers.multi_items())
                     response.stream = _Tapped(response.stream, relay)
@@ -741,11 +753,12 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
                     self._read_body(response, received, emit)
         except EmptyStream as exc:
             relayed = relay is not None and relay.started
-            if watchdog.fired or not request.stream or relayed:
-                failed = self._deadline_error(request, place) if watchdog.fired else exc
-                failed.relayed = relayed
-                raise self._with_partial(failed, received, body, started, place) from None
-            empty = exc
+            failed = self._deadline_error(request, place) if watchdog.fired else exc
+            failed.relayed = relayed
+            failed.ask_unstreamed = not (watchdog.fired or relayed) and self._may_overflow(
+                request, media, len(content)
+            )
+            raise self._with_partial(failed, received, body, started, place) from None
         except ModelError as exc:
             error = self._deadline_error(request, place) if watchdog.fired else exc
             error.relayed = relay is not None and relay.started
@@ -759,8 +772,8 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
             raise self._with_partial(error, received, body, started, place) from exc
         finally:
             watchdog.finish()
-        if empty is not None:
-            return self._ask_unstreamed(request, on_event, empty, place)
+        if streamed and hit is None:
+            self._answered = max(self._answered, len(content))
         generation = self._generation(received, body, started, waited_s=place.waited_s)
         if batched and hit is not None:
             reply = generation.exchange["response"]
@@ -773,6 +786,8 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
             if isinstance(reply, dict):
                 reply["cached"] = True  # replayed from the response cache: nothing was sent
         elif cache is not None and tee is not None and received.status is not None:
+            from pytest_agentbench.models.response_cache import Recorded
+
             recorded = Recorded(
                 received.status,
                 response.headers.get("content-type", ""),
@@ -792,6 +807,27 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
                 reply["streamed"] = streamed
         return generation
 
+    def _may_overflow(self, request: ModelRequest, media: str, size: int) -> bool:
+        """Whether a stream that ended without one event may be a context overflow, so
+        that the same request unstreamed can say so (llama-cpp-python answers a prompt
+        past its context so, streamed, and with the overflow error unstreamed): the
+        server sent an event stream (an HTML page or a body of another type is only
+        malformed) to a streamed request larger than any this server has streamed a
+        whole reply to (one no larger fits its context)."""
+        return request.stream and media == "text/event-stream" and size > self._answered
+
+    def share_queue(self, other: ProtocolClient[Received]) -> None:
+        """Count this client's requests in ``other``'s server queue: the same server
+        reached over another protocol (models/siblings.py) queues them together, and is
+        seen or declared to serve one at a time once for both."""
+        self._queue = other._queue
+
+    def serves_one_at_a_time(self) -> None:
+        """Declare that this model's server serves one request at a time: time queued
+        behind this client's other requests is credited (models/queue.py) from the start,
+        not only once the server is seen to queue."""
+        self._queue.declare_serial()
+
     def _deadline_error(self, request: ModelRequest, place: Place) -> ModelError:
         """The deadline passed: the model's (ModelTimeout), or, when its turn never came
         and no reply began, the queue's (QueueTimeout, not the model's time)."""
@@ -804,47 +840,6 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
             "the server; not the model's time)",
             endpoint=self.public_endpoint,
         )
-
-    def _ask_unstreamed(
-        self,
-        request: ModelRequest,
-        on_event: EventSink | None,
-        empty: EmptyStream,
-        place: Place,
-    ) -> Generation:
-        """After a stream that ended without one event: the same request once more, not
-        streamed. An empty stream says nothing of why; llama-cpp-python sends one when
-        the prompt exceeds its context window, and says so on an unstreamed request
-        (a ContextOverflow, which is never retried). The second request's error, or its
-        reply, is the answer; its exchange records ``after_empty_stream``."""
-        note = "after an empty stream, asked again without streaming"
-        left = None
-        if request.timeout_s is not None:
-            origin = place.origin
-            left = request.timeout_s - (time.monotonic() - (origin or time.monotonic()))
-            if left <= 0.001:
-                raise attach_partial(empty, None, place.waited_s)
-        unstreamed = dataclasses.replace(request, stream=False, timeout_s=left)
-        try:
-            try:
-                generation = self.generate(unstreamed, on_event)
-            except TransportError as exc:
-                if exc.partial is not None or isinstance(exc, EmptyStream | QueueTimeout):
-                    raise
-                # llama-cpp-python closes the connection after its empty stream, which
-                # the pool may hand out again at once: once more, on a new connection
-                generation = self.generate(unstreamed, on_event)
-        except ModelError as exc:
-            if exc.args:
-                exc.args = (f"{exc.args[0]} ({note})", *exc.args[1:])
-            exc.waited_s += place.waited_s
-            raise
-        generation = dataclasses.replace(generation, waited_s=generation.waited_s + place.waited_s)
-        reply = generation.exchange["response"]
-        if isinstance(reply, dict):  # (always: _assemble makes it)
-            reply["streamed"] = False
-            reply["after_empty_stream"] = True
-        return generation
 
     def relay_body(self, body: Mapping[str, JsonValue]) -> JsonObject:
         """A relayed body as sent: the caller's own, naming this client's model."""

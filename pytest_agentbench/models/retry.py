@@ -5,6 +5,12 @@ streamed text, thinking or a tool call is not replayed (the caller has seen it, 
 loop watch has judged it), so that failure is raised with what arrived kept. Every retry
 is recorded where the trajectory keeps it: ``exchange["retries"]`` of the Generation
 returned, or ``retries`` of the error finally raised.
+
+A stream that ended without one event where the same request unstreamed may say why
+(``ModelError.ask_unstreamed``: llama-cpp-python's answer to a prompt past its context) is
+asked so once, at once, as the next attempt: it counts in ``max_attempts`` like any
+retry, so a server that answers every request with an empty 200 costs what it did before
+(four requests), and a context overflow it learns is never retried.
 """
 
 from __future__ import annotations
@@ -141,10 +147,14 @@ class RetryingClient:
         attempt = 1
         current = request
         waited = 0.0  # seconds the attempts waited in the server's queue: not the budget's
+        asking = False  # this attempt asks an empty stream's request again unstreamed
+        asked = False  # ... and one did: the empty streams are not asked about again
         while True:
             try:
                 generation = self.inner.generate(current, on_event)
             except ModelError as error:
+                if asking:
+                    _asked_again(error)
                 queued = error.waited_s
                 waited += queued
                 error.waited_s = waited
@@ -154,7 +164,11 @@ class RetryingClient:
                 deadline = min(ends) if ends else None
                 stop = self._stop_reason(error, attempt, retries)
                 wait = 0.0
-                if stop is None:
+                # ask unstreamed where it may learn why a stream was empty, or once more
+                # where the connection it was asked on broke before any answer (the
+                # server closes it after its empty stream)
+                ask = (not asked and error.ask_unstreamed) or (asking and error.status is None)
+                if stop is None and not ask:
                     wait = self.policy.backoff_s(attempt, _retry_after(error), self._rng)
                     if deadline is not None and self._clock() + wait >= deadline:
                         stop = (
@@ -175,12 +189,18 @@ class RetryingClient:
                     }
                 )
                 attempt += 1
+                asked, asking = asked or ask, ask
+                current = request if not ask else dataclasses.replace(request, stream=False)
                 if budget_end is not None:
                     current = dataclasses.replace(
-                        request, timeout_s=max(budget_end - self._clock(), 0.001)
+                        current, timeout_s=max(budget_end - self._clock(), 0.001)
                     )
                 continue
             exchange: JsonObject = {**generation.exchange, "retries": _as_json(retries)}
+            if asking:
+                reply = exchange.get("response")
+                if isinstance(reply, dict):
+                    exchange["response"] = {**reply, "streamed": False, "after_empty_stream": True}
             return dataclasses.replace(
                 generation, exchange=exchange, waited_s=waited + generation.waited_s
             )
@@ -209,6 +229,15 @@ class RetryingClient:
         if attempt >= self.policy.max_attempts:
             return f"gave up after {_attempts(attempt)}" if retries else ""
         return None
+
+
+ASKED_AGAIN = "after an empty stream, asked again without streaming"
+
+
+def _asked_again(error: ModelError) -> None:
+    """The error of a request asked again unstreamed after an empty stream says so."""
+    if error.args and ASKED_AGAIN not in str(error.args[0]):
+        error.args = (f"{error.args[0]} ({ASKED_AGAIN})", *error.args[1:])
 
 
 def _attempts(count: int) -> str:

@@ -3,9 +3,10 @@ the controls block of the terminal summary."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pytest_agentbench.artifacts.controls import control_records, invalid_reason, misbehaved
+from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.core.record_parts import ControlRecord
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.report.evidence import MAX_FAILURE_LINES, failure_reason
@@ -67,3 +68,23 @@ def control_lines(records: Sequence[TaskRecord]) -> list[str]:
     if reason:
         lines.append(f"RESULT INVALID: {reason}")
     return lines
+
+
+def judge_block(judge: JsonValue | None) -> list[str]:
+    """The judge block of the terminal and Markdown summaries (report/judges.py); empty,
+    with the judge's modules not even imported, when no judge ran."""
+    if not isinstance(judge, Mapping):
+        return []
+    from pytest_agentbench.report.judges import judge_lines
+
+    return judge_lines(judge)
+
+
+def standing_mark(standing: JsonValue | None, *, short: bool = False) -> str:
+    """The mark a judged score carries (report/judges.py's ``standing_text``); empty, with
+    the judge's modules not even imported, when no judge graded it."""
+    if not isinstance(standing, Mapping):
+        return ""
+    from pytest_agentbench.report.judges import standing_text
+
+    return standing_text(standing, short=short)

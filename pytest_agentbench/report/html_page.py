@@ -208,10 +208,10 @@ def run_section(data: RunData) -> str:
 def judge_section(data: RunData) -> str:
     """The judges' cost apart from the model's, their calibration, the corrected judged
     pass rate and the "judge not calibrated" mark; nothing when no judge ran."""
-    from pytest_agentbench.report.judges import judge_lines
+    from pytest_agentbench.report.controls import judge_block
 
     judge = data["summary"].get("judge")
-    lines = judge_lines(judge)
+    lines = judge_block(judge)
     if not lines:
         return ""
     status = mapping(judge).get("status") if isinstance(judge, dict) else None

@@ -12,9 +12,8 @@ from pytest_agentbench.core.cost import money
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.task_record import RunSummary, TaskRecord
 from pytest_agentbench.report.compare import model_disagreements
-from pytest_agentbench.report.controls import control_lines
+from pytest_agentbench.report.controls import control_lines, judge_block, standing_mark
 from pytest_agentbench.report.evidence import failure_reason
-from pytest_agentbench.report.judges import judge_lines, standing_text
 from pytest_agentbench.report.terminal import (
     batch_text,
     cache_text,
@@ -210,7 +209,7 @@ def markdown_summary(run: RunSummary, *, run_dir: str) -> str:
     judge = run.sections.get("judge")
     if score is not None and not several:
         head += f" · score {score:.3f}"
-        mark = standing_text(totals.get("judge_standing"), short=True)
+        mark = standing_mark(totals.get("judge_standing"), short=True)
         head += f" ({mark})" if mark else ""
     partial = partial_line(summary.get("coverage"))
     if partial is None and summary.get("partial"):
@@ -287,7 +286,7 @@ def markdown_summary(run: RunSummary, *, run_dir: str) -> str:
     lines += comparison_markdown(summary)
     if summary.get("invalid"):
         lines += ["", f"**Result invalid**: {summary['invalid']}"]
-    judged = judge_lines(run.sections.get("judge"))
+    judged = judge_block(run.sections.get("judge"))
     if judged:
         lines += ["", "### Judge", "", *(f"- {_cell(line.strip())}" for line in judged)]
     controls = control_lines(records)

@@ -7,15 +7,14 @@ from pathlib import Path
 
 from pytest_agentbench.artifacts.controls import task_records
 from pytest_agentbench.artifacts.cost_totals import batch_totals, cache_totals, run_cost
-from pytest_agentbench.artifacts.judge_summary import judge_summary, standing
 from pytest_agentbench.artifacts.score_stats import interval_text, score_estimate
-from pytest_agentbench.artifacts.summary import classify, score
+from pytest_agentbench.artifacts.summary import classify, judge_section, judge_standing, score
 from pytest_agentbench.artifacts.usability import unusable
 from pytest_agentbench.artifacts.usage_totals import run_usage, whole_input
 from pytest_agentbench.core.cost import money
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.task_record import TaskRecord
-from pytest_agentbench.report.controls import control_lines
+from pytest_agentbench.report.controls import control_lines, judge_block, standing_mark
 from pytest_agentbench.report.evidence import (
     MAX_FAILURE_LINES,
     details_pointer,
@@ -23,7 +22,6 @@ from pytest_agentbench.report.evidence import (
     order_failures,
     shown_failures,
 )
-from pytest_agentbench.report.judges import judge_lines, standing_text
 
 _LABELS = {
     "passed": "passed",
@@ -165,13 +163,13 @@ def score_lines(records: Sequence[TaskRecord], judge: JsonObject | None = None) 
         width = max(len(model) for model in models)
         for model in models:
             members = [r for r in records if r.model == model]
-            mark = standing_text(standing(members, judge))
+            mark = standing_mark(judge_standing(members, judge))
             lines.append(
                 f"score {model.ljust(width)}  {_score_text(members)}"
                 + (f" · {mark}" if mark else "")
             )
         return lines
-    mark = standing_text(standing(records, judge))
+    mark = standing_mark(judge_standing(records, judge))
     lines = [f"score {_score_text(records)}" + (f" · {mark}" if mark else "")]
     repaired = sum(1 for r in records if r.repaired)
     incomplete = sum(1 for r in records if r.incomplete)
@@ -208,8 +206,8 @@ def summary_lines(
     cover every planned task, so a partial score never reads as a whole one."""
     run_dir = shown_path(run_dir, relative_to)
     controls = control_lines(records)
-    judge = judge_summary(records, min_kappa)
-    judged = judge_lines(judge)
+    judge = judge_section(records, min_kappa)
+    judged = judge_block(judge)
     records = task_records(records)
     if not records:
         head = "no tasks ran" if not controls and not judged else None

@@ -58,9 +58,9 @@ from pytest_agentbench.errors import AgentbenchError, SuiteError
 from pytest_agentbench.models.base import ModelClient
 from pytest_agentbench.suites.load import load_suite
 from pytest_agentbench.suites.task import Control, Task
-from pytest_agentbench.verifiers.base import Check, FunctionVerifier, Verdict, Verifier
+from pytest_agentbench.verifiers.base import Check, FunctionVerifier, JudgeError, Verdict, Verifier
 from pytest_agentbench.verifiers.builtin import BUILTIN_VERIFIERS
-from pytest_agentbench.verifiers.judge import JUDGE, JudgeError, JudgeRuntime
+from pytest_agentbench.verifiers.judge import JUDGE, JudgeRuntime
 from pytest_agentbench.verifiers.judge_model import JudgeModel
 
 SUMMARY_LIMIT = 512 * 1024 * 1024

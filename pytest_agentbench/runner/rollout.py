@@ -13,7 +13,12 @@ from pytest_agentbench.core.records import Attempt, Failure, FailureKind, Outcom
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.core.task_record import FailureStage
 from pytest_agentbench.core.usage import sum_usage
-from pytest_agentbench.errors import AgentbenchError, BudgetExhausted, SandboxError, WorkerCrashed
+from pytest_agentbench.errors import (
+    AgentbenchError,
+    BudgetExhausted,
+    SandboxError,
+    WorkerCrashed,
+)
 from pytest_agentbench.models.base import ModelClient
 from pytest_agentbench.runner.agent import AgentSession, OpenAgent, Session, first_messages
 from pytest_agentbench.runner.container_session import (
@@ -26,8 +31,7 @@ from pytest_agentbench.runner.pool import step_aside, step_back
 from pytest_agentbench.runner.repair import repair_request, repairs_allowed
 from pytest_agentbench.runner.verification import own_time_limit, runs_sandboxed, verify_by
 from pytest_agentbench.suites.task import Task
-from pytest_agentbench.verifiers.base import Check, Verdict, Verifier
-from pytest_agentbench.verifiers.judge import JudgeError, out_of_time
+from pytest_agentbench.verifiers.base import Check, JudgeError, Verdict, Verifier, out_of_time
 from pytest_agentbench.verifiers.sandboxed import discard_foreign_files
 
 if TYPE_CHECKING:  # the agent's tools (and their sandbox) are imported by agent tasks only

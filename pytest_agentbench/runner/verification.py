@@ -15,15 +15,16 @@ import weakref
 from collections.abc import Callable, Mapping
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
-from pytest_agentbench.verifiers.base import Check, OwnTimeLimit, Verdict, Verifier
+from pytest_agentbench.verifiers.base import Check, OwnTimeLimit, Verdict, Verifier, resolved
 from pytest_agentbench.verifiers.text import EXACT, INCLUDES
 
 
 def own_time_limit(verifier: Verifier, options: Mapping[str, JsonValue]) -> float | None:
     """The verifier's own time limit for one verification (a judge's), in seconds; None
     for a verifier bounded by the task's deadline."""
-    if isinstance(verifier, OwnTimeLimit):
-        return verifier.time_limit_s(options)
+    real = resolved(verifier)  # the judge is loaded lazily (verifiers/builtin.py)
+    if isinstance(real, OwnTimeLimit):
+        return real.time_limit_s(options)
     return None
 
 

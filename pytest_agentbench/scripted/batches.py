@@ -193,8 +193,6 @@ class BatchOffice:
         origin: Callable[[], str],
         polls: int = 1,
     ) -> None:
-        if polls < 1:
-            raise ValueError(f"batch_polls must be an integer >= 1, got {polls!r}")
         self._book = book
         self._record = record
         self._origin = origin
@@ -204,12 +202,6 @@ class BatchOffice:
         self._batches: dict[str, Batch] = {}
         self.created = 0
         self.answered = 0
-
-    @staticmethod
-    def handles(route: str) -> bool:
-        """Whether ``route`` (a path below ``/v1``) is a batch or file endpoint."""
-        parts = route.strip("/").split("/")
-        return parts[0] in ("files", "batches") or parts[:2] == ["messages", "batches"]
 
     def serve(self, method: str, route: str, raw: bytes, content_type: str) -> Answer:
         """Answer ``method route`` with request body ``raw``."""

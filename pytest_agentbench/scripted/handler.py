@@ -40,6 +40,12 @@ _BATCH_BYTES = 16384
 _PING_S = 1.0
 
 
+def is_batch_route(route: str) -> bool:
+    """Whether ``route`` (a path below ``/v1``) is a batch or file endpoint (batches.py)."""
+    parts = route.strip("/").split("/")
+    return parts[0] in ("files", "batches") or parts[:2] == ["messages", "batches"]
+
+
 class Provider(Protocol):
     """What a request asks of the scripted server that received it (``server.py``'s
     ``ScriptedServer`` is the one provider): its script book, counts and request log. The
@@ -47,13 +53,17 @@ class Provider(Protocol):
     never the other way round."""
 
     _book: ScriptBook
-    _batches: BatchOffice
     _stopping: threading.Event
     #: held while a generation is served, when the server serves one at a time
     _serial: threading.Lock | None
 
     @property
     def url(self) -> str: ...
+
+    @property
+    def _batches(self) -> BatchOffice:
+        """The batch and file endpoints (made when first asked)."""
+        ...
 
     @property
     def requests(self) -> list[JsonObject]: ...
@@ -101,7 +111,7 @@ class ChatHandler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         route = self._route()
-        if self._provider._batches.handles(route):
+        if is_batch_route(route):
             self._batch_call("GET", route, b"")
         elif route == "/_agentbench/health":
             self._send_json(200, {"ok": True})
@@ -121,7 +131,7 @@ class ChatHandler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self._chunked = False
         route = self._route()
-        if self._provider._batches.handles(route):
+        if is_batch_route(route):
             raw = self._read_raw()
             if raw is not None:
                 self._batch_call("POST", route, raw)

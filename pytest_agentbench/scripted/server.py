@@ -26,12 +26,15 @@ import ipaddress
 import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from pytest_agentbench.core.jsontypes import JsonObject
-from pytest_agentbench.scripted.batches import BatchOffice
 from pytest_agentbench.scripted.book import ScriptBook
 from pytest_agentbench.scripted.handler import ChatHandler, LoopbackHTTPServer, LoopbackHTTPServer6
 from pytest_agentbench.scripted.script import parse_replies, parse_scripts
+
+if TYPE_CHECKING:
+    from pytest_agentbench.scripted.batches import BatchOffice
 
 
 def is_loopback(host: str) -> bool:
@@ -96,12 +99,33 @@ class ScriptedServer:
         self._serial = threading.Lock() if serial else None
         self._httpd: LoopbackHTTPServer | None = None
         self._thread: threading.Thread | None = None
-        #: the provider batch APIs (batches.py): a batch ends at its ``batch_polls``-th read
-        self._batches = BatchOffice(
-            self._book, self._record_batch, lambda: self.url.removesuffix("/v1"), batch_polls
-        )
+        #: the provider batch APIs (batches.py, made when first asked: ``_batches``): a
+        #: batch ends at its ``batch_polls``-th read
+        if batch_polls < 1:
+            raise ValueError(f"batch_polls must be an integer >= 1, got {batch_polls!r}")
+        self._batch_polls = batch_polls
+        self._batch_office: BatchOffice | None = None
         if scripts:
             self.add_scripts(scripts)
+
+    @property
+    def _batches(self) -> BatchOffice:
+        """The batch and file endpoints, made at the first batch request (a run that
+        sends none never imports batches.py)."""
+        office = self._batch_office
+        if office is None:
+            from pytest_agentbench.scripted.batches import BatchOffice
+
+            with self._lock:
+                if self._batch_office is None:
+                    self._batch_office = BatchOffice(
+                        self._book,
+                        self._record_batch,
+                        lambda: self.url.removesuffix("/v1"),
+                        self._batch_polls,
+                    )
+                office = self._batch_office
+        return office
 
     def start(self) -> str:
         """Bind (a free port unless one was given), serve in a daemon thread, return the
@@ -165,13 +189,14 @@ class ScriptedServer:
 
     @property
     def stats(self) -> dict[str, int]:
+        office = self._batch_office
         with self._lock:
             return {
                 "requests": self._request_count,
                 "in_flight": self._in_flight,
                 "max_in_flight": self._max_in_flight,
-                "batches": self._batches.created,
-                "batch_entries": self._batches.answered,
+                "batches": office.created if office is not None else 0,
+                "batch_entries": office.answered if office is not None else 0,
             }
 
     def _flight(self, change: int) -> None:

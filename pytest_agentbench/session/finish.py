@@ -194,7 +194,7 @@ def _pairwise(session: pytest.Session, state: RunState) -> JsonObject | None:
     import json
 
     from pytest_agentbench.suites.task import Task
-    from pytest_agentbench.verifiers.judge import JudgeVerifier
+    from pytest_agentbench.verifiers.base import resolved
 
     models = [one.model_name for one in state.settings.lineup()]
     if len(models) < 2:
@@ -209,8 +209,12 @@ def _pairwise(session: pytest.Session, state: RunState) -> JsonObject | None:
             and task.verifier.options.get("mode") == "pairwise"
         ):
             tasks.setdefault((task.suite, task.id), task)
-    judge = state.services.verifiers().get("judge")
-    if not tasks or not isinstance(judge, JudgeVerifier) or judge.runtime is None:
+    if not tasks:
+        return None
+    from pytest_agentbench.verifiers.judge import JudgeVerifier
+
+    judge = resolved(state.services.verifiers().get("judge"))
+    if not isinstance(judge, JudgeVerifier) or judge.runtime is None:
         return None
     answers: dict[tuple[str, str], dict[str, str]] = {}
     for record in task_records(state.results.records):

@@ -69,7 +69,7 @@ class OfflineJudges:
                 self.server.start()
             return scripted_client(judge.spec, self.server.url)
         from pytest_agentbench.hooks.builtins import pytest_agentbench_model_client
-        from pytest_agentbench.verifiers.judge import JudgeError
+        from pytest_agentbench.verifiers.base import JudgeError
 
         settings = judge_settings(Settings(), judge)
         if settings.api_key is None and judge.spec.provider in HOSTED_NEED_KEY:

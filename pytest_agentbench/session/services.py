@@ -142,6 +142,8 @@ class RunServices:
         )
         if client is None:
             raise pytest.UsageError(self._unclaimed(settings))
+        if settings.serial_server and hasattr(client, "serves_one_at_a_time"):
+            client.serves_one_at_a_time()  # declared: its queue is credited at once
         self._cached(client, settings)
         self._bare[settings.model_name] = client
         if self.batch_store is not None and hasattr(client, "batch"):
@@ -321,11 +323,21 @@ class RunServices:
 
     def _with_judge(self, found: dict[str, Verifier]) -> dict[str, Verifier]:
         """The built-in judge verifier bound to this run's judges (a plugin's ``judge``
-        kind is left as it is)."""
-        from pytest_agentbench.verifiers.judge import JudgeRuntime, JudgeVerifier
+        kind is left as it is), imported when a task first uses it."""
+        from pytest_agentbench.verifiers.base import LazyVerifier
 
         judge = found.get("judge")
-        if isinstance(judge, JudgeVerifier):
+        if judge is None:
+            return found
+
+        def bound() -> Verifier:
+            from pytest_agentbench.verifiers.base import resolved
+            from pytest_agentbench.verifiers.judge import JudgeRuntime, JudgeVerifier
+
+            real = resolved(judge)
+            assert real is not None
+            if not isinstance(real, JudgeVerifier):
+                return real
             runtime = JudgeRuntime(
                 self.judge_client,
                 override=self.settings.judge,
@@ -333,8 +345,9 @@ class RunServices:
                 timeout_s=self.settings.judge_timeout_s,
                 timeout_ini_s=self.settings.judge_timeout_ini_s,
             )
-            found = {**found, "judge": judge.bind(runtime)}
-        return found
+            return real.bind(runtime)
+
+        return {**found, "judge": LazyVerifier("judge", bound)}
 
     def judge_client(self, judge: JudgeModel) -> tuple[ModelClient, ModelClient]:
         """The client of ``judge`` (with retries and the shared rate limit) and its bare
@@ -375,9 +388,10 @@ class RunServices:
         """The judge that grades a task with these verifier options (the command line's,
         the task's or suite's table, the ini's, else the scripted one); None when the
         ``judge`` kind is a plugin's or the table cannot be read (its own problem)."""
-        from pytest_agentbench.verifiers.judge import JudgeError, JudgeRuntime, JudgeVerifier
+        from pytest_agentbench.verifiers.base import JudgeError, resolved
+        from pytest_agentbench.verifiers.judge import JudgeRuntime, JudgeVerifier
 
-        if not isinstance(self.verifiers().get("judge"), JudgeVerifier):
+        if not isinstance(resolved(self.verifiers().get("judge")), JudgeVerifier):
             return None
         runtime = JudgeRuntime(
             self.judge_client, override=self.settings.judge, fallback=self.settings.judge_ini
@@ -444,6 +458,7 @@ class RunServices:
         """The client of the model called ``model`` over ``protocol`` (``chat``,
         ``responses``, ``messages``), with the model's retries, breaker and the run's rate
         limit; None when the model's provider does not serve that protocol."""
+        from pytest_agentbench.models.http import ProtocolClient
         from pytest_agentbench.models.siblings import sibling
 
         own = self.client(model)
@@ -455,6 +470,8 @@ class RunServices:
                 made = sibling(bare, protocol) if bare is not None else None
                 if made is not None and made is not bare:
                     self._cached(made, settings)
+                    if isinstance(made, ProtocolClient) and isinstance(bare, ProtocolClient):
+                        made.share_queue(bare)  # one server: one queue (models/queue.py)
                 if made is bare and made is not None:
                     self._protocol_clients[key] = own
                 else:

@@ -71,7 +71,10 @@ class MarkedVerifier:
         self.inner = inner
         self.marks = marks
         self.kind = inner.kind
-        self.options_schema = inner.options_schema
+
+    @property
+    def options_schema(self) -> Mapping[str, JsonValue]:
+        return self.inner.options_schema  # read when used (a lazy verifier loads then)
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)

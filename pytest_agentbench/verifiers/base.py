@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from pytest_agentbench.core.durations import seconds_text
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import EventSink
+from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.suites.task import Task
 
 if TYPE_CHECKING:
@@ -80,6 +82,16 @@ class ConfigProblem:
 
 
 @runtime_checkable
+def out_of_time(limit_s: float | None, label: str | None = None) -> str:
+    """The judge error of a judge that did not finish grading within its time limit."""
+    limit = f" of {seconds_text(limit_s)} s" if limit_s is not None else ""
+    who = f"judge {label}" if label else "the judge"
+    return (
+        f"{who} did not finish within its own time limit{limit} (not the task's: "
+        "--agentbench-judge-timeout, or the judge table's timeout_s)"
+    )
+
+
 class OwnTimeLimit(Protocol):
     """A verifier whose time is its own, not the answer's (the judge): the rollout bounds
     its verification by ``time_limit_s`` (None: by the task's deadline) and does not
@@ -130,3 +142,58 @@ class FunctionVerifier:
     def check_task(self, task: Task) -> Iterable[ConfigProblem]:
         """The problems ``task_check`` finds in the task's setup (none without one)."""
         return () if self.task_check is None else self.task_check(task)
+
+
+class JudgeError(AgentbenchError):
+    """A judge (a model grading an answer) gave no usable verdict: its model failed, or
+    its reply was still unusable after one retry. A harness error of its own kind
+    (``judge_error``), never the model's failure; ``record`` is what the judging cost
+    and found (the task record's ``judge`` table). Here, not in verifiers/judge.py, so
+    that a rollout catches it without importing the judge."""
+
+    def __init__(self, message: str, *, record: JsonObject | None = None) -> None:
+        super().__init__(message)
+        self.record = record
+
+
+class LazyVerifier:
+    """A verifier family whose module is imported only when a task first uses it (its
+    schema, its checks, a verification): a run that never names the family pays nothing
+    for it (tests/package/test_lazy_imports.py). ``load`` returns the real verifier, once
+    whatever the thread (every time when not ``keep``); ``resolve`` is it."""
+
+    def __init__(self, kind: str, load: Callable[[], Verifier], keep: bool = True) -> None:
+        import threading
+
+        self.kind = kind
+        self._load = load
+        self._keep = keep
+        self._real: Verifier | None = None
+        self._lock = threading.Lock()
+
+    def resolve(self) -> Verifier:
+        if not self._keep:  # (a module-level one: pytester may import the module anew)
+            return self._load()
+        real = self._real
+        if real is None:
+            with self._lock:
+                if self._real is None:
+                    self._real = self._load()
+                real = self._real
+        return real
+
+    @property
+    def options_schema(self) -> Mapping[str, JsonValue]:
+        return self.resolve().options_schema
+
+    def verify(self, check: Check) -> Verdict:
+        return self.resolve().verify(check)
+
+    def check_task(self, task: Task) -> Iterable[ConfigProblem]:
+        check = getattr(self.resolve(), "check_task", None)
+        return check(task) if check is not None else ()
+
+
+def resolved(verifier: Verifier | None) -> Verifier | None:
+    """``verifier`` itself, or the real one behind a LazyVerifier (imported now)."""
+    return verifier.resolve() if isinstance(verifier, LazyVerifier) else verifier

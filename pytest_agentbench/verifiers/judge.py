@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_agentbench.core.durations import seconds_text
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.sampling import Sampling
 from pytest_agentbench.core.usage import sum_usage
@@ -36,7 +35,13 @@ from pytest_agentbench.models.base import (
     ModelRequest,
 )
 from pytest_agentbench.suites.task import Task
-from pytest_agentbench.verifiers.base import Check, ConfigProblem, Verdict
+from pytest_agentbench.verifiers.base import (
+    Check,
+    ConfigProblem,
+    JudgeError,
+    Verdict,
+    out_of_time,
+)
 from pytest_agentbench.verifiers.judge_model import (
     DEFAULT_TIMEOUT_S,
     JUDGE_TABLE_SCHEMA,
@@ -135,17 +140,6 @@ OPTIONS_SCHEMA: JsonObject = {
 }
 
 
-class JudgeError(AgentbenchError):
-    """A judge (a model grading an answer) gave no usable verdict: its model failed, or
-    its reply was still unusable after one retry. A harness error of its own kind
-    (``judge_error``), never the model's failure; ``record`` is what the judging cost
-    and found (the task record's ``judge`` table)."""
-
-    def __init__(self, message: str, *, record: JsonObject | None = None) -> None:
-        super().__init__(message)
-        self.record = record
-
-
 @dataclass
 class JudgeRuntime:
     """What the run gives the judge verifier: ``connect`` makes (once per judge) the
@@ -178,16 +172,6 @@ class JudgeRuntime:
             except ValueError as exc:
                 raise JudgeError(f"judge: {exc}") from None
         return self.fallback if self.fallback is not None else JudgeModel()
-
-
-def out_of_time(limit_s: float | None, label: str | None = None) -> str:
-    """The judge error of a judge that did not finish grading within its time limit."""
-    limit = f" of {seconds_text(limit_s)} s" if limit_s is not None else ""
-    who = f"judge {label}" if label else "the judge"
-    return (
-        f"{who} did not finish within its own time limit{limit} (not the task's: "
-        "--agentbench-judge-timeout, or the judge table's timeout_s)"
-    )
 
 
 def _out_of_time(model: JudgeModel, limit_s: float | None) -> str:

@@ -346,7 +346,10 @@ def test_an_empty_stream_whose_request_answers_unstreamed_is_that_answer() -> No
     from pytest_agentbench.scripted import ScriptedServer
 
     with ScriptedServer({"k": [{"text": "4", "empty_stream": True}]}) as server:
-        client = scripted_client(ModelSpec("scripted", "scripted"), server.url)
+        client = RetryingClient(
+            scripted_client(ModelSpec("scripted", "scripted"), server.url),
+            RetryPolicy(base_delay_s=0.001),
+        )
         request = ModelRequest(ASK.messages, timeout_s=30, metadata={"task": "k", "call": "0"})
         try:
             generation = client.generate(request)

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.models.queue import ServerQueue
+from pytest_agentbench.models.queue import GRACE_S, ServerQueue
 from pytest_agentbench.scripted import ScriptedServer
 
 
 def test_a_place_is_blocked_while_an_earlier_request_is_in_flight() -> None:
-    queue = ServerQueue()
+    queue = ServerQueue(serial=True)
     first, second, third = queue.join(), queue.join(), queue.join()
     assert first.origin == first.sent, "nothing ahead: its time runs at once"
     assert second.blocked and third.blocked
@@ -35,7 +35,7 @@ def test_a_place_is_blocked_while_an_earlier_request_is_in_flight() -> None:
 def test_a_reply_being_received_blocks_the_others_whatever_their_order() -> None:
     """A server need not serve in the order sent: while any other reply is arriving,
     a request whose reply has not begun is waiting for the server, not for its model."""
-    queue = ServerQueue()
+    queue = ServerQueue(serial=True)
     first, second = queue.join(), queue.join()
     told: list[float | None] = []
     first.listen(told.append)
@@ -45,6 +45,88 @@ def test_a_reply_being_received_blocks_the_others_whatever_their_order() -> None
     assert not first.blocked and told == [None, first.origin]
     assert first.began() is None, "it was free already"
     first.leave()
+
+
+def test_nothing_is_credited_until_the_server_is_seen_to_queue() -> None:
+    """Requests behind others on a server not known to queue (a stuck one, a hosted one)
+    run on their own clocks from the moment they are sent."""
+    queue = ServerQueue()
+    first, second = queue.join(), queue.join()
+    told: list[float | None] = []
+    assert second.listen(told.append) == second.sent, "its clock runs: nothing is known"
+    assert not second.blocked and second.waited_s == 0.0
+    first.leave()
+    second.leave()
+    assert not told and queue.serving == "unknown"
+
+
+def test_a_reply_that_begins_when_another_ends_shows_a_queue_and_credits_the_wait() -> None:
+    queue = ServerQueue()
+    first, second, third = queue.join(), queue.join(), queue.join()
+    told: list[float | None] = []
+    third.listen(told.append)
+    first.began()
+    time.sleep(0.05)
+    first.leave()
+    assert queue.serving == "unknown", "nothing began after it yet"
+    second.began()  # with no other reply running, after the first one's end: a queue
+    assert queue.serving == "seen"
+    assert told == [None], "the third is blocked now: its clock stops"
+    assert second.waited_s >= 0.04, "the wait behind the first is credited at once"
+    second.leave()
+    assert told[-1] == third.origin and third.waited_s >= 0.04
+    third.leave()
+
+
+def test_a_next_reply_read_a_moment_before_the_last_ones_end_is_still_a_queue() -> None:
+    """Two threads read the replies: the next one's first event may be read a moment
+    before the end of the one ahead of it is recorded."""
+    queue = ServerQueue()
+    first, second = queue.join(), queue.join()
+    first.began()
+    second.began()
+    first.leave()
+    assert queue.serving == "seen"
+    second.leave()
+
+
+def test_two_replies_running_together_stop_the_credit_for_good() -> None:
+    queue = ServerQueue()
+    first, second = queue.join(), queue.join()
+    first.began()
+    time.sleep(0.02)
+    first.leave()
+    second.began()
+    assert queue.serving == "seen"
+    third = queue.join()
+    told: list[float | None] = []
+    assert third.listen(told.append) is None, "seen to queue: it is blocked"
+    fourth = queue.join()
+    fourth.began()  # a reply beside the second one, for longer than the grace
+    time.sleep(GRACE_S + 0.05)
+    second.leave()
+    assert queue.serving == "parallel"
+    assert told and told[-1] is not None, "its clock runs again"
+    assert not third.blocked
+    kept = third.waited_s
+    assert kept > GRACE_S, "what was credited before is kept"
+    time.sleep(0.02)
+    assert third.waited_s == kept, "and nothing more"
+    for place in (third, fourth):
+        place.leave()
+
+
+def test_a_declared_one_at_a_time_server_stays_so() -> None:
+    queue = ServerQueue()
+    queue.declare_serial()
+    first, second = queue.join(), queue.join()
+    assert second.blocked
+    first.began()
+    second.began()
+    time.sleep(GRACE_S + 0.05)
+    first.leave()
+    assert queue.serving == "declared" and queue.crediting
+    second.leave()
 
 
 #: Each answer streams 5 chunks 0.1 s apart: about half a second of the model's time.
@@ -130,9 +212,10 @@ def test_a_serial_server_queues_streams_with_headers_sent_and_pings() -> None:
 
 
 def test_a_queued_request_stuck_before_its_headers_still_ends_at_its_own_deadline() -> None:
-    """A request sent while another is in flight waits for its response headers with no
-    socket of its own yet; once its turn comes its deadline runs, and the watchdog ends
-    the wait on the keep-alive connection it reuses (opened by an earlier request)."""
+    """A request sent while another is in flight to a server declared to serve one at a
+    time waits for its response headers with no socket of its own yet; once its turn
+    comes its deadline runs, and the watchdog ends the wait on the keep-alive connection
+    it reuses (opened by an earlier request)."""
     from pytest_agentbench.errors import ModelTimeout
     from pytest_agentbench.models.base import ModelRequest, ModelSpec
     from pytest_agentbench.models.scripted import scripted_client
@@ -151,6 +234,7 @@ def test_a_queued_request_stuck_before_its_headers_still_ends_at_its_own_deadlin
     }
     with ScriptedServer(replies) as server:
         client = scripted_client(ModelSpec("scripted", "scripted"), server.url)
+        client.serves_one_at_a_time()
         try:
             client.generate(ask("warm", 10))  # this thread's connection, kept alive
             ahead = threading.Thread(target=client.generate, args=(ask("ahead", 10),))

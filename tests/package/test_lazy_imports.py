@@ -79,3 +79,52 @@ def test_without_agentbench_nothing_else_of_ours_is_imported(pytester: pytest.Py
     pytester.makepyfile(test_probe=INERT_PROBE)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+
+
+#: What a run pays for only when it uses it: the judge, the response cache, the provider
+#: batch APIs, external agents and their gateway, container environments.
+UNUSED_FEATURES = {
+    "judge": lambda name: "judge" in name.rsplit(".", 1)[-1],
+    "cache": lambda name: name == "pytest_agentbench.models.response_cache",
+    "batch": lambda name: name.rsplit(".", 1)[-1] in ("batch", "batch_store", "batches"),
+    "agent or gateway": lambda name: name.startswith("pytest_agentbench.agents"),
+    "container": lambda name: name.startswith("pytest_agentbench.environments"),
+}
+
+IMPORTS_AT_EXIT = """
+import atexit, sys
+
+def _ours():
+    ours = sorted(m for m in sys.modules if m.startswith("pytest_agentbench"))
+    print("\\nimported:", " ".join(ours))
+
+atexit.register(_ours)
+"""
+
+
+@pytest.mark.parametrize("model", ["scripted", "openai-compat/x"])
+def test_a_plain_built_in_run_imports_no_feature_it_does_not_use(
+    pytester: pytest.Pytester, model: str
+) -> None:
+    """One task, the exact verifier, the built-in loop, against the scripted provider
+    (the default) or a real server: every module of ours imported by the end of the
+    process (reports written, the session over) is listed, and none of them belongs to
+    a judge, the cache, batches, an external agent or the gateway, or a container."""
+    pytester.makeconftest(IMPORTS_AT_EXIT)
+    pytester.makefile(
+        ".toml", bench_plain=SUITE.replace('target = "a"', 'target = "a"\nscripted = ["a"]')
+    )
+    args = ["--agentbench", "-p", "no:cacheprovider", "-s"]
+    with ScriptedServer(default=["a"]) as server:
+        if model != "scripted":
+            args += ["--agentbench-model", model, "--agentbench-base-url", server.url]
+        result = pytester.runpytest_subprocess(*args)
+    result.assert_outcomes(passed=1)
+    (line,) = [line for line in result.outlines if line.startswith("imported:")]
+    imported = line.split()[1:]
+    assert "pytest_agentbench.runner.rollout" in imported, "the run itself is listed"
+    unwanted = {
+        feature: [name for name in imported if belongs(name)]
+        for feature, belongs in UNUSED_FEATURES.items()
+    }
+    assert {feature: names for feature, names in unwanted.items() if names} == {}

@@ -1,0 +1,205 @@
+"""Benchmark the figures of issue 34 with an older revision in the same rounds: rollouts in
+flight (64 and 128) against plain threads, CPU per rollout, start-up, memory per task.
+
+Run: .venv/bin/python bench/paired.py [--against REV] [--rounds 3] [--flight-tasks 384]
+     [--memory 500,2000] [--only flight,start,memory]
+
+What ``bench/throughput.py`` measures, on a shared machine: each round runs every side of
+every figure one after the other (ours, ``REV``'s copy of the package put first on
+``PYTHONPATH``, and the floor), so a busy moment hits every side alike; each figure is the
+best of ``--rounds``. Every agentbench run is a real ``pytest --agentbench`` against
+``bench/floor_server.py`` in its own process, and is checked (N passed in ctrf.json).
+
+- in flight: 200 ms per request; efficiency is plain threads' span (first request to
+  last reply, one httpx client per thread) over the run phase (first rollout's start to
+  last one's end, from ctrf.json); goal >= 0.9 at 64, >= 0.8 at 128. CPU per rollout is
+  the run's CPU (user + sys, wait4) less a one-task run's, per task: it should not grow
+  with the number in flight.
+- start-up: CPU and wall of ``pytest --agentbench`` with one task over plain pytest with
+  one test; goal <= 1.3x (wall, as ``throughput.py`` gives it; CPU beside it, steadier).
+- memory: peak RSS growth per task between the two ``--memory`` sizes, less plain
+  pytest's per trivial test; goal <= 0.7 KiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import signal
+import sys
+import tempfile
+from pathlib import Path
+
+from serial_cost import checkout
+from throughput import (
+    HERE,
+    LATENCY_S,
+    MODEL_ARGS,
+    Run,
+    plain,
+    run_pytest,
+    start_server,
+    suite_text,
+    threaded_floor,
+)
+
+IGNORED = shutil.ignore_patterns("__pycache__")
+MEMORY_TEST = (
+    "import pytest\n\n@pytest.mark.parametrize('i', range({size}))\n"
+    "def test_nothing(i):\n    pass\n"
+)
+
+
+def side_run(root: Path, side: str, path: str | None, url: str, count: int, *args: str) -> Run:
+    """One ``pytest --agentbench`` of ``count`` tasks, the package from ``path`` (None: the
+    installed one); checked: every task passed."""
+    import os
+
+    folder = root / f"{side}-{count}-{'-'.join(args) or 'default'}"
+    if not folder.exists():
+        folder.mkdir(parents=True)
+        (folder / "bench_tp.toml").write_text(suite_text(count))
+    old = os.environ.get("PYTHONPATH")
+    if path:
+        os.environ["PYTHONPATH"] = path
+    try:
+        run = run_pytest(folder, *MODEL_ARGS, "--agentbench-base-url", url, *args)
+    finally:
+        if old is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = old
+    log = (folder / "pytest.log").read_text()
+    if f"{count} passed" not in log:
+        raise SystemExit(f"{side}: expected {count} passed:\n{log[-1500:]}")
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--against", help="a git revision to measure in the same rounds")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--flight-tasks", type=int, default=384)
+    parser.add_argument("--memory", default="500,2000", help="two sizes for memory per task")
+    parser.add_argument("--only", default="flight,start,memory")
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so the servers are stopped
+    only = set(args.only.split(","))
+    fast, fast_url = start_server()
+    slow, slow_url = start_server("--latency-s", str(LATENCY_S))
+    results: dict[str, list[Run | float]] = {}
+
+    def take(key: str, value: Run | float) -> None:
+        results.setdefault(key, []).append(value)
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="agentbench-paired-") as tmp:
+            root = Path(tmp)
+            # ours as it is now, copied: the working tree may change while the rounds run
+            mine = root / "ours" / "pytest_agentbench"
+            shutil.copytree(HERE.parent / "pytest_agentbench", mine, ignore=IGNORED)
+            sides: list[tuple[str, str | None]] = [("ours", str(mine.parent))]
+            if args.against:
+                sides.append((args.against, checkout(args.against, root / "old")))
+            mem_sizes = [int(size) for size in args.memory.split(",")]
+            for number in range(args.rounds):
+                print(f"round {number + 1}", file=sys.stderr, flush=True)
+                for side, path in sides:
+                    one = ("--agentbench-concurrency", "1")
+                    take(f"start {side}", side_run(root, side, path, fast_url, 1, *one))
+                    if "flight" in only:
+                        for flight in (64, 128):
+                            run = side_run(
+                                root,
+                                side,
+                                path,
+                                slow_url,
+                                args.flight_tasks,
+                                "--agentbench-concurrency",
+                                str(flight),
+                            )
+                            take(f"flight {flight} {side}", run)
+                    if "memory" in only:
+                        for size in mem_sizes:
+                            take(f"mem {size} {side}", side_run(root, side, path, fast_url, size))
+                take("start floor", plain(root, "start", "def test_one():\n    pass\n"))
+                if "flight" in only:
+                    for flight in (64, 128):
+                        take(
+                            f"flight {flight} floor",
+                            threaded_floor(slow_url, args.flight_tasks, 1, flight),
+                        )
+                if "memory" in only:
+                    for size in mem_sizes:
+                        source = MEMORY_TEST.format(size=size)
+                        take(f"mem {size} floor", plain(root, f"mem{size}", source))
+    finally:
+        for process in (fast, slow):
+            process.terminate()
+            process.wait()
+    report(results, [side for side, _ in sides], args)
+
+
+def _runs(results: dict[str, list[Run | float]], key: str) -> list[Run]:
+    return [run for run in results[key] if isinstance(run, Run)]
+
+
+def report(
+    results: dict[str, list[Run | float]], sides: list[str], args: argparse.Namespace
+) -> None:
+    print(
+        f"\nbest of {args.rounds} rounds; {args.flight_tasks} tasks in flight at "
+        f"{LATENCY_S * 1000:.0f} ms; memory at {args.memory} tasks\n"
+    )
+    floor_start = _runs(results, "start floor")
+    start_wall = min(run.wall_s for run in floor_start)
+    start_cpu = min(run.cpu_s for run in floor_start)
+    for side in sides:
+        print(f"{side}:")
+        starts = _runs(results, f"start {side}")
+        wall = min(run.wall_s for run in starts)
+        cpu = min(run.cpu_s for run in starts)
+        print(
+            f"  start-up ÷ plain pytest: wall {wall / start_wall:.2f}x ({wall:.3f} s against "
+            f"{start_wall:.3f} s), CPU {cpu / start_cpu:.2f}x ({cpu:.3f} s against "
+            f"{start_cpu:.3f} s)   goal <= 1.3x"
+        )
+        for flight in (64, 128):
+            key = f"flight {flight} {side}"
+            if key not in results:
+                continue
+            runs = _runs(results, key)
+            floors = [
+                value for value in results[f"flight {flight} floor"] if isinstance(value, float)
+            ]
+            phase = min(run.phase_s for run in runs)
+            per = (min(run.cpu_s for run in runs) - cpu) / args.flight_tasks
+            ideal = args.flight_tasks * LATENCY_S / flight
+            print(
+                f"  {flight} in flight: efficiency ÷ plain threads {min(floors) / phase:.2f} "
+                f"(ours {ideal / phase:.2f} of ideal, threads {ideal / min(floors):.2f}); "
+                f"CPU per rollout {per * 1000:.2f} ms"
+            )
+        sizes = [int(size) for size in args.memory.split(",")]
+        if f"mem {sizes[0]} {side}" in results:
+            grow = [
+                (
+                    min(run.rss_kib for run in _runs(results, f"mem {sizes[1]} {who}"))
+                    - min(run.rss_kib for run in _runs(results, f"mem {sizes[0]} {who}"))
+                )
+                / (sizes[1] - sizes[0])
+                for who in (side, "floor")
+            ]
+            print(
+                f"  memory per task above pytest's own: {grow[0] - grow[1]:.2f} KiB "
+                f"(ours {grow[0]:.2f}, pytest {grow[1]:.2f} KiB per test)   goal <= 0.7 KiB"
+            )
+    print(
+        json.dumps({k: [getattr(v, "cpu_s", v) for v in vs] for k, vs in results.items()}),
+        file=sys.stderr,
+    )
+
+
+if __name__ == "__main__":
+    main()
