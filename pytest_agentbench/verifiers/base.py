@@ -81,7 +81,6 @@ class ConfigProblem:
     text: str
 
 
-@runtime_checkable
 def out_of_time(limit_s: float | None, label: str | None = None) -> str:
     """The judge error of a judge that did not finish grading within its time limit."""
     limit = f" of {seconds_text(limit_s)} s" if limit_s is not None else ""
@@ -92,6 +91,7 @@ def out_of_time(limit_s: float | None, label: str | None = None) -> str:
     )
 
 
+@runtime_checkable
 class OwnTimeLimit(Protocol):
     """A verifier whose time is its own, not the answer's (the judge): the rollout bounds
     its verification by ``time_limit_s`` (None: by the task's deadline) and does not
