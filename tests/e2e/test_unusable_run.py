@@ -34,6 +34,9 @@ class DyingServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if owner.served >= owner.lives:  # dead: a request that slipped in before
+                    self.close_connection = True  # the listener stopped gets no reply
+                    return
                 body = json.dumps(
                     {
                         "id": "c",
