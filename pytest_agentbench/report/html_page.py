@@ -28,6 +28,7 @@ from typing import TypedDict
 from pytest_agentbench.artifacts.score_stats import interval_text
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.records import OUTCOMES
+from pytest_agentbench.report.controls import standing_mark
 from pytest_agentbench.report.html_data import (
     ROW_COLUMNS,
     Side,
@@ -37,7 +38,6 @@ from pytest_agentbench.report.html_data import (
     model_costs,
 )
 from pytest_agentbench.report.html_svg import cost_vs_score
-from pytest_agentbench.report.judges import model_standing, standing_text
 from pytest_agentbench.report.terminal import cost_text, tokens_text
 
 FIRST_PAGE = 100
@@ -181,7 +181,7 @@ def run_section(data: RunData) -> str:
         )
         banner = f'<p class="banner" id="partial">Partial run: {_e(covered)} ({_e(reasons)})</p>'
     standing = ""
-    mark = standing_text(totals.get("judge_standing"))
+    mark = standing_mark(totals.get("judge_standing"))
     if mark:  # a score a judge graded carries the judge's standing where it is shown
         bad = " bad" if mapping(totals.get("judge_standing")).get("status") else ""
         standing = f' <span class="judge-standing{bad}" id="judge-standing">{_e(mark)}</span>'
@@ -203,6 +203,16 @@ def run_section(data: RunData) -> str:
         f"{_outcome_badges(mapping(totals.get('outcomes')))}</p>{gate}"
         f'<table class="facts">{rows}</table></section>'
     )
+
+
+def _model_mark(summary: Mapping[str, JsonValue], model: str) -> str:
+    """One model's judge standing mark; empty, with the judge's modules not imported,
+    when no judge ran."""
+    if not isinstance(summary.get("judge"), Mapping):
+        return ""
+    from pytest_agentbench.report.judges import model_standing, standing_text
+
+    return standing_text(model_standing(summary, model))
 
 
 def judge_section(data: RunData) -> str:
@@ -238,7 +248,7 @@ def models_section(data: RunData) -> str:
         value = mapping(stats.get("score")).get("value")
         if isinstance(usd, float) and not cost.get("unknown") and isinstance(value, int | float):
             points.append((name, usd, float(value)))
-        mark = standing_text(model_standing(data["summary"], name))
+        mark = _model_mark(data["summary"], name)
         score += f" · {mark}" if mark else ""
         rows.append(
             f"<tr><td>{_e(name)}</td><td>{_e(entry.get('tasks'))}</td>"
