@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pytest_agentbench.artifacts.jsonio import write_json_atomic
 from pytest_agentbench.artifacts.paths import safe_name
-from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue, as_int, as_list, as_object
 from pytest_agentbench.errors import AgentbenchError
 
 ATIF_VERSION = "ATIF-v1.7"
@@ -74,18 +74,6 @@ def _read(path: Path) -> JsonObject:
     if not isinstance(data, dict):
         raise AgentbenchError(f"{path}: expected a JSON object")
     return data
-
-
-def as_object(value: JsonValue | None) -> JsonObject:
-    return value if isinstance(value, dict) else {}
-
-
-def as_list(value: JsonValue | None) -> list[JsonValue]:
-    return value if isinstance(value, list) else []
-
-
-def as_int(value: JsonValue | None) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def atif_metrics(usage: JsonObject) -> JsonObject:

@@ -18,17 +18,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_agentbench.artifacts.atif_export import (
-    ATIF_VERSION,
-    as_int,
-    as_list,
-    as_object,
-)
+from pytest_agentbench.artifacts.atif_export import ATIF_VERSION
 from pytest_agentbench.artifacts.jsonio import write_json_atomic
 from pytest_agentbench.artifacts.paths import mark_run_folder, new_run_id, safe_name, task_dir
 from pytest_agentbench.artifacts.reports import write_run_reports
 from pytest_agentbench.artifacts.summary import RunFacts
-from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+from pytest_agentbench.core.jsontypes import JsonObject, JsonValue, as_int, as_list, as_object
 from pytest_agentbench.core.records import SCHEMA_VERSION
 from pytest_agentbench.core.task_record import RunSummary, TaskRecord
 from pytest_agentbench.errors import AgentbenchError

@@ -10,44 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from interchange_support import SUITE
 
 from pytest_agentbench import schemas
 from pytest_agentbench.__main__ import main
 
 ROOT = Path(__file__).resolve().parents[2]
-
-BUILTIN = """
-[suite]
-name = "b"
-verifier = { kind = "exact" }
-repairs = 1
-
-[[task]]
-id = "repaired"
-input = "say hi"
-target = "hi"
-scripted = ["Hi", "hi"]
-
-[[task]]
-id = "looping"
-input = "count"
-target = "x"
-repairs = 0
-scripted = [{ text = "Let me think about this again. ", repeat = 4000, chunk_size = 31 }]
-
-[[task]]
-id = "tools"
-input = "Write a.txt holding ok, then say done."
-target = "done"
-mode = "agent"
-tools = ["write_file"]
-scripted = [
-  { text = "Writing.", tool_calls = [
-    { name = "write_file", arguments = { path = "a.txt", content = "ok" } },
-  ] },
-  "done",
-]
-"""
 
 
 def _steps(path: Path) -> list[dict[str, object]]:
@@ -65,7 +33,7 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("atif-run")
     shutil.copytree(ROOT / "example_suites" / "agents", folder / "agents")
     shutil.copy(ROOT / "example_suites" / "bench_external_agent.toml", folder)
-    (folder / "bench_b.toml").write_text(BUILTIN)
+    (folder / "bench_b.toml").write_text(SUITE)
     done = subprocess.run(
         [
             sys.executable,
