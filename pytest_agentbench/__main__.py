@@ -3,7 +3,9 @@
 ``python -m pytest_agentbench plan --difference D (--baseline RUN_DIR | --rate P)``: how
 many tasks x epochs a comparison needs;
 ``python -m pytest_agentbench cache [DIR] [--max-age-days D] [--max-size-mb M]``: the
-response cache's size, and pruning it."""
+response cache's size, and pruning it;
+``python -m pytest_agentbench export atif RUN_DIR [--out DIR]`` and ``import atif FILES...
+--out RUN_DIR``: a run's rollouts as ATIF trajectories, and back (docs/interchange.md)."""
 
 from __future__ import annotations
 
@@ -92,7 +94,10 @@ def main(argv: list[str] | None = None) -> int:
     planner.add_argument("--level", type=float, default=0.95, help="confidence (default 0.95)")
     planner.add_argument("--epochs", default="1,2,3,5", help="epochs per row (default 1,2,3,5)")
     planner.add_argument("--json", action="store_true", help="print the plans as JSON")
+    _interchange_commands(commands)
     args = parser.parse_args(argv)
+    if args.command in ("export", "import"):
+        return _interchange(args)
     if args.command == "plan":
         return _plan(args)
     if args.command == "rescore":
@@ -114,6 +119,41 @@ def main(argv: list[str] | None = None) -> int:
         f"{round(score, 3) if isinstance(score, float) else score} "
         f"-> {args.out / 'ctrf.json'}, {args.out / 'summary.json'}"
     )
+    return 0
+
+
+def _interchange_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    export = commands.add_parser(
+        "export", help="write a finished run's rollouts in another format (atif)"
+    )
+    export.add_argument("format", choices=["atif"], help="atif: Harbor's trajectory format")
+    export.add_argument("run", type=Path, help="run folder (agentbench-results/<id>)")
+    export.add_argument(
+        "--out", type=Path, default=None, help="folder for the files (default RUN/atif)"
+    )
+    imported = commands.add_parser(
+        "import", help="read trajectories of another format (atif) into a new run folder"
+    )
+    imported.add_argument("format", choices=["atif"], help="atif: Harbor's trajectory format")
+    imported.add_argument("files", nargs="+", type=Path, help="ATIF trajectory files")
+    imported.add_argument("--out", required=True, type=Path, help="the new run folder")
+
+
+def _interchange(args: argparse.Namespace) -> int:
+    from pytest_agentbench.artifacts.atif_export import export_run
+    from pytest_agentbench.artifacts.atif_import import import_files
+
+    try:
+        if args.command == "export":
+            written = export_run(args.run, args.out, __version__)
+            where = args.out if args.out is not None else args.run / "atif"
+            print(f"exported {len(written)} rollout(s) of {args.run} as ATIF -> {where}")
+        else:
+            summary = import_files(args.files, args.out, __version__)
+            print(f"imported {len(summary.tasks)} ATIF trajectory(ies) -> {args.out}")
+    except (AgentbenchError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -235,6 +235,18 @@ def add_options(parser: pytest.Parser) -> None:
         help="write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY when set)",
     )
     group.addoption(
+        "--agentbench-otlp",
+        metavar="URL",
+        help="send the run's spans (run, tasks, model and tool calls; GenAI attributes) "
+        "over OTLP/HTTP to URL (a collector, Phoenix, Langfuse ...); 'env' takes "
+        "OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT (docs/interchange.md)",
+    )
+    group.addoption(
+        "--agentbench-otlp-content",
+        action="store_true",
+        help="with --agentbench-otlp: send prompts, answers and tool output too (redacted)",
+    )
+    group.addoption(
         "--agentbench-baseline",
         metavar="RUN_DIR",
         help="compare this run with an earlier run folder on the tasks both ran: the "
@@ -321,6 +333,7 @@ def add_options(parser: pytest.Parser) -> None:
         "agentbench_base_url", "API base URL used when --agentbench-base-url is not given"
     )
     parser.addini("agentbench_out", "results folder used when --agentbench-out is not given")
+    parser.addini("agentbench_otlp", "OTLP/HTTP URL for the run's spans (--agentbench-otlp)")
     parser.addini("agentbench_timeout", "per-task timeout in seconds")
     parser.addini("agentbench_max_tokens", "output-token limit per generation")
     parser.addini("agentbench_repairs", "repair rounds per task (overrides suites)")

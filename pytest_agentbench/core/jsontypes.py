@@ -16,3 +16,18 @@ JsonScalar: TypeAlias = bool | int | float | str | None
 JsonValue: TypeAlias = JsonScalar | list["JsonValue"] | dict[str, "JsonValue"]
 #: A JSON object.
 JsonObject: TypeAlias = dict[str, JsonValue]
+
+
+def as_object(value: JsonValue | None) -> JsonObject:
+    """``value`` when it is a JSON object, else an empty one (a file read leniently)."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: JsonValue | None) -> list[JsonValue]:
+    """``value`` when it is a JSON array, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def as_int(value: JsonValue | None) -> int | None:
+    """``value`` when it is an integer (not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

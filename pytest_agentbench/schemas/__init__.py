@@ -33,6 +33,7 @@ NAMES = (
     "ctrf_extra",
     "summary",
     "batches",
+    "atif",
 )
 # No schema has an ``$id`` and a ``$ref`` to another names its file, so the folder works
 # with standard tools as it ships: check-jsonschema given a schema file resolves the
@@ -65,6 +66,8 @@ def schema_for(path: str | PurePath) -> str | None:
     name = parts[-1] if parts else ""
     if len(parts) == 1:
         return {"summary.json": "summary", "ctrf.json": "ctrf", "batches.json": "batches"}.get(name)
+    if parts[0] == "atif" and name.endswith(".atif.json"):  # export atif's default folder
+        return "atif"
     if parts[0] not in ("tasks", "controls"):  # controls/<suite>/<task>/<control>/…
         return None
     if len(parts) >= 2 and parts[-2] == "verifier":

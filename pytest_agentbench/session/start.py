@@ -112,6 +112,9 @@ def start_run(config: pytest.Config) -> None:
             None if baseline is None else baseline.records,
         )
         config.pluginmanager.register(RecordCollector(state), "agentbench-records")
+        otlp = config.getoption("agentbench_otlp") or config.getini("agentbench_otlp")
+        if otlp:
+            _register_otlp(config, str(otlp), state.run.run_id, settings)
         from pytest_agentbench.session.finish import SessionEndGuard
 
         config.pluginmanager.register(SessionEndGuard(), "agentbench-session-end")
@@ -142,6 +145,26 @@ def start_run(config: pytest.Config) -> None:
         from pytest_agentbench.session.timeouts import TimeoutTakeover
 
         config.pluginmanager.register(TimeoutTakeover(), "agentbench-timeout")
+
+
+def _register_otlp(config: pytest.Config, value: str, run_id: str, settings: Settings) -> None:
+    """The OTLP sender, where records arrive (docs/interchange.md); a usage error when
+    its URL is not one."""
+    from pytest_agentbench import __version__
+    from pytest_agentbench.session.otlp import make_otlp_plugin
+
+    models = {one.model_name: (one.model.provider, one.model.model) for one in settings.lineup()}
+    try:
+        plugin = make_otlp_plugin(
+            value,
+            run_id,
+            models,
+            content=bool(config.getoption("agentbench_otlp_content")),
+            version=__version__,
+        )
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.pluginmanager.register(plugin, "agentbench-otlp")
 
 
 def _interrupt_on_sigterm() -> SignalHandler:

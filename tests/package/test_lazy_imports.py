@@ -14,7 +14,9 @@ CONFTEST = """
 import sys
 
 def pytest_sessionfinish(session):
-    heavy = ("pytest_agentbench.scripted.server",)
+    heavy = ("pytest_agentbench.scripted.server", "pytest_agentbench.session.otlp",
+             "pytest_agentbench.report.otlp_spans", "pytest_agentbench.artifacts.atif_export",
+             "opentelemetry")
     print("\\nloaded:", [name for name in heavy if name in sys.modules])
 """
 
@@ -30,7 +32,7 @@ target = "a"
 """
 
 
-def test_a_plain_run_against_a_server_imports_no_scripted_server(
+def test_a_plain_run_against_a_server_imports_no_scripted_server_nor_otlp(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makeconftest(CONFTEST)
