@@ -764,7 +764,20 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
             error.relayed = relay is not None and relay.started
             raise self._with_partial(error, received, body, started, place) from None
         except httpx.HTTPError as exc:
-            if watchdog.fired or (isinstance(exc, httpx.TimeoutException) and place.blocked):
+            # httpx's own timeouts were set from the deadline as it stood when the request
+            # was sent; the queue may have moved it on since: a read cut at that first
+            # deadline is still the deadline's, never a transport error
+            cut_at_deadline = (
+                isinstance(exc, httpx.TimeoutException)
+                and not isinstance(exc, httpx.ConnectTimeout)
+                and deadline is not None
+                and time.monotonic() >= deadline - 0.001
+            )
+            if (
+                watchdog.fired
+                or cut_at_deadline
+                or (isinstance(exc, httpx.TimeoutException) and place.blocked)
+            ):
                 error = self._deadline_error(request, place)
             else:
                 error = self._transport_error(exc, request, watchdog.deadline, watchdog.fired)
