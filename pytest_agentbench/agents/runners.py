@@ -45,11 +45,6 @@ def open_session(task: Task, root: Path, context: AgentContext) -> Session:
     if agent is None:
         raise AgentbenchError(f"task {task.id!r} names no agent under test")
     if task.environment is not None:
-        if agent.kind != "command":  # a suite's is refused when read; --agentbench-agent's here
-            raise AgentbenchError(
-                f"task {task.id!r} runs in a container, where only a command agent runs; "
-                f"its agent under test is a {agent.kind} agent"
-            )
         if context.place is None:
             raise AgentbenchError(
                 f"task {task.id!r} runs in a container: its agent needs the run's engine "
