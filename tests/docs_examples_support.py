@@ -7,6 +7,8 @@ module finds the blocks and says what each one is:
 - ``suite``: a TOML/YAML/JSON suite (``suite`` or ``task`` at the top), loaded by the
   real loader; ``suite-part``: a piece of one (a ``verifier`` table, ``[[task.scripted]]``
   tables) that the test completes into a suite;
+- ``agent``: an agent file (``--agentbench-agent``: one agent table, ``kind`` at the
+  top), read by the loader a run uses;
 - ``script``: a scripted-provider script file (``default`` / ``scripts``);
 - ``workflow``: a GitHub Actions file, whose ``run`` steps are shell commands;
 - ``request``: a JSON request body with ``[...]`` placeholders;
@@ -141,6 +143,8 @@ def kind(block: Block) -> str:
             return "suite-part"
         if "suite" in value or "task" in value:
             return "suite"
+        if value.get("kind") in ("command", "acp", "python"):
+            return "agent"
         if "default" in value or "scripts" in value:
             return "script"
         if isinstance(value.get("models"), dict):

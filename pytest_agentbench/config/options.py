@@ -554,6 +554,14 @@ def _add_container_options(group: pytest.OptionGroup, parser: pytest.Parser) -> 
         help="build with IMAGE wherever a task's Dockerfile says FROM NAME (or its "
         "docker_image names NAME): how an air-gapped machine builds every task; repeatable",
     )
+    group.addoption(
+        "--agentbench-agent",
+        metavar="FILE",
+        help="the agent under test of every agent-mode task naming none of its own "
+        "(Harbor tasks included): a TOML file holding one agent table, as a suite's "
+        "agent (docs/agents-external.md)",
+    )
+    parser.addini("agentbench_agent", "a TOML file holding the run-wide agent under test")
     parser.addini("agentbench_engine", "podman or docker (tasks with an environment)")
     parser.addini(
         "agentbench_image_map", "NAME = IMAGE lines: FROM names mapped to local images",

@@ -54,6 +54,7 @@ from pytest_agentbench.core.urls import public_url
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.base import ModelSpec
 from pytest_agentbench.models.sampling_wire import PROTOCOL_NAMES, protocol_of, sampling_refusals
+from pytest_agentbench.suites.agent_file import RunAgent, run_agent
 
 if TYPE_CHECKING:
     from pytest_agentbench.verifiers.judge_model import JudgeModel
@@ -134,6 +135,8 @@ class Settings:
     loop_kill_tokens: int = 1024
     sandbox: Isolation | None = None
     containers: ContainerSettings = field(default_factory=ContainerSettings)
+    #: --agentbench-agent: the agent under test of every agent task naming none
+    agent: RunAgent | None = None
     markdown: Path | None = None
     controls: bool = False
     canary: bool = False
@@ -236,6 +239,7 @@ class Settings:
             "loop_kill_seconds": self.loop_kill_seconds,
             "loop_kill_tokens": self.loop_kill_tokens,
             "sandbox": self.sandbox,
+            "agent": None if self.agent is None else self.agent.public(),
             "breaker_threshold": self.breaker_threshold,
             "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
             "controls": self.controls,
@@ -348,6 +352,7 @@ def resolve_settings(option: OptionReader, ini: OptionReader, env: Mapping[str, 
         breaker_threshold=int_option(option, ini, "agentbench_breaker", 5, 0, 1000),
         sandbox=choice("agentbench sandbox", given("sandbox"), ISOLATION_MODES),
         containers=container_settings(option, ini),
+        agent=run_agent(given("agent")),
         loop_kill=int_option(option, ini, "agentbench_loop_kill", 80, 0, 100),
         loop_kill_tokens=int_option(option, ini, "agentbench_loop_kill_tokens", 1024, 1, 10**7),
         loop_kill_seconds=number("agentbench loop kill seconds", kill_seconds, float, 0.0, 86400)

@@ -35,7 +35,14 @@ from pytest_agentbench.runner.loopguard import KillPolicy
 from pytest_agentbench.runner.rollout import run_rollout
 from pytest_agentbench.session.containers import environment_place
 from pytest_agentbench.session.run import RunState
-from pytest_agentbench.suites.task import FeedbackLevel, RepairMode, Task, VerifierConfig
+from pytest_agentbench.suites.agent_file import agent_record, same_agent
+from pytest_agentbench.suites.task import (
+    AgentConfig,
+    FeedbackLevel,
+    RepairMode,
+    Task,
+    VerifierConfig,
+)
 
 ANSWER_PREVIEW = 300
 
@@ -80,12 +87,22 @@ class _TaskChanges(TypedDict, total=False):
     repair_mode: RepairMode
     feedback: FeedbackLevel
     sampling: Sampling
+    agent: AgentConfig
 
 
 def with_overrides(task: Task, settings: Settings) -> Task:
     """The task with the run's repair, sandbox and sampling settings applied where the
-    user set them."""
+    user set them, and the run-wide agent (``--agentbench-agent``) on an agent task that
+    names none of its own (never on a control: Harbor's oracle and nop run no agent)."""
     changes: _TaskChanges = {}
+    run_agent = settings.agent
+    if (
+        run_agent is not None
+        and task.mode == "agent"
+        and task.agent is None
+        and task.control is None
+    ):
+        changes["agent"] = run_agent.config()
     if settings.sandbox is not None and task.verifier.kind in SANDBOXED_KINDS:
         options = {**task.verifier.options, "isolation": settings.sandbox}
         changes["verifier"] = replace(task.verifier, options=options)
@@ -225,6 +242,10 @@ def run_task_item(
             "seed": task.perturbation_seed,
         }
         record = replace(record, extras={**record.extras, "perturbation": perturbation})
+    if task.agent is not None:  # which agent under test ran: reports tell agents apart
+        record = replace(
+            record, extras={**record.extras, "agent": agent_record(task.agent, settings.agent)}
+        )
     if control is not None:
         fields = control_fields(
             name=control.name,
@@ -378,10 +399,13 @@ def resumable_record(settings: Settings, directory: Path, nodeid: str) -> TaskRe
 def resumable_task(
     settings: Settings, task: Task, directory: Path, nodeid: str
 ) -> TaskRecord | None:
-    """``resumable_record``, unless the task's sampling changed since (not comparable:
-    run it again)."""
+    """``resumable_record``, unless the task's sampling or its agent under test changed
+    since (not comparable: run it again)."""
     resumed = resumable_record(settings, directory, nodeid)
     if resumed is not None and (resumed.sampling or {}) != task.sampling.public():
+        return None
+    now = None if task.agent is None else agent_record(task.agent, settings.agent)
+    if resumed is not None and not same_agent(resumed.extras.get("agent"), now):
         return None
     return resumed
 

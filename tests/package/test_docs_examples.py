@@ -246,6 +246,22 @@ def test_script_examples_load(block: dx.Block, tmp_path: Path) -> None:
     assert script.scripts or script.default
 
 
+@pytest.mark.parametrize("block", of_kind("agent"))
+def test_agent_files_load(block: dx.Block, tmp_path: Path) -> None:
+    """An agent file (``--agentbench-agent``) is read and checked by the loader a run uses,
+    ``{agent_dir}`` filled in with its folder."""
+    from pytest_agentbench.suites.agent_file import load_agent_file
+
+    path = tmp_path / "agent.toml"
+    path.write_text(block.text, encoding="utf-8")
+    table = load_agent_file(path).as_json()
+    assert "{agent_dir}" not in json.dumps(table) and table["kind"] == block_kind(block)
+
+
+def block_kind(block: dx.Block) -> object:
+    return dx.parse_data(block)["kind"]
+
+
 @pytest.mark.parametrize("block", of_kind("prices"))
 def test_price_files_load(block: dx.Block, tmp_path: Path) -> None:
     """A price file of docs/cost.md is read by the loader a run uses."""
