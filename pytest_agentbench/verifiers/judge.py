@@ -11,28 +11,24 @@ rationale are written to ``verifier/judge.json``.
 With the scripted provider as judge, the suite writes the judge's replies
 (``scripted_judge``: rules matched against the answer or the control), so judged
 suites run offline.
+
+This module is the verifier (its options, the run's ``JudgeRuntime``, the rubric and
+the reference of a task, one answer judged); the calls to the judge's model are
+``judge_calls.py``'s, what they add up to (the combined verdict, the summary,
+``judge.json``, the repair feedback) ``judge_record.py``'s.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.sampling import Sampling
-from pytest_agentbench.core.usage import sum_usage
-from pytest_agentbench.errors import AgentbenchError, BudgetExhausted, ProviderError
+from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.base import (
-    REQUEST_CALL,
-    REQUEST_TASK,
-    Generation,
     ModelClient,
-    ModelRequest,
 )
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.base import (
@@ -40,8 +36,8 @@ from pytest_agentbench.verifiers.base import (
     ConfigProblem,
     JudgeError,
     Verdict,
-    out_of_time,
 )
+from pytest_agentbench.verifiers.judge_calls import Calls, judge_sample
 from pytest_agentbench.verifiers.judge_model import (
     DEFAULT_TIMEOUT_S,
     JUDGE_TABLE_SCHEMA,
@@ -51,14 +47,16 @@ from pytest_agentbench.verifiers.judge_model import (
 )
 from pytest_agentbench.verifiers.judge_prompt import (
     PASS_FAIL,
-    RETRY_TEMPLATE,
-    TEMPLATE_HASH,
     Parsed,
     Rubric,
     criteria_of,
     messages,
-    parse_reply,
-    reply_schema,
+)
+from pytest_agentbench.verifiers.judge_record import (
+    combined,
+    judge_summary,
+    repair_feedback,
+    write_judge_file,
 )
 from pytest_agentbench.verifiers.judge_script import (
     RULE_SCHEMA,
@@ -68,8 +66,6 @@ from pytest_agentbench.verifiers.judge_script import (
     rules_of,
 )
 
-JUDGE_FILE = "judge.json"
-JUDGE_FILE_VERSION = 1
 #: How much of the answer the verdict's details keep.
 GOT_CHARS = 500
 
@@ -174,10 +170,6 @@ class JudgeRuntime:
         return self.fallback if self.fallback is not None else JudgeModel()
 
 
-def _out_of_time(model: JudgeModel, limit_s: float | None) -> str:
-    return out_of_time(limit_s, model.spec.label)
-
-
 def rubric_of(task: Task) -> Rubric:
     """The task's rubric, its template fields (``{input}``, ``{target}``, the task's
     vars) filled; ValueError for a field the task does not have."""
@@ -209,15 +201,6 @@ def reference_of(task: Task) -> str | None:
     if task.verifier.options.get("reference", True) is False or task.target is None:
         return None
     return _text(task.target)
-
-
-@dataclass
-class _Calls:
-    """The judge calls of one verification, as judge.json records them."""
-
-    records: list[JsonObject] = field(default_factory=list)
-    usages: list[JsonObject] = field(default_factory=list)
-    elapsed_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -279,7 +262,7 @@ class JudgeVerifier:
         script_key = None
         if model.scripted:
             script_key = self._register_script(bare, task, check.answer)
-        calls = _Calls()
+        calls = Calls()
         parsed: list[Parsed] = []
         error: str | None = None
         system, user = messages(rubric, task.input, check.answer, reference)
@@ -291,7 +274,7 @@ class JudgeVerifier:
             sampling = (
                 Sampling(seed=seed).over(model.sampling) if seed is not None else model.sampling
             )
-            found, turn, error = self._sample(
+            found, turn, error = judge_sample(
                 client,
                 model,
                 rubric,
@@ -303,12 +286,13 @@ class JudgeVerifier:
                 turn,
                 sample,
                 calls,
+                self.time_limit_s(check.options),
             )
             if found is None:
                 break
             parsed.append(found)
-        summary = self._summary(model, rubric, calls, count, parsed, combine, error)
-        self._write(check, model, rubric, reference, system, calls, parsed, summary)
+        summary = judge_summary(model, rubric, calls, count, parsed, combine, error)
+        write_judge_file(check, model, rubric, reference, system, calls, parsed, summary)
         if error is not None or not parsed:
             raise JudgeError(error or "judge: no verdict", record=summary)
         reward, score, agreement = combined(rubric, parsed, combine)
@@ -330,7 +314,7 @@ class JudgeVerifier:
             "judge": summary,
         }
         passed = reward >= task.pass_threshold  # a passed answer needs no repair feedback
-        feedback = "" if passed else _feedback(rubric, score, rationale, reference)
+        feedback = "" if passed else repair_feedback(rubric, score, rationale, reference)
         return Verdict(reward, metrics, details, feedback=feedback)
 
     def _register_script(self, bare: ModelClient, task: Task, answer: str) -> str:
@@ -351,236 +335,6 @@ class JudgeVerifier:
         except AgentbenchError as exc:
             raise JudgeError(f"scripted judge: {exc}") from None
         return key
-
-    def _sample(
-        self,
-        client: ModelClient,
-        model: JudgeModel,
-        rubric: Rubric,
-        check: Check,
-        system: str,
-        user: str,
-        sampling: Sampling,
-        script_key: str | None,
-        turn: int,
-        sample: int,
-        calls: _Calls,
-    ) -> tuple[Parsed | None, int, str | None]:
-        """One judged sample: a call, and once more with the problem shown when the
-        reply cannot be used. (parsed, next turn, None) or (None, next turn, error)."""
-        conversation: list[Mapping[str, JsonValue]] = [{"role": "user", "content": user}]
-        problem = ""
-        schema: JsonObject | None = reply_schema(rubric)
-        for attempt in range(2):
-            metadata = (
-                {} if script_key is None else {REQUEST_TASK: script_key, REQUEST_CALL: str(turn)}
-            )
-            turn += 1
-            timeout = None
-            if check.deadline is not None:
-                timeout = check.deadline - time.monotonic()
-                if timeout <= 0:
-                    return None, turn, _out_of_time(model, self.time_limit_s(check.options))
-            request = ModelRequest(
-                messages=tuple(conversation),
-                system=system,
-                max_tokens=model.max_tokens,
-                sampling=sampling,
-                timeout_s=timeout,
-                stream=True,
-                metadata=metadata,
-                response_schema=schema,
-            )
-            started = time.monotonic()
-            sink = check.watch() if check.watch is not None else None
-            try:
-                try:
-                    generation = client.generate(request, sink)
-                except ProviderError as exc:
-                    if schema is None or not _refuses_structured_output(exc):
-                        raise
-                    # a server without the protocol's structured output (llama-cpp-python
-                    # takes only json_object): the instructions ask for the JSON anyway
-                    schema = None
-                    request = dataclasses.replace(request, response_schema=None)
-                    sink = check.watch() if check.watch is not None else None
-                    generation = client.generate(request, sink)
-            except BudgetExhausted:  # not sent (the run's cap): the task was not fully run
-                raise
-            except Exception as exc:  # the judge's model failed: never the model's failure
-                calls.elapsed_s += time.monotonic() - started
-                calls.records.append(
-                    _call_record(sample, attempt, conversation, None, str(exc), sampling.seed)
-                )
-                if check.deadline is not None and time.monotonic() >= check.deadline:
-                    return None, turn, _out_of_time(model, self.time_limit_s(check.options))
-                return None, turn, f"judge {model.spec.label} failed: {type(exc).__name__}: {exc}"
-            calls.elapsed_s += time.monotonic() - started
-            calls.usages.append(generation.usage.as_dict())
-            try:
-                if generation.finish_reason == "length":
-                    raise ValueError(
-                        f"it was cut at the token limit (max_tokens {model.max_tokens})"
-                    )
-                parsed = parse_reply(rubric, generation.text)
-            except ValueError as exc:
-                problem = str(exc)
-                calls.records.append(
-                    _call_record(sample, attempt, conversation, generation, problem, sampling.seed)
-                )
-                conversation = [
-                    *conversation,
-                    {"role": "assistant", "content": generation.text},
-                    {"role": "user", "content": RETRY_TEMPLATE.format(problem=problem)},
-                ]
-                continue
-            calls.records.append(
-                _call_record(sample, attempt, conversation, generation, None, sampling.seed)
-            )
-            return parsed, turn, None
-        return (
-            None,
-            turn,
-            f"judge {model.spec.label} gave no usable verdict after a retry: {problem}",
-        )
-
-    def _summary(
-        self,
-        model: JudgeModel,
-        rubric: Rubric,
-        calls: _Calls,
-        count: int,
-        parsed: list[Parsed],
-        combine: str,
-        error: str | None,
-    ) -> JsonObject:
-        """What the task record keeps of the judging (judge.json has the whole)."""
-        reward = score = None
-        agreement: float | None = None
-        if parsed and error is None:
-            reward, score, agreement = combined(rubric, parsed, combine)
-        return {
-            "model": model.spec.label,
-            "base_url": None if model.scripted else model.public()["base_url"],
-            "fingerprint": model.fingerprint(),
-            "template_hash": TEMPLATE_HASH,
-            "rubric_digest": rubric.digest(),
-            "scale": rubric.scale,
-            "calls": len(calls.records),
-            "usage": sum_usage(calls.usages) if calls.usages else sum_usage([]),
-            "elapsed_s": round(calls.elapsed_s, 6),
-            "samples": count,
-            "sample_scores": [p.score for p in parsed],
-            "agreement": agreement,
-            "score": score,
-            "reward": reward,
-            "error": error,
-        }
-
-    def _write(
-        self,
-        check: Check,
-        model: JudgeModel,
-        rubric: Rubric,
-        reference: str | None,
-        system: str,
-        calls: _Calls,
-        parsed: list[Parsed],
-        summary: JsonObject,
-    ) -> None:
-        if check.verifier_dir is None:
-            return
-        from pytest_agentbench.artifacts.jsonio import write_json_atomic
-
-        document: JsonObject = {
-            "schema_version": JUDGE_FILE_VERSION,
-            "judge": {**model.public(), "fingerprint": model.fingerprint(), "source": model.source},
-            "rubric": {
-                "text": rubric.text,
-                "criteria": [
-                    {"name": c.name, "description": c.description, "weight": c.weight}
-                    for c in rubric.criteria
-                ],
-                "scale": rubric.scale,
-                "digest": rubric.digest(),
-            },
-            "answer": check.answer,
-            "reference": reference,
-            "system": system,
-            "calls": list(calls.records),
-            "samples": [
-                {"reward": p.reward, "score": p.score, "rationale": p.rationale} for p in parsed
-            ],
-            "summary": summary,
-        }
-        write_json_atomic(Path(check.verifier_dir) / JUDGE_FILE, document)
-
-
-def _refuses_structured_output(error: ProviderError) -> bool:
-    """Whether a provider's 4xx/5xx refused the structured-output field itself."""
-    text = str(error)
-    return error.status is not None and ("response_format" in text or "text.format" in text)
-
-
-def _call_record(
-    sample: int,
-    attempt: int,
-    conversation: Sequence[Mapping[str, JsonValue]],
-    generation: Generation | None,
-    problem: str | None,
-    seed: int | None = None,
-) -> JsonObject:
-    """One judge call in judge.json: the messages sent (the system prompt is recorded
-    once), the raw reply, its usage and what was wrong with it."""
-    sent: list[JsonValue] = [dict(message) for message in conversation]
-    return {
-        "sample": sample,
-        "try": attempt,
-        "seed": seed,
-        "sent": sent,
-        "reply": None if generation is None else generation.text,
-        "finish_reason": None if generation is None else generation.finish_reason,
-        "usage": None if generation is None else generation.usage.as_dict(),
-        "elapsed_s": None if generation is None else round(generation.elapsed_s, 6),
-        "problem": problem,
-    }
-
-
-def combined(
-    rubric: Rubric, parsed: Sequence[Parsed], combine: str
-) -> tuple[float, JsonValue, float]:
-    """Several samples' verdicts as one: (reward, score, agreement). ``majority`` takes
-    the most common reward (a tie: the lower, so disagreement never passes a task),
-    ``mean`` the mean reward. ``agreement`` is the share of samples giving the most
-    common reward (1.0 for one sample)."""
-    rewards = [p.reward for p in parsed]
-    counts = Counter(rewards)
-    top = max(counts.values())
-    agreement = top / len(rewards)
-    if combine == "mean":
-        reward = sum(rewards) / len(rewards)
-        score: JsonValue = round(reward, 6) if len(parsed) > 1 else parsed[0].score
-        return reward, score, agreement
-    reward = min(r for r, n in counts.items() if n == top)
-    chosen = next(p for p in parsed if p.reward == reward)
-    return reward, chosen.score, agreement
-
-
-def _feedback(rubric: Rubric, score: JsonValue, rationale: str, reference: str | None) -> str:
-    """The repair feedback: the judge's rationale when no reference was shown to it (a
-    rationale may quote the reference, which feedback never reveals), else the criteria
-    that fell short."""
-    if rubric.criteria and isinstance(score, dict):
-        short = [
-            name
-            for name, value in score.items()
-            if isinstance(value, str | int) and rubric.mapped(value) < 1
-        ]
-        if short:
-            return "the judge found these criteria not met: " + ", ".join(short)
-    if reference is None and rationale:
-        return f"the judge found the answer does not meet the rubric: {rationale}"
-    return "the judge found the answer does not meet the rubric"
 
 
 JUDGE = JudgeVerifier()
