@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from pytest_agentbench.errors import AgentbenchError
 
-#: The engines a run may name (``--agentbench-engine``, defined in config/options.py).
+#: The engines a run may name (``--agentbench-engine``, defined in config/feature_options.py).
 ENGINES = ("podman", "docker")
 OptionReader = Callable[[str], object]
 

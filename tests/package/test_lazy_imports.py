@@ -66,6 +66,7 @@ def test_probe(pytestconfig):
     assert ours == [
         "pytest_agentbench",
         "pytest_agentbench.config",
+        "pytest_agentbench.config.feature_options",
         "pytest_agentbench.config.options",
         "pytest_agentbench.core",
         "pytest_agentbench.core.choices",
