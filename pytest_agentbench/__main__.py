@@ -203,7 +203,7 @@ def _report(run_dir: Path, html: Path | None, baseline: Path | None) -> int:
 def _rescore(
     run_dir: Path, out: Path | None, no_judge: bool, judge_model: str | None, prices: Path | None
 ) -> int:
-    from pytest_agentbench.config.settings import judge_setting
+    from pytest_agentbench.config.resolve import judge_setting
     from pytest_agentbench.core.cost import money
     from pytest_agentbench.runner.rescore import rescore_run
     from pytest_agentbench.session.judges import OfflineJudges

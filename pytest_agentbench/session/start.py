@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 def start_run(config: pytest.Config) -> None:
     """Resolve the settings, make the run's state and register the run's plugins; a
     setting that cannot be used is a ``pytest.UsageError``."""
-    from pytest_agentbench.config.settings import HOSTED_NEED_KEY, PROVIDER_ENV, resolve_settings
+    from pytest_agentbench.config.resolve import resolve_settings
+    from pytest_agentbench.config.settings import HOSTED_NEED_KEY, PROVIDER_ENV
     from pytest_agentbench.errors import AgentbenchError
     from pytest_agentbench.hooks.plugin_hooks import load_entry_points
     from pytest_agentbench.session.collector import RecordCollector

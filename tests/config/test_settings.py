@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.config.settings import resolve_settings
+from pytest_agentbench.config.resolve import resolve_settings
 from pytest_agentbench.errors import AgentbenchError
 
 

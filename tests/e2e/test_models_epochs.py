@@ -318,7 +318,7 @@ def test_models_are_compared_over_the_run_and_within_each_suite() -> None:
 
 
 def resolve(cli: dict[str, Any], ini: dict[str, Any], env: dict[str, str]) -> Any:
-    from pytest_agentbench.config.settings import resolve_settings
+    from pytest_agentbench.config.resolve import resolve_settings
 
     return resolve_settings(lambda n: cli.get(n), lambda n: ini.get(n, ""), env)
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.artifacts.record import record_without_rollout
-from pytest_agentbench.config.settings import Settings, resolve_settings
+from pytest_agentbench.config.resolve import resolve_settings
+from pytest_agentbench.config.settings import Settings
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import WorkerCrashed
 from pytest_agentbench.hooks import builtins

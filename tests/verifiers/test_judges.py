@@ -258,7 +258,7 @@ def test_a_hosted_judge_without_its_key_is_a_usage_error(
 
 
 def test_a_changed_judge_changes_the_run_fingerprint(pytester: pytest.Pytester) -> None:
-    from pytest_agentbench.config.settings import judge_setting
+    from pytest_agentbench.config.resolve import judge_setting
 
     one = judge_setting("openai-compat/a base_url=http://127.0.0.1:1/v1", "--x")
     two = judge_setting("openai-compat/a base_url=http://127.0.0.1:1/v1 temperature=0.5", "--x")
