@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.errors import SuiteError
-from pytest_agentbench.suites.build import (
+from pytest_agentbench.suites.build import SamplingCheck, TaskBuilder
+from pytest_agentbench.suites.dataset import FindDataset, dataset_rows
+from pytest_agentbench.suites.raw_task import (
     TASK_SETTINGS,
     RawTask,
-    SamplingCheck,
     SuiteDefaults,
-    TaskBuilder,
     as_number,
     as_optional_text,
     as_table,
@@ -32,7 +32,6 @@ from pytest_agentbench.suites.build import (
     as_texts,
     as_whole,
 )
-from pytest_agentbench.suites.dataset import FindDataset, dataset_rows
 from pytest_agentbench.suites.read import (
     DEFAULT_MAX_FILE_BYTES,
     DocumentProblems,

@@ -20,7 +20,7 @@ from pytest_agentbench.models.sampling_wire import PROTOCOL_NAMES
 from pytest_agentbench.report.compare import PairMetric, Verdict
 from pytest_agentbench.report.gate import GATE_ON, GateOn
 from pytest_agentbench.sandbox.isolation import ISOLATION_MODES, Isolation
-from pytest_agentbench.suites.build import as_word
+from pytest_agentbench.suites.raw_task import as_word
 from pytest_agentbench.suites.task import (
     CONTROL_EXPECTS,
     FEEDBACK_LEVELS,
