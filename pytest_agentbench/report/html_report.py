@@ -45,14 +45,9 @@ from pytest_agentbench.report.html_data import (
     side_by_side,
     task_key,
 )
-from pytest_agentbench.report.html_page import (
-    FIRST_PAGE,
-    PageData,
-    RunData,
-    json_block,
-    page_pieces,
-)
+from pytest_agentbench.report.html_page import FIRST_PAGE, json_block, page_pieces
 from pytest_agentbench.report.html_panel import side_view, task_detail
+from pytest_agentbench.report.html_sections import PageData, RunData
 from pytest_agentbench.report.html_source import SummaryStream
 
 DEFAULT_NAME = "report.html"
