@@ -39,14 +39,13 @@ from pytest_agentbench.sandbox.environ_guard import guard_harness
 from pytest_agentbench.sandbox.isolation import _TOOL_PATH, bwrap_args, plan_for
 from pytest_agentbench.sandbox.pidcap import PidsCgroup
 from pytest_agentbench.sandbox.process import (
-    _WRAPPER_PROCESSES,
     CommandResult,
     Limits,
-    _killed_by,
     _preexec,
     _rlimits,
     sandbox_env,
 )
+from pytest_agentbench.sandbox.watch import WRAPPER_PROCESSES, killed_by
 
 T = TypeVar("T")
 #: Files a fork-server task may bring (more, or bigger, runs as a fresh process).
@@ -293,7 +292,7 @@ class ForkServer:
         self.scratch = tempfile.TemporaryDirectory(prefix="agentbench-forkserver-")
         scratch = Path(self.scratch.name)
         limits = Limits()
-        self.cgroup = cgroup = PidsCgroup.create(int(limits.processes) + _WRAPPER_PROCESSES + 1)
+        self.cgroup = cgroup = PidsCgroup.create(int(limits.processes) + WRAPPER_PROCESSES + 1)
         if cgroup is None:
             raise SandboxError("fork server: no pids cgroup could be made")
         bwrap = shutil.which("bwrap", path=_TOOL_PATH)
@@ -411,7 +410,7 @@ class ForkServer:
         elif refused:
             killed = "processes"
         else:
-            killed = _killed_by(signum, exit_code, stderr[-4000:])
+            killed = killed_by(signum, exit_code, stderr[-4000:])
         result = CommandResult(
             exit_code=None if killed == "timeout" or signum is not None else exit_code,
             stdout=stdout,

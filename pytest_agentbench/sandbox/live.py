@@ -25,14 +25,11 @@ from pytest_agentbench.core.capture import OutputCapture
 from pytest_agentbench.sandbox.isolation import Plan
 from pytest_agentbench.sandbox.pidcap import PidsCgroup
 from pytest_agentbench.sandbox.process import (
-    _WRAPPER_PROCESSES,
     CommandResult,
     Limits,
-    _killed_by,
-    _session_size,
-    _signal_of,
     start_sandboxed,
 )
+from pytest_agentbench.sandbox.watch import WRAPPER_PROCESSES, killed_by, session_size, signal_of
 
 _POLL_S = 0.05
 
@@ -140,10 +137,10 @@ class LiveCommand:
     def _over_process_limit(self) -> bool:
         if self.cgroup is not None:
             return self.cgroup.refused()
-        count = _session_size(self.proc.pid)
+        count = session_size(self.proc.pid)
         if self.plan.processes == "rlimit":
             return count >= self.limits.processes
-        return count > self.limits.processes + _WRAPPER_PROCESSES
+        return count > self.limits.processes + WRAPPER_PROCESSES
 
     def kill(self, reason: str | None) -> None:
         """SIGKILL the whole group (and cgroup); the first reason given is kept."""
@@ -185,14 +182,14 @@ class LiveCommand:
         if self.cgroup is not None:
             self.cgroup.remove()
         stderr = self.err.text()
-        signum = None if self.reason is not None else _signal_of(self.proc.returncode)
+        signum = None if self.reason is not None else signal_of(self.proc.returncode)
         exit_code = None if self.reason is not None or signum is not None else self.proc.returncode
         return CommandResult(
             exit_code=exit_code,
             stdout="",
             stderr=stderr,
             timed_out=self.reason == "timeout",
-            killed_by=self.reason or _killed_by(signum, exit_code, stderr[-4000:]),
+            killed_by=self.reason or killed_by(signum, exit_code, stderr[-4000:]),
             truncated=self.err.truncated,
             elapsed_s=time.monotonic() - self.start,
         )

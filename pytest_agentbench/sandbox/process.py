@@ -6,6 +6,9 @@ before exec (CPU, address space, file size, open files, no core dumps, and proce
 calling thread feeds stdin, reads stdout and stderr as they come (keeping a head and a
 tail of each, never more than the cap in memory), enforces the wall clock and the process
 bound, and kills the whole group (and its pids cgroup) when anything runs over.
+
+This module starts the command (its limits, environment and the child's setup before
+exec) and says how it ended; the loop that watches it to its end is ``watch.py``'s.
 """
 
 from __future__ import annotations
@@ -16,8 +19,6 @@ import functools
 import math
 import os
 import resource
-import selectors
-import signal
 import subprocess
 import sys
 import threading
@@ -26,26 +27,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_agentbench.core.capture import OutputCapture
 from pytest_agentbench.errors import SandboxError
 from pytest_agentbench.sandbox.environ_guard import guard_harness, secret_like
 from pytest_agentbench.sandbox.isolation import Plan, wrap
 from pytest_agentbench.sandbox.pidcap import PidsCgroup
+from pytest_agentbench.sandbox.watch import WRAPPER_PROCESSES, CommandWatch, killed_by, signal_of
 
-_READ_CHUNK = 65536
-_POLL_S = 0.05
 #: Output beyond this many times the cap kills the command (``killed_by="output"``).
 RUNAWAY_FACTOR = 20
-#: Processes the wrappers themselves add (bwrap twice, unshare, the timeout shim).
-_WRAPPER_PROCESSES = 4
-_DRAIN_GRACE_S = 1.0
 _SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
 #: The command's HOME and TMPDIR, inside the workspace.
 HOME_DIR = ".home"
 TMP_DIR = ".tmp"
 _KEPT_HOST_VARS = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
-_MEMORY_WORDS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
-_FILE_SIZE_WORDS = ("File too large",)
 _PR_CAPBSET_DROP = 24
 _CAP_SYS_PTRACE = 19
 
@@ -181,176 +175,6 @@ def _preexec(
     return setup
 
 
-def _session_size(session: int) -> int:
-    """Processes in the command's session or process group (a watcher's count)."""
-    count = 0
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as stat:
-                fields = stat.read().rpartition(b")")[2].split()
-        except OSError:
-            continue
-        if len(fields) > 4 and session in (int(fields[2]), int(fields[3])):
-            count += 1
-    return count
-
-
-def _signal_of(returncode: int) -> int | None:
-    """The signal that ended the command, if any. Shells, bwrap and unshare report a
-    child's death by signal N as status 128 + N, so such a status is read as a signal."""
-    if returncode < 0:
-        return -returncode
-    if 128 < returncode <= 128 + 64:
-        return returncode - 128
-    return None
-
-
-def _killed_by(signum: int | None, exit_code: int | None, stderr_tail: str) -> str | None:
-    if signum == signal.SIGXCPU:
-        return "cpu"
-    if signum == signal.SIGXFSZ:
-        return "file_size"
-    if signum is not None:
-        return f"signal {signum}"
-    if exit_code:
-        if any(word in stderr_tail for word in _MEMORY_WORDS):
-            return "memory"
-        if any(word in stderr_tail for word in _FILE_SIZE_WORDS):
-            return "file_size"
-    return None
-
-
-class _Run:
-    """The state of one running command; :meth:`loop` drives it to the end."""
-
-    def __init__(
-        self,
-        proc: subprocess.Popen[bytes],
-        limits: Limits,
-        plan: Plan,
-        cgroup: PidsCgroup | None,
-        shimmed: bool = False,
-    ) -> None:
-        self.proc = proc
-        self.shimmed = shimmed
-        self.limits = limits
-        self.plan = plan
-        self.cgroup = cgroup
-        self.out = OutputCapture(limits.output_bytes)
-        self.err = OutputCapture(limits.output_bytes)
-        self.reason: str | None = None
-        self.drain_until: float | None = None
-        self.next_check = 0.0
-
-    def kill(self, reason: str | None) -> None:
-        """SIGKILL the group (and the cgroup); then read what is left for a short grace."""
-        if self.reason is None:
-            self.reason = reason
-        with contextlib.suppress(OSError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            self.proc.kill()
-        if self.cgroup is not None:
-            self.cgroup.kill_all()
-        grace = time.monotonic() + _DRAIN_GRACE_S
-        self.drain_until = grace if self.drain_until is None else min(self.drain_until, grace)
-
-    def parent_killed(self) -> str | None:
-        """``parent signal N`` when the shim we started (the command's parent) died by a
-        signal while something of the command still ran: we did not send it, so the
-        command (or, rarely, the kernel's OOM killer) did. When the command itself dies by
-        a signal, the shim reaps it first and then raises the same signal on itself, so
-        the session is empty by then, unless the command left background processes
-        behind; such a run is also read as a killed parent, which fails it either way."""
-        code = self.proc.returncode
-        if not self.shimmed or code is None or code >= 0:
-            return None
-        alive = self.cgroup.members() if self.cgroup is not None else []
-        if alive or _session_size(self.proc.pid) > 0:
-            return f"parent signal {-code}"
-        return None
-
-    def over_process_limit(self) -> bool:
-        """Checked at most every poll interval: a /proc scan is not free."""
-        now = time.monotonic()
-        if now < self.next_check:
-            return False
-        self.next_check = now + _POLL_S
-        if self.cgroup is not None:
-            return self.cgroup.refused()
-        count = _session_size(self.proc.pid)
-        if self.plan.processes == "rlimit":  # the rlimit stops forks at the bound itself
-            return count >= self.limits.processes
-        return count > self.limits.processes + _WRAPPER_PROCESSES
-
-    def loop(
-        self, stdin: bytes | None, deadline: float, stop: threading.Event | None = None
-    ) -> None:
-        selector = selectors.DefaultSelector()
-        captures: dict[int, OutputCapture] = {}
-        for stream, capture in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
-            if stream is not None:
-                selector.register(stream, selectors.EVENT_READ)
-                captures[stream.fileno()] = capture
-        pending = memoryview(stdin or b"")
-        writer = self.proc.stdin
-        if writer is not None:
-            os.set_blocking(writer.fileno(), False)
-            if pending:
-                selector.register(writer, selectors.EVENT_WRITE)
-            else:
-                writer.close()
-        runaway = self.limits.runaway_bytes
-        exited = False
-        while True:
-            now = time.monotonic()
-            if self.drain_until is not None and now >= self.drain_until:
-                break
-            if self.drain_until is None and now >= deadline:
-                self.kill("timeout")
-                continue
-            if self.drain_until is None and stop is not None and stop.is_set():
-                self.kill("stopped")
-                continue
-            if not exited and self.proc.poll() is not None:
-                exited = True
-                self.kill(self.parent_killed())  # the main process is done: so are its leftovers
-            if not selector.get_map():
-                if exited:
-                    break
-                wait = min(_POLL_S, max(0.0, (self.drain_until or deadline) - now))
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self.proc.wait(timeout=wait)
-                continue
-            wait = min(_POLL_S, max(0.0, (self.drain_until or deadline) - now))
-            for key, _ in selector.select(timeout=wait):
-                if writer is not None and key.fileobj is writer:
-                    try:
-                        pending = pending[os.write(key.fd, pending[:_READ_CHUNK]) :]
-                    except BlockingIOError:
-                        continue
-                    except OSError:
-                        pending = pending[:0]
-                    if not pending:
-                        selector.unregister(writer)
-                        with contextlib.suppress(OSError):
-                            writer.close()
-                    continue
-                chunk = os.read(key.fd, _READ_CHUNK)
-                if not chunk:
-                    selector.unregister(key.fileobj)
-                    continue
-                capture = captures[key.fd]
-                capture.add(chunk)
-                if capture.total > runaway and self.reason is None:
-                    self.kill("output")
-            if self.reason is None and not exited and self.over_process_limit():
-                self.kill("processes")
-        selector.close()
-
-
 def start_sandboxed(
     argv: Sequence[str],
     *,
@@ -371,10 +195,10 @@ def start_sandboxed(
     be started."""
     nproc = None
     if plan.processes == "rlimit":
-        nproc = _user_process_count() + int(limits.processes) + _WRAPPER_PROCESSES
+        nproc = _user_process_count() + int(limits.processes) + WRAPPER_PROCESSES
     cgroup = None
     if plan.processes == "cgroup":
-        cgroup = PidsCgroup.create(int(limits.processes) + _WRAPPER_PROCESSES)
+        cgroup = PidsCgroup.create(int(limits.processes) + WRAPPER_PROCESSES)
     guard_harness()
     full = wrap(
         plan,
@@ -442,7 +266,9 @@ def run_command(
         read_only=read_only,
         writable=writable,
     )
-    run = _Run(proc, limits, plan, cgroup, shimmed=plan.tool is None and len(full) > len(argv))
+    run = CommandWatch(
+        proc, limits, plan, cgroup, shimmed=plan.tool is None and len(full) > len(argv)
+    )
     try:
         run.loop(
             stdin.encode("utf-8") if stdin is not None else None,
@@ -460,14 +286,14 @@ def run_command(
         if cgroup is not None:
             cgroup.remove()
     stderr = run.err.text()
-    signum = None if run.reason is not None else _signal_of(proc.returncode)
+    signum = None if run.reason is not None else signal_of(proc.returncode)
     exit_code = None if run.reason is not None or signum is not None else proc.returncode
     return CommandResult(
         exit_code=exit_code,
         stdout=run.out.text(),
         stderr=stderr,
         timed_out=run.reason == "timeout",
-        killed_by=run.reason or _killed_by(signum, exit_code, stderr[-4000:]),
+        killed_by=run.reason or killed_by(signum, exit_code, stderr[-4000:]),
         truncated=run.out.truncated or run.err.truncated,
         elapsed_s=time.monotonic() - start,
     )
