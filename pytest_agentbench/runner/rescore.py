@@ -28,18 +28,19 @@ The new folder holds ``summary.json`` (with ``rescored``: the run it came from, 
 how many tasks changed and how many were kept) and ``ctrf.json``, and for each rescored
 task its ``result.json`` (the earlier one, with the new verdicts) beside the earlier
 trajectory.
+
+Which judge grades again, at what price, and what the re-judging cost is
+``rejudge.py``'s; this module makes the verdicts again and writes the new folder.
 """
 
 from __future__ import annotations
 
-import math
 import pkgutil
 import shutil
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
 
 from pytest_agentbench.artifacts.controls import behaved
 from pytest_agentbench.artifacts.cost_totals import judge_cost
@@ -49,13 +50,18 @@ from pytest_agentbench.artifacts.record import judge_totals, verdict_record
 from pytest_agentbench.artifacts.reports import write_run_reports
 from pytest_agentbench.artifacts.rollout_files import read_result
 from pytest_agentbench.artifacts.summary import RunFacts, load_summary
-from pytest_agentbench.core.cost import CostRecord, Price
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.record_parts import Round
 from pytest_agentbench.core.task_record import RunSummary, TaskRecord
-from pytest_agentbench.core.usage import sum_usage
 from pytest_agentbench.errors import AgentbenchError, SuiteError
-from pytest_agentbench.models.base import ModelClient
+from pytest_agentbench.runner.rejudge import (
+    JudgePrices,
+    Judges,
+    PriceOf,
+    Rejudged,
+    recorded_judge,
+    rejudged_cost,
+)
 from pytest_agentbench.suites.load import load_suite
 from pytest_agentbench.suites.task import Control, Task
 from pytest_agentbench.verifiers.base import Check, FunctionVerifier, JudgeError, Verdict, Verifier
@@ -64,88 +70,6 @@ from pytest_agentbench.verifiers.judge import JUDGE, JudgeRuntime
 from pytest_agentbench.verifiers.judge_model import JudgeModel
 
 SUMMARY_LIMIT = 512 * 1024 * 1024
-
-
-class Judges(Protocol):
-    """Where rescore's judges come from (session/judges.OfflineJudges): each judge's
-    client and the bare client under its retries."""
-
-    def connect(self, judge: JudgeModel) -> tuple[ModelClient, ModelClient]: ...
-
-
-#: A judge model's price by its label and URL (``_JudgePrices``).
-PriceOf = Callable[[str, str | None], Price | None]
-
-
-class _JudgePrices:
-    """A judge's price as the run found it (models/prices.judge_price): one of the run's
-    models at the same URL has the price its settings recorded, else the price file
-    (``prices_file``, else the run's own when it is still there), else the shipped
-    table."""
-
-    def __init__(self, settings: JsonValue, prices_file: Path | None) -> None:
-        recorded = settings.get("prices_file") if isinstance(settings, dict) else None
-        if prices_file is None and isinstance(recorded, str) and Path(recorded).is_file():
-            prices_file = Path(recorded)
-        self.prices_file = prices_file
-        self.lineup: dict[tuple[str, str | None], Price | None] = {}
-        models = settings.get("models") if isinstance(settings, dict) else None
-        for one in models if isinstance(models, list) else []:
-            if isinstance(one, dict) and isinstance(one.get("model"), str):
-                url = one.get("base_url")
-                key = (str(one["model"]), url if isinstance(url, str) else None)
-                self.lineup[key] = _price(one.get("price"))
-
-    def __call__(self, label: str, base_url: str | None) -> Price | None:
-        from pytest_agentbench.models.prices import judge_price
-
-        return judge_price(label, base_url, prices_file=self.prices_file, lineup=self.lineup)
-
-
-def _price(data: JsonValue) -> Price | None:
-    """A price as settings record it (core/cost.Price.to_json), None when it is not one."""
-    if not isinstance(data, dict):
-        return None
-    rates = [data.get(kind) for kind in ("input", "output", "cache_read", "cache_write")]
-    if any(r is not None and not isinstance(r, int | float) for r in rates):
-        return None
-    given, output, read, write = (float(r) if isinstance(r, int | float) else None for r in rates)
-    if given is None or output is None:
-        return None
-    source = data.get("source")
-    return Price(given, output, read, write, source if isinstance(source, str) else "")
-
-
-@dataclass
-class _Rejudged:
-    """What the re-judging did, for summary.json's ``rescored.judge``."""
-
-    tasks: int = 0
-    calls: int = 0
-    usages: list[JsonObject] = field(default_factory=list)
-    usd: list[float | None] = field(default_factory=list)
-    replaced: list[float | None] = field(default_factory=list)
-
-    def add(self, table: JsonObject, spent: float | None, replaced: float | None) -> None:
-        calls, usage = table.get("calls"), table.get("usage")
-        self.tasks += 1
-        self.calls += calls if isinstance(calls, int) else 0
-        self.usages.append(usage if isinstance(usage, dict) else {})
-        self.usd.append(spent)
-        self.replaced.append(replaced)
-
-    def section(self) -> JsonObject:
-        def total(values: list[float | None]) -> float | None:
-            known = [v for v in values if v is not None]
-            return math.fsum(known) if len(known) == len(values) else None
-
-        return {
-            "tasks": self.tasks,
-            "calls": self.calls,
-            "usage": sum_usage(self.usages),
-            "usd": total(self.usd),
-            "replaced_usd": total(self.replaced),
-        }
 
 
 def _verifiers(
@@ -216,27 +140,6 @@ def _as_control(task: Task, record: TaskRecord) -> Task:
     return replace(task, control=made, repairs=0)
 
 
-def _rejudged_cost(
-    record: TaskRecord, judge: JsonObject, price: Price | None
-) -> tuple[CostRecord | None, float | None]:
-    """The record's cost with its judge part the new judging's at ``price`` (the model's
-    part stays what the run spent), and the new judging's cost."""
-    new = judge_cost(replace(record, judge=judge), price)
-    old = record.cost
-    if old is None and price is None:
-        return None, new
-    model = old.model_usd if old is not None else None
-    cost = CostRecord(
-        usd=None if model is None or new is None else model + new,
-        model_usd=model,
-        judge_usd=new,
-        price=old.price if old is not None else None,
-        saved_usd=old.saved_usd if old is not None else None,
-        judge_price=price.source if price is not None else None,
-    )
-    return cost, new
-
-
 def _verdict_json(verdict: Verdict) -> JsonObject:
     return {
         "reward": verdict.reward,
@@ -256,7 +159,7 @@ def rescore_record(
     run_dir: Path | None = None,
     judges: Judges | None = None,
     price_of: PriceOf | None = None,
-    rejudged: _Rejudged | None = None,
+    rejudged: Rejudged | None = None,
 ) -> tuple[TaskRecord, str | None]:
     """The record with its verdicts made again, and None; or the record as it was and
     why it was kept."""
@@ -328,7 +231,7 @@ def rescore_record(
         price = None
         if price_of is not None and isinstance(model, str):
             price = price_of(model, base_url if isinstance(base_url, str) else None)
-        cost, spent = _rejudged_cost(record, judge_table, price)
+        cost, spent = rejudged_cost(record, judge_table, price)
         if record.control is not None:  # a control has no cost of its own, as in a run
             cost = record.cost
         rescored = replace(rescored, judge=judge_table, cost=cost)
@@ -373,30 +276,6 @@ def _relative(old_dir: Path, run_dir: Path | None) -> Path:
     return old_dir.relative_to(old_dir.parents[2])
 
 
-def recorded_judge(settings: JsonValue, key: str) -> JudgeModel | None:
-    """The judge a run's settings recorded under ``key`` (``judge``: the command line's,
-    ``judge_ini``: the ini's); None when none was given or it cannot be read."""
-    from pytest_agentbench.core.sampling import Sampling
-    from pytest_agentbench.models.base import ModelSpec
-
-    table = settings.get(key) if isinstance(settings, dict) else None
-    if not isinstance(table, dict) or not isinstance(table.get("model"), str):
-        return None
-    sampling = table.get("sampling")
-    base_url, key_env, max_tokens = (table.get(k) for k in ("base_url", "key_env", "max_tokens"))
-    try:
-        return JudgeModel(
-            spec=ModelSpec.parse(str(table["model"])),
-            base_url=base_url if isinstance(base_url, str) else None,
-            key_env=key_env if isinstance(key_env, str) else None,
-            sampling=Sampling.parse(sampling if isinstance(sampling, dict) else {}),
-            max_tokens=max_tokens if isinstance(max_tokens, int) else JudgeModel().max_tokens,
-            source="the rescored run's " + ("command line" if key == "judge" else "ini"),
-        )
-    except (AgentbenchError, ValueError):
-        return None
-
-
 def rescore_run(
     run_dir: Path,
     out: Path | None,
@@ -423,8 +302,8 @@ def rescore_run(
     override = judge or recorded_judge(settings, "judge")
     suites = _Suites()
     table = _verifiers(judges, override, recorded_judge(settings, "judge_ini"))
-    rejudged = _Rejudged()
-    price_of = _JudgePrices(settings, prices_file)
+    rejudged = Rejudged()
+    price_of = JudgePrices(settings, prices_file)
     records: list[TaskRecord] = []
     kept: dict[str, int] = {}
     changed = 0
