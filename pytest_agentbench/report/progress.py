@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pytest_agentbench.core.task_record import TaskRecord
-from pytest_agentbench.report.evidence import format_reward
+from pytest_agentbench.report.reason_text import format_reward
 
 _WORDS = {
     "passed": "PASSED",

@@ -45,7 +45,8 @@ def stand_in_record(
     pytest-timeout is a ``timeout``, anything else a ``harness_error``."""
     from pytest_agentbench.artifacts.record import record_without_rollout
     from pytest_agentbench.errors import unexpected_cause
-    from pytest_agentbench.report.evidence import collapse, failure_reason
+    from pytest_agentbench.report.evidence import failure_reason
+    from pytest_agentbench.report.reason_text import collapse
 
     excinfo = call.excinfo
     text = collapse(str(excinfo.value)) if excinfo is not None else ""

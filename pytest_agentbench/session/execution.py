@@ -29,7 +29,8 @@ from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.core.usage import Usage, sum_usage
 from pytest_agentbench.errors import BudgetExhausted, ModelError, unexpected_cause
 from pytest_agentbench.report.controls import control_message
-from pytest_agentbench.report.evidence import collapse, cut, failure_reason
+from pytest_agentbench.report.evidence import failure_reason
+from pytest_agentbench.report.reason_text import collapse, cut
 from pytest_agentbench.runner.agent import OpenAgent
 from pytest_agentbench.runner.loopguard import KillPolicy
 from pytest_agentbench.runner.rollout import run_rollout

@@ -19,12 +19,10 @@ from evidence_support import (
 )
 
 from pytest_agentbench.report.ctrf_scan import FIELD_CAP, TEST_CAP, scan_ctrf
-from pytest_agentbench.report.evidence import (
-    BODY_LIMIT,
-    failure_reason,
-    metric_breakdown,
-)
+from pytest_agentbench.report.evidence import failure_reason
 from pytest_agentbench.report.probes import READ_CAP
+from pytest_agentbench.report.reason_text import BODY_LIMIT
+from pytest_agentbench.report.verifier_evidence import metric_breakdown
 
 # --- tiers 1, 2 and 4 ---------------------------------------------------------------------
 
