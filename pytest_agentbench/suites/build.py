@@ -46,6 +46,7 @@ from pytest_agentbench.suites.task import (
     Task,
     VerifierConfig,
 )
+from pytest_agentbench.suites.template import render_prompt
 from pytest_agentbench.suites.validate import (
     RESERVED_FIELDS,
     Parts,
@@ -55,7 +56,6 @@ from pytest_agentbench.suites.validate import (
     mark_problem,
     options_validator,
     problem_lines,
-    render_prompt,
     reply_problem,
     reserved_name,
     schema_problems,

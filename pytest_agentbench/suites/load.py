@@ -38,6 +38,7 @@ from pytest_agentbench.suites.read import (
     read_document,
 )
 from pytest_agentbench.suites.task import DEFAULT_TOOLS, Task
+from pytest_agentbench.suites.template import template_fields
 from pytest_agentbench.suites.validate import (
     RESERVED_FIELDS,
     Parts,
@@ -50,7 +51,6 @@ from pytest_agentbench.suites.validate import (
     reserved_name,
     show,
     structure_problems,
-    template_fields,
     type_name,
 )
 

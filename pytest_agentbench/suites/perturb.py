@@ -24,7 +24,7 @@ from dataclasses import replace
 
 from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.suites.task import Task
-from pytest_agentbench.suites.validate import render_choices
+from pytest_agentbench.suites.template import render_choices
 
 BUILTIN = ("shuffle", "whitespace", "case", "distractor")
 PERTURBATIONS = (*BUILTIN, "paraphrase")

@@ -15,7 +15,7 @@ from pytest_agentbench import schemas
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.suites.perturb import BUILTIN, parse_perturbations, perturb_task
 from pytest_agentbench.suites.task import Task, VerifierConfig
-from pytest_agentbench.suites.validate import render_choices
+from pytest_agentbench.suites.template import render_choices
 from pytest_agentbench.verifiers.choice import expected_index
 
 CHOICES = ("red", "green", "blue", "yellow", "black")
