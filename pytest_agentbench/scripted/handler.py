@@ -2,7 +2,8 @@
 (the generation endpoints of ``WIRES`` and the admin endpoints), its reply picked from the
 server's script book and written as the protocol's JSON or SSE stream, whole, delayed,
 truncated, hanging or dropped as the reply says. The server itself (bind, serve, stop,
-the request log and counts) is ``server.py``.
+the request log and counts) is ``server.py``; the socket server that accepts and tracks
+its connections, and the ``Provider`` protocol the handler knows it by, ``loopback.py``.
 """
 
 from __future__ import annotations
@@ -11,11 +12,9 @@ import contextlib
 import json
 import select
 import socket
-import sys
-import threading
 from collections.abc import Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Protocol
+from http.server import BaseHTTPRequestHandler
+from typing import TYPE_CHECKING
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.scripted.answer import WIRES as WIRES  # (re-exported: agents/gateway.py)
@@ -27,13 +26,13 @@ from pytest_agentbench.scripted.answer import (
     named_script,
     reply_usage,
 )
+from pytest_agentbench.scripted.loopback import LoopbackHTTPServer, Provider
 from pytest_agentbench.scripted.script import Reply
 from pytest_agentbench.scripted.wire import Wire
 from pytest_agentbench.scripted.wire_chat import CHAT_WIRE
 
 if TYPE_CHECKING:
-    from pytest_agentbench.scripted.batches import BatchOffice
-    from pytest_agentbench.scripted.book import ScriptBook
+    pass
 
 _BATCH_BYTES = 16384
 #: How often a serial server's queued stream hears a ping comment while it waits.
@@ -44,43 +43,6 @@ def is_batch_route(route: str) -> bool:
     """Whether ``route`` (a path below ``/v1``) is a batch or file endpoint (batches.py)."""
     parts = route.strip("/").split("/")
     return parts[0] in ("files", "batches") or parts[:2] == ["messages", "batches"]
-
-
-class Provider(Protocol):
-    """What a request asks of the scripted server that received it (``server.py``'s
-    ``ScriptedServer`` is the one provider): its script book, counts and request log. The
-    handler knows the server by this alone, so ``server.py`` imports this module and
-    never the other way round."""
-
-    _book: ScriptBook
-    _stopping: threading.Event
-    #: held while a generation is served, when the server serves one at a time
-    _serial: threading.Lock | None
-
-    @property
-    def url(self) -> str: ...
-
-    @property
-    def _batches(self) -> BatchOffice:
-        """The batch and file endpoints (made when first asked)."""
-        ...
-
-    @property
-    def requests(self) -> list[JsonObject]: ...
-
-    @property
-    def stats(self) -> dict[str, int]: ...
-
-    @property
-    def script_keys(self) -> list[str]: ...
-
-    def add_scripts(self, scripts: object) -> None: ...
-
-    def set_default(self, replies: object) -> None: ...
-
-    def _flight(self, change: int) -> None: ...
-
-    def _record(self, entry: JsonObject) -> None: ...
 
 
 class ChatHandler(BaseHTTPRequestHandler):
@@ -368,48 +330,3 @@ class ChatHandler(BaseHTTPRequestHandler):
         param: str | None = None,
     ) -> None:
         self._send_json(status, wire.error_body(status, message, error_type, param), headers)
-
-
-#: What socketserver hands a TCP server for each connection (typeshed's ``_RequestType``).
-_Request = socket.socket | tuple[bytes, socket.socket]
-
-
-class LoopbackHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 512
-    provider: Provider
-
-    def __init__(
-        self, server_address: tuple[str, int], handler: type[BaseHTTPRequestHandler]
-    ) -> None:
-        self._connections: set[_Request] = set()
-        self._connections_lock = threading.Lock()
-        super().__init__(server_address, handler)
-
-    def process_request(self, request: _Request, client_address: object) -> None:
-        with self._connections_lock:
-            self._connections.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: _Request) -> None:
-        with self._connections_lock:
-            self._connections.discard(request)
-        super().shutdown_request(request)
-
-    def drop_connections(self) -> None:
-        """Unblock every handler still reading from or writing to a client."""
-        with self._connections_lock:
-            connections = list(self._connections)
-        for connection in connections:
-            if isinstance(connection, socket.socket):  # (always, over TCP)
-                with contextlib.suppress(OSError):
-                    connection.shutdown(socket.SHUT_RDWR)
-
-    def handle_error(self, request: _Request, client_address: object) -> None:
-        if isinstance(sys.exc_info()[1], OSError):
-            return  # a client went away or the server is stopping: nothing to report
-        super().handle_error(request, client_address)
-
-
-class LoopbackHTTPServer6(LoopbackHTTPServer):
-    address_family = socket.AF_INET6

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING
 
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.scripted.book import ScriptBook
-from pytest_agentbench.scripted.handler import ChatHandler, LoopbackHTTPServer, LoopbackHTTPServer6
+from pytest_agentbench.scripted.handler import ChatHandler
+from pytest_agentbench.scripted.loopback import LoopbackHTTPServer, LoopbackHTTPServer6
 from pytest_agentbench.scripted.script import parse_replies, parse_scripts
 
 if TYPE_CHECKING:
