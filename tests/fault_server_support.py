@@ -14,6 +14,9 @@ code must not decide what a fault looks like).
 
 ``requests`` counts the requests per model name. Hanging answers end when the server
 stops.
+
+``DyingServer`` is a plainer one: every request answered "7" (no stream), a given
+number of times, then it stops listening, as a model's server that crashed mid-run.
 """
 
 from __future__ import annotations
@@ -104,3 +107,60 @@ class FaultServer:
         self._stop.set()
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+class DyingServer:
+    """A stdlib Chat Completions server on 127.0.0.1 that answers "7" with usage (not
+    streamed), ``lives`` times (None: for as long as it runs), then stops listening, as
+    a model's server that crashed mid-run. ``served`` counts the answers."""
+
+    def __init__(self, lives: int | None = None, port: int = 0) -> None:
+        self.lives = lives
+        self.served = 0
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if owner.lives is not None and owner.served >= owner.lives:
+                    # dead: a request that slipped in before the listener stopped gets no reply
+                    self.close_connection = True
+                    return
+                body = json.dumps(
+                    {
+                        "id": "c",
+                        "object": "chat.completion",
+                        "model": "m",
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": "7"},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                        "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
+                    }
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                owner.served += 1
+                if owner.lives is not None and owner.served >= owner.lives:
+                    threading.Thread(target=owner.stop).start()  # it dies after this reply
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.stopped = False
+
+    def stop(self) -> None:
+        if not self.stopped:
+            self.stopped = True
+            self.server.shutdown()
+            self.server.server_close()

@@ -2,7 +2,7 @@
 ``agentbench_models`` ini lines, each with its own base URL, key variable and sampling
 settings; and how a task's epochs become its score (the reducer).
 
-Parsed here, resolved into one Settings per model by settings.py.
+Parsed here, resolved into one Settings per model by resolve.py.
 """
 
 from __future__ import annotations

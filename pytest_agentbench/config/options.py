@@ -1,6 +1,6 @@
 """The command-line options and ini keys of pytest-agentbench, in one named group.
 
-Each help text says what a user can act on; settings.py resolves them (CLI beats ini
+Each help text says what a user can act on; resolve.py resolves them (CLI beats ini
 beats environment beats default). This module holds the run's own options (models,
 limits, repairs, concurrency, the loop watch, the sandbox, the gate and the reports);
 the options of the features a run turns on, each with its own page in docs/, are

@@ -3,8 +3,8 @@ run, its scores and the task records, made into task rows, per-model scores, pai
 comparisons and side-by-side tables. Each task's panel (prompt, turns, repair rounds,
 verdicts, loop trace), read from its rollout folder, is ``html_panel.py``.
 
-Everything here is data (dicts, lists, strings, numbers); ``html_page`` turns it into a
-page. Text is cut at ``TEXT_LIMIT`` characters.
+Everything here is data (dicts, lists, strings, numbers); ``html_sections`` and
+``html_page`` turn it into a page. Text is cut at ``TEXT_LIMIT`` characters.
 """
 
 from __future__ import annotations

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import threading
 import time
@@ -29,7 +28,12 @@ from pytest_agentbench.sandbox.process import (
     Limits,
     start_sandboxed,
 )
-from pytest_agentbench.sandbox.watch import WRAPPER_PROCESSES, killed_by, session_size, signal_of
+from pytest_agentbench.sandbox.watch import (
+    kill_group,
+    killed_by,
+    over_process_limit,
+    signal_of,
+)
 
 _POLL_S = 0.05
 
@@ -135,24 +139,14 @@ class LiveCommand:
             self._done.wait(_POLL_S)
 
     def _over_process_limit(self) -> bool:
-        if self.cgroup is not None:
-            return self.cgroup.refused()
-        count = session_size(self.proc.pid)
-        if self.plan.processes == "rlimit":
-            return count >= self.limits.processes
-        return count > self.limits.processes + WRAPPER_PROCESSES
+        return over_process_limit(self.proc, self.cgroup, self.plan, self.limits.processes)
 
     def kill(self, reason: str | None) -> None:
         """SIGKILL the whole group (and cgroup); the first reason given is kept."""
         with self._lock:
             if self.reason is None:
                 self.reason = reason
-        with contextlib.suppress(OSError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            self.proc.kill()
-        if self.cgroup is not None:
-            self.cgroup.kill_all()
+        kill_group(self.proc, self.cgroup)
 
     def wait(self, timeout: float) -> bool:
         """True when the main process has exited within ``timeout`` seconds."""

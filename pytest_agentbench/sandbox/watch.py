@@ -83,6 +83,29 @@ def killed_by(signum: int | None, exit_code: int | None, stderr_tail: str) -> st
     return None
 
 
+def kill_group(proc: subprocess.Popen[bytes], cgroup: PidsCgroup | None) -> None:
+    """SIGKILL the command's whole process group, the command, and its pids cgroup."""
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        proc.kill()
+    if cgroup is not None:
+        cgroup.kill_all()
+
+
+def over_process_limit(
+    proc: subprocess.Popen[bytes], cgroup: PidsCgroup | None, plan: Plan, processes: int
+) -> bool:
+    """Whether the command has more processes than ``processes`` (its cgroup refused a
+    fork, or its session counted from /proc; not free: callers space their checks)."""
+    if cgroup is not None:
+        return cgroup.refused()
+    count = session_size(proc.pid)
+    if plan.processes == "rlimit":  # the rlimit stops forks at the bound itself
+        return count >= processes
+    return count > processes + WRAPPER_PROCESSES
+
+
 class CommandWatch:
     """The state of one running command; :meth:`loop` drives it to the end."""
 
@@ -109,12 +132,7 @@ class CommandWatch:
         """SIGKILL the group (and the cgroup); then read what is left for a short grace."""
         if self.reason is None:
             self.reason = reason
-        with contextlib.suppress(OSError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            self.proc.kill()
-        if self.cgroup is not None:
-            self.cgroup.kill_all()
+        kill_group(self.proc, self.cgroup)
         grace = time.monotonic() + _DRAIN_GRACE_S
         self.drain_until = grace if self.drain_until is None else min(self.drain_until, grace)
 
@@ -139,12 +157,7 @@ class CommandWatch:
         if now < self.next_check:
             return False
         self.next_check = now + _POLL_S
-        if self.cgroup is not None:
-            return self.cgroup.refused()
-        count = session_size(self.proc.pid)
-        if self.plan.processes == "rlimit":  # the rlimit stops forks at the bound itself
-            return count >= self.limits.processes
-        return count > self.limits.processes + WRAPPER_PROCESSES
+        return over_process_limit(self.proc, self.cgroup, self.plan, self.limits.processes)
 
     def loop(
         self, stdin: bytes | None, deadline: float, stop: threading.Event | None = None

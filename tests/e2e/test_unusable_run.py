@@ -8,12 +8,11 @@ the score is not usable and name the rerun, and the exit status is 7."""
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fault_server_support import DyingServer
 
 from pytest_agentbench.schemas import validate
 
@@ -23,58 +22,18 @@ TASKS = "".join(
 SUITE = f'[suite]\nname = "sums"\nverifier = {{ kind = "exact" }}\n{TASKS}'
 
 
-class DyingServer:
-    """Answers ``lives`` chat completions with "7", then stops listening."""
-
-    def __init__(self, lives: int, port: int = 0) -> None:
-        self.lives = lives
-        self.served = 0
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if owner.served >= owner.lives:  # dead: a request that slipped in before
-                    self.close_connection = True  # the listener stopped gets no reply
-                    return
-                body = json.dumps(
-                    {
-                        "id": "c",
-                        "object": "chat.completion",
-                        "model": "m",
-                        "choices": [
-                            {
-                                "index": 0,
-                                "message": {"role": "assistant", "content": "7"},
-                                "finish_reason": "stop",
-                            }
-                        ],
-                        "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
-                    }
-                ).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                owner.served += 1
-                if owner.served >= owner.lives:
-                    threading.Thread(target=owner.stop).start()  # it dies after this reply
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.stopped = False
-
-    def stop(self) -> None:
-        if not self.stopped:
-            self.stopped = True
-            self.server.shutdown()
-            self.server.server_close()
+def _args(server: DyingServer) -> list[str]:
+    """A run against ``server``'s one model, unstreamed."""
+    return [
+        "--agentbench",
+        "-p",
+        "no:cacheprovider",
+        "--agentbench-model",
+        "openai-compat/m",
+        "--agentbench-base-url",
+        server.url,
+        "--agentbench-no-stream",
+    ]
 
 
 def _run(pytester: pytest.Pytester, lives: int, port: int = 0) -> pytest.RunResult:
@@ -82,14 +41,7 @@ def _run(pytester: pytest.Pytester, lives: int, port: int = 0) -> pytest.RunResu
     server = DyingServer(lives, port)
     try:
         return pytester.runpytest(
-            "--agentbench",
-            "-p",
-            "no:cacheprovider",
-            "--agentbench-model",
-            "openai-compat/m",
-            "--agentbench-base-url",
-            server.url,
-            "--agentbench-no-stream",
+            *_args(server),
             "--agentbench-max-retries",
             "0",
             "--agentbench-concurrency",
@@ -153,17 +105,7 @@ def test_the_rerun_it_names_completes_the_run(pytester: pytest.Pytester) -> None
     pytester.makefile(".toml", bench_sums=SUITE)
     server = DyingServer(lives=100, port=port)
     try:
-        again = pytester.runpytest(
-            "--agentbench",
-            "-p",
-            "no:cacheprovider",
-            "--agentbench-model",
-            "openai-compat/m",
-            "--agentbench-base-url",
-            server.url,
-            "--agentbench-no-stream",
-            *retry,
-        )
+        again = pytester.runpytest(*_args(server), *retry)
     finally:
         server.stop()
     assert again.ret == pytest.ExitCode.OK

@@ -8,53 +8,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from fault_server_support import DyingServer
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class _Server:
-    """A stdlib Chat Completions server on 127.0.0.1 that answers "7" with usage."""
-
-    def __init__(self) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                body = json.dumps(
-                    {
-                        "id": "c",
-                        "object": "chat.completion",
-                        "model": "m",
-                        "choices": [
-                            {
-                                "index": 0,
-                                "message": {"role": "assistant", "content": "7"},
-                                "finish_reason": "stop",
-                            }
-                        ],
-                        "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
-                    }
-                ).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def test_the_models_table_cost_cell_counts_the_tasks_of_unknown_cost(
@@ -62,7 +21,7 @@ def test_the_models_table_cost_cell_counts_the_tasks_of_unknown_cost(
 ) -> None:
     tasks = "".join(f'[[task]]\nid = "t{i}"\ninput = "3 + 4?"\ntarget = "7"\n' for i in range(3))
     pytester.makefile(".toml", bench_sums=f'[suite]\nverifier = {{ kind = "exact" }}\n{tasks}')
-    server = _Server()
+    server = DyingServer()
     try:
         result = pytester.runpytest(
             "--agentbench",
