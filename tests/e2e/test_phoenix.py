@@ -167,6 +167,12 @@ def test_phoenix_receives_a_two_model_external_agent_run(
     )
     assert sum(1 for c in calls if c.get("gen_ai.usage.output_tokens") == 13) == 2
     assert {s["span_kind"] for s in named["chat"]} == {"LLM"}
+    # the external agent's calls, streamed to the model by the gateway: the time to the
+    # first chunk of each that was answered
+    answered = [_flat(s["attributes"]) for s in named["chat"] if s["status_code"] != "ERROR"]
+    assert len(answered) == 6 and all(
+        isinstance(c.get("gen_ai.response.time_to_first_chunk"), float) for c in answered
+    )
     killed = [s for s in named["chat"] if s["status_code"] == "ERROR"]
     assert len(killed) == 2 and all(
         e["name"] == "agentbench.loop_killed"
