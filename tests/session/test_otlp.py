@@ -5,6 +5,7 @@ only when asked; a collector that is down changes nothing but the count it says.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import threading
@@ -17,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 from interchange_support import SUITE
+from otlp_backend_support import backend_python
 from records_support import make_record
 
 from pytest_agentbench.agents.gateway import Gateway
@@ -239,17 +241,23 @@ def test_a_bad_url_is_a_usage_error(pytester: pytest.Pytester) -> None:
     )
 
 
-PHOENIX_PYTHON = Path("/work/venvs/phoenix/bin/python")
+#: Pythons that have opentelemetry-proto: those Arize Phoenix is installed in
+PHOENIX_PYTHONS = (
+    os.environ.get("AGENTBENCH_PHOENIX_PYTHON", ""),
+    "/work/venvs/phoenix/bin/python",
+    str(Path.home() / ".cache" / "pytest-agentbench-phoenix" / "bin" / "python"),
+)
 
 
 def test_the_protobuf_encoding_is_what_the_official_classes_read(tmp_path: Path) -> None:
     """Our hand-written protobuf against opentelemetry-proto's own classes (installed
     with Arize Phoenix, outside this venv)."""
-    import os
-
-    python = Path(os.environ.get("AGENTBENCH_PHOENIX_PYTHON", str(PHOENIX_PYTHON)))
-    if not python.exists():
-        pytest.skip(f"no Python with opentelemetry-proto at {python} (AGENTBENCH_PHOENIX_PYTHON)")
+    python = backend_python(PHOENIX_PYTHONS, "phoenix")
+    if python is None:
+        pytest.skip(
+            "no Python with opentelemetry-proto: Arize Phoenix is not installed "
+            "(AGENTBENCH_PHOENIX_PYTHON; .ci/install-phoenix)"
+        )
     request = {
         "resourceSpans": [
             {
@@ -359,7 +367,8 @@ def test_a_call_the_gateway_translated_says_so(tmp_path: Path) -> None:
     (tmp_path / "trajectory.json").write_text(json.dumps(trajectory))
     record = make_record(model="m", rollout_dir=str(tmp_path), start_ms=1_700_000_000_000)
     spans = task_spans(record, "run", "0" * 16, {"m": ("anthropic", script.key)}, content=False)
-    (call,) = [_attrs(s) for s in spans if str(s["name"]).startswith("chat ")]  # type: ignore[index]
+    chats = [s for s in spans if isinstance(s, dict) and str(s["name"]).startswith("chat ")]
+    (call,) = [_attrs(dict(s)) for s in chats]
     assert call["agentbench.translated"] == "chat→messages"
     assert call["agentbench.protocol"] == "chat"
     assert call["gen_ai.provider.name"] == "anthropic"
