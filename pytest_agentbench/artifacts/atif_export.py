@@ -184,6 +184,8 @@ def rollout_trajectory(folder: Path, run_id: str, version: str) -> JsonObject:
     steps.add("user", user or "")
     plain = bool(calls) and "attempt" not in calls[0]
     agent_name: str = AGENT_NAME
+    # the task's agent kind (a python agent runs as a command: its entries say command)
+    task_kind = as_object(as_object(result.get("record")).get("agent")).get("kind")
     seen_attempt = 1
     n_calls = 0
     for entry in requests:
@@ -202,10 +204,11 @@ def rollout_trajectory(folder: Path, run_id: str, version: str) -> JsonObject:
             _call_step(steps, entry, attempts, attempt, model)
         elif "agent" in entry:
             agent = as_object(entry.get("agent"))
-            agent_name = f"{AGENT_NAME} ({agent.get('kind')} agent)"
+            kind = task_kind if isinstance(task_kind, str) else agent.get("kind")
+            agent_name = f"{AGENT_NAME} ({kind} agent)"
             steps.add(
                 "system",
-                _agent_line(agent),
+                _agent_line(agent, kind),
                 extra={"agentbench": {"attempt": attempt, "agent": agent}},
             )
     record = as_object(result.get("record"))
@@ -287,6 +290,7 @@ def _call_step(
         "elapsed_s",
         "waited_s",
         "model_s",
+        "first_chunk_s",
         "killed",
         "answer_chars",
         "error",
@@ -316,10 +320,10 @@ def _call_step(
     )
 
 
-def _agent_line(agent: JsonObject) -> str:
+def _agent_line(agent: JsonObject, kind: JsonValue | None) -> str:
     stopped = agent.get("stopped")
     how = f"stopped ({stopped})" if stopped else f"exit code {agent.get('exit_code')}"
-    return f"{agent.get('kind')} agent ended: {how}, {agent.get('model_calls')} model call(s)"
+    return f"{kind} agent ended: {how}, {agent.get('model_calls')} model call(s)"
 
 
 def export_run(run_dir: Path, out: Path | None, version: str) -> list[Path]:

@@ -701,6 +701,12 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
             # the watchdog must be able to end the wait for them (this thread's sockets)
             watchdog.arm_early(self._sockets)
         deadline = watchdog.deadline
+        first: list[float] = []  # when a streamed reply's first event came
+
+        def began() -> None:
+            first.append(time.monotonic())
+            place.began()
+
         received = self._new_received()
         emit = on_event or ignore_events
         streamed = request.stream
@@ -748,7 +754,7 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
                     place.began()  # an unstreamed reply begins whole (the listener moves)
                 watchdog.arm(response)
                 if streamed:
-                    self._read_stream(response, received, emit, place.began)
+                    self._read_stream(response, received, emit, began)
                 else:
                     self._read_body(response, received, emit)
         except EmptyStream as exc:
@@ -788,6 +794,11 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         if streamed and hit is None:
             self._answered = max(self._answered, len(content))
         generation = self._generation(received, body, started, waited_s=place.waited_s)
+        if first and hit is None:  # sent and streamed: its time to the first chunk
+            ttfc = round(first[0] - started, 3)
+            generation = dataclasses.replace(
+                generation, exchange={**generation.exchange, "first_chunk_s": ttfc}
+            )
         if batched and hit is not None:
             reply = generation.exchange["response"]
             if isinstance(reply, dict):

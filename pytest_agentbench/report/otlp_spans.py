@@ -199,6 +199,8 @@ def _call_spans(
         usage = as_object(entry.get("usage"))
         native = as_object(response.get("usage"))
         finish = response.get("finish_reason")
+        body = as_object(as_object(entry.get("request")).get("body"))
+        first_chunk = entry.get("first_chunk_s")
         me = span_id(parent, n)
         attrs: dict[str, Attr | None] = {
             "openinference.span.kind": "LLM",
@@ -207,6 +209,10 @@ def _call_spans(
             "gen_ai.request.model": model_id,
             "llm.model_name": model_id,
             "gen_ai.response.finish_reasons": [str(finish)] if finish else None,
+            "gen_ai.request.stream": True if body.get("stream") is True else None,
+            "gen_ai.response.time_to_first_chunk": _seconds(first_chunk)
+            if isinstance(first_chunk, int | float)
+            else None,
             "gen_ai.usage.input_tokens": as_int(usage.get("input"))
             if usage
             else as_int(native.get("prompt_tokens") or native.get("input_tokens")),
@@ -226,7 +232,6 @@ def _call_spans(
         }
         if content:
             attrs["gen_ai.output.text"] = _str(response.get("text"))
-            body = as_object(as_object(entry.get("request")).get("body"))
             messages = body.get("messages") or body.get("input")
             attrs["gen_ai.input.messages"] = json.dumps(messages) if messages else None
         events: list[JsonValue] = []

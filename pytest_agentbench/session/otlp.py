@@ -100,9 +100,11 @@ class OtlpSender:
         self.headers = {**headers, "Content-Type": kind}
         self.timeout_s = timeout_s
         self.queue: queue.Queue[JsonValue | None] = queue.Queue(QUEUE_LIMIT)
-        self.sent = 0
-        self.dropped = 0
+        self.accepted = self.sent = self.dropped = 0
         self.problem: str | None = None
+        #: set once the end of the run has counted what is left: the counts stay as said
+        self.final = False
+        self.lock = threading.Lock()
         self.thread = threading.Thread(target=self._run, name="agentbench-otlp", daemon=True)
         self.thread.start()
 
@@ -110,19 +112,34 @@ class OtlpSender:
         try:
             self.queue.put_nowait(one)
         except queue.Full:
-            self.dropped += 1
-            self.problem = self.problem or f"more than {QUEUE_LIMIT} spans waiting"
+            self._count(dropped=1, problem=f"more than {QUEUE_LIMIT} spans waiting")
+        else:
+            with self.lock:
+                self.accepted += 1
+
+    def _count(self, *, sent: int = 0, dropped: int = 0, problem: str | None = None) -> None:
+        with self.lock:
+            if self.final:  # too late: counted as dropped already
+                return
+            self.sent += sent
+            self.dropped += dropped
+            if problem is not None:
+                self.problem = self.problem or problem
 
     def close(self) -> None:
-        """Let the thread send what is queued, for at most FINAL_WAIT_S seconds; what is
-        left after that is counted as dropped."""
+        """Let the thread send what is queued, for at most FINAL_WAIT_S seconds (or one
+        request's timeout and a second, when that is longer); what is left after that,
+        queued or in a request still going, is counted as dropped."""
+        wait = max(FINAL_WAIT_S, self.timeout_s + 1)
         with contextlib.suppress(queue.Full):
-            self.queue.put(None, timeout=FINAL_WAIT_S)
-        self.thread.join(FINAL_WAIT_S)
-        if self.thread.is_alive():
-            left = self.queue.qsize()
-            self.dropped += left
-            self.problem = self.problem or f"the collector was too slow ({left} left)"
+            self.queue.put(None, timeout=wait)
+        self.thread.join(wait)
+        with self.lock:
+            self.final = True
+            left = self.accepted - self.sent - self.dropped
+            if self.thread.is_alive() and left:
+                self.dropped += left
+                self.problem = self.problem or f"the collector was too slow ({left} left)"
 
     def _run(self) -> None:
         with httpx.Client(timeout=self.timeout_s) as client:
@@ -162,14 +179,12 @@ class OtlpSender:
             payload = dumps(body, indent=None).encode() if self.json else encode_request(body)
             reply = client.post(self.url, content=payload, headers=self.headers)
         except Exception as exc:  # a collector's trouble never reaches the run
-            self.dropped += len(spans)
-            self.problem = f"{type(exc).__name__}: {exc}"[:200]
+            self._count(dropped=len(spans), problem=f"{type(exc).__name__}: {exc}"[:200])
             return
         if reply.status_code >= 300:
-            self.dropped += len(spans)
-            self.problem = f"HTTP {reply.status_code}"
+            self._count(dropped=len(spans), problem=f"HTTP {reply.status_code}")
         else:
-            self.sent += len(spans)
+            self._count(sent=len(spans))
 
 
 class OtlpPlugin:

@@ -74,9 +74,11 @@ def test_every_rollout_exports_as_valid_atif(
     assert [s["source"] for s in repaired] == ["user", "agent", "user", "agent"]
     assert repaired[1]["message"] == "Hi" and repaired[3]["message"] == "hi"
     assert "did not pass" in str(repaired[2]["message"])
-    assert repaired[1]["metrics"] == {"prompt_tokens": 2, "completion_tokens": 1} or isinstance(
-        repaired[1]["metrics"], dict
-    )
+    # each call's own usage on its step, the rollout's sum in the final metrics
+    assert repaired[1]["metrics"] == {"prompt_tokens": 2, "completion_tokens": 1}
+    assert repaired[3]["metrics"] == {"prompt_tokens": 34, "completion_tokens": 1}
+    final = json.loads((atif / "b" / "repaired[big].atif.json").read_text())["final_metrics"]
+    assert (final["total_prompt_tokens"], final["total_completion_tokens"]) == (36, 2)
     # the built-in loop's tool call and its result as the step's observation
     tools = _steps(atif / "b" / "tools[small].atif.json")
     call = tools[-2]

@@ -12,18 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
-import socket
-import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from otlp_backend_support import backend_python, free_port, serving, two_model_agent_run
 
-ROOT = Path(__file__).resolve().parents[2]
 CANDIDATES = (
     os.environ.get("AGENTBENCH_PHOENIX_PYTHON", ""),
     "/work/venvs/phoenix/bin/python",
@@ -31,75 +27,32 @@ CANDIDATES = (
 )
 
 
-def _phoenix_python() -> Path | None:
-    for candidate in filter(None, CANDIDATES):
-        path = Path(candidate)
-        if path.exists() and (path.parent / "phoenix").exists():
-            return path
-    return None
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _get(url: str) -> object:
-    with urllib.request.urlopen(url, timeout=10) as reply:
-        return json.loads(reply.read())
-
-
 @pytest.fixture
 def phoenix(tmp_path: Path) -> Iterator[str]:
-    python = _phoenix_python()
+    python = backend_python(CANDIDATES, "phoenix")
     if python is None:
         pytest.skip(
             "Arize Phoenix is not installed (set AGENTBENCH_PHOENIX_PYTHON to a Python that "
             "has arize-phoenix; .ci/run installs one into ~/.cache/pytest-agentbench-phoenix)"
         )
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "PHOENIX_HOST": "127.0.0.1",
         "PHOENIX_PORT": str(port),
-        "PHOENIX_GRPC_PORT": str(_free_port()),
+        "PHOENIX_GRPC_PORT": str(free_port()),
         "PHOENIX_WORKING_DIR": str(tmp_path / "phoenix"),
         "PHOENIX_TELEMETRY_ENABLED": "false",
     }
-    log = (tmp_path / "phoenix.log").open("wb")
-    server = subprocess.Popen(
-        [str(python.parent / "phoenix"), "serve"],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 300  # migrations and start-up on a loaded machine
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/healthz", timeout=5) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                pytest.fail(
-                    "Phoenix did not start: " + (tmp_path / "phoenix.log").read_text()[-3000:]
-                )
-            time.sleep(1)
+    command = [str(python.parent / "phoenix"), "serve"]
+    with serving(command, env, f"{url}/healthz", tmp_path / "phoenix.log", "Phoenix"):
         yield url
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(30)
-        log.close()
+
+
+def _get(url: str) -> object:
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        return json.loads(reply.read())
 
 
 def _flat(attrs: object, prefix: str = "") -> dict[str, object]:
@@ -119,20 +72,7 @@ def _flat(attrs: object, prefix: str = "") -> dict[str, object]:
 def test_phoenix_receives_a_two_model_external_agent_run(
     phoenix: str, pytester: pytest.Pytester
 ) -> None:
-    shutil.copytree(ROOT / "example_suites" / "agents", pytester.path / "agents")
-    shutil.copy(ROOT / "example_suites" / "bench_external_agent.toml", pytester.path)
-    result = pytester.runpytest_subprocess(
-        "--agentbench",
-        "-p",
-        "no:cacheprovider",
-        "--agentbench-model",
-        "big=scripted",
-        "--agentbench-model",
-        "small=scripted",
-        "--agentbench-otlp",
-        phoenix,
-    )
-    result.assert_outcomes(passed=2, failed=2)
+    result = two_model_agent_run(pytester, phoenix)
     result.stdout.fnmatch_lines([f"agentbench otlp: 13 span(s) sent to {phoenix}/v1/traces"])
     spans: list[dict[str, object]] = []
     deadline = time.monotonic() + 60  # Phoenix writes what it received in the background
@@ -167,6 +107,12 @@ def test_phoenix_receives_a_two_model_external_agent_run(
     )
     assert sum(1 for c in calls if c.get("gen_ai.usage.output_tokens") == 13) == 2
     assert {s["span_kind"] for s in named["chat"]} == {"LLM"}
+    # the external agent's calls, streamed to the model by the gateway: the time to the
+    # first chunk of each that was answered
+    answered = [_flat(s["attributes"]) for s in named["chat"] if s["status_code"] != "ERROR"]
+    assert len(answered) == 6 and all(
+        isinstance(c.get("gen_ai.response.time_to_first_chunk"), float) for c in answered
+    )
     killed = [s for s in named["chat"] if s["status_code"] == "ERROR"]
     assert len(killed) == 2 and all(
         e["name"] == "agentbench.loop_killed"

@@ -5,17 +5,30 @@ only when asked; a collector that is down changes nothing but the count it says.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import httpx
 import pytest
 from interchange_support import SUITE
+from otlp_backend_support import backend_python
+from records_support import make_record
 
+from pytest_agentbench.agents.gateway import Gateway
+from pytest_agentbench.models.anthropic import AnthropicClient
+from pytest_agentbench.models.base import ModelSpec
+from pytest_agentbench.models.scripted import register_scripts, scripted_client
+from pytest_agentbench.models.siblings import sibling
 from pytest_agentbench.report.otlp_proto import encode_request
+from pytest_agentbench.report.otlp_spans import task_spans
+from pytest_agentbench.scripted.server import ScriptedServer
 
 
 class Collector(ThreadingHTTPServer):
@@ -122,6 +135,62 @@ def test_a_run_under_xdist_lands_in_one_trace_with_genai_attributes(
     assert all(h.get("x-team") == "bench a" for h in collector.headers_seen)
 
 
+def _calls(server: Collector) -> list[dict[str, object]]:
+    """The model-call spans received so far, in the order of their task's calls."""
+    chats = [s for s in _spans(server) if str(s["name"]).startswith("chat ")]
+    return [_attrs(s) | {"_s": _seconds(s)} for s in sorted(chats, key=_start)]
+
+
+def _start(span: dict[str, object]) -> int:
+    return int(str(span["startTimeUnixNano"]))
+
+
+def _seconds(span: dict[str, object]) -> float:
+    return (int(str(span["endTimeUnixNano"])) - _start(span)) / 1e9
+
+
+def test_each_call_says_its_time_to_first_chunk_and_if_it_was_cached_or_batched(
+    pytester: pytest.Pytester, collector: Collector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The repaired task's two calls, sent live (streamed: the time to their first chunk,
+    within the call's own time), replayed from the response cache (no time to a first
+    chunk: nothing was sent), and with the first round answered by the batch API (the
+    repair round sent live)."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+    pytester.makefile(".toml", bench_b=SUITE)
+    server = ScriptedServer()
+    server.start()
+    url = f"http://127.0.0.1:{collector.server_address[1]}"
+    args = ["--agentbench", "-p", "no:cacheprovider", "-k", "repaired"]
+    args += ["--agentbench-base-url", server.url, "--agentbench-otlp", url]
+    runs: list[list[dict[str, object]]] = []
+    try:
+        for more in (
+            ["--agentbench-cache", "c"],
+            ["--agentbench-cache", "c"],
+            ["--agentbench-batch"],
+        ):
+            collector.bodies.clear()
+            pytester.runpytest_subprocess(*args, *more).assert_outcomes(passed=1)
+            runs.append(_calls(collector))
+    finally:
+        server.stop()
+    live, cached, batched = runs
+    assert [len(r) for r in runs] == [2, 2, 2]
+    for call in live:
+        assert call["gen_ai.request.stream"] is True
+        first = call["gen_ai.response.time_to_first_chunk"]
+        assert isinstance(first, float) and 0 <= first <= float(str(call["_s"])) + 0.0005
+        assert call["agentbench.cached"] is False and call["agentbench.batched"] is False
+    for call in cached:
+        assert call["agentbench.cached"] is True and call["agentbench.batched"] is False
+        assert "gen_ai.response.time_to_first_chunk" not in call
+    assert [c["agentbench.batched"] for c in batched] == [True, False]
+    assert [c["agentbench.cached"] for c in batched] == [False, False]
+    assert "gen_ai.response.time_to_first_chunk" not in batched[0]
+    assert "gen_ai.response.time_to_first_chunk" in batched[1]
+
+
 def test_content_is_sent_only_when_asked(
     pytester: pytest.Pytester, collector: Collector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -172,17 +241,23 @@ def test_a_bad_url_is_a_usage_error(pytester: pytest.Pytester) -> None:
     )
 
 
-PHOENIX_PYTHON = Path("/work/venvs/phoenix/bin/python")
+#: Pythons that have opentelemetry-proto: those Arize Phoenix is installed in
+PHOENIX_PYTHONS = (
+    os.environ.get("AGENTBENCH_PHOENIX_PYTHON", ""),
+    "/work/venvs/phoenix/bin/python",
+    str(Path.home() / ".cache" / "pytest-agentbench-phoenix" / "bin" / "python"),
+)
 
 
 def test_the_protobuf_encoding_is_what_the_official_classes_read(tmp_path: Path) -> None:
     """Our hand-written protobuf against opentelemetry-proto's own classes (installed
     with Arize Phoenix, outside this venv)."""
-    import os
-
-    python = Path(os.environ.get("AGENTBENCH_PHOENIX_PYTHON", str(PHOENIX_PYTHON)))
-    if not python.exists():
-        pytest.skip(f"no Python with opentelemetry-proto at {python} (AGENTBENCH_PHOENIX_PYTHON)")
+    python = backend_python(PHOENIX_PYTHONS, "phoenix")
+    if python is None:
+        pytest.skip(
+            "no Python with opentelemetry-proto: Arize Phoenix is not installed "
+            "(AGENTBENCH_PHOENIX_PYTHON; .ci/install-phoenix)"
+        )
     request = {
         "resourceSpans": [
             {
@@ -253,3 +328,48 @@ def test_the_protobuf_encoding_is_what_the_official_classes_read(tmp_path: Path)
         check=False,
     )
     assert done.stdout.startswith("same"), done.stdout + done.stderr
+
+
+@dataclass(frozen=True)
+class _Script:
+    key: str
+    scripted: tuple[object, ...]
+    id: str = "t"
+    path: str = "bench_otlp.toml"
+
+
+def test_a_call_the_gateway_translated_says_so(tmp_path: Path) -> None:
+    """A Chat Completions request of an agent to a model that speaks only Anthropic
+    Messages: the real gateway translates it, and the span of that call says which way
+    (and, the model's reply being streamed, its time to the first chunk)."""
+    server, gateway = ScriptedServer(), Gateway()
+    server.start()
+    try:
+        script = _Script("otlp-translated", ("hello",))
+        register_scripts(scripted_client(ModelSpec("scripted", "scripted"), server.url), [script])
+        bare = AnthropicClient(ModelSpec("anthropic", script.key), server.url, "k", trust_env=False)
+        route = gateway.open_route(script.key, bare.spec.label, lambda p: sibling(bare, p))
+        route.begin_attempt(0, time.monotonic() + 60, None)
+        env = route.endpoint.environment()
+        reply = httpx.post(
+            f"{env['OPENAI_BASE_URL']}/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+            headers={"Authorization": f"Bearer {env['OPENAI_API_KEY']}"},
+            timeout=30,
+        )
+        assert reply.status_code == 200, reply.text
+        entries = [r.entry for r in route.records_of(0)]
+        bare.close()
+    finally:
+        gateway.close()
+        server.stop()
+    trajectory = {"task": "t", "model": "m", "requests": entries}
+    (tmp_path / "trajectory.json").write_text(json.dumps(trajectory))
+    record = make_record(model="m", rollout_dir=str(tmp_path), start_ms=1_700_000_000_000)
+    spans = task_spans(record, "run", "0" * 16, {"m": ("anthropic", script.key)}, content=False)
+    chats = [s for s in spans if isinstance(s, dict) and str(s["name"]).startswith("chat ")]
+    (call,) = [_attrs(dict(s)) for s in chats]
+    assert call["agentbench.translated"] == "chat→messages"
+    assert call["agentbench.protocol"] == "chat"
+    assert call["gen_ai.provider.name"] == "anthropic"
+    assert isinstance(call["gen_ai.response.time_to_first_chunk"], float)
