@@ -174,12 +174,16 @@ def report(
                 value for value in results[f"flight {flight} floor"] if isinstance(value, float)
             ]
             phase = min(run.phase_s for run in runs)
-            per = (min(run.cpu_s for run in runs) - cpu) / args.flight_tasks
+            cheapest = min(runs, key=lambda run: run.cpu_s)
+            per = (cheapest.cpu_s - cpu) / args.flight_tasks
+            user = (cheapest.user_s - min(run.user_s for run in starts)) / args.flight_tasks
+            switches = cheapest.switches / args.flight_tasks
             ideal = args.flight_tasks * LATENCY_S / flight
             print(
                 f"  {flight} in flight: efficiency ÷ plain threads {min(floors) / phase:.2f} "
                 f"(ours {ideal / phase:.2f} of ideal, threads {ideal / min(floors):.2f}); "
-                f"CPU per rollout {per * 1000:.2f} ms"
+                f"CPU per rollout {per * 1000:.2f} ms (user {user * 1000:.2f} ms), "
+                f"{switches:.0f} voluntary context switches per rollout"
             )
         sizes = [int(size) for size in args.memory.split(",")]
         if f"mem {sizes[0]} {side}" in results:

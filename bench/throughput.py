@@ -44,10 +44,11 @@ from pathlib import Path
 LATENCY_S = 0.2
 HERE = Path(__file__).resolve().parent
 MODEL_ARGS = ("--agentbench", "--agentbench-model", "openai-compat/x")
-#: The project's test-only plugins (its dev extra), off on both sides: a user's pytest
+#: The project's test-only plugins (its dev extra, pytest-randomly among them: it
+#: imports numpy and reseeds every test), off on both sides: a user's pytest
 #: need not have them. xdist stays (``-n 2``), and anyio's plugin comes with httpx.
 NO_DEV: tuple[str, ...] = ("-p", "no:hypothesispytest", "-p", "no:rerunfailures")
-NO_DEV += ("-p", "no:pytest-split", "-p", "no:timeout")
+NO_DEV += ("-p", "no:pytest-split", "-p", "no:timeout", "-p", "no:randomly")
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ class Run:
     phase_s: float
     #: the user part of ``cpu_s`` (the rest is system time: file creation above all)
     user_s: float = float("nan")
+    #: voluntary context switches (``wait4``): a thread that blocked, on I/O or the GIL
+    switches: int = 0
 
 
 def start_server(*args: str) -> tuple[subprocess.Popen[str], str]:
@@ -169,7 +172,8 @@ def run_pytest(folder: Path, *args: str) -> Run:
         phase = (max(s for _, s in spans) - min(s for s, _ in spans)) / 1000
         shutil.rmtree(out)  # the next round starts with an empty results folder
     rss = usage.ru_maxrss / (1024 if sys.platform == "darwin" else 1)
-    return Run(wall, usage.ru_utime + usage.ru_stime, rss, phase, usage.ru_utime)
+    cpu = usage.ru_utime + usage.ru_stime
+    return Run(wall, cpu, rss, phase, usage.ru_utime, usage.ru_nvcsw)
 
 
 def ours(root: Path, url: str, count: int, *args: str) -> Run:

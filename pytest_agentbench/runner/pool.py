@@ -58,6 +58,7 @@ reports are written is held until they are done; a second one interrupts (finish
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -106,6 +107,9 @@ class RolloutPool:
         self._returning = 0  # jobs waiting in step_back() for a place
         self._place = threading.Condition(self._lock)  # step_back() waits here
         self._closed = False
+        #: the interpreter's switch interval before the first thread raised it (None:
+        #: not raised, see ``_raise_switch_interval``)
+        self._switch_before: float | None = None
 
     def plan(self, key: str, job: Callable[[], object]) -> None:
         """Queue ``job`` under ``key`` unless it is known already or the pool closed."""
@@ -132,6 +136,8 @@ class RolloutPool:
                 daemon=True,
             )
             self._threads.append(thread)
+            if len(self._threads) == 2:
+                self._raise_switch_interval()
             thread.start()
 
     def _may_start(self) -> bool:
@@ -263,6 +269,19 @@ class RolloutPool:
         else:
             self._wake_worker()
 
+    def _raise_switch_interval(self) -> None:
+        """With a second rollout thread: the GIL is handed on every ``SWITCH_INTERVAL_S``
+        rather than the interpreter's 5 ms while this pool runs (``close`` puts it back).
+        With dozens of runnable threads the default made a convoy: every forced hand-off
+        is a futex wake and a context switch (at 128 in flight, ~90 voluntary switches
+        per rollout and about as much system CPU as user CPU; docs/scale.md has the
+        figures before and after). A thread that blocks (on its socket, a lock, a file)
+        still hands the GIL on at once, so waits on the model are not lengthened."""
+        before = sys.getswitchinterval()
+        if before < SWITCH_INTERVAL_S:
+            self._switch_before = before
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
@@ -270,7 +289,14 @@ class RolloutPool:
             self._work.notify_all()
             self._done.notify_all()
             self._place.notify_all()
+            before, self._switch_before = self._switch_before, None
+        if before is not None and sys.getswitchinterval() == SWITCH_INTERVAL_S:
+            sys.setswitchinterval(before)  # (unless someone else changed it since)
 
+
+#: The GIL's switch interval while a pool runs more than one rollout thread (the
+#: interpreter's default is 0.005 s): see ``RolloutPool._raise_switch_interval``.
+SWITCH_INTERVAL_S = 0.02
 
 #: The pool and standing of the job this thread runs (unset outside a pool's thread).
 _current = threading.local()

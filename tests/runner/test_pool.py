@@ -4,6 +4,7 @@ started."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
@@ -145,3 +146,34 @@ def test_close_drops_what_has_not_started_and_a_caller_runs_it_itself() -> None:
     assert jobs.settle() == ["k0"]  # k1 never started in the pool
     assert pool.result("k1", lambda: "inline") == "inline"
     assert pool.result("k0", jobs.job("k0")) == "done k0"  # a running job still ends
+
+
+def test_the_switch_interval_is_raised_while_two_threads_run_and_restored_at_close() -> None:
+    """One rollout thread leaves the interpreter's switch interval alone; from the second
+    one the GIL is handed on every SWITCH_INTERVAL_S (fewer forced hand-offs among many
+    threads), and close() puts back what it was."""
+    from pytest_agentbench.runner.pool import SWITCH_INTERVAL_S
+
+    before = sys.getswitchinterval()
+    assert before < SWITCH_INTERVAL_S
+    seen: list[float] = []
+
+    def job() -> None:
+        seen.append(sys.getswitchinterval())
+
+    alone = RolloutPool(1)
+    alone.plan("a", job)
+    alone.result("a", job)
+    alone.close()
+    assert seen == [before]
+    pool = RolloutPool(2)
+    jobs = Jobs(hold=True)
+    for key in ("a", "b"):
+        pool.plan(key, jobs.job(key))
+    with jobs.changed:
+        assert jobs.changed.wait_for(lambda: jobs.running == 2, WAIT_S)
+    assert sys.getswitchinterval() == SWITCH_INTERVAL_S
+    jobs.gate.set()
+    assert pool.result("a", jobs.job("a")) == "done a"
+    pool.close()
+    assert sys.getswitchinterval() == before
