@@ -219,9 +219,16 @@ class LiveExec:
                 return False
             time.sleep(min(left, _POLL_S))
 
-    def exited(self) -> bool:
-        """Whether the command ended (said so, or its exec is over)."""
-        return self.exit_status is not None or self.proc.poll() is not None
+    def exit_code(self) -> int | None:
+        """The command's exit status once it ended (said so, or its exec is over), else
+        None."""
+        if self.exit_status is not None:
+            return self.exit_status
+        return self.proc.poll()
+
+    def stderr_text(self) -> str:
+        """What is kept of its stderr so far."""
+        return self.err.text()
 
     def finish(self, reason: str | None = None) -> LiveEnd:
         """End it (``reason`` when it still runs), reap the client, say how it ended."""
