@@ -265,7 +265,10 @@ def start_in_container(
         shutil.rmtree(root)
     root.mkdir(parents=True)
     every = (*mounts, *(bridge.mounts if bridge is not None else ()))
-    container = start_container(task, root.parent, place, every)
+    install = task.agent.options.get("install") if task.agent is not None else None
+    container = start_container(
+        task, root.parent, place, every, install if isinstance(install, str) else None
+    )
     try:
         folder = environment.workdir or _image_workdir(container)
         workspace = ContainerWorkspace.seeded(container, folder, task.files, task.files_dir)
