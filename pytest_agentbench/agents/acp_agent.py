@@ -18,15 +18,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_agentbench.agents.acp import (
-    CANCEL_GRACE_S,
-    PERMISSION_POLICIES,
-    AcpAgent,
-    AcpError,
-    PromptResult,
-)
+from pytest_agentbench.agents.acp import CANCEL_GRACE_S, PERMISSION_POLICIES, PromptResult
+from pytest_agentbench.agents.acp_process import AcpAgent
+from pytest_agentbench.agents.acp_rpc import AcpError
 from pytest_agentbench.agents.command import usage_disagreement
 from pytest_agentbench.agents.external import (
+    Bridged,
     ExternalSession,
     ProcessOptions,
     fill_template,
@@ -41,7 +38,7 @@ from pytest_agentbench.agents.gateway import Gateway
 from pytest_agentbench.agents.route import ClientFor, Route
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import EventSink
-from pytest_agentbench.errors import AgentbenchError, SandboxError
+from pytest_agentbench.errors import AgentbenchError, ContainerError, SandboxError
 from pytest_agentbench.runner.agent import AgentRun
 from pytest_agentbench.runner.loopguard import KillPolicy
 from pytest_agentbench.sandbox import Workspace
@@ -106,11 +103,21 @@ class AcpSession(ExternalSession):
         # the process's own wall clock: past the deadline by the cancel grace, so a turn
         # is cancelled (session/cancel) before the group is killed
         limit = max(deadline - time.monotonic(), 0.01) + CANCEL_GRACE_S + 2
-        ws = self._workspace
         argv = self._argv()
-        started = self.bridged(argv)
+        agent = self.make_agent(argv, self.bridged(argv), limit, deadline)
+        self.agent = agent
+        self._events_seen = 0
+        agent.start(deadline)
+        return agent
+
+    def make_agent(
+        self, argv: list[str], started: Bridged, limit: float, deadline: float
+    ) -> AcpAgent:
+        """The agent's process as it will be started: in the task's sandbox, with
+        ``limit`` seconds of wall clock (``deadline``: the attempt's bound)."""
+        ws = self._workspace
         env = {**sandbox_env(ws.path, self.process.env), **started.endpoint.environment()}
-        agent = AcpAgent(
+        return AcpAgent(
             started.command,
             workspace=ws.path,
             env=env,
@@ -121,9 +128,6 @@ class AcpSession(ExternalSession):
             read_only=self.visible(argv),
             writable=started.writable,
         )
-        self.agent = agent
-        agent.start(deadline)
-        return agent
 
     def attempt(
         self,
@@ -139,6 +143,8 @@ class AcpSession(ExternalSession):
         """One prompt turn: the task's prompt first, the verifier's feedback after."""
         attempt = self.begin(messages, index, deadline, timeout_s, (on_event, on_phase, phase))
         run, prompt, bound = attempt.run, attempt.prompt, attempt.bound
+        if index and self.agent is None:  # a fresh agent (in a container): the task again
+            prompt = f"{self.task.prompt}\n\n{prompt}"
         outcome: PromptResult | None = None
         error: str | None = None
         watcher_done = threading.Event()
@@ -150,7 +156,7 @@ class AcpSession(ExternalSession):
             watcher.start()
             with self.watching():  # the deadline as it stands stops the route
                 outcome = agent.prompt(prompt, bound)
-        except SandboxError as exc:
+        except (SandboxError, ContainerError) as exc:
             return self.could_not_start(attempt, exc)
         except AcpError as exc:
             error = str(exc)
@@ -185,8 +191,9 @@ class AcpSession(ExternalSession):
         )
         agent = self.agent
         command = agent.command if agent is not None else None
-        stderr = command.err.text() if command is not None else ""
-        exited = command is not None and command.proc.poll() is not None
+        stderr = command.stderr_text() if command is not None else ""
+        code = command.exit_code() if command is not None else None
+        exited = code is not None
         stop = route.stop_info
         every = route.calls
         if stop is not None:
@@ -201,7 +208,6 @@ class AcpSession(ExternalSession):
                 run.stop, run.error = "agent_failed", self.flooded()
             else:
                 run.stop = "agent_failed"
-                code = command.proc.returncode if exited and command is not None else None
                 run.error = f"agent exited {code}" if code is not None else "agent failed"
                 run.error += f": {last_line(stderr) or error}"
         elif outcome.stop_reason not in ("end_turn", "max_tokens", "max_turn_requests"):

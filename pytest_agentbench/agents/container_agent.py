@@ -1,5 +1,6 @@
-"""An agent under test in its task's container: a ``command`` agent on a task that names an
-environment (a Harbor task) runs inside the rollout's container, not on the host.
+"""An agent under test in its task's container: a ``command`` agent (or an ``acp`` one:
+agents/container_acp.py) on a task that names an environment (a Harbor task) runs inside
+the rollout's container, not on the host.
 
 The agent is not installed in the image: the host's installation is mounted read-only at
 the same paths (the agent table's ``mounts``: e.g. the npm prefix Claude Code and Codex
@@ -27,7 +28,11 @@ from pathlib import Path
 
 from pytest_agentbench.agents.command import CommandOptions, CommandSession
 from pytest_agentbench.agents.endpoint import AgentEndpoint
-from pytest_agentbench.agents.external import Bridged, record_failure
+from pytest_agentbench.agents.external import (
+    Bridged,
+    ProcessOptions,
+    record_failure,
+)
 from pytest_agentbench.agents.gateway import Gateway
 from pytest_agentbench.agents.route import ClientFor, Route
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
@@ -76,35 +81,26 @@ def agent_mounts(task: Task) -> tuple[Mount, ...]:
     return tuple(found)
 
 
-class ContainerCommandSession(CommandSession):
-    """A command agent's session whose every attempt runs in the rollout's ``container``
-    (its workspace is the container's workdir). ``bridge`` is the way to the gateway of a
-    container without a network (None: the container shares the host's)."""
+class InContainer:
+    """What an agent's session in its task's container adds to its kind's (a command's,
+    an ACP agent's): the gateway as seen from inside, the end of every process with the
+    attempt, the record of where the agent ran, the logs copied out at the close."""
 
-    def __init__(
-        self,
-        task: Task,
-        options: CommandOptions,
-        workspace: ContainerWorkspace,
-        gateway: Gateway,
-        route: Route,
-        *,
-        rollout_dir: Path,
-        bridge: GatewayBridge | None,
-        mounts: Sequence[Mount],
-    ) -> None:
-        super().__init__(task, options, workspace, gateway, route, strict_network=False)
-        self.container: Container = workspace.container
-        self.rollout_dir = rollout_dir
-        self.bridge = bridge
-        self.mounts = tuple(mounts)
-        self.copy_problems: list[str] = []
+    task: Task
+    route: Route
+    gateway: Gateway
+    process: ProcessOptions
+    container: Container
+    rollout_dir: Path
+    bridge: GatewayBridge | None
+    mounts: tuple[Mount, ...]
+    copy_problems: list[str]
 
-    def template_values(self) -> dict[str, str]:
-        """As on the host, but ``{workspace}`` is the container's folder, ``{python}`` the
-        image's ``python3`` and ``{base_url}`` the gateway as seen from inside (through
-        the bridge in a container without a network)."""
-        values = {**super().template_values(), "python": "python3"}
+    def inside_values(self, values: dict[str, str]) -> dict[str, str]:
+        """The host's template ``values`` as the container sees them: ``{python}`` is the
+        image's ``python3`` and ``{base_url}`` the gateway from inside (through the bridge
+        in a container without a network); ``{workspace}`` is the container's folder."""
+        values = {**values, "python": "python3"}
         if self.bridge is not None:
             values["base_url"] = self.bridge.base_url(f"/agent/{self.route.id}")
         return values
@@ -122,6 +118,78 @@ class ContainerCommandSession(CommandSession):
         if self.bridge is None:
             return "the container's: the host's network (the gateway at 127.0.0.1)"
         return "the container's: none; the gateway only, through the bridge to its socket"
+
+    def settle(self, run: AgentRun, timeout_s: float) -> None:
+        """After an attempt: a timeout that was ``[agent] timeout_sec``'s says so, every
+        process left in the container is ended (past its deadline, after a loop kill, a
+        daemon it left), and the trajectory says where the agent ran."""
+        own = self.task.environment.agent_timeout_s if self.task.environment else None
+        agents_own = own is not None and own <= timeout_s and self.process.timeout_s == own
+        if run.stop == "timeout" and run.error and agents_own:
+            run.error += " ([agent] timeout_sec)"
+            record_failure(run)
+        try:
+            self.container.kill_processes()
+        except ContainerError as exc:
+            run.stop, run.error = "harness_error", f"cannot end the agent's processes: {exc}"
+            record_failure(run)
+        for entry in run.trajectory:
+            agent = entry.get("agent")
+            if isinstance(agent, dict):
+                agent["container"] = self.record()
+
+    def record(self) -> JsonObject:
+        """Where the agent ran, for its trajectory entry: the engine, the image, the
+        network, what was mounted and what the engine could not enforce."""
+        spec = self.container.spec
+        return {
+            "engine": self.container.engine.name,
+            "remote": self.container.engine.remote,
+            "name": self.container.name,
+            "image": spec.image,
+            "network": "none (gateway bridge)" if self.bridge is not None else spec.network,
+            "mounts": [m.target for m in self.mounts],
+            "not_enforced": [*self.container.notes, NOT_APPLIED],
+        }
+
+    def close_container(self) -> list[str]:
+        """Close the route, copy the logs out, remove the container."""
+        try:
+            self.gateway.close_route(self.route)
+            environment = self.task.environment
+            if environment is not None and environment.logs:
+                self.copy_problems = copy_logs_out(self.container, self.rollout_dir)
+        finally:
+            self.container.remove()
+        return []
+
+
+class ContainerCommandSession(InContainer, CommandSession):
+    """A command agent's session whose every attempt runs in the rollout's ``container``
+    (its workspace is the container's workdir). ``bridge`` is the way to the gateway of a
+    container without a network (None: the container shares the host's)."""
+
+    def __init__(
+        self,
+        task: Task,
+        options: CommandOptions,
+        workspace: ContainerWorkspace,
+        gateway: Gateway,
+        route: Route,
+        *,
+        rollout_dir: Path,
+        bridge: GatewayBridge | None,
+        mounts: Sequence[Mount],
+    ) -> None:
+        super().__init__(task, options, workspace, gateway, route, strict_network=False)
+        self.container = workspace.container
+        self.rollout_dir = rollout_dir
+        self.bridge = bridge
+        self.mounts = tuple(mounts)
+        self.copy_problems = []
+
+    def template_values(self) -> dict[str, str]:
+        return self.inside_values(super().template_values())
 
     def attempt(
         self,
@@ -141,83 +209,52 @@ class ContainerCommandSession(CommandSession):
             messages, index=index, deadline=deadline, timeout_s=timeout_s,
             on_event=on_event, on_phase=on_phase, phase=phase,
         )  # fmt: skip
-        own = self.task.environment.agent_timeout_s if self.task.environment else None
-        agents_own = own is not None and own <= timeout_s and self.process.timeout_s == own
-        if run.stop == "timeout" and run.error and agents_own:
-            run.error += " ([agent] timeout_sec)"
-            record_failure(run)
-        try:
-            self.container.kill_processes()
-        except ContainerError as exc:
-            run.stop, run.error = "harness_error", f"cannot end the agent's processes: {exc}"
-            record_failure(run)
-        for entry in run.trajectory:
-            agent = entry.get("agent")
-            if isinstance(agent, dict):
-                agent["container"] = self.record()
+        self.settle(run, timeout_s)
         return run
 
-    def record(self) -> JsonObject:
-        """Where the agent ran, for its trajectory entry: the engine, the image, the
-        network, what was mounted and what the engine could not enforce."""
-        spec = self.container.spec
-        return {
-            "engine": self.container.engine.name,
-            "remote": self.container.engine.remote,
-            "name": self.container.name,
-            "image": spec.image,
-            "network": "none (gateway bridge)" if self.bridge is not None else spec.network,
-            "mounts": [m.target for m in self.mounts],
-            "not_enforced": [*self.container.notes, NOT_APPLIED],
-        }
-
     def close(self) -> list[str]:
-        """Close the route, copy the logs out, remove the container."""
-        try:
-            self.gateway.close_route(self.route)
-            environment = self.task.environment
-            if environment is not None and environment.logs:
-                self.copy_problems = copy_logs_out(self.container, self.rollout_dir)
-        finally:
-            self.container.remove()
-        return []
+        return self.close_container()
 
 
-def open_container_session(
+@dataclasses.dataclass(frozen=True)
+class ContainerPlace:
+    """What an agent's session in its container is opened with: the started container,
+    its workspace (the task's files seeded), the task's route on the gateway, the bridge
+    to it (None on the host's network) and the agent's mounts."""
+
+    workspace: ContainerWorkspace
+    route: Route
+    bridge: GatewayBridge | None
+    mounts: tuple[Mount, ...]
+    rollout_dir: Path
+
+
+def own_timeout(process: ProcessOptions, task: Task) -> ProcessOptions:
+    """The agent's process options with ``[agent] timeout_sec`` applied (the earliest)."""
+    own = task.environment.agent_timeout_s if task.environment is not None else None
+    if own is None:
+        return process
+    mine = process.timeout_s
+    return dataclasses.replace(process, timeout_s=own if mine is None else min(mine, own))
+
+
+def start_in_container(
     task: Task,
     root: Path,
     gateway: Gateway,
     clients: ClientFor,
     model_label: str,
     place: EnvironmentPlace,
-    *,
     kill_policy: KillPolicy,
-) -> ContainerCommandSession:
-    """The session of ``task``'s agent under test in the task's container (started here;
-    its image built or reused). ``root`` is the host folder the rollout's ``workspace``
-    would be: kept empty, the files are the container's. Raises AgentbenchError (a
-    ContainerError when the engine fails): an agent kind not run in a container, a
-    mount not there, an image that does not build; nothing is left running."""
+) -> ContainerPlace:
+    """The container of ``task``'s agent started (its mounts and bridge in place), its
+    workspace seeded, its route opened; nothing is left running when it fails."""
     from pytest_agentbench.agents import netbridge
     from pytest_agentbench.environments.gateway import gateway_bridge
 
-    agent, environment = task.agent, task.environment
-    if agent is None or environment is None:
-        raise AgentbenchError(f"task {task.id!r} has no agent under test and environment")
-    if agent.kind != "command":
-        raise AgentbenchError(
-            f"task {task.id!r}: an agent of kind {agent.kind!r} does not run in a task's "
-            "container yet (only command agents do: docs/environments.md, Agents under test "
-            "in a container)"
-        )
-    options = CommandOptions.parse(agent.options)
-    own = environment.agent_timeout_s
-    if own is not None:
-        mine = options.process.timeout_s
-        process = dataclasses.replace(
-            options.process, timeout_s=own if mine is None else min(mine, own)
-        )
-        options = dataclasses.replace(options, process=process)
+    environment = task.environment
+    if environment is None:
+        raise AgentbenchError(f"task {task.id!r} names no environment")
     mounts = agent_mounts(task)
     bridge = None
     if not environment.allow_internet:
@@ -228,7 +265,10 @@ def open_container_session(
         shutil.rmtree(root)
     root.mkdir(parents=True)
     every = (*mounts, *(bridge.mounts if bridge is not None else ()))
-    container = start_container(task, root.parent, place, every)
+    install = task.agent.options.get("install") if task.agent is not None else None
+    container = start_container(
+        task, root.parent, place, every, install if isinstance(install, str) else None
+    )
     try:
         folder = environment.workdir or _image_workdir(container)
         workspace = ContainerWorkspace.seeded(container, folder, task.files, task.files_dir)
@@ -236,10 +276,7 @@ def open_container_session(
     except BaseException:
         container.remove()
         raise
-    return ContainerCommandSession(
-        task, options, workspace, gateway, route, rollout_dir=root.parent, bridge=bridge,
-        mounts=mounts,
-    )  # fmt: skip
+    return ContainerPlace(workspace, route, bridge, mounts, root.parent)
 
 
 def _image_workdir(container: Container) -> str:

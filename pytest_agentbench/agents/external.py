@@ -23,7 +23,7 @@ from pytest_agentbench.agents.route import CallRecord, Route, RouteStop
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.records import Failure
 from pytest_agentbench.core.stream import EventSink
-from pytest_agentbench.errors import SandboxError
+from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.queue import wait_limit_s
 from pytest_agentbench.runner.agent import AgentRun
 from pytest_agentbench.sandbox import KEEP_BYTES, Limits, Workspace
@@ -286,7 +286,7 @@ class ExternalSession:
         return Bridged(endpoint, argv, [Path(socket_path).parent])
 
     @staticmethod
-    def could_not_start(attempt: Attempt, exc: SandboxError) -> AgentRun:
+    def could_not_start(attempt: Attempt, exc: AgentbenchError) -> AgentRun:
         """The attempt of an agent the sandbox could not start: a harness error."""
         run = attempt.run
         run.stop, run.error = "harness_error", f"agent could not start: {exc}"

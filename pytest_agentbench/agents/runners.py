@@ -7,6 +7,7 @@ to the rollout, which calls it with the task and its workspace folder.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,8 +51,6 @@ def open_session(task: Task, root: Path, context: AgentContext) -> Session:
                 f"task {task.id!r} runs in a container: its agent needs the run's engine "
                 "settings (the plugin's run provides them)"
             )
-        from pytest_agentbench.agents.container_agent import open_container_session
-
         return open_container_session(
             task,
             root,
@@ -100,6 +99,54 @@ def open_session(task: Task, root: Path, context: AgentContext) -> Session:
     raise AgentbenchError(
         f"task {task.id!r}: unknown agent kind {agent.kind!r}; known: {', '.join(AGENT_KINDS)}"
     )
+
+
+def open_container_session(
+    task: Task,
+    root: Path,
+    gateway: Gateway,
+    clients: ClientFor,
+    model_label: str,
+    place: EnvironmentPlace,
+    *,
+    kill_policy: KillPolicy,
+) -> Session:
+    """The session of ``task``'s agent under test in the task's container (started here;
+    its image built or reused): a command agent's (agents/container_agent.py) or an ACP
+    agent's (agents/container_acp.py). ``root`` is the host folder the rollout's
+    ``workspace`` would be: kept empty, the files are the container's. Raises AgentbenchError (a
+    ContainerError when the engine fails): an agent kind not run in a container, a
+    mount not there, an image that does not build; nothing is left running."""
+    from pytest_agentbench.agents.acp_agent import AcpOptions
+    from pytest_agentbench.agents.command import CommandOptions
+    from pytest_agentbench.agents.container_acp import ContainerAcpSession
+    from pytest_agentbench.agents.container_agent import (
+        ContainerCommandSession,
+        own_timeout,
+        start_in_container,
+    )
+
+    agent = task.agent
+    if agent is None or task.environment is None:
+        raise AgentbenchError(f"task {task.id!r} has no agent under test and environment")
+    if agent.kind not in ("command", "acp"):
+        raise AgentbenchError(
+            f"task {task.id!r}: an agent of kind {agent.kind!r} does not run in a task's "
+            "container (command and acp agents do: docs/environments.md, Agents under test "
+            "in a container)"
+        )
+    if agent.kind == "acp":
+        acp = AcpOptions.parse(agent.options)
+        acp = dataclasses.replace(acp, process=own_timeout(acp.process, task))
+        started = start_in_container(task, root, gateway, clients, model_label, place, kill_policy)
+        return ContainerAcpSession(task, acp, gateway, started)
+    options = CommandOptions.parse(agent.options)
+    options = dataclasses.replace(options, process=own_timeout(options.process, task))
+    started = start_in_container(task, root, gateway, clients, model_label, place, kill_policy)
+    return ContainerCommandSession(
+        task, options, started.workspace, gateway, started.route,
+        rollout_dir=started.rollout_dir, bridge=started.bridge, mounts=started.mounts,
+    )  # fmt: skip
 
 
 def agent_opener(context: AgentContext) -> OpenAgent:

@@ -16,17 +16,27 @@ from __future__ import annotations
 import atexit
 import secrets
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from types import TracebackType
-from typing import IO
 
 from pytest_agentbench.core.capture import OutputCapture
+from pytest_agentbench.environments.container_files import ENGINE_TIMEOUT_S, ContainerFiles
 from pytest_agentbench.environments.engine import Engine, last_lines
+from pytest_agentbench.environments.execs import (
+    DRAIN_STDIN,
+    EXEC_MARK,
+    KILL_MARKED,
+    SAY_EXIT,
+    ExecResult,
+    LiveExec,
+    RawExec,
+    drain,
+    feed,
+    wait_for,
+)
 from pytest_agentbench.environments.limits import enforcement_notes, settle_script
 from pytest_agentbench.environments.owners import (
     START_LABEL,
@@ -42,72 +52,14 @@ __all__ = [
     "Container",
     "ContainerSpec",
     "ExecResult",
+    "LiveExec",
     "Mount",
     "new_name",
     "reap",
 ]
 
-#: The environment variable that marks the processes of one ``exec``.
-EXEC_MARK = "AGENTBENCH_EXEC"
-#: How long the engine may take for a housekeeping command (start, copy, kill, remove).
-ENGINE_TIMEOUT_S = 120.0
-#: How long file reads and writes through ``exec`` may take.
-FILE_TIMEOUT_S = 120.0
 
-#: Kills, inside the container, every process whose environment holds the mark given as
-#: $1, in rounds until none is left (a process forked during a round is caught by the
-#: next). PID 1 and the killer itself are spared.
-_KILL_MARKED = r"""
-mark="$1"; self=$$; round=0
-while [ "$round" -lt 50 ]; do
-  found=0
-  for p in /proc/[0-9]*; do
-    pid=${p#/proc/}
-    if [ "$pid" = 1 ] || [ "$pid" = "$self" ]; then continue; fi
-    case "$(cat "$p/environ" 2>/dev/null)" in
-      *"$mark"*) kill -9 "$pid" 2>/dev/null && found=1 ;;
-    esac
-  done
-  [ "$found" = 0 ] && exit 0
-  round=$((round + 1))
-done
-exit 1
-"""
-
-
-#: Runs "$@", then reads what is left of stdin, and exits with the command's status.
-_DRAIN_STDIN = '"$@"; status=$?; cat >/dev/null 2>&1; exit "$status"'
-
-
-@dataclass(frozen=True)
-class ExecResult:
-    """How one ``exec`` ended. ``exit_code`` is None when it timed out or was killed;
-    ``stdout`` and ``stderr`` keep head and tail within the cap asked for (``truncated``
-    when either lost bytes); ``stopped`` when the caller's stop event ended it."""
-
-    exit_code: int | None
-    stdout: str
-    stderr: str
-    timed_out: bool
-    elapsed_s: float
-    truncated: bool = False
-    stopped: bool = False
-
-
-@dataclass
-class RawExec:
-    """An ``exec``'s outcome with its output as captured bytes (:meth:`Container.exec_raw`:
-    for callers that need the bytes, e.g. a file's)."""
-
-    exit_code: int | None
-    stdout: OutputCapture
-    stderr: OutputCapture
-    timed_out: bool
-    elapsed_s: float
-    stopped: bool = False
-
-
-class Container:
+class Container(ContainerFiles):
     """A running container of one rollout. Build it with :meth:`start`; use it as a
     context manager (or call :meth:`remove`) so that it is removed."""
 
@@ -254,22 +206,12 @@ class Container:
         if not argv:
             raise ContainerError("exec needs a command")
         mark = secrets.token_hex(8)
-        args = [*self.engine.argv, "exec"]
-        if stdin is not None:
-            args.append("-i")
-        if user is not None:
-            args += ["--user", user]
-        workdir = workdir if workdir is not None else self.spec.workdir
-        if workdir is not None:
-            args += ["--workdir", workdir]
-        for key, value in (env or {}).items():
-            args += ["--env", f"{key}={value}"]
         if stdin is not None:
             # Podman drops an exec's output when its command ends without reading all of
             # its stdin (a write that fails at once loses its error); so what is left of
             # stdin is read to its end after the command.
-            argv = ["sh", "-c", _DRAIN_STDIN, "sh", *argv]
-        args += ["--env", f"{EXEC_MARK}={mark}", self.name, *argv]
+            argv = ["sh", "-c", DRAIN_STDIN, "sh", *argv]
+        args = self._exec_args(argv, mark, stdin is not None, user, env, workdir)
         out, err = OutputCapture(cap), OutputCapture(err_cap or cap)
         started = time.monotonic()
         try:
@@ -284,22 +226,22 @@ class Container:
         except OSError as exc:
             raise ContainerError(f"cannot run {self.engine.argv[0]} exec: {exc}") from None
         threads = [
-            threading.Thread(target=_drain, args=(process.stdout, out), daemon=True),
-            threading.Thread(target=_drain, args=(process.stderr, err), daemon=True),
+            threading.Thread(target=drain, args=(process.stdout, out), daemon=True),
+            threading.Thread(target=drain, args=(process.stderr, err), daemon=True),
         ]
         if stdin is not None:
-            threads.append(threading.Thread(target=_feed, args=(process.stdin, stdin), daemon=True))
+            threads.append(threading.Thread(target=feed, args=(process.stdin, stdin), daemon=True))
         for thread in threads:
             thread.start()
         timed_out = stopped = False
         try:
-            code = _wait(process, started + timeout_s, stop)
+            code = wait_for(process, started + timeout_s, stop)
             if code is None:
                 stopped = stop is not None and stop.is_set()
                 timed_out = not stopped
-                self._kill_marked(f"{EXEC_MARK}={mark}")
+                self.kill_marked(f"{EXEC_MARK}={mark}")
         except BaseException:
-            self._kill_marked(f"{EXEC_MARK}={mark}")
+            self.kill_marked(f"{EXEC_MARK}={mark}")
             process.kill()
             raise
         finally:
@@ -315,6 +257,57 @@ class Container:
             self._raise_if_gone(err)
         return RawExec(code, out, err, timed_out, elapsed, stopped)
 
+    def _exec_args(
+        self,
+        argv: Sequence[str],
+        mark: str,
+        interactive: bool,
+        user: str | None,
+        env: Mapping[str, str] | None,
+        workdir: str | None,
+    ) -> list[str]:
+        """The engine's command line of one marked ``exec`` of ``argv``."""
+        args = [*self.engine.argv, "exec"]
+        if interactive:
+            args.append("-i")
+        if user is not None:
+            args += ["--user", user]
+        workdir = workdir if workdir is not None else self.spec.workdir
+        if workdir is not None:
+            args += ["--workdir", workdir]
+        for key, value in (env or {}).items():
+            args += ["--env", f"{key}={value}"]
+        return [*args, "--env", f"{EXEC_MARK}={mark}", self.name, *argv]
+
+    def exec_live(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float,
+        env: Mapping[str, str] | None = None,
+        workdir: str | None = None,
+        user: str | None = None,
+        err_cap: int = 1 << 16,
+        runaway: int = 1 << 24,
+    ) -> LiveExec:
+        """Start ``argv`` in the container with open stdin and stdout (an ACP agent): it
+        ends at ``timeout_s``, when its stderr passes ``runaway`` bytes, or when the caller
+        ends it; either way every process it started is killed inside the container.
+        Raises ContainerError when the engine's client cannot be started."""
+        if not argv:
+            raise ContainerError("exec needs a command")
+        mark, token = secrets.token_hex(8), f"agentbench-exited-{secrets.token_hex(8)}"
+        wrapped = ["sh", "-c", SAY_EXIT, "sh", token, *argv]
+        args = self._exec_args(wrapped, mark, True, user, env, workdir)
+        try:
+            return LiveExec(
+                args, environ=self.engine.environ(), mark=f"{EXEC_MARK}={mark}", token=token,
+                kill_inside=self.kill_marked, timeout_s=timeout_s, err_cap=err_cap,
+                runaway=runaway,
+            )  # fmt: skip
+        except OSError as exc:
+            raise ContainerError(f"cannot run {self.engine.argv[0]} exec: {exc}") from None
+
     def _raise_if_gone(self, err: OutputCapture) -> None:
         state = self.engine.run(
             ["inspect", "--format", "{{.State.Running}}", self.name],
@@ -326,14 +319,14 @@ class Container:
                 f"container {self.name} is not running: {last_lines(err.text()) or 'gone'}"
             )
 
-    def _kill_marked(self, mark: str) -> None:
+    def kill_marked(self, mark: str) -> None:
         """End every process carrying ``mark``, inside. When the mark cannot be hunted down
         (no ``sh`` in the image, a process forking without end), everything but PID 1 is
         ended; when even that fails, the container itself is killed (said in ``notes``):
         nothing may run on past its deadline."""
         try:
             done = self.engine.run(
-                ["exec", self.name, "sh", "-c", _KILL_MARKED, "sh", mark],
+                ["exec", self.name, "sh", "-c", KILL_MARKED, "sh", mark],
                 timeout_s=ENGINE_TIMEOUT_S,
                 check=False,
             )
@@ -353,67 +346,6 @@ class Container:
         only PID 1 and the caller). Raises ContainerError when the engine fails."""
         self._check(["sh", "-c", "kill -9 -1 2>/dev/null; exit 0"], "kill its processes")
 
-    def copy_in(self, host: Path, target: str) -> None:
-        """Copy the host file or folder ``host`` to ``target`` (absolute) in the container:
-        afterwards ``target`` is that file, or holds that folder's contents."""
-        host = Path(host)
-        if not host.exists():
-            raise ContainerError(f"cannot copy {host} into {self.name}: it does not exist")
-        if host.is_dir():
-            self._check(["mkdir", "-p", target], f"make {target}")
-            source = f"{host.absolute()}/."
-        else:
-            self._check(
-                ["mkdir", "-p", str(PurePosixPath(target).parent)], f"make {target}'s folder"
-            )
-            source = str(host.absolute())
-        self.engine.run(["cp", source, f"{self.name}:{target}"], timeout_s=ENGINE_TIMEOUT_S)
-
-    def copy_out(self, source: str, host: Path) -> None:
-        """Copy ``source`` (a file or folder in the container) to ``host``, which must not
-        exist yet (its parent is made). Symlinks are copied as links, never followed: the
-        copy lands in a fresh folder first, then is moved into place."""
-        host = Path(host)
-        if host.exists() or host.is_symlink():
-            raise ContainerError(f"cannot copy {source} out of {self.name}: {host} exists already")
-        host.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=host.parent, prefix=".copy-") as landing:
-            landed = Path(landing) / "copy"
-            self.engine.run(
-                ["cp", f"{self.name}:{source}", str(landed)], timeout_s=ENGINE_TIMEOUT_S
-            )
-            if not landed.exists() and not landed.is_symlink():
-                raise ContainerError(f"copying {source} out of {self.name} produced nothing")
-            landed.rename(host)
-
-    def write_file(self, target: str, data: bytes) -> None:
-        """Write ``data`` to ``target`` in the container, making its folders."""
-        script = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
-        raw = self.exec_raw(
-            ["sh", "-c", script, "sh", target], timeout_s=FILE_TIMEOUT_S, stdin=data
-        )
-        if raw.exit_code != 0:
-            raise ContainerError(
-                f"cannot write {target} in {self.name}: {last_lines(raw.stderr.text())}"
-            )
-
-    def read_file(self, source: str, limit: int) -> bytes:
-        """The first ``limit`` bytes (at most) of the file ``source`` in the container."""
-        script = (
-            'if [ -d "$1" ]; then echo "$1: is a directory" >&2; exit 1; fi; head -c "$2" -- "$1"'
-        )
-        raw = self.exec_raw(
-            ["sh", "-c", script, "sh", source, str(limit)],
-            timeout_s=FILE_TIMEOUT_S,
-            cap=limit + 1,
-            err_cap=1 << 16,
-        )
-        if raw.exit_code != 0:
-            raise ContainerError(
-                f"cannot read {source} in {self.name}: {last_lines(raw.stderr.text())}"
-            )
-        return bytes(raw.stdout.head + raw.stdout.tail)[:limit]
-
     def remove(self) -> None:
         """Kill and remove the container; never raises for one already gone."""
         if self._removed:
@@ -421,48 +353,6 @@ class Container:
         remove_container(self.engine, self.name)
         self._removed = True
         _open.discard(self)
-
-    def _check(self, argv: Sequence[str], what: str) -> None:
-        done = self.engine.run(["exec", self.name, *argv], timeout_s=ENGINE_TIMEOUT_S, check=False)
-        if done.returncode != 0:
-            raise ContainerError(
-                f"cannot {what} in container {self.name}: "
-                f"{last_lines(done.stderr) or f'exit {done.returncode}'}"
-            )
-
-
-def _wait(
-    process: subprocess.Popen[bytes], deadline: float, stop: threading.Event | None
-) -> int | None:
-    """``process``'s exit status, or None once ``deadline`` passed or ``stop`` was set."""
-    while True:
-        left = deadline - time.monotonic()
-        if stop is not None and stop.is_set():
-            return None
-        if left <= 0:
-            return None
-        try:
-            return process.wait(timeout=min(left, 0.1) if stop is not None else left)
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def _drain(stream: IO[bytes] | None, capture: OutputCapture) -> None:
-    if stream is None:
-        return
-    with stream:
-        while chunk := stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536):
-            capture.add(chunk)
-
-
-def _feed(stream: IO[bytes] | None, data: bytes) -> None:
-    if stream is None:
-        return
-    try:
-        with stream:
-            stream.write(data)
-    except OSError:
-        return
 
 
 class _OpenContainers:

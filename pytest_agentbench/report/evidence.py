@@ -161,6 +161,11 @@ def _reason(record: TaskRecord) -> str:
     prefix = f"reward {reward} — " if reward is not None else ""
     if outcome == "loop_killed":
         return prefix + cut(clean(_loop_line(record)))
+    if outcome == "timeout" and verdict is not None and "verified anyway" in (record.error or ""):
+        # a Harbor task verified after its agent ran out of time: what the verifier found
+        found = Evidence(verdict.error) if verdict.error else verdict_evidence(record)
+        body = f"agent out of time, verified: {found.body}" if found else record.error or ""
+        return prefix + Evidence(body, found.suffix if found else "").render()
     if outcome == "timeout":
         return prefix + cut(clean(_timeout_line(record)))
     if verdict is not None and verdict.error:

@@ -11,7 +11,9 @@ step and the build log's last lines, never the agent's failure.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +28,7 @@ from pytest_agentbench.suites.task import Task
 if TYPE_CHECKING:
     from pytest_agentbench.core.stream import EventSink
     from pytest_agentbench.environments.container import Container, Mount
+    from pytest_agentbench.environments.engine import Engine
     from pytest_agentbench.models.base import ModelClient
     from pytest_agentbench.runner.loopguard import KillPolicy
     from pytest_agentbench.runner.tools import Tool
@@ -54,11 +57,16 @@ class EnvironmentPlace:
 
 
 def start_container(
-    task: Task, rollout_dir: Path, place: EnvironmentPlace, mounts: Sequence[Mount] = ()
+    task: Task,
+    rollout_dir: Path,
+    place: EnvironmentPlace,
+    mounts: Sequence[Mount] = (),
+    install: str | None = None,
 ) -> Container:
     """The started container of ``task``'s rollout, its image built (or reused) first; its
     build log is ``rollout_dir/environment/build.log``; ``mounts``: an agent under test's
-    installation and its way to the gateway (agents/container_agent.py). Raises ContainerError (an
+    installation and its way to the gateway, ``install``: its install step, run in a
+    layer over the task's image (agents/container_agent.py). Raises ContainerError (an
     ImageBuildError's message naming the task, the step and the log's last lines)."""
     from pytest_agentbench.environments.container import Container, ContainerSpec, new_name
     from pytest_agentbench.environments.engine import find_engine
@@ -87,6 +95,8 @@ def start_container(
             log_path=exc.log_path,
             log_tail=exc.log_tail,
         ) from None
+    if install:
+        image = agent_layer(engine, image, install, place, rollout_dir, wanted.build_timeout_s)
     spec = ContainerSpec(
         image=image,
         name=new_name(place.run_id, place.worker, task.id, task.epoch),
@@ -113,6 +123,56 @@ def start_container(
         container.remove()
         raise
     return container
+
+
+def agent_layer(
+    engine: Engine,
+    image: str,
+    install: str,
+    place: EnvironmentPlace,
+    rollout_dir: Path,
+    build_timeout_s: float,
+) -> str:
+    """``image`` with an agent's ``install`` step (a shell script) run on top: a layer
+    built once per image and step, reused (across tasks, runs and xdist workers) and
+    locked as task images are (environments/images.py). Its log is
+    ``rollout_dir/environment/agent-install.log``. Raises ImageBuildError naming the
+    step."""
+    from pytest_agentbench.environments.images import ImageSource, ensure_image
+
+    digest = hashlib.sha256(f"{image}\n{install}".encode()).hexdigest()[:20]
+    layers = place.cache_dir / "agent-layers"
+    context = layers / digest
+    if not (context / "Dockerfile").is_file():
+        landing = Path(tempfile.mkdtemp(prefix=f".{digest}-", dir=_made(layers)))
+        (landing / "install.sh").write_text(install, encoding="utf-8")
+        (landing / "Dockerfile").write_text(
+            f"FROM {image}\nCOPY install.sh /tmp/agentbench-install.sh\n"
+            "RUN sh /tmp/agentbench-install.sh && rm -f /tmp/agentbench-install.sh\n",
+            encoding="utf-8",
+        )
+        try:
+            landing.rename(context)
+        except OSError:  # another process put the same folder there first
+            shutil.rmtree(landing, ignore_errors=True)
+    source = ImageSource(context, None, build_timeout_s)
+    log_path = rollout_dir / "environment" / "agent-install.log"
+    try:
+        return ensure_image(
+            engine, source, image_map={}, cache_dir=place.cache_dir, log_path=log_path
+        )
+    except ImageBuildError as exc:
+        raise ImageBuildError(
+            f"the agent's install step over {image} failed at the {exc.step} step — {exc}",
+            step=exc.step,
+            log_path=exc.log_path,
+            log_tail=exc.log_tail,
+        ) from None
+
+
+def _made(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def copy_logs_out(container: Container, rollout_dir: Path) -> list[str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +19,13 @@ from pytest_agentbench.errors import (
     WorkerCrashed,
 )
 from pytest_agentbench.models.base import ModelClient
-from pytest_agentbench.runner.agent import AgentSession, OpenAgent, Session, first_messages
+from pytest_agentbench.runner.agent import (
+    AgentRun,
+    AgentSession,
+    OpenAgent,
+    Session,
+    first_messages,
+)
 from pytest_agentbench.runner.container_session import (
     ContainerAgentSession,
     EnvironmentPlace,
@@ -29,48 +34,18 @@ from pytest_agentbench.runner.container_session import (
 from pytest_agentbench.runner.loopguard import KillPolicy, fresh_guards
 from pytest_agentbench.runner.pool import step_aside, step_back
 from pytest_agentbench.runner.repair import repair_request, repairs_allowed
-from pytest_agentbench.runner.verification import own_time_limit, runs_sandboxed, verify_by
+from pytest_agentbench.runner.verification import (
+    own_time_limit,
+    runs_sandboxed,
+    verdict_dict,
+    verify_by,
+)
 from pytest_agentbench.suites.task import Task
-from pytest_agentbench.verifiers.base import Check, JudgeError, Verdict, Verifier, out_of_time
+from pytest_agentbench.verifiers.base import Check, JudgeError, Verifier, out_of_time
 from pytest_agentbench.verifiers.sandboxed import discard_foreign_files
 
 if TYPE_CHECKING:  # the agent's tools (and their sandbox) are imported by agent tasks only
     from pytest_agentbench.runner.tools import Tool
-
-
-class _NotPlain(Exception):
-    """A value ``_plain_copy`` leaves to ``dataclasses.asdict``."""
-
-
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def _plain_copy(value: object) -> object:
-    """A copy of plain JSON data (dicts, lists, scalars), as ``asdict`` makes it;
-    ``_NotPlain`` for anything else."""
-    if type(value) in _SCALARS:
-        return value
-    if type(value) is dict:
-        return {_plain_copy(k): _plain_copy(v) for k, v in value.items()}
-    if type(value) is list:
-        return [_plain_copy(v) for v in value]
-    raise _NotPlain
-
-
-def _verdict_dict(verdict: Verdict) -> dict[str, object]:
-    """``asdict(verdict)``: built directly when the verdict holds plain JSON (the usual
-    case; ``asdict``'s generic walk cost more than the string verifiers' whole check),
-    by ``asdict`` otherwise."""
-    try:
-        return {
-            "reward": _plain_copy(verdict.reward),
-            "metrics": _plain_copy(verdict.metrics),
-            "details": _plain_copy(verdict.details),
-            "feedback": _plain_copy(verdict.feedback),
-            "error": _plain_copy(verdict.error),
-        }
-    except _NotPlain:
-        return asdict(verdict)
 
 
 def _open_session(
@@ -144,6 +119,19 @@ def _where(verifier_dir: Path | None) -> str | None:
 #: How long past its own time limit a judge's verification is waited for, so that the
 #: judge itself says why it stopped (and writes verifier/judge.json).
 JUDGE_GRACE_S = 5.0
+
+
+def _verified_anyway(task: Task, session: Session, run: AgentRun, deadline: float) -> str | None:
+    """What the record says of an attempt that ran out of the agent's time on a Harbor
+    task, verified anyway as Harbor does (the agent's processes are ended by then: its
+    session ends them inside the container); None for any other attempt, and when the
+    task's own deadline has passed (no time is left to verify)."""
+    if run.stop != "timeout" or task.verifier.kind != "harbor" or container_of(session) is None:
+        return None
+    if deadline - time.monotonic() <= 0:
+        return None
+    ran_out = run.error or "the agent ran out of time"
+    return f"{ran_out}; verified anyway, as Harbor does"
 
 
 def _workspace_entry(agent: Session) -> JsonObject | None:
@@ -256,7 +244,8 @@ def run_rollout(
         run.fill(attempt)
         deadline += run.waited_s  # time queued at the server is not the task's
         trajectory.extend(run.trajectory)
-        if run.stop in ("loop_killed", "timeout", "harness_error"):
+        ran_out = _verified_anyway(task, session, run, deadline)
+        if run.stop in ("loop_killed", "timeout", "harness_error") and ran_out is None:
             outcome, failure = run.stop, run.failure
             failure_detail = run.failure_detail
             built_in = isinstance(session, AgentSession)
@@ -264,6 +253,8 @@ def run_rollout(
             timed_out = run.stop == "timeout" and (built_in or not run.error) and not agent_limit
             error = f"timeout after {timeout_s:g}s" if timed_out else run.error
             break
+        if ran_out is not None:
+            attempt.error = ran_out
         if run.stop == "agent_failed":
             outcome, error = "failed", run.error
             attempt.error = error
@@ -343,7 +334,7 @@ def run_rollout(
             failure_detail = Failure.of(failure, error, evidence=_where(verifier_dir))
             attempt.error = error
             break
-        attempt.verdict = _verdict_dict(verdict)
+        attempt.verdict = verdict_dict(verdict)
         judged = verdict.details.get("judge") if task.verifier.kind == "judge" else None
         if isinstance(judged, dict):
             attempt.judge = judged
@@ -353,6 +344,12 @@ def run_rollout(
         cut_off = finish_reason == "length"
         if verdict.error is not None:
             outcome = "failed"
+            break
+        if ran_out is not None:  # no repair after the agent's time: the verdict decides
+            passed = verdict.error is None and verdict.reward >= task.pass_threshold
+            outcome, error = ("passed" if passed else "timeout"), ran_out
+            failure = None if passed else run.failure
+            failure_detail = None if passed else run.failure_detail
             break
         if verdict.reward >= task.pass_threshold:
             outcome = "passed"

@@ -13,6 +13,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
+from dataclasses import asdict
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.verifiers.base import Check, OwnTimeLimit, Verdict, Verifier, resolved
@@ -141,3 +142,38 @@ def verify_by(verifier: Verifier, check: Check, deadline: float) -> Verdict | No
     if isinstance(result, BaseException):
         raise result
     return result
+
+
+class _NotPlain(Exception):
+    """A value ``_plain_copy`` leaves to ``dataclasses.asdict``."""
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain_copy(value: object) -> object:
+    """A copy of plain JSON data (dicts, lists, scalars), as ``asdict`` makes it;
+    ``_NotPlain`` for anything else."""
+    if type(value) in _SCALARS:
+        return value
+    if type(value) is dict:
+        return {_plain_copy(k): _plain_copy(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_plain_copy(v) for v in value]
+    raise _NotPlain
+
+
+def verdict_dict(verdict: Verdict) -> dict[str, object]:
+    """``asdict(verdict)``: built directly when the verdict holds plain JSON (the usual
+    case; ``asdict``'s generic walk cost more than the string verifiers' whole check),
+    by ``asdict`` otherwise."""
+    try:
+        return {
+            "reward": _plain_copy(verdict.reward),
+            "metrics": _plain_copy(verdict.metrics),
+            "details": _plain_copy(verdict.details),
+            "feedback": _plain_copy(verdict.feedback),
+            "error": _plain_copy(verdict.error),
+        }
+    except _NotPlain:
+        return asdict(verdict)

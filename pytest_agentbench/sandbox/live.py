@@ -103,6 +103,14 @@ class LiveCommand:
         assert self.proc.stdout is not None
         return self.proc.stdout
 
+    def stderr_text(self) -> str:
+        """What is kept of its stderr so far."""
+        return self.err.text()
+
+    def exit_code(self) -> int | None:
+        """Its exit status, or None while it runs."""
+        return self.proc.poll()
+
     def _read_stderr(self) -> None:
         stream = self.proc.stderr
         if stream is None:

@@ -241,9 +241,9 @@ class TaskBuilder:
         data = raw.data
         mode = data.get("mode", defaults.settings.get("mode", "answer"))
         table = data.get("agent", defaults.settings.get("agent"))
-        # a command agent runs in the container (agents/container_agent.py); other kinds not
+        # a command or acp agent runs in the container (agents/container_agent.py); python not
         agent = table is not None and not (
-            isinstance(table, dict) and table.get("kind") == "command"
+            isinstance(table, dict) and table.get("kind") in ("command", "acp")
         )
         verifier = data.get("verifier") or defaults.verifier or {}
         kind = verifier.get("kind", DEFAULT_VERIFIER) if isinstance(verifier, dict) else ""

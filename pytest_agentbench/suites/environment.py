@@ -87,8 +87,8 @@ def read_environment(value: JsonValue, suite_dir: Path) -> tuple[TaskEnvironment
 
 
 def environment_problem(environment: TaskEnvironment, mode: str, agent: bool, kind: str) -> str:
-    """Why a task cannot run in its environment, or "": the built-in agent loop and a
-    command agent work in a container (``agent``: the task names another kind), and a
+    """Why a task cannot run in its environment, or "": the built-in agent loop, a command
+    and an acp agent work in a container (``agent``: the task names another kind), and a
     host-only code verifier cannot judge it there."""
     if mode != "agent":
         return (
@@ -96,8 +96,8 @@ def environment_problem(environment: TaskEnvironment, mode: str, agent: bool, ki
         )
     if agent:
         return (
-            "only a command agent under test runs in a container (an acp or python agent "
-            "does not yet): leave out agent or environment"
+            "a python agent under test does not run in a container (command and acp "
+            "agents do): leave out agent or environment"
         )
     if kind in HOST_ONLY_VERIFIERS:
         return f"the {kind} verifier judges on the host: use the command verifier in a container"

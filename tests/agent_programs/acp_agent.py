@@ -5,6 +5,8 @@ Completions at ``$OPENAI_BASE_URL`` with ``$OPENAI_API_KEY`` (the gateway's endp
 run, the scripted provider in a unit test; ``$AGENT_MODEL`` names the model, default
 ``scripted``). Tools the model may call: ``bash`` (after a permission request, run in the
 session's cwd), ``read_file`` and ``write_file`` (through the client's ``fs/*`` methods).
+When the client offers terminals (``clientCapabilities.terminal``), ``bash`` runs through
+them (``terminal/create``, ``wait_for_exit``, ``output``, ``release``) instead of here.
 Each prompt sends a plan; message text, tool calls and their results are reported as
 session updates; a second prompt continues the same conversation; ``session/cancel``
 ends the turn with ``cancelled``. It reports its own usage in the prompt's answer.
@@ -40,6 +42,7 @@ pending: dict[int, list[object]] = {}
 pending_lock = threading.Lock()
 next_id = [100]
 sessions: dict[str, dict[str, object]] = {}
+client_terminals = [False]
 
 
 def send(message: dict[str, object]) -> None:
@@ -155,6 +158,8 @@ def run_tool(session: str, state: dict[str, object], call: dict[str, object]) ->
         outcome = (answer.get("result") or {}).get("outcome") or {}
         if outcome.get("optionId") != "yes":
             output = "permission refused"
+        elif client_terminals[0]:
+            output = in_client_terminal(session, args.get("command", ""))
         else:
             done = subprocess.run(
                 args.get("command", ""),
@@ -199,6 +204,21 @@ def run_tool(session: str, state: dict[str, object], call: dict[str, object]) ->
         },
     )
     return output
+
+
+def in_client_terminal(session: str, command: str) -> str:
+    """``command`` run in a terminal of the client's; its output and exit status."""
+    made = call_client(
+        "terminal/create", {"sessionId": session, "command": command, "outputByteLimit": 65536}
+    )
+    terminal = (made.get("result") or {}).get("terminalId")
+    if not terminal:
+        return f"error: {made.get('error')}"
+    ids = {"sessionId": session, "terminalId": terminal}
+    ended = call_client("terminal/wait_for_exit", ids).get("result") or {}
+    shown = call_client("terminal/output", ids).get("result") or {}
+    call_client("terminal/release", ids)
+    return f"{shown.get('output', '')}[exit {ended.get('exitCode')}]"
 
 
 def prompt(ident: object, params: dict[str, object]) -> None:
@@ -281,6 +301,8 @@ def main() -> None:
                 assert isinstance(event, threading.Event)
                 event.set()
         elif method == "initialize":
+            capabilities = params.get("clientCapabilities") or {}
+            client_terminals[0] = capabilities.get("terminal") is True
             send(
                 {
                     "jsonrpc": "2.0",

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.agents.acp import AcpAgent, AcpClient, AcpError
+from pytest_agentbench.agents.acp import AcpClient
+from pytest_agentbench.agents.acp_process import AcpAgent
+from pytest_agentbench.agents.acp_rpc import AcpError
 from pytest_agentbench.agents.endpoint import AgentEndpoint
 from pytest_agentbench.sandbox.isolation import plan_for
 from pytest_agentbench.sandbox.process import Limits, sandbox_env

@@ -16,7 +16,7 @@ from pytest_agentbench.artifacts.jsonio import (
     write_json_atomic,
     write_text_atomic,
 )
-from pytest_agentbench.runner.rollout import _verdict_dict
+from pytest_agentbench.runner.verification import verdict_dict
 from pytest_agentbench.verifiers.base import Verdict
 
 MEMBERS: dict[str, object] = {
@@ -97,7 +97,7 @@ def test_a_relative_path_is_written_in_the_working_folder(
     ],
 )
 def test_a_verdict_becomes_what_asdict_makes_of_it(verdict: Verdict) -> None:
-    made = _verdict_dict(verdict)
+    made = verdict_dict(verdict)
     assert made == asdict(verdict) and list(made) == list(asdict(verdict))
     assert made["details"] is not verdict.details  # a copy, as asdict's
 

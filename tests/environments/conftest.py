@@ -8,7 +8,9 @@ from collections.abc import Iterator
 import pytest
 from containers_support import fresh_run_id, nothing_left, usable_engine
 
+from pytest_agentbench.agents.gateway import Gateway
 from pytest_agentbench.environments.engine import Engine
+from pytest_agentbench.scripted.server import ScriptedServer
 
 
 @pytest.fixture
@@ -27,3 +29,18 @@ def _checked(engine: Engine, value: str) -> Iterator[str]:
     next(checker)
     yield value
     next(checker, None)
+
+
+@pytest.fixture
+def gateway() -> Iterator[Gateway]:
+    made = Gateway()
+    yield made
+    made.close()
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[str]:
+    server = ScriptedServer()
+    url = server.start()
+    yield url
+    server.stop()

@@ -7,47 +7,26 @@ agent in the container, not just the engine's ``exec`` client. No container is l
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from agents_in_container_support import clients_for
 from harbor_support import BASE_IMAGE, TASK_TOML, write_task
 
-from pytest_agentbench.agents.container_agent import open_container_session
 from pytest_agentbench.agents.gateway import Gateway
-from pytest_agentbench.agents.route import ClientFor
+from pytest_agentbench.agents.runners import open_container_session
 from pytest_agentbench.environments.engine import Engine
 from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.models.base import ModelClient, ModelSpec
-from pytest_agentbench.models.scripted import register_scripts, scripted_client
-from pytest_agentbench.models.siblings import sibling
 from pytest_agentbench.runner.agent import first_messages
 from pytest_agentbench.runner.container_session import EnvironmentPlace
 from pytest_agentbench.runner.loopguard import KillPolicy
-from pytest_agentbench.scripted.server import ScriptedServer
 from pytest_agentbench.suites.harbor import load_harbor_task
 from pytest_agentbench.suites.task import Task
 
 LATE_WRITER = Path(__file__).parents[1] / "agent_programs" / "late_writer.py"
 #: How long after it starts the straggler writes late.txt.
 STRAGGLER_S = 4
-
-
-@pytest.fixture
-def gateway() -> Iterator[Gateway]:
-    made = Gateway()
-    yield made
-    made.close()
-
-
-@pytest.fixture(scope="module")
-def provider() -> Iterator[str]:
-    server = ScriptedServer()
-    url = server.start()
-    yield url
-    server.stop()
 
 
 def hostile_task(tmp_path: Path, *, agent_timeout: int, allow_internet: bool = True) -> Task:
@@ -62,17 +41,6 @@ def hostile_task(tmp_path: Path, *, agent_timeout: int, allow_internet: bool = T
     folder = write_task(tmp_path / "ds", "hostile", toml=toml + agent)
     task, _ = load_harbor_task(folder / "task.toml")
     return task
-
-
-def clients_for(task: Task, url: str, replies: list[object]) -> ClientFor:
-    """The task's model: the scripted provider at ``url`` answering ``replies``."""
-    bare = scripted_client(ModelSpec("scripted", "scripted"), url)
-    register_scripts(bare, [dataclasses.replace(task, scripted=tuple(replies))])
-
-    def clients(protocol: str) -> ModelClient | None:
-        return sibling(bare, protocol)
-
-    return clients
 
 
 def after_the_straggler(session: object) -> tuple[str, str]:
@@ -155,8 +123,8 @@ def test_a_loop_kill_ends_every_process_of_the_agent_behind_the_bridge(
     ("table", "words"),
     [
         (
-            'kind = "acp"\nargv = ["agent-acp"]',
-            "an agent of kind 'acp' does not run in a task's container yet",
+            'kind = "python"\nfunction = "agent:run"',
+            "an agent of kind 'python' does not run in a task's container",
         ),
         (
             'kind = "command"\nargv = ["x"]\nmounts = ["/nowhere/agentbench-agent"]',

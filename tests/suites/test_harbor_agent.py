@@ -66,9 +66,16 @@ def test_the_controls_of_a_harbor_task_do_not_run_its_agent(tmp_path: Path) -> N
     assert task.agent is not None  # the agent's own run keeps it
 
 
-@pytest.mark.parametrize(("kind", "refused"), [("command", False), ("acp", True)])
-def test_a_suite_of_ours_with_an_environment_takes_a_command_agent_only(
-    tmp_path: Path, kind: str, refused: bool
+@pytest.mark.parametrize(
+    ("table", "refused"),
+    [
+        ('kind = "command", argv = ["agent"]', False),
+        ('kind = "acp", argv = ["agent"]', False),
+        ('kind = "python", function = "agent:run"', True),
+    ],
+)
+def test_a_suite_of_ours_with_an_environment_takes_a_command_or_acp_agent(
+    tmp_path: Path, table: str, refused: bool
 ) -> None:
     from pytest_agentbench.suites.load import load_suite
     from pytest_agentbench.verifiers.builtin import BUILTIN_VERIFIERS
@@ -77,7 +84,7 @@ def test_a_suite_of_ours_with_an_environment_takes_a_command_agent_only(
         '[suite]\nmode = "agent"\nrepairs = 0\n'
         'verifier = { kind = "command", run = "true" }\n'
         'environment = "localhost/agentbench-base:bookworm"\n'
-        f'agent = {{ kind = "{kind}", argv = ["agent"] }}\n\n'
+        f"agent = {{ {table} }}\n\n"
         '[[task]]\nid = "a"\ninput = "do it"\n'
     )
     verifiers = {verifier.kind: verifier for verifier in BUILTIN_VERIFIERS}
@@ -88,5 +95,5 @@ def test_a_suite_of_ours_with_an_environment_takes_a_command_agent_only(
     with pytest.raises(SuiteError) as caught:
         load_suite(tmp_path / "bench_env.toml", verifiers)
     assert any(
-        "only a command agent under test runs in a container" in p for p in caught.value.problems
+        "a python agent under test does not run in a container" in p for p in caught.value.problems
     )
