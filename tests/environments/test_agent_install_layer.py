@@ -6,6 +6,7 @@ Harbor tasks of one image; the layer is built for the first and reused by the se
 from __future__ import annotations
 
 import json
+import secrets
 from pathlib import Path
 
 import pytest
@@ -23,8 +24,8 @@ def test_an_agent_installed_by_its_step_runs_from_a_layer_built_once(
 ) -> None:
     program = STANDIN.read_text()
     assert "AGENTBENCH_EOF" not in program
-    install = (
-        "mkdir -p /opt/standin\n"
+    install = (  # a step of this run's own: an image of it is not in the store yet
+        f"# run {secrets.token_hex(8)}\nmkdir -p /opt/standin\n"
         f"cat > /opt/standin/agent.py <<'AGENTBENCH_EOF'\n{program}AGENTBENCH_EOF\n"
     )
     call = '{ name = "bash", arguments = { command = "echo 42 > /app/answer.txt" } }'
