@@ -198,7 +198,7 @@ class TaskBuilder:
             max_turns=as_whole(settings["max_turns"]),
             tools=DEFAULT_TOOLS if tools is None else tuple(as_texts(tools)),
             max_tool_output=as_whole(settings["max_tool_output"]),
-            agent=self._agent(settings["agent"], settings["repairs"], raw),
+            agent=self._agent(settings, raw),
             oracle=oracle,
             sampling=own.over(defaults.sampling),
             environment=self._environment(settings["environment"], raw, i, defaults),
@@ -207,14 +207,24 @@ class TaskBuilder:
             return None  # asked only of a task with no other problem: no noise on noise
         return task if self._check_setup(raw, task, defaults) else None
 
-    def _agent(self, value: JsonValue, repairs: JsonValue, raw: RawTask) -> AgentConfig | None:
+    def _agent(self, settings: dict[str, JsonValue], raw: RawTask) -> AgentConfig | None:
         """The task's agent under test (None: the built-in loop). A command agent with
         repair rounds needs ``resume_argv``: a repair round continues the agent's own
-        session, and without a way to continue one, repairs are refused here."""
+        session, and without a way to continue one, repairs are refused here; an
+        ``install`` step needs an environment (it is a layer over the task's image)."""
+        value, repairs = settings["agent"], settings["repairs"]
         if not isinstance(value, dict) or not isinstance(value.get("kind"), str):
             return None
         kind = str(value["kind"])
         options = {key: item for key, item in value.items() if key != "kind"}
+        if "install" in options and settings["environment"] is None:
+            where = raw.locate(("agent",)) if "agent" in raw.data else "$.suite.agent"
+            self.add(
+                raw.index,
+                f"{where}.install",
+                "needs an environment: an install step is a layer over the task's "
+                "container image (leave out install, or give the task an environment)",
+            )
         resumable = "resume_argv" in options
         if kind == "command" and isinstance(repairs, int) and repairs > 0 and not resumable:
             where = raw.locate(("repairs",)) if "repairs" in raw.data else "$.suite.repairs"

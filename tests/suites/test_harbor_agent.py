@@ -97,3 +97,31 @@ def test_a_suite_of_ours_with_an_environment_takes_a_command_or_acp_agent(
     assert any(
         "a python agent under test does not run in a container" in p for p in caught.value.problems
     )
+
+
+@pytest.mark.parametrize("environment", [True, False])
+def test_an_agent_install_step_needs_an_environment(tmp_path: Path, environment: bool) -> None:
+    """An install step is a layer over the task's image: without an environment it would be
+    silently ignored, so it is refused naming where it is written."""
+    from pytest_agentbench.suites.load import load_suite
+    from pytest_agentbench.verifiers.builtin import BUILTIN_VERIFIERS
+
+    (tmp_path / "bench_install.toml").write_text(
+        '[suite]\nmode = "agent"\nrepairs = 0\n'
+        'verifier = { kind = "command", run = "true" }\n'
+        + ('environment = "localhost/agentbench-base:bookworm"\n' if environment else "")
+        + '\n[[task]]\nid = "a"\ninput = "do it"\n'
+        'agent = { kind = "command", argv = ["agent"], install = "echo hi" }\n'
+    )
+    verifiers = {verifier.kind: verifier for verifier in BUILTIN_VERIFIERS}
+    if environment:
+        (task,) = load_suite(tmp_path / "bench_install.toml", verifiers).tasks
+        assert task.agent is not None and task.agent.options["install"] == "echo hi"
+        return
+    with pytest.raises(SuiteError) as caught:
+        load_suite(tmp_path / "bench_install.toml", verifiers)
+    assert caught.value.problems == [
+        'task 1 ("a"): $.task[0].agent.install needs an environment: an install step is a '
+        "layer over the task's container image (leave out install, or give the task an "
+        "environment)"
+    ], caught.value.problems
