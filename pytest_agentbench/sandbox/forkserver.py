@@ -36,7 +36,13 @@ from typing import TypedDict, TypeVar
 from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.errors import SandboxError
 from pytest_agentbench.sandbox.environ_guard import guard_harness
-from pytest_agentbench.sandbox.isolation import _TOOL_PATH, bwrap_args, plan_for
+from pytest_agentbench.sandbox.isolation import (
+    _TOOL_PATH,
+    bwrap_args,
+    lost_mount_race,
+    plan_for,
+    setup_pauses,
+)
 from pytest_agentbench.sandbox.pidcap import PidsCgroup
 from pytest_agentbench.sandbox.process import (
     CommandResult,
@@ -54,6 +60,8 @@ MAX_FILES, MAX_FILE_BYTES = 64, 4 * 1024 * 1024
 #: to inspect, up to this many bytes (a file over half of it is left out).
 KEEP_BACK_BYTES = 2 * 1024 * 1024
 _GRACE_S = 5.0
+#: How long a new server may take to say it runs (bubblewrap's setup and Python's start).
+_SETUP_WAIT_S = 30.0
 
 # The server, run as ``python -I -S -B -c`` inside bubblewrap. Requests and replies are
 # JSON lines on fds 0 and 1, which no child keeps.
@@ -65,6 +73,7 @@ control = os.fdopen(0, "rb", buffering=0)
 reply_fd = 1
 me, runners, number = os.getpid(), {}, 0
 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+os.write(reply_fd, b"ready\n")  # past bubblewrap's setup
 
 def load(path, name):
     if path not in runners:
@@ -312,7 +321,9 @@ class ForkServer:
                     env=sandbox_env(scratch),
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL,
+                    # read only when the server dies before its first reply: bubblewrap
+                    # says there why it could not set the sandbox up (the server is silent)
+                    stderr=subprocess.PIPE,
                     start_new_session=True,
                     preexec_fn=_preexec(server_limits, cgroup.procs_file),
                 )
@@ -331,7 +342,7 @@ class ForkServer:
             with contextlib.suppress(OSError):
                 proc.kill()
             proc.wait()
-            for stream in (proc.stdin, proc.stdout):
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
                 if stream is not None:
                     with contextlib.suppress(OSError):
                         stream.close()
@@ -363,6 +374,11 @@ class ForkServer:
         if proc is None:
             self.close()
             proc = self._start()
+            pauses = setup_pauses()
+            while _lost_race(proc) and pauses:
+                self.close()
+                time.sleep(pauses.pop(0))
+                proc = self._start()
         assert proc.stdin is not None and proc.stdout is not None
         refused_before = self.cgroup.refused() if self.cgroup is not None else False
         request = {
@@ -422,6 +438,22 @@ class ForkServer:
         )
         self.kept = {k: None if v is None else bytes.fromhex(v) for k, v in reply["files"].items()}
         return result, reply["report"].encode("utf-8")
+
+
+def _lost_race(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether a server just started died in bubblewrap's setup because the host's mount
+    table changed under it (``isolation.lost_mount_race``), read from its first line: the
+    server says ``ready`` once it runs, or ends in bubblewrap's setup with the reason on
+    stderr."""
+    if _read_line(proc, time.monotonic() + _SETUP_WAIT_S) == b"ready\n":
+        return False
+    try:
+        code = proc.wait(timeout=_GRACE_S)
+    except subprocess.TimeoutExpired:
+        return False
+    assert proc.stderr is not None
+    stderr = proc.stderr.read(4096).decode("utf-8", "replace")
+    return lost_mount_race(code, stderr)
 
 
 def _read_line(proc: subprocess.Popen[bytes], deadline: float) -> bytes:

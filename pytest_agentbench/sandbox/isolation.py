@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -201,18 +202,43 @@ def probe_env() -> dict[str, str]:
     return env | {"PATH": _TOOL_PATH}
 
 
+#: How often a bubblewrap start that lost the mount-table race is tried again, and the
+#: first pause between tries (doubled each time).
+SETUP_RETRIES, SETUP_PAUSE_S = 7, 0.005
+
+
+def lost_mount_race(exit_code: int | None, stderr: str) -> bool:
+    """Whether bubblewrap failed while setting up its sandbox, before the command ran,
+    because the host's mount table changed under it (bubblewrap issue 650: it remounts each
+    mount below ``/`` read-only, and one that is unmounted meanwhile fails the remount).
+    Containers starting and stopping on the host do exactly that; the start is safe to try
+    again, since nothing of the command ran. The message names bubblewrap's own
+    ``/newroot/`` staging path, which no command's output starts with."""
+    first = stderr.lstrip().partition("\n")[0]
+    return exit_code == 1 and first.startswith("bwrap: Can't ") and "/newroot/" in first
+
+
+def setup_pauses() -> list[float]:
+    """The pauses before each further try of a bubblewrap start that lost the race."""
+    return [SETUP_PAUSE_S * 2**n for n in range(SETUP_RETRIES)]
+
+
 def _probe(argv: list[str]) -> str | None:
     """None when ``argv`` runs and exits 0; else why not, in a few words."""
     try:
-        done = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            timeout=_PROBE_TIMEOUT_S,
-            check=False,
-            stdin=subprocess.DEVNULL,
-            env=probe_env(),
-        )
+        for pause in [*setup_pauses(), None]:
+            done = subprocess.run(
+                argv,
+                capture_output=True,
+                text=True,
+                timeout=_PROBE_TIMEOUT_S,
+                check=False,
+                stdin=subprocess.DEVNULL,
+                env=probe_env(),
+            )
+            if pause is None or not lost_mount_race(done.returncode, done.stderr):
+                break
+            time.sleep(pause)
     except (OSError, subprocess.SubprocessError) as exc:
         return f"{type(exc).__name__}: {exc}"
     if done.returncode == 0:

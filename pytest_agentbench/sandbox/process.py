@@ -29,7 +29,7 @@ from pathlib import Path
 
 from pytest_agentbench.errors import SandboxError
 from pytest_agentbench.sandbox.environ_guard import guard_harness, secret_like
-from pytest_agentbench.sandbox.isolation import Plan, wrap
+from pytest_agentbench.sandbox.isolation import Plan, lost_mount_race, setup_pauses, wrap
 from pytest_agentbench.sandbox.pidcap import PidsCgroup
 from pytest_agentbench.sandbox.watch import WRAPPER_PROCESSES, CommandWatch, killed_by, signal_of
 
@@ -253,7 +253,45 @@ def run_command(
     set, kills the command's whole group (``killed_by`` ``stopped``); ``network`` keeps
     the host's network in a namespaced plan (an agent under test reaching its gateway);
     ``read_only`` folders stay visible, read-only, inside the sandbox, ``writable`` ones
-    writable (bubblewrap only)."""
+    writable (bubblewrap only). A bubblewrap start that lost the race with the host's
+    mount table (``isolation.lost_mount_race``: nothing of the command ran) is tried
+    again after a short pause, a few times."""
+    pauses = setup_pauses() if plan.tool == "bwrap" else []
+    while True:
+        result = _run_once(
+            argv,
+            cwd=cwd,
+            env=env,
+            limits=limits,
+            plan=plan,
+            stdin=stdin,
+            pass_fds=pass_fds,
+            stop=stop,
+            network=network,
+            read_only=read_only,
+            writable=writable,
+        )
+        if not pauses or not lost_mount_race(result.exit_code, result.stderr):
+            return result
+        if stop is not None and stop.is_set():
+            return result
+        time.sleep(pauses.pop(0))
+
+
+def _run_once(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    limits: Limits,
+    plan: Plan,
+    stdin: str | None,
+    pass_fds: Sequence[int],
+    stop: threading.Event | None,
+    network: bool,
+    read_only: Sequence[Path],
+    writable: Sequence[Path],
+) -> CommandResult:
     proc, cgroup, start, full = start_sandboxed(
         argv,
         cwd=cwd,
