@@ -17,6 +17,8 @@ best of ``--rounds``. Every agentbench run is a real ``pytest --agentbench`` aga
   with the number in flight.
 - start-up: CPU and wall of ``pytest --agentbench`` with one task over plain pytest with
   one test; goal <= 1.3x (wall, as ``throughput.py`` gives it; CPU beside it, steadier).
+  Beside it, over plain pytest whose one test imports httpx and streams one request from
+  the same server: what a task cannot do without.
 - memory: peak RSS growth per task between the two ``--memory`` sizes, less plain
   pytest's per trivial test; goal <= 0.7 KiB.
 """
@@ -33,6 +35,7 @@ from pathlib import Path
 
 from serial_cost import checkout
 from throughput import (
+    FLOOR_TEST,
     HERE,
     LATENCY_S,
     MODEL_ARGS,
@@ -124,6 +127,9 @@ def main() -> None:
                         for size in mem_sizes:
                             take(f"mem {size} {side}", side_run(root, side, path, fast_url, size))
                 take("start floor", plain(root, "start", "def test_one():\n    pass\n"))
+                # what one task cannot do without: an HTTP client imported, one request
+                request = FLOOR_TEST.format(url=fast_url, count=1)
+                take("start floor-request", plain(root, "start-request", request))
                 if "flight" in only:
                     for flight in (64, 128):
                         take(
@@ -164,6 +170,14 @@ def report(
             f"  start-up ÷ plain pytest: wall {wall / start_wall:.2f}x ({wall:.3f} s against "
             f"{start_wall:.3f} s), CPU {cpu / start_cpu:.2f}x ({cpu:.3f} s against "
             f"{start_cpu:.3f} s)   goal <= 1.3x"
+        )
+        with_request = _runs(results, "start floor-request")
+        request_wall = min(run.wall_s for run in with_request)
+        request_cpu = min(run.cpu_s for run in with_request)
+        print(
+            f"  start-up ÷ plain pytest + httpx + one streamed request: wall "
+            f"{wall / request_wall:.2f}x ({request_wall:.3f} s), CPU "
+            f"{cpu / request_cpu:.2f}x ({request_cpu:.3f} s)"
         )
         for flight in (64, 128):
             key = f"flight {flight} {side}"

@@ -19,7 +19,6 @@ from pytest_agentbench.artifacts.summary import classify
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stats import compare_paired
 from pytest_agentbench.core.task_record import TaskRecord
-from pytest_agentbench.report.evidence import failure_reason
 
 SUMMARY_LIMIT = 512 * 1024 * 1024
 TEXT_LIMIT = 8000
@@ -116,13 +115,14 @@ def row(record: Record) -> list[JsonValue]:
     if record.get("outcome") != "passed":
         message = record.get("message")
         typed = typed_record(record)
-        reason = (
-            message
-            if isinstance(message, str) and message
-            else failure_reason(typed)
-            if typed is not None
-            else str(record.get("error") or record.get("outcome"))
-        )
+        if isinstance(message, str) and message:
+            reason = message
+        elif typed is not None:
+            from pytest_agentbench.report.evidence import failure_reason  # failures only
+
+            reason = failure_reason(typed)
+        else:
+            reason = str(record.get("error") or record.get("outcome"))
     duration = number(record.get("duration_ms"))
     attempts, tokens = record.get("attempts"), usage.get("total")
     task, model = str(record.get("task_id")), str(record.get("model"))

@@ -14,7 +14,6 @@ from typing import TypedDict
 from pytest_agentbench.artifacts.score_stats import interval_text
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.records import OUTCOMES
-from pytest_agentbench.report.controls import standing_mark
 from pytest_agentbench.report.html_data import (
     Side,
     SidePair,
@@ -128,7 +127,12 @@ def run_section(data: RunData) -> str:
         )
         banner = f'<p class="banner" id="partial">Partial run: {esc(covered)} ({esc(reasons)})</p>'
     standing = ""
-    mark = standing_mark(totals.get("judge_standing"))
+    judged = totals.get("judge_standing")
+    mark = ""
+    if judged is not None:  # judged runs only: report/controls.py is not imported else
+        from pytest_agentbench.report.controls import standing_mark
+
+        mark = standing_mark(judged)
     if mark:  # a score a judge graded carries the judge's standing where it is shown
         bad = " bad" if mapping(totals.get("judge_standing")).get("status") else ""
         standing = f' <span class="judge-standing{bad}" id="judge-standing">{esc(mark)}</span>'

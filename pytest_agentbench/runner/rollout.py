@@ -42,7 +42,6 @@ from pytest_agentbench.runner.verification import (
 )
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.base import Check, JudgeError, Verifier, out_of_time
-from pytest_agentbench.verifiers.sandboxed import discard_foreign_files
 
 if TYPE_CHECKING:  # the agent's tools (and their sandbox) are imported by agent tasks only
     from pytest_agentbench.runner.tools import Tool
@@ -284,6 +283,8 @@ def run_rollout(
             # the agent's commands ran as untrusted code: whatever they left in the
             # verifier dir (a forged report, where the sandbox leaves the host writable)
             # must never be read as this task's result
+            from pytest_agentbench.verifiers.sandboxed import discard_foreign_files
+
             discard_foreign_files(check)
         if runs_sandboxed(verifier):
             # a sandboxed verification uses a core (sandbox/cpuslots.py), not the model:

@@ -28,8 +28,6 @@ from pytest_agentbench.core.stream import EventSink, RolloutEvent, StreamEvent
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.core.usage import Usage, sum_usage
 from pytest_agentbench.errors import BudgetExhausted, ModelError, unexpected_cause
-from pytest_agentbench.report.controls import control_message
-from pytest_agentbench.report.evidence import failure_reason
 from pytest_agentbench.report.reason_text import collapse, cut
 from pytest_agentbench.runner.agent import OpenAgent
 from pytest_agentbench.runner.loopguard import KillPolicy
@@ -257,17 +255,24 @@ def run_task_item(
             label=control.label,
         )
         record = replace(record, model="scripted", control=fields)
+    # the evidence miner (report/evidence.py) is imported by a run's first failure only
     if record.control is not None and record.control.calibration:
         if rollout.outcome == "harness_error":
+            from pytest_agentbench.report.evidence import failure_reason
+
             reason = plugin_reason(state, record) or failure_reason(record)
             record = replace(
                 record, message=reason, trace=failure_details(rollout, reason, str(directory))
             )
     elif record.control is not None and record.control.behaved is False:
+        from pytest_agentbench.report.controls import control_message
+
         reason = control_message(record)
         trace = failure_details(rollout, reason, str(directory))
         record = replace(record, message=reason, trace=trace)
     elif rollout.outcome != "passed":
+        from pytest_agentbench.report.evidence import failure_reason
+
         reason = plugin_reason(state, record) or failure_reason(record)
         trace = failure_details(rollout, reason, str(directory))
         record = replace(record, message=reason, trace=trace)
@@ -295,7 +300,7 @@ def _hosted_judge(record: TaskRecord) -> bool:
 
 
 def _judge_price(state: RunState, record: TaskRecord) -> Price | None:
-    """The price of the judge that graded ``record`` (services.judge_price_by: the price
+    """The price of the judge that graded ``record`` (services.judges.price_by: the price
     the cap charged its calls at)."""
     table = record.judge
     if table is None:
@@ -303,7 +308,7 @@ def _judge_price(state: RunState, record: TaskRecord) -> Price | None:
     model, base_url = table.get("model"), table.get("base_url")
     if not isinstance(model, str):
         return None
-    return state.services.judge_price_by(model, base_url if isinstance(base_url, str) else None)
+    return state.services.judges.price_by(model, base_url if isinstance(base_url, str) else None)
 
 
 def priced(settings: Settings) -> bool:
@@ -426,9 +431,9 @@ def dry_run(session: pytest.Session, state: RunState) -> None:
         task = with_overrides(task, settings)
         judge = None
         if task.verifier.kind == "judge":
-            model = services.judge_of(task.verifier.options)
+            model = services.judges.of(task.verifier.options)
             if model is not None:
-                judge = JudgePlan(services.judge_price(model), model.max_tokens)
+                judge = JudgePlan(services.judges.price(model), model.max_tokens)
         max_tokens = settings.max_tokens or task.max_tokens
         planned.append((task, settings.price, max_tokens, judge))
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")

@@ -162,10 +162,12 @@ def _compare(state: RunState) -> JsonObject:
     """This run against its baseline, and each perturbation against the originals
     (report/compare.py): kept on the results for the terminal, returned as the sections
     of summary.json."""
-    from pytest_agentbench.report.compare import baseline_comparisons, robustness_comparisons
-
     results = state.results
     sections: JsonObject = {}
+    if results.baseline is None and not state.settings.perturb:
+        return sections  # nothing to compare: report/compare.py is not even imported
+    from pytest_agentbench.report.compare import baseline_comparisons, robustness_comparisons
+
     if results.baseline is not None:
         scored, earlier = task_records(results.records), task_records(results.baseline.records)
         results.compared = baseline_comparisons(  # controls: never compared

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 def collect_harbor(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     """The collector of ``file_path`` when it is a Harbor ``task.toml`` (beside an
     ``instruction.md``) or an older Terminal-Bench ``task.yaml``; None otherwise."""
-    from pytest_agentbench.suites.harbor import (
+    from pytest_agentbench.suites.harbor_layout import (
         OLD_TASK_FILE,
         TASK_FILE,
         is_old_task_folder,
@@ -40,7 +40,7 @@ def collect_harbor(file_path: Path, parent: pytest.Collector) -> pytest.Collecto
 def inside_task_folder(path: Path) -> bool:
     """True for a path directly in a Harbor (or older Terminal-Bench) task folder other
     than its task file: pytest must not collect the task's own tests or files."""
-    from pytest_agentbench.suites.harbor import (
+    from pytest_agentbench.suites.harbor_layout import (
         OLD_TASK_FILE,
         TASK_FILE,
         is_old_task_folder,

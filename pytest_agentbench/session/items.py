@@ -85,12 +85,13 @@ class SuiteFile(pytest.File):
 
     def collect(self) -> Iterator[TaskItem]:
         from pytest_agentbench.models.sampling_wire import protocol_of, sampling_refusals
-        from pytest_agentbench.scripted.script import Reply
 
         state = self.config.stash[STATE_KEY]
         protocols = {protocol_of(one.model) for one in state.settings.lineup()}
 
         def reply_check(obj: object, where: str) -> None:
+            from pytest_agentbench.scripted.script import Reply  # suites with replies only
+
             Reply.parse(obj, where)
 
         tools = state.services.tools()
@@ -200,8 +201,8 @@ class SuiteFile(pytest.File):
         for task in tasks:
             if task.verifier.kind != "judge":
                 continue
-            judge = services.judge_of(task.verifier.options)
-            if judge is not None and services.judge_price(judge) is None:
+            judge = services.judges.of(task.verifier.options)
+            if judge is not None and services.judges.price(judge) is None:
                 raise self.CollectError(
                     f"{self._display_path()}: task {task.id!r}: --agentbench-max-cost needs "
                     f"the price of every model, and its judge {judge.spec.label} has none: "

@@ -9,7 +9,7 @@ pool's threads, runner/pool.py); ``close()`` releases them at the end of the run
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,8 +18,6 @@ import pytest
 if TYPE_CHECKING:
     from pytest_agentbench.agents.gateway import Gateway
     from pytest_agentbench.config.settings import Settings
-    from pytest_agentbench.core.cost import Price
-    from pytest_agentbench.core.jsontypes import JsonValue
     from pytest_agentbench.models.base import ModelClient
     from pytest_agentbench.models.batch_store import BatchStore
     from pytest_agentbench.models.breaker import CircuitBreaker
@@ -30,8 +28,8 @@ if TYPE_CHECKING:
     from pytest_agentbench.models.scripted import ScriptedTask
     from pytest_agentbench.runner.tools import Tool
     from pytest_agentbench.scripted.server import ScriptedServer
+    from pytest_agentbench.session.judge_services import RunJudges
     from pytest_agentbench.verifiers.base import Verifier
-    from pytest_agentbench.verifiers.judge_model import JudgeModel
 
 
 class RunServices:
@@ -71,8 +69,6 @@ class RunServices:
         self._control_client: ModelClient | None = None
         self._control_server: ScriptedServer | None = None
         self._verifiers: dict[str, Verifier] | None = None
-        #: each judge's client and its bare client, by judge (verifiers/judge.py)
-        self._judges: dict[str, tuple[ModelClient, ModelClient]] = {}
         self._tools: dict[str, Tool] | None = None
         #: the gateway agents under test call (agents/gateway.py), started on first use,
         #: and each model's client per wire protocol it relays
@@ -81,6 +77,8 @@ class RunServices:
         self._prepared: set[str] = set()
         self._preparing: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
+        #: the run's judges (session/judge_services.py), made when a task first needs one
+        self._judges: RunJudges | None = None
 
     def serve_limit(self) -> str | None:
         """The address of the run's shared limit, served to workers from here (started
@@ -124,7 +122,7 @@ class RunServices:
             if made is None:  # every task asks: no lock once it exists
                 with self._lock:
                     if self._client is None:
-                        self._client = self._reliable(self._made(settings), settings)
+                        self._client = self.reliable(self._made(settings), settings)
                     made = self._client
             return made
         name = settings.model_name
@@ -132,7 +130,7 @@ class RunServices:
         if other is None:
             with self._lock:
                 if name not in self._clients:
-                    self._clients[name] = self._reliable(self._made(settings), settings)
+                    self._clients[name] = self.reliable(self._made(settings), settings)
                 other = self._clients[name]
         return other
 
@@ -141,7 +139,7 @@ class RunServices:
             spec=settings.model, settings=settings
         )
         if client is None:
-            raise pytest.UsageError(self._unclaimed(settings))
+            raise pytest.UsageError(self.unclaimed(settings))
         if settings.serial_server and hasattr(client, "serves_one_at_a_time"):
             client.serves_one_at_a_time()  # declared: its queue is credited at once
         self._cached(client, settings)
@@ -204,7 +202,7 @@ class RunServices:
                 self._control_client = scripted_client(spec, server.start())
             return self._control_client
 
-    def _unclaimed(self, settings: Settings) -> str:
+    def unclaimed(self, settings: Settings) -> str:
         """Why no client serves the model: the built-in providers and the plugins asked."""
         from pytest_agentbench.hooks.plugin_hooks import plugin_names
         from pytest_agentbench.models.base import KNOWN_PROVIDERS
@@ -218,7 +216,7 @@ class RunServices:
             "(none claimed it; install the plugin that adds this provider)"
         )
 
-    def _reliable(self, client: ModelClient, settings: Settings) -> ModelClient:
+    def reliable(self, client: ModelClient, settings: Settings) -> ModelClient:
         """Retries inside, the circuit breaker outside: a retried failure counts once."""
         bare = client
         from pytest_agentbench.models.breaker import BreakerClient
@@ -291,15 +289,20 @@ class RunServices:
             with self._lock:
                 if key in self._prepared:
                     return
-            from pytest_agentbench.models.scripted import register_scripts
-
             if controls and self.settings.model.provider != "scripted":
+                from pytest_agentbench.models.scripted import register_scripts
+
                 register_scripts(self.control_client(), tasks)
             else:
                 name = "" if controls else model
                 self.client(name)
                 settings = self.settings.for_model(name) if name else self.settings
-                register_scripts(self._bare[settings.model_name], tasks)
+                # only the scripted provider's client takes replies ahead of a task; a
+                # real model's run never imports the scripted client (nor its protocols)
+                if settings.model.provider == "scripted":
+                    from pytest_agentbench.models.scripted import register_scripts
+
+                    register_scripts(self._bare[settings.model_name], tasks)
             with self._lock:
                 self._prepared.add(key)
 
@@ -318,8 +321,20 @@ class RunServices:
 
                 wrap = VerifyMarks(self.marks_dir, self.worker_id).guard
                 found = {kind: wrap(verifier) for kind, verifier in found.items()}
+            from pytest_agentbench.session.verifier_table import VerifierTable
+
             self._verifiers = VerifierTable(found, wrap=wrap)
         return self._verifiers
+
+    @property
+    def judges(self) -> RunJudges:
+        """The run's judges: each judge's client and price (imported on first use)."""
+        with self._lock:
+            if self._judges is None:
+                from pytest_agentbench.session.judge_services import RunJudges
+
+                self._judges = RunJudges(self)
+            return self._judges
 
     def _with_judge(self, found: dict[str, Verifier]) -> dict[str, Verifier]:
         """The built-in judge verifier bound to this run's judges (a plugin's ``judge``
@@ -329,6 +344,7 @@ class RunServices:
         judge = found.get("judge")
         if judge is None:
             return found
+        settings = self.settings
 
         def bound() -> Verifier:
             from pytest_agentbench.verifiers.base import resolved
@@ -339,91 +355,17 @@ class RunServices:
             if not isinstance(real, JudgeVerifier):
                 return real
             runtime = JudgeRuntime(
-                self.judge_client,
-                override=self.settings.judge,
-                fallback=self.settings.judge_ini,
-                timeout_s=self.settings.judge_timeout_s,
-                timeout_ini_s=self.settings.judge_timeout_ini_s,
+                self.judges.client,
+                override=settings.judge,
+                fallback=settings.judge_ini,
+                timeout_s=settings.judge_timeout_s,
+                timeout_ini_s=settings.judge_timeout_ini_s,
             )
             return real.bind(runtime)
 
         return {**found, "judge": LazyVerifier("judge", bound)}
 
-    def judge_client(self, judge: JudgeModel) -> tuple[ModelClient, ModelClient]:
-        """The client of ``judge`` (with retries and the shared rate limit) and its bare
-        client, made once per judge. A scripted judge plays on the run's scripted server
-        (or a server of this process's own); another gets its key from its ``key_env``
-        (else its provider's variable) and its URL from its ``base_url`` (else the
-        provider's variable), never the model under test's."""
-        from dataclasses import replace
-
-        identity = judge.fingerprint() + (judge.key_env or "")
-        with self._lock:
-            made = self._judges.get(identity)
-        if made is not None:
-            return made
-        if judge.scripted:
-            from pytest_agentbench.models.scripted import scripted_client
-
-            bare = scripted_client(judge.spec, self._scripted_url())
-        else:
-            from pytest_agentbench.session.judges import judge_settings
-
-            settings = judge_settings(self.settings, judge)
-            client = self.config.hook.pytest_agentbench_model_client(
-                spec=judge.spec, settings=settings
-            )
-            if client is None:
-                raise pytest.UsageError(self._unclaimed(settings))
-            bare = client
-        # the cap (--agentbench-max-cost) reserves and charges the judge's calls at the
-        # judge's own price (a judge with no price is refused at collection, items.py)
-        price = self.judge_price(judge)
-        wrapped = self._reliable(bare, replace(self.settings, breaker_threshold=0, price=price))
-        with self._lock:
-            made = self._judges.setdefault(identity, (wrapped, bare))
-        return made
-
-    def judge_of(self, options: Mapping[str, JsonValue]) -> JudgeModel | None:
-        """The judge that grades a task with these verifier options (the command line's,
-        the task's or suite's table, the ini's, else the scripted one); None when the
-        ``judge`` kind is a plugin's or the table cannot be read (its own problem)."""
-        from pytest_agentbench.verifiers.base import JudgeError, resolved
-        from pytest_agentbench.verifiers.judge import JudgeRuntime, JudgeVerifier
-
-        if not isinstance(resolved(self.verifiers().get("judge")), JudgeVerifier):
-            return None
-        runtime = JudgeRuntime(
-            self.judge_client, override=self.settings.judge, fallback=self.settings.judge_ini
-        )
-        try:
-            return runtime.model_for(options)
-        except JudgeError:
-            return None
-
-    def judge_price(self, judge: JudgeModel) -> Price | None:
-        """The price of ``judge`` (docs/cost.md, "The judge's cost"): the same answer for
-        the cap's reservations and the record's ``judge_usd``."""
-        from pytest_agentbench.core.urls import public_url
-
-        base_url = None if judge.scripted or not judge.base_url else public_url(judge.base_url)
-        return self.judge_price_by(judge.spec.label, base_url)
-
-    def judge_price_by(self, label: str, base_url: str | None) -> Price | None:
-        """The price of the judge model ``label`` at ``base_url`` (its record's ``model``
-        and ``base_url``), by models/prices.judge_price: one of the run's models at the
-        same URL has that model's price, else the price file, else the shipped table."""
-        from pytest_agentbench.core.urls import public_url
-        from pytest_agentbench.models.prices import judge_price
-
-        def key(one: Settings) -> tuple[str, str | None]:
-            url = public_url(one.base_url.rstrip("/")) if one.base_url else None
-            return one.model.label, url
-
-        lineup = {key(one): one.price for one in (self.settings, *self.settings.lineup())}
-        return judge_price(label, base_url, prices_file=self.settings.prices_file, lineup=lineup)
-
-    def _scripted_url(self) -> str:
+    def scripted_url(self) -> str:
         """The URL of a scripted server for a scripted judge: the run's, else one of this
         process's own (the one controls play on)."""
         if self.settings.model.provider == "scripted" and self.settings.base_url:
@@ -475,7 +417,7 @@ class RunServices:
                 if made is bare and made is not None:
                     self._protocol_clients[key] = own
                 else:
-                    wrapped = self._reliable(made, settings) if made is not None else None
+                    wrapped = self.reliable(made, settings) if made is not None else None
                     self._protocol_clients[key] = wrapped
             return self._protocol_clients[key]
 
@@ -493,9 +435,8 @@ class RunServices:
         for client in self._clients.values():
             client.close()
         self._clients.clear()
-        for client, _bare in self._judges.values():
-            client.close()
-        self._judges.clear()
+        if self._judges is not None:
+            self._judges.close()
         if self._control_client is not None:
             self._control_client.close()
             self._control_client = None
@@ -512,61 +453,3 @@ class RunServices:
             import shutil
 
             shutil.rmtree(self.marks_dir, ignore_errors=True)
-
-
-class VerifierTable(dict[str, "Verifier"]):
-    """The verifiers by kind, where a kind written ``module:function`` (``mychecks:
-    palindrome``) is also found: the function, imported on first use, is the verifier
-    (``(Check) -> Verdict``), its ``options_schema`` attribute (if any) checks the options.
-    ``why_missing(kind)`` says why such a kind could not be imported."""
-
-    def __init__(
-        self, found: dict[str, Verifier], wrap: Callable[[Verifier], Verifier] | None = None
-    ) -> None:
-        super().__init__(found)
-        self._wrap = wrap
-        self._lock = threading.Lock()
-        self._missing: dict[str, str] = {}
-
-    def __contains__(self, kind: object) -> bool:
-        if dict.__contains__(self, kind):
-            return True
-        return isinstance(kind, str) and self._imported(kind) is not None
-
-    def __missing__(self, kind: str) -> Verifier:
-        verifier = self._imported(kind)
-        if verifier is None:
-            raise KeyError(kind)
-        return verifier
-
-    def why_missing(self, kind: str) -> str | None:
-        return self._missing.get(kind)
-
-    def _imported(self, kind: str) -> Verifier | None:
-        module_name, sep, name = kind.partition(":")
-        if not sep or not module_name or not name:
-            return None
-        with self._lock:
-            if dict.__contains__(self, kind):
-                found: Verifier = dict.__getitem__(self, kind)
-                return found
-            if kind in self._missing:
-                return None
-            import pkgutil
-
-            from pytest_agentbench.verifiers.base import FunctionVerifier
-
-            try:  # the user's module, by the name the suite gives (never one of ours)
-                function = pkgutil.resolve_name(kind)
-            except Exception as exc:  # an ImportError, or the module failing as it loads
-                self._missing[kind] = f"cannot import {kind!r}: {type(exc).__name__}: {exc}"
-                return None
-            if not callable(function):
-                self._missing[kind] = f"{kind!r} is not a function (got {type(function).__name__})"
-                return None
-            schema = getattr(function, "options_schema", None) or {"type": "object"}
-            verifier: Verifier = FunctionVerifier(kind, function, schema)
-            if self._wrap is not None:
-                verifier = self._wrap(verifier)
-            self[kind] = verifier
-            return verifier

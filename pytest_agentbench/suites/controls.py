@@ -24,8 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pytest_agentbench.core.jsontypes import JsonValue
-from pytest_agentbench.suites.harbor import HARBOR
-from pytest_agentbench.suites.task import Control, Replies, Task
+from pytest_agentbench.suites.task import HARBOR, Control, Replies, Task
 
 POSITIVE = "positive"
 EMPTY = "empty"

@@ -25,8 +25,9 @@ from pathlib import Path
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.suites.environment import TaskEnvironment
+from pytest_agentbench.suites.harbor_layout import INSTRUCTION
 from pytest_agentbench.suites.harbor_toml import HarborConfig, read_config
-from pytest_agentbench.suites.task import AgentConfig, Task, VerifierConfig
+from pytest_agentbench.suites.task import HARBOR, AgentConfig, Task, VerifierConfig
 from pytest_agentbench.suites.validate import (
     agent_validator,
     id_problem,
@@ -35,12 +36,6 @@ from pytest_agentbench.suites.validate import (
     type_name,
 )
 
-#: The verifier kind of every Harbor task (verifiers/harbor.py).
-HARBOR = "harbor"
-TASK_FILE = "task.toml"
-INSTRUCTION = "instruction.md"
-#: The file whose presence beside ``run-tests.sh`` marks an older Terminal-Bench task.
-OLD_TASK_FILE = "task.yaml"
 #: Turns of the built-in agent per task unless ``[metadata.agentbench] max_turns`` says.
 DEFAULT_MAX_TURNS = 50
 #: Time a rollout gets beyond the build, the agent and the verifier: starting and
@@ -54,16 +49,6 @@ _AGENTBENCH_KEYS = ("scripted", "max_turns", "pass_threshold", "marks", "agent")
 
 #: Judges one scripted reply at a path (suites/validate.ReplyCheck).
 ReplyCheck = Callable[[JsonValue, str], None]
-
-
-def is_task_folder(folder: Path) -> bool:
-    """True for a Harbor task folder: it holds ``task.toml`` and ``instruction.md``."""
-    return (folder / TASK_FILE).is_file() and (folder / INSTRUCTION).is_file()
-
-
-def is_old_task_folder(folder: Path) -> bool:
-    """True for an older Terminal-Bench task folder (``task.yaml`` + ``run-tests.sh``)."""
-    return (folder / OLD_TASK_FILE).is_file() and (folder / "run-tests.sh").is_file()
 
 
 def old_layout_problem() -> str:

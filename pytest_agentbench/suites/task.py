@@ -25,6 +25,9 @@ Replies = tuple[JsonValue, ...]
 #: How a task's attempts are generated (suite ``mode``).
 TaskMode = Literal["answer", "agent"]
 TASK_MODES: tuple[TaskMode, ...] = get_args(TaskMode)
+#: The verifier kind of every Harbor task (suites/harbor.py, verifiers/harbor.py); here,
+#: not there, so a run without Harbor folders never imports their reader.
+HARBOR = "harbor"
 #: What a control expects of its verdict: ``pass`` (positive) or ``fail`` (negative).
 ControlExpect = Literal["pass", "fail"]
 CONTROL_EXPECTS: tuple[ControlExpect, ...] = get_args(ControlExpect)

@@ -29,8 +29,7 @@ from typing import TYPE_CHECKING
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.errors import ContainerError
-from pytest_agentbench.suites.harbor import HARBOR
-from pytest_agentbench.suites.task import Task
+from pytest_agentbench.suites.task import HARBOR, Task
 from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
 from pytest_agentbench.verifiers.sandboxed import write_artifact
 

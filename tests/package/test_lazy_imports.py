@@ -85,13 +85,32 @@ def test_without_agentbench_nothing_else_of_ours_is_imported(pytester: pytest.Py
 
 
 #: What a run pays for only when it uses it: the judge, the response cache, the provider
-#: batch APIs, external agents and their gateway, container environments.
+#: batch APIs, external agents and their gateway, container environments, Harbor task
+#: folders, the verifier families its tasks do not name, the scripted client (against a
+#: real server) and the evidence miner (when nothing failed).
 UNUSED_FEATURES = {
     "judge": lambda name: "judge" in name.rsplit(".", 1)[-1],
     "cache": lambda name: name == "pytest_agentbench.models.response_cache",
     "batch": lambda name: name.rsplit(".", 1)[-1] in ("batch", "batch_store", "batches"),
     "agent or gateway": lambda name: name.startswith("pytest_agentbench.agents"),
     "container": lambda name: name.startswith("pytest_agentbench.environments"),
+    "harbor": lambda name: (
+        name
+        in (
+            "pytest_agentbench.suites.harbor",
+            "pytest_agentbench.suites.harbor_toml",
+            "pytest_agentbench.verifiers.harbor",
+        )
+    ),
+    "other verifiers": lambda name: (
+        name.rsplit(".", 1)[-1]
+        in ("choice", "number", "json_schema", "code", "checks", "command", "stamped")
+        and name.startswith("pytest_agentbench.verifiers.")
+    ),
+}
+#: Against a real server only (the scripted provider's own run needs them).
+UNUSED_AGAINST_A_SERVER = {
+    "scripted client": lambda name: name == "pytest_agentbench.models.scripted",
 }
 
 IMPORTS_AT_EXIT = """
@@ -99,7 +118,8 @@ import atexit, sys
 
 def _ours():
     ours = sorted(m for m in sys.modules if m.startswith("pytest_agentbench"))
-    print("\\nimported:", " ".join(ours))
+    others = [m for m in ("regex",) if m in sys.modules]
+    print("\\nimported:", " ".join(ours + others))
 
 atexit.register(_ours)
 """
@@ -126,8 +146,9 @@ def test_a_plain_built_in_run_imports_no_feature_it_does_not_use(
     (line,) = [line for line in result.outlines if line.startswith("imported:")]
     imported = line.split()[1:]
     assert "pytest_agentbench.runner.rollout" in imported, "the run itself is listed"
+    unused = UNUSED_FEATURES | (UNUSED_AGAINST_A_SERVER if model != "scripted" else {})
     unwanted = {
-        feature: [name for name in imported if belongs(name)]
-        for feature, belongs in UNUSED_FEATURES.items()
+        feature: [name for name in imported if belongs(name)] for feature, belongs in unused.items()
     }
+    assert "regex" not in imported, "the regex package is imported by regex tasks only"
     assert {feature: names for feature, names in unwanted.items() if names} == {}

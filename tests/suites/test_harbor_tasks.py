@@ -12,8 +12,9 @@ from harbor_support import TASK_TOML, write_task
 from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.scripted.script import Reply
 from pytest_agentbench.suites.controls import plan_controls
-from pytest_agentbench.suites.harbor import HARBOR, load_harbor_task
+from pytest_agentbench.suites.harbor import load_harbor_task
 from pytest_agentbench.suites.harbor_toml import size_mb
+from pytest_agentbench.suites.task import HARBOR
 
 
 def reply_check(reply: object, where: str) -> None:
