@@ -14,7 +14,7 @@ confirmed loop, the deadline, the circuit breaker end the request and stop the r
 which ends the agent's process group. When the model's provider does not serve the
 agent's protocol, the request is translated instead (agents/translate.py): sent in
 neutral form through the model's own client, its reply rendered in the agent's
-protocol, under the same watch and limits.
+protocol (agents/replies.py), under the same watch and limits.
 
 The agent never holds the real key: it has the stand-in, which is good for its route on
 this gateway only; the gateway's clients add the real one upstream.
@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from pytest_agentbench.agents import translate
+from pytest_agentbench.agents import replies, translate
 from pytest_agentbench.agents.route import CallRecord, ClientFor, Route, overflow_message
 from pytest_agentbench.agents.translate import Untranslatable
 from pytest_agentbench.core.durations import any_seconds_text, seconds_text
@@ -458,8 +458,8 @@ def _translate(
     """``_relay`` for a model whose provider does not serve the agent's protocol: the
     request in neutral form (agents/translate.py) through the model's client of another
     protocol (Chat, else Responses, else Messages), the reply rendered in the agent's
-    (streamed live when the agent streams); the same loop watch, deadline, breaker and
-    record as a relayed call, the record saying ``translated``."""
+    (agents/replies.py; streamed live when the agent streams); the same loop watch,
+    deadline, breaker and record as a relayed call, the record saying ``translated``."""
     call, attempt = numbers
     own = next(
         ((name, made) for name in PROTOCOL_NAMES if (made := route.client(name)) is not None),
@@ -498,7 +498,7 @@ def _translate(
     )
     guard = LoopGuard(route.kill_policy)
     reply = _AgentReply(handler, body, {})
-    live = translate.stream_for(protocol, route.model_label, body) if parsed.stream else None
+    live = replies.stream_for(protocol, route.model_label, body) if parsed.stream else None
 
     def hand_on(event: StreamEvent) -> None:
         """The answer's text and thinking to a streaming agent as they arrive (after the
@@ -507,7 +507,7 @@ def _translate(
             piece = live.text if event.kind == "text" else live.thinking
             chunk = piece(event.text)
             if chunk and not reply.started:
-                reply.start(200, [("content-type", translate.SSE), ("cache-control", "no-cache")])
+                reply.start(200, [("content-type", replies.SSE), ("cache-control", "no-cache")])
             reply.send(chunk)
         if route.on_event is not None:
             route.on_event(event)
@@ -527,11 +527,11 @@ def _translate(
     _done(route, attempt, where, guard, generation, started)
     try:
         if live is None:
-            kind, raw = translate.render(protocol, generation, route.model_label, body)
+            kind, raw = replies.render(protocol, generation, route.model_label, body)
             handler.send_raw(200, kind, raw)
             return
         if not reply.started:
-            reply.start(200, [("content-type", translate.SSE), ("cache-control", "no-cache")])
+            reply.start(200, [("content-type", replies.SSE), ("cache-control", "no-cache")])
         reply.send(live.end(generation))
         reply.finish()
     except OSError:
