@@ -12,6 +12,10 @@ every other process of the sandbox, reads the report, output and status, and wip
 capability dropped) can neither trace it nor open its descriptors or memory through
 ``/proc``. A task that kills the server fails as ``parent signal N``; the next task gets a
 new server. docs/sandbox.md says what a task sees that differs from a fresh process.
+
+This module is the client: it starts a server (from one launcher thread), sends it a
+task and reads the reply; the server's program and the protocol between the two are
+sandbox/forkserver_program.py.
 """
 
 from __future__ import annotations
@@ -31,11 +35,12 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TypedDict, TypeVar
+from typing import TypeVar
 
 from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.errors import SandboxError
 from pytest_agentbench.sandbox.environ_guard import guard_harness
+from pytest_agentbench.sandbox.forkserver_program import SERVER, Reply, cut_text
 from pytest_agentbench.sandbox.isolation import (
     _TOOL_PATH,
     bwrap_args,
@@ -63,192 +68,6 @@ _GRACE_S = 5.0
 #: How long a new server may take to say it runs (bubblewrap's setup and Python's start).
 _SETUP_WAIT_S = 30.0
 
-# The server, run as ``python -I -S -B -c`` inside bubblewrap. Requests and replies are
-# JSON lines on fds 0 and 1, which no child keeps.
-_SERVER = r"""
-import ctypes, importlib.util, json, os, resource, select, shutil, signal, sys, time
-ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
-import ast, json.decoder  # what the runner needs, loaded once
-control = os.fdopen(0, "rb", buffering=0)
-reply_fd = 1
-me, runners, number = os.getpid(), {}, 0
-signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-os.write(reply_fd, b"ready\n")  # past bubblewrap's setup
-
-def load(path, name):
-    if path not in runners:
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        runners[path] = module
-    return runners[path]
-
-def tmpfile():
-    return os.open("/tmp", os.O_TMPFILE | os.O_RDWR, 0o600)
-
-def head_tail(fd, cap):
-    size = os.fstat(fd).st_size
-    os.lseek(fd, 0, 0)
-    if size <= cap:
-        return os.read(fd, cap), 0
-    head = os.read(fd, cap * 4 // 5)
-    os.lseek(fd, size - cap // 5, 0)
-    return head + b"\0CUT\0" + os.read(fd, cap // 5), size - cap
-
-def read_all(fd, limit):
-    os.lseek(fd, 0, 0)
-    chunks, total = [], 0
-    while total <= limit:
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        total += len(chunk)
-    return b"".join(chunks)[: limit + 1]
-
-def kept_files(task, budget, each):
-    found = {}
-    for base, dirs, names in os.walk(task):
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(base, d))]
-        for name in names:
-            path = os.path.join(base, name)
-            relative = os.path.relpath(path, task)
-            try:
-                if os.path.islink(path) or not os.path.isfile(path):
-                    continue
-                size = os.path.getsize(path)
-                if size > each or size > budget:
-                    found[relative] = None
-                    continue
-                with open(path, "rb") as file:
-                    found[relative] = file.read(each).hex()
-                budget -= size
-            except OSError:
-                continue
-    return found
-
-def sweep():
-    for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) != me:
-            try:
-                os.kill(int(name), signal.SIGKILL)
-            except OSError:
-                pass
-    while True:  # the server is the namespace's init: it reaps every orphan
-        try:
-            os.waitpid(-1, 0)
-        except ChildProcessError:
-            break
-    for root in ("/tmp", "/dev/shm"):
-        try:
-            names = os.listdir(root)
-        except OSError:
-            continue
-        for name in names:
-            path = os.path.join(root, name)
-            try:
-                if os.path.isdir(path) and not os.path.islink(path):
-                    for base, dirs, _ in os.walk(path):
-                        for d in dirs:
-                            os.chmod(os.path.join(base, d), 0o700)
-                    os.chmod(path, 0o700)
-                    shutil.rmtree(path, ignore_errors=True)
-                else:
-                    os.unlink(path)
-            except OSError:
-                pass
-
-def child(request, task, channel, out, err):
-    try:
-        os.setsid()
-        os.chdir(task)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(out, 1)
-        os.dup2(err, 2)
-        os.dup2(channel, 3)
-        os.closerange(4, 1 << 16)
-        os.environ.clear()
-        os.environ.update(request["env"], HOME=task + "/.home", TMPDIR=task + "/.tmp")
-        for which, value in request["rlimits"]:
-            resource.setrlimit(which, tuple(value))
-        runner = runners[request["runner"]]
-        orders = dict(request["orders"], workspace=task)
-        orders["solution"] = os.path.join(task, orders["solution"])
-        runner.main(orders, request["nonce"], 3)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    except BaseException:
-        code = 1
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BaseException:
-            pass
-    os._exit(code)
-
-for line in control:
-    request = json.loads(line)
-    number += 1
-    task = "/tmp/task-%d" % number
-    for sub in ("", "/.home", "/.tmp"):
-        os.mkdir(task + sub, 0o755)
-    for relative, text in request["files"].items():
-        path = os.path.join(task, relative)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as file:
-            file.write(text)
-    sys.path.extend(p for p in request["paths"] if p not in sys.path)
-    load(request["runner"], request["runner_module"])
-    channel, out, err = tmpfile(), tmpfile(), tmpfile()
-    start = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        child(request, task, channel, out, err)
-    pidfd = os.pidfd_open(pid)
-    ready, _, _ = select.select([pidfd], [], [], request["timeout_s"])
-    timed_out = not ready
-    if timed_out:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except OSError:
-            pass
-        os.kill(pid, signal.SIGKILL)
-    status = os.waitpid(pid, 0)[1]
-    elapsed = time.monotonic() - start
-    os.close(pidfd)
-    for name in os.listdir("/proc"):  # stop what the task left running before reading
-        if name.isdigit() and int(name) != me:
-            try:
-                os.kill(int(name), signal.SIGKILL)
-            except OSError:
-                pass
-    kept = kept_files(task, request["keep_bytes"], request["keep_bytes"] // 2)
-    sweep()
-    cap = request["output_bytes"]
-    stdout, cut_out = head_tail(out, cap)
-    stderr, cut_err = head_tail(err, cap)
-    report = read_all(channel, request["report_limit"])
-    for fd in (channel, out, err):
-        os.close(fd)
-    reply = {
-        "timed_out": timed_out,
-        "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-        "elapsed_s": elapsed,
-        "stdout": stdout.decode("utf-8", "replace"),
-        "stderr": stderr.decode("utf-8", "replace"),
-        "cut": [cut_out, cut_err],
-        "report": report.decode("utf-8", "replace"),
-        "files": kept,
-    }
-    data = (json.dumps(reply) + "\n").encode()
-    while data:
-        data = data[os.write(reply_fd, data):]
-"""
-
 
 def usable(isolation: str) -> bool:
     """Whether tasks under ``isolation`` may take the fork-server path: only where the
@@ -259,28 +78,6 @@ def usable(isolation: str) -> bool:
     except SandboxError:
         return False
     return plan.tool == "bwrap" and plan.processes == "cgroup"
-
-
-class _Reply(TypedDict):
-    """The server's reply line: the ``reply`` its loop (``_SERVER``) writes per task."""
-
-    timed_out: bool
-    exit_code: int | None
-    signal: int | None
-    elapsed_s: float
-    stdout: str
-    stderr: str
-    cut: list[int]
-    report: str
-    files: dict[str, str | None]
-
-
-def _text(capture_cut: int, text: str) -> tuple[str, bool]:
-    if not capture_cut:
-        return text, False
-    head, _, tail = text.partition("\0CUT\0")
-    marker = f"\n[… {capture_cut} bytes of output cut …]\n"
-    return head + marker + tail, True
 
 
 class ForkServer:
@@ -309,7 +106,7 @@ class ForkServer:
             raise SandboxError("fork server: bubblewrap is not available")
         # --as-pid-1: the server is the namespace's init, so a task's kill(getppid())
         # is ignored by the kernel, as it is under a fresh bubblewrap sandbox
-        server = [sys.executable, "-I", "-S", "-B", "-c", _SERVER]
+        server = [sys.executable, "-I", "-S", "-B", "-c", SERVER]
         argv = [*bwrap_args(bwrap, scratch), "--as-pid-1", "--", *server]
         per_task = (resource.RLIMIT_AS, resource.RLIMIT_CPU)  # the children's, not the server's
         server_limits = [item for item in _rlimits(limits, None) if item[0] not in per_task]
@@ -414,9 +211,9 @@ class ForkServer:
             sig = -code if code < 0 else (code - 128 if code > 128 else 9)
             result = CommandResult(None, "", "", False, f"parent signal {sig}", False, elapsed)
             return result, b""
-        reply: _Reply = json.loads(line)  # our own server's line: its shape is known
-        stdout, cut_out = _text(reply["cut"][0], reply["stdout"])
-        stderr, cut_err = _text(reply["cut"][1], reply["stderr"])
+        reply: Reply = json.loads(line)  # our own server's line: its shape is known
+        stdout, cut_out = cut_text(reply["cut"][0], reply["stdout"])
+        stderr, cut_err = cut_text(reply["cut"][1], reply["stderr"])
         refused = self.cgroup is not None and self.cgroup.refused() and not refused_before
         if refused:
             self.close()  # the refused-fork count never goes down: start afresh

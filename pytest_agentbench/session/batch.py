@@ -147,8 +147,8 @@ def _plan(items: Sequence[TaskItem], state: RunState) -> dict[str, _Planned]:
     from pytest_agentbench.models.batch import BatchEntry
     from pytest_agentbench.runner.agent import first_request
     from pytest_agentbench.runner.forecast import batched
-    from pytest_agentbench.session.execution import resumable_task, with_overrides
     from pytest_agentbench.session.items import SuiteFile
+    from pytest_agentbench.session.task_setup import resumable_task, with_overrides
 
     services = state.services
     tools = services.tools()

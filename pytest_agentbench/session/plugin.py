@@ -214,7 +214,7 @@ class SessionPlugin:
                 batch.watch(session, self.state.services.marks() / "batch", self.state.batch_watch)
         if not settings.dry_run:
             return None
-        from pytest_agentbench.session.execution import dry_run
+        from pytest_agentbench.session.task_setup import dry_run
 
         dry_run(session, self.state)
         return True

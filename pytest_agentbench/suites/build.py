@@ -17,11 +17,7 @@ from typing import TYPE_CHECKING
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.sampling import Sampling
-from pytest_agentbench.suites.environment import (
-    TaskEnvironment,
-    environment_problem,
-    read_environment,
-)
+from pytest_agentbench.suites.build_agent import read_agent, read_task_environment
 from pytest_agentbench.suites.fit import fit_path, fit_problems
 from pytest_agentbench.suites.raw_task import (
     TASK_SETTINGS,
@@ -39,10 +35,10 @@ from pytest_agentbench.suites.raw_task import (
 from pytest_agentbench.suites.read import DEFAULT_MAX_FILE_BYTES, seed_dir_problem
 from pytest_agentbench.suites.task import (
     DEFAULT_TOOLS,
+    DEFAULT_VERIFIER,
     FEEDBACK_LEVELS,
     REPAIR_MODES,
     TASK_MODES,
-    AgentConfig,
     Task,
     VerifierConfig,
 )
@@ -71,7 +67,6 @@ if TYPE_CHECKING:
 #: Judges a ``sampling`` table against the run's wire protocol: ``(key, reason)`` pairs.
 SamplingCheck = Callable[[JsonObject], list[tuple[str, str]]]
 
-DEFAULT_VERIFIER = "exact"
 #: A SuiteError lists at most this many problems (a broken dataset could give thousands).
 MAX_PROBLEMS = 100
 
@@ -198,70 +193,16 @@ class TaskBuilder:
             max_turns=as_whole(settings["max_turns"]),
             tools=DEFAULT_TOOLS if tools is None else tuple(as_texts(tools)),
             max_tool_output=as_whole(settings["max_tool_output"]),
-            agent=self._agent(settings, raw),
+            agent=read_agent(settings, raw, self.add),
             oracle=oracle,
             sampling=own.over(defaults.sampling),
-            environment=self._environment(settings["environment"], raw, i, defaults),
+            environment=read_task_environment(
+                settings["environment"], raw, i, defaults, self.path.parent, self.add
+            ),
         )
         if i in self.problem_indexes or None in self.problem_indexes:
             return None  # asked only of a task with no other problem: no noise on noise
         return task if self._check_setup(raw, task, defaults) else None
-
-    def _agent(self, settings: dict[str, JsonValue], raw: RawTask) -> AgentConfig | None:
-        """The task's agent under test (None: the built-in loop). A command agent with
-        repair rounds needs ``resume_argv``: a repair round continues the agent's own
-        session, and without a way to continue one, repairs are refused here; an
-        ``install`` step needs an environment (it is a layer over the task's image)."""
-        value, repairs = settings["agent"], settings["repairs"]
-        if not isinstance(value, dict) or not isinstance(value.get("kind"), str):
-            return None
-        kind = str(value["kind"])
-        options = {key: item for key, item in value.items() if key != "kind"}
-        if "install" in options and settings["environment"] is None:
-            where = raw.locate(("agent",)) if "agent" in raw.data else "$.suite.agent"
-            self.add(
-                raw.index,
-                f"{where}.install",
-                "needs an environment: an install step is a layer over the task's "
-                "container image (leave out install, or give the task an environment)",
-            )
-        resumable = "resume_argv" in options
-        if kind == "command" and isinstance(repairs, int) and repairs > 0 and not resumable:
-            where = raw.locate(("repairs",)) if "repairs" in raw.data else "$.suite.repairs"
-            self.add(
-                raw.index,
-                where,
-                f"repairs = {repairs} needs the command agent's resume_argv (how the "
-                "agent continues its own session with the verifier's feedback); "
-                "without one a command agent cannot be repaired: set repairs = 0",
-            )
-        return AgentConfig(kind, options)
-
-    def _environment(
-        self, value: JsonValue, raw: RawTask, index: int, defaults: SuiteDefaults
-    ) -> TaskEnvironment | None:
-        """The task's container (suites/environment.py), its problems recorded where the
-        table is written."""
-        where = raw.locate(("environment",)) if "environment" in raw.data else "$.suite.environment"
-        found, why = read_environment(value, self.path.parent)
-        if found is None:
-            if why:
-                self.add(index, where, why)
-            return None
-        data = raw.data
-        mode = data.get("mode", defaults.settings.get("mode", "answer"))
-        table = data.get("agent", defaults.settings.get("agent"))
-        # a command or acp agent runs in the container (agents/container_agent.py); python not
-        agent = table is not None and not (
-            isinstance(table, dict) and table.get("kind") in ("command", "acp")
-        )
-        verifier = data.get("verifier") or defaults.verifier or {}
-        kind = verifier.get("kind", DEFAULT_VERIFIER) if isinstance(verifier, dict) else ""
-        why = environment_problem(found, str(mode), agent, str(kind))
-        if why:
-            self.add(index, where, why)
-            return None
-        return found
 
     def _oracle(self, raw: RawTask) -> tuple[JsonValue, ...]:
         """The task's known-good answer as scripted replies (a string is one reply),

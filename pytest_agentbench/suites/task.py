@@ -17,6 +17,8 @@ from pytest_agentbench.suites.environment import TaskEnvironment
 
 #: The tools an agent task gets unless it names its own (the built-in ones).
 DEFAULT_TOOLS = ("bash", "read_file", "write_file", "list_files")
+#: The verifier kind of a task whose suite and table name none.
+DEFAULT_VERIFIER = "exact"
 
 #: Scripted replies as written in a suite (strings or tables): one per attempt, or one
 #: per model call of an agent task.
