@@ -30,11 +30,8 @@ from pytest_agentbench.models.base import (
     ToolCall,
     Usage,
 )
-from pytest_agentbench.models.http import (
-    ProtocolClient,
-    error_detail,
-    ignore_events,
-)
+from pytest_agentbench.models.http import ProtocolClient, ignore_events
+from pytest_agentbench.models.http_replies import error_detail
 from pytest_agentbench.models.sampling_wire import apply_sampling
 from pytest_agentbench.models.sse import StringSlot
 from pytest_agentbench.models.think import Channel

@@ -56,7 +56,7 @@ from pytest_agentbench.errors import (
 )
 from pytest_agentbench.models.anthropic import AnthropicClient
 from pytest_agentbench.models.base import ModelClient
-from pytest_agentbench.models.http import error_detail, retry_after_seconds
+from pytest_agentbench.models.http_replies import error_detail, retry_after_seconds
 from pytest_agentbench.models.openai_chat import OpenAIChatClient
 from pytest_agentbench.models.openai_responses import OpenAIResponsesClient
 from pytest_agentbench.models.response_cache import Recorded

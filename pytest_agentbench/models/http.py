@@ -1,18 +1,16 @@
-"""HTTP pieces every model client shares: the request life, timeouts, Retry-After, error
-messages, URLs (the deadline watchdog is in models/deadline.py)."""
+"""The request life every protocol client shares: the body sent, the reply read as a
+stream or a body, the generation assembled, failures mapped with what arrived kept (the
+connections are in models/connections.py, how a reply is judged in models/http_replies.py,
+the deadline watchdog in models/deadline.py)."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import email.utils
 import json
-import socket
-import ssl
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -20,235 +18,32 @@ from pytest_agentbench.core.durations import seconds_text
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import EventSink, StreamEvent
 from pytest_agentbench.core.urls import public_url
-from pytest_agentbench.errors import (
-    RATE_LIMIT_STATUSES,
-    ModelError,
-    ModelTimeout,
-    ProviderError,
-    QueueTimeout,
-    RateLimited,
-    TransportError,
-)
+from pytest_agentbench.errors import ModelError, QueueTimeout
 from pytest_agentbench.models.base import (
     REQUEST_EPOCH,
-    FinishReason,
     Generation,
     ModelRequest,
     ModelSpec,
     Relay,
-    ToolCall,
     Usage,
 )
+from pytest_agentbench.models.connections import ThreadConnections, timeout_for
 from pytest_agentbench.models.deadline import Watchdog
-from pytest_agentbench.models.overflow import context_overflow, error_object, overflow_error
+from pytest_agentbench.models.http_replies import (
+    EmptyStream,
+    ErrorMapping,
+    media_type,
+    reads_as_stream,
+)
 from pytest_agentbench.models.queue import Place, ServerQueue, wait_limit_s
-from pytest_agentbench.models.sse import SSEParser, StringSlot, parse_json
-from pytest_agentbench.models.usage import recovered_usage
+from pytest_agentbench.models.reply_reader import Received, ReceivedT, ReplyReader
 
 if TYPE_CHECKING:  # (imported where used: a run with neither pays nothing for them)
     from pytest_agentbench.models.batch_store import BatchStore
     from pytest_agentbench.models.response_cache import Recorded, ResponseCache
 
-CONNECT_TIMEOUT_S = 10.0
-ERROR_BODY_LIMIT = 65536
-DETAIL_LIMIT = 300
-
-
-def retry_after_seconds(headers: httpx.Headers) -> float | None:
-    """Seconds the server asks us to wait (``retry-after-ms``, ``Retry-After`` as seconds or
-    an HTTP date); None when it did not say."""
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        try:
-            return max(float(millis) / 1000, 0.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(when.timestamp() - time.time(), 0.0)
-
-
-def error_detail(text: str) -> str:
-    """The provider's own error message when the body has one, else the body; one line."""
-    detail = text
-    try:
-        body = json.loads(text)
-    except ValueError:
-        body = None
-    if isinstance(body, Mapping):
-        error = body.get("error")
-        if isinstance(error, Mapping) and error.get("message"):
-            detail = str(error["message"])
-        elif isinstance(error, str):
-            detail = error
-        elif body.get("message"):
-            detail = str(body["message"])
-        elif body.get("detail"):
-            detail = str(body["detail"])
-    detail = " ".join(detail.split()) or "(empty body)"
-    return detail if len(detail) <= DETAIL_LIMIT else detail[: DETAIL_LIMIT - 1] + "…"
-
-
-_NO_DEADLINE = httpx.Timeout(None, connect=CONNECT_TIMEOUT_S)
-
 #: Request bodies as httpx's ``json=`` would encode them, by the C encoder built once.
 _BODY_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-def timeout_for(deadline: float | None) -> httpx.Timeout:
-    """httpx timeouts for a request that must finish by ``deadline`` (monotonic)."""
-    if deadline is None:
-        return _NO_DEADLINE
-    remaining = max(deadline - time.monotonic(), 0.001)
-    return httpx.Timeout(remaining, connect=min(CONNECT_TIMEOUT_S, remaining))
-
-
-def _socket_tracer(sockets: list[socket.socket]) -> Callable[[str, JsonObject], None]:
-    """An httpcore trace hook that keeps the socket of each connection it opens in
-    ``sockets``: a request waiting for its response headers has no other handle on its
-    socket (the watchdog of a queued request shuts it: models/queue.py)."""
-
-    def trace(event: str, info: JsonObject) -> None:
-        if event == "connection.connect_tcp.complete":
-            stream: object = info.get("return_value")
-            extra = getattr(stream, "get_extra_info", None)
-            sock = extra("socket") if extra is not None else None
-            if isinstance(sock, socket.socket):
-                sockets[:] = [s for s in sockets if s.fileno() != -1]
-                sockets.append(sock)
-
-    return trace
-
-
-def _traced(sockets: list[socket.socket]) -> Callable[[httpx.Request], None]:
-    """An httpx request hook that sets ``_socket_tracer(sockets)`` as the request's trace."""
-    trace = _socket_tracer(sockets)
-
-    def hook(request: httpx.Request) -> None:
-        request.extensions["trace"] = trace
-
-    return hook
-
-
-class ErrorMapping:
-    """How every client turns HTTP failures into our error tree. Mixed into a client that
-    has ``spec`` (its label names the model) and ``public_endpoint`` (no credentials);
-    ``idle_timeout_s``, when the client has one, names the idle-timeout case."""
-
-    spec: ModelSpec
-    public_endpoint: str
-
-    def _status_error(self, response: httpx.Response) -> ProviderError:
-        """ProviderError (RateLimited for 429/529) with the provider's own message and
-        ``retry_after`` from the response headers."""
-        raw = bytearray()
-        for chunk in response.iter_bytes():
-            raw += chunk
-            if len(raw) >= ERROR_BODY_LIMIT:
-                break
-        status = response.status_code
-        text = raw.decode("utf-8", "replace")
-        counts = context_overflow(error_object(text), text)
-        if counts is not None:
-            return overflow_error(
-                self.spec.label, self.public_endpoint, status, counts, error_detail(text)
-            )
-        kind = RateLimited if status in RATE_LIMIT_STATUSES else ProviderError
-        detail = error_detail(text)
-        error = kind(
-            f"{self.spec.label}: HTTP {status} from {self.public_endpoint}: {detail}",
-            endpoint=self.public_endpoint,
-            status=status,
-            detail=detail,
-        )
-        error.retry_after = retry_after_seconds(response.headers)
-        return error
-
-    def _timeout_error(self, request: ModelRequest) -> ModelTimeout:
-        return ModelTimeout(
-            f"{self.spec.label}: no complete reply from {self.public_endpoint} within the "
-            f"{seconds_text(request.timeout_s or 0)} s deadline",
-            endpoint=self.public_endpoint,
-        )
-
-    def _transport_error(
-        self, exc: httpx.HTTPError, request: ModelRequest, deadline: float | None, fired: bool
-    ) -> ModelError:
-        past_deadline = deadline is not None and time.monotonic() >= deadline - 0.001
-        if fired or (isinstance(exc, httpx.TimeoutException) and past_deadline):
-            return self._timeout_error(request)
-        idle = getattr(self, "idle_timeout_s", None)
-        if isinstance(exc, httpx.ReadTimeout) and idle is not None:
-            return ModelTimeout(
-                f"{self.spec.label}: no byte from {self.public_endpoint} for "
-                f"{seconds_text(idle)} s (the idle timeout)",
-                endpoint=self.public_endpoint,
-            )
-        if isinstance(exc, httpx.TimeoutException):
-            what = "could not connect" if isinstance(exc, httpx.ConnectTimeout) else "timed out"
-            return TransportError(
-                f"{self.spec.label}: {what} to {self.public_endpoint} "
-                f"within {CONNECT_TIMEOUT_S:g} s",
-                endpoint=self.public_endpoint,
-            )
-        if isinstance(exc, httpx.ConnectError):
-            what = f"cannot connect to {self.public_endpoint}"
-        else:
-            what = f"the connection to {self.public_endpoint} broke"
-        detail = " ".join(str(exc).split()) or type(exc).__name__
-        return TransportError(f"{self.spec.label}: {what}: {detail}", endpoint=self.public_endpoint)
-
-
-def media_type(response: httpx.Response) -> str:
-    """The response's media type, lower case, without parameters ("" when none)."""
-    content_type: str = response.headers.get("content-type", "")
-    return content_type.partition(";")[0].strip().lower()
-
-
-def _is_json(media: str) -> bool:
-    return media == "application/json" or media.endswith("+json")
-
-
-_SSE_STARTS = (b"data:", b"event:", b"id:", b":")
-
-
-def _reads_as_stream(response: httpx.Response, asked: bool) -> bool:
-    """Whether to read the reply as an SSE stream: a streamed request unless one JSON
-    document came back; a non-streamed one only when the server sent SSE (said so, and
-    the body, read whole, starts like it: a JSON body mislabelled as a stream stays a
-    body)."""
-    media = media_type(response)
-    if asked:
-        return not _is_json(media)
-    if media != "text/event-stream":
-        return False
-    return response.read().lstrip().startswith(_SSE_STARTS)
-
-
-class EmptyStream(TransportError):
-    """A streamed reply (HTTP 200) that ended without one event: nothing arrived, not
-    even the reason. ``ask_unstreamed`` (errors.py) is set where asking the same request
-    again unstreamed can learn why (see ``ProtocolClient._may_overflow``)."""
-
-
-def attach_partial(
-    error: ModelError, partial: Generation | None, waited_s: float = 0.0
-) -> ModelError:
-    """Give ``error`` the contract every client keeps: ``partial`` (what arrived, or None),
-    ``retry_after`` (None unless the server said) and ``waited_s`` (seconds its request
-    waited in the server's queue: not the model's time)."""
-    error.partial = partial
-    error.waited_s = waited_s
-    return error
 
 
 def ignore_events(event: StreamEvent) -> None:
@@ -274,35 +69,7 @@ class _Tapped(httpx.SyncByteStream):
         self._inner.close()
 
 
-class Received(Protocol):
-    """What has arrived of one reply, as the shared request life reads it (each client
-    keeps its own record of the rest)."""
-
-    status: int | None
-    #: The reply is complete: later events are ignored.
-    done: bool
-    #: The stream's repeating delta once learned (``StringSlot``), else None.
-    slot: StringSlot | None
-    #: The answer text and the thinking as they arrived, in pieces.
-    text: list[str]
-    thinking: list[str]
-    #: The provider's own usage object, when it sent one.
-    usage: JsonObject | None
-
-    @property
-    def anything(self) -> bool:
-        """Whether anything arrived (a partial reply is worth keeping)."""
-        ...
-
-    def take_slot(self, piece: str, emit: EventSink) -> None:
-        """The text of an event that matched ``slot``."""
-        ...
-
-
-ReceivedT = TypeVar("ReceivedT", bound=Received)
-
-
-class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
+class ProtocolClient(ErrorMapping, ThreadConnections, ReplyReader[ReceivedT]):
     """The request life every protocol client shares: build the body, POST it, map the
     HTTP status, arm the deadline watchdog, read the stream or the body, and turn any
     failure into our error tree with what arrived kept as ``partial``. Exceptions raised by
@@ -314,298 +81,28 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
     of a Generation only it knows (``_tool_calls``, ``_finish_reason``, ``_native_finish``,
     ``_normalise_usage``; ``_usage`` and ``_reasoning_blocks`` when it needs more); it
     overrides ``_settle`` if it holds text back. The stream loop, the "ended before its
-    finish" error and the assembly of the Generation are here, once."""
+    finish" error and the assembly of the Generation are in models/reply_reader.py, once."""
 
     endpoint: str
     #: The response cache (models/response_cache.py), when the run has one.
     cache: ResponseCache | None = None
     #: The run's batch store (models/batch_store.py, ``--agentbench-batch``), when it has one.
     batch: BatchStore | None = None
-    #: What a complete stream of the protocol carries, as the "ended before its finish"
-    #: error names it.
-    STREAM_FINISH = ""
 
     def _connect(
         self, spec: ModelSpec, endpoint: str, headers: Mapping[str, str], trust_env: bool
     ) -> None:
         """Set the endpoint and the options of this model's keep-alive HTTP/1.1 clients:
-        one per thread (see ``_http``), sharing one TLS context."""
+        one per thread (models/connections.py), sharing one TLS context."""
         self.spec = spec
         self.endpoint = endpoint
         self.public_endpoint = public_url(endpoint)
-        self._url = httpx.URL(endpoint)  # parsed once, not on every request
-        self._headers = {
-            "user-agent": "pytest-agentbench",
-            "content-type": "application/json",
-            **headers,
-        }
-        self._trust_env = trust_env
-        self._limits = httpx.Limits(max_connections=64, max_keepalive_connections=8)
-        self._tls: ssl.SSLContext | None = None
-        self._local = threading.local()
-        self._clients: list[httpx.Client] = []
-        self._clients_lock = threading.Lock()
-        self._closed = False
+        self._open(endpoint, headers, trust_env)
         self._queue = ServerQueue()  # this model's requests in flight, in order
         self._answered = 0  # the largest request body a whole stream answered, in bytes
 
-    @property
-    def _http(self) -> httpx.Client:
-        """This thread's httpx client. One client (one connection pool) per thread, not
-        one for all: httpcore checks every idle connection of a pool (a ``poll`` call,
-        under the pool's lock) each time it hands one out, so with one pool for 64
-        rollout threads the pool, not the model, set the pace; per thread, a request
-        costs the same at 64 or 128 in flight as at 8."""
-        client: httpx.Client | None = getattr(self._local, "client", None)
-        if client is None:
-            with self._clients_lock:
-                if self._tls is None and self._url.scheme == "http":
-                    # never used (no redirects are followed): loading the CA bundle for
-                    # a plain-HTTP endpoint (a local server) was ~20 ms of CPU per run
-                    self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-                elif self._tls is None:
-                    self._tls = httpx.create_ssl_context(verify=True, trust_env=self._trust_env)
-            sockets: list[socket.socket] = []
-            # made outside the lock: 128 rollout threads starting at once queued on it
-            # (a thread-aware profile of a 128-in-flight run: 7.6 % of the threads' time)
-            client = httpx.Client(
-                verify=self._tls,
-                headers=self._headers,
-                http1=True,
-                http2=False,
-                trust_env=self._trust_env,
-                limits=self._limits,
-                # every request of this client (the scripted one's admin requests
-                # too: they may open the connection a generation reuses) keeps the
-                # sockets it opens
-                event_hooks={"request": [_traced(sockets)]},
-            )
-            with self._clients_lock:
-                if self._closed:
-                    client.close()  # requests after close() fail as with a closed client
-                else:
-                    self._clients.append(client)
-            self._local.client = client
-            self._local.sockets = sockets
-        return client
-
-    @property
-    def http(self) -> httpx.Client:
-        """This thread's keep-alive httpx client, sending this model's headers (its key
-        among them): for the provider's other endpoints (models/batch.py)."""
-        return self._http
-
-    @property
-    def _sockets(self) -> list[socket.socket]:
-        """The sockets of this thread's connections (closed ones pruned as new ones
-        come), kept by the trace of its requests (``_socket_tracer``)."""
-        self._http  # noqa: B018 (makes this thread's client and its list)
-        sockets: list[socket.socket] = self._local.sockets
-        return sockets
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.spec.label!r}, {self.public_endpoint!r})"
-
-    def close(self) -> None:
-        """Close every thread's client: requests in flight end promptly, later ones fail."""
-        with self._clients_lock:
-            self._closed = True
-            clients, self._clients = self._clients, []
-        for client in clients:
-            client.close()
-
-    def _assemble(
-        self,
-        *,
-        text: str,
-        thinking: str,
-        tool_calls: tuple[ToolCall, ...],
-        finish_reason: FinishReason | None,
-        usage: Usage,
-        native_usage: JsonObject | None,
-        native_finish: JsonObject,
-        status: int | None,
-        body: JsonObject,
-        started: float,
-        error: str | None,
-        waited_s: float = 0.0,
-    ) -> Generation:
-        """The Generation of a request, with its trajectory entry: the request body and
-        the reply as received (``native_finish`` holds the protocol's own finish fields),
-        and the seconds it waited in the server's queue when it did."""
-        elapsed = time.monotonic() - started
-        reply: JsonObject = {
-            "status": status,
-            "text": text,
-            "thinking": thinking,
-            "tool_calls": [
-                {"id": call.id, "name": call.name, "arguments": call.raw_arguments}
-                for call in tool_calls
-            ],
-            **native_finish,
-            "usage": native_usage,
-        }
-        if error is not None:
-            reply["error"] = error
-        return Generation(
-            text=text,
-            thinking=thinking,
-            tool_calls=tool_calls,
-            finish_reason=finish_reason,
-            usage=usage,
-            usage_native=native_usage,
-            exchange={
-                "request": {"url": self.public_endpoint, "body": body},
-                "response": reply,
-                "elapsed_s": round(elapsed, 3),
-                **({"waited_s": round(waited_s, 3)} if waited_s >= 0.0005 else {}),
-            },
-            elapsed_s=elapsed,
-            waited_s=waited_s,
-        )
-
-    def _read_events(
-        self,
-        response: httpx.Response,
-        received: ReceivedT,
-        emit: EventSink,
-        began: Callable[[], object] | None = None,
-    ) -> None:
-        """Every SSE event of the stream to ``_on_stream_event(type, data, received,
-        emit)`` until ``received.done``. Once the handler has learned ``received.slot``
-        (the stream's repeating delta), an event that matches it goes straight to
-        ``received.take_slot`` with its text, undecoded, and a chunk that is exactly one
-        such event is not even parsed."""
-        parser = SSEParser()
-        on_event = self._on_stream_event
-        framed = framed_for = None
-        for chunk in response.iter_bytes():
-            if framed is not None and not received.done:
-                piece = parser.feed_slot(chunk, framed)
-                if piece is not None:
-                    received.take_slot(piece, emit)
-                    continue
-            for event_type, data, _ in parser.feed_fields(chunk):
-                if began is not None:  # the first event: the reply has begun
-                    began()
-                    began = None
-                if received.done:
-                    continue
-                slot = received.slot
-                if slot is not None:
-                    piece = slot.match(data)
-                    if piece is not None:
-                        received.take_slot(piece, emit)
-                        continue
-                on_event(event_type, data, received, emit)
-            if received.slot is not framed_for:  # framed on the chunk that taught the slot
-                framed_for = received.slot
-                framed = parser.framed(framed_for) if framed_for is not None else None
-
-    def _json_object(self, data: str, what: str) -> JsonObject:
-        """``data`` decoded as the JSON object it must be; anything else is a
-        TransportError naming the endpoint and what arrived."""
-        try:
-            obj = parse_json(data)
-        except ValueError:
-            obj = None
-        if not isinstance(obj, dict):
-            raise TransportError(
-                f"{self.spec.label}: malformed {what} from {self.public_endpoint}: "
-                f"{error_detail(data)}",
-                endpoint=self.public_endpoint,
-            )
-        return obj
-
-    def _read_stream(
-        self,
-        response: httpx.Response,
-        received: ReceivedT,
-        emit: EventSink,
-        began: Callable[[], object] | None = None,
-    ) -> None:
-        """A streamed reply, event by event (``began`` is called at the first event); a
-        stream that ends without the protocol's finish is a TransportError (what arrived
-        is kept as the partial)."""
-        self._read_events(response, received, emit, began)
-        self._stream_ended(received, emit)
-        if not self._stream_finished(received):
-            kind = TransportError if received.anything else EmptyStream
-            raise kind(
-                f"{self.spec.label}: the stream from {self.public_endpoint} ended before "
-                f"its finish ({self.STREAM_FINISH})",
-                endpoint=self.public_endpoint,
-                status=received.status,
-            )
-
-    def _stream_ended(self, received: ReceivedT, emit: EventSink) -> None:
-        """What a client completes when its stream's bytes end (nothing, unless it holds
-        text back)."""
-
-    def _usage(self, received: ReceivedT, text: str, thinking: str) -> Usage:
-        """The usage the provider reported, normalised; counted from the text (flagged
-        ``recovered``) when it reported none."""
-        if received.usage is not None:
-            return self._normalise_usage(received.usage)
-        return recovered_usage(text, thinking)
-
-    def _reasoning_blocks(self, received: ReceivedT) -> tuple[JsonObject, ...]:
-        """Protocol-native reasoning blocks to send back unchanged (none by default)."""
-        return ()
-
-    def _generation(
-        self,
-        received: ReceivedT,
-        body: JsonObject,
-        started: float,
-        error: str | None = None,
-        waited_s: float = 0.0,
-    ) -> Generation:
-        """The Generation of what arrived (the whole reply, or a failed one's part)."""
-        text = "".join(received.text)
-        thinking = "".join(received.thinking)
-        tool_calls = self._tool_calls(received)
-        finish = self._finish_reason(received, tool_calls)
-        generation = self._assemble(
-            text=text,
-            thinking=thinking,
-            tool_calls=tool_calls,
-            finish_reason=finish,
-            usage=self._usage(received, text, thinking),
-            native_usage=received.usage,
-            native_finish=self._native_finish(received, finish),
-            status=received.status,
-            body=body,
-            started=started,
-            error=error,
-            waited_s=waited_s,
-        )
-        blocks = self._reasoning_blocks(received)
-        if blocks:
-            generation = dataclasses.replace(generation, reasoning_blocks=blocks)
-        return generation
-
-    def _with_partial(
-        self,
-        error: ModelError,
-        received: ReceivedT,
-        body: JsonObject,
-        started: float,
-        place: Place | None = None,
-    ) -> ModelError:
-        """``error`` with what arrived as its ``partial`` Generation (None when nothing
-        did) and the time its request waited in the server's queue."""
-        self._settle(received)
-        waited = place.waited_s if place is not None else 0.0
-        partial = None
-        if received.anything:
-            partial = self._generation(received, body, started, error=str(error), waited_s=waited)
-        return attach_partial(error, partial, waited)
-
-    @staticmethod
-    def _settle(received: ReceivedT) -> None:
-        """What a client completes in ``received`` before a partial reply is assembled
-        (nothing, unless the client holds text back)."""
 
     def request_headers(self, request: ModelRequest) -> dict[str, str]:
         """Headers specific to one request (none here; the scripted clients add some)."""
@@ -730,13 +227,7 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
             with (
                 contextlib.nullcontext(hit.response(self._url))
                 if hit is not None
-                else self._http.stream(
-                    "POST",
-                    self._url,
-                    content=content,
-                    headers=headers,
-                    timeout=self._timeouts(deadline),
-                )
+                else self._post(content, headers, self._timeouts(deadline))
             ) as response:
                 if cache is not None and hit is None and cache.writes:
                     from pytest_agentbench.models.response_cache import Tee
@@ -749,7 +240,7 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
                 if relay is not None and isinstance(response.stream, httpx.SyncByteStream):
                     relay.start(response.status_code, response.headers.multi_items())
                     response.stream = _Tapped(response.stream, relay)
-                streamed = _reads_as_stream(response, request.stream)
+                streamed = reads_as_stream(response, request.stream)
                 if not streamed:
                     place.began()  # an unstreamed reply begins whole (the listener moves)
                 watchdog.arm(response)
@@ -879,29 +370,4 @@ class ProtocolClient(ErrorMapping, Generic[ReceivedT]):
         raise NotImplementedError
 
     def _read_body(self, response: httpx.Response, received: ReceivedT, emit: EventSink) -> None:
-        raise NotImplementedError
-
-    def _on_stream_event(
-        self, event_type: str, data: str, received: ReceivedT, emit: EventSink
-    ) -> None:
-        raise NotImplementedError
-
-    def _stream_finished(self, received: ReceivedT) -> bool:
-        """Whether the stream delivered the protocol's end (a finish, a final event)."""
-        raise NotImplementedError
-
-    def _tool_calls(self, received: ReceivedT) -> tuple[ToolCall, ...]:
-        raise NotImplementedError
-
-    def _finish_reason(
-        self, received: ReceivedT, tool_calls: tuple[ToolCall, ...]
-    ) -> FinishReason | None:
-        raise NotImplementedError
-
-    def _native_finish(self, received: ReceivedT, finish: FinishReason | None) -> JsonObject:
-        """The protocol's own finish fields, as the trajectory keeps them."""
-        raise NotImplementedError
-
-    @staticmethod
-    def _normalise_usage(native: JsonObject) -> Usage:
         raise NotImplementedError

@@ -28,11 +28,9 @@ from pytest_agentbench.models.chat_format import (
     chat_tools,
     map_finish_reason,
 )
-from pytest_agentbench.models.http import (
-    ProtocolClient,
-    error_detail,
-    timeout_for,
-)
+from pytest_agentbench.models.connections import timeout_for
+from pytest_agentbench.models.http import ProtocolClient
+from pytest_agentbench.models.http_replies import error_detail
 from pytest_agentbench.models.overflow import context_overflow, overflow_error
 from pytest_agentbench.models.sampling_wire import apply_sampling
 from pytest_agentbench.models.think import ThinkSplitter

@@ -45,7 +45,8 @@ if TYPE_CHECKING:
     from pytest_agentbench.models.batch import BatchEntry, BatchOutcome, BatchStatus
     from pytest_agentbench.models.batch_store import BatchStore
     from pytest_agentbench.models.budget import BudgetLedger
-    from pytest_agentbench.models.http import ProtocolClient, Received
+    from pytest_agentbench.models.http import ProtocolClient
+    from pytest_agentbench.models.reply_reader import Received
     from pytest_agentbench.session.items import TaskItem
     from pytest_agentbench.session.run import RunState
 

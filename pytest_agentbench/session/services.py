@@ -22,9 +22,10 @@ if TYPE_CHECKING:
     from pytest_agentbench.models.batch_store import BatchStore
     from pytest_agentbench.models.breaker import CircuitBreaker
     from pytest_agentbench.models.budget import BudgetLedger
-    from pytest_agentbench.models.http import ProtocolClient, Received
+    from pytest_agentbench.models.http import ProtocolClient
     from pytest_agentbench.models.ratelimit import Limit, SharedLimit
     from pytest_agentbench.models.ratelimit_remote import LimitService
+    from pytest_agentbench.models.reply_reader import Received
     from pytest_agentbench.models.scripted import ScriptedTask
     from pytest_agentbench.runner.tools import Tool
     from pytest_agentbench.scripted.server import ScriptedServer
