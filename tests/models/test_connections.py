@@ -16,10 +16,10 @@ from pytest_agentbench.models.base import ModelRequest, ModelSpec
 from pytest_agentbench.models.openai_chat import OpenAIChatClient
 
 STREAM = (
-    'data: {"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":null}]}\n\n'
-    'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
-    "data: [DONE]\n\n"
-).encode()
+    b'data: {"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":null}]}\n\n'
+    b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+    b"data: [DONE]\n\n"
+)
 
 
 class Recording:
