@@ -82,6 +82,10 @@ def pytest_sessionfinish(session):
     out["slots"] = not any(hasattr(r, "__dict__") for r in records)
     by_id = {r.nodeid: r for r in records}
     out["one object"] = all(item.record is by_id[item.nodeid] for item in session.items)
+    beside = type(records[0]).__dict__["verifier_dir"]
+    out["verifier_dir derived"] = [beside.derived(r) for r in records]
+    out["verifier_dir"] = [r.verifier_dir for r in records]
+    out["rollout_dir"] = [r.rollout_dir for r in records]
     with open(os.environ["SHARED_OUT"], "w") as f:
         json.dump(out, f)
 """
@@ -112,6 +116,13 @@ def test_records_keep_one_copy_of_repeating_values(
     assert shared["task copied"] == [False] * 3  # one model, once: the suite's task itself
     assert shared["properties"] == [[True] * 3] * 2  # equal user_properties pairs kept once
     assert shared["property types"] == ["str", "float", "int"]  # 1.0 stays 1.0, not 1
+    # verifier_dir is not a string of its own: rebuilt from rollout_dir when read, and
+    # read back as summary.json has it
+    assert shared["verifier_dir derived"] == [True] * 3
+    folders = [str(Path(d) / "verifier") for d in shared["rollout_dir"]]
+    assert shared["verifier_dir"] == folders
+    summary = json.loads((pytester.path / "agentbench-results/latest/summary.json").read_text())
+    assert [t["verifier_dir"] for t in summary["tasks"]] == folders
 
 
 FREEZE_CONFTEST = """
