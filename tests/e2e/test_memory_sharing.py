@@ -54,6 +54,7 @@ def test_tasks_share_what_they_inherit_unchanged(tmp_path: Path) -> None:
     assert own.verifier.kind == "exact"
     assert dict(own.verifier.options) == {"case_sensitive": False}
     assert not hasattr(one, "__dict__")  # slots: no per-task attribute dict
+    assert one.scripted_by_model is own.scripted_by_model  # no replies by model: one table
     # the item of the run's only model, run once, runs the task itself: no copy
     assert one.for_item("", 0, "openai-compat/x") is one
     assert (one.for_item("b", 0).model, one.for_item("", 2).epoch) == ("b", 2)
@@ -68,7 +69,7 @@ def pytest_sessionfinish(session):
     records = session.config.stash[STATE_KEY].results.records
     out = {
         name: [getattr(a, name) is getattr(b, name) for a, b in zip(records, records[1:])]
-        for name in ("repair", "verdict", "usage")
+        for name in ("repair", "verdict", "usage", "rounds", "sampling", "model")
     }
     out["owners kept"] = _TASK_FILES in session.config.stash
     pairs = [item.user_properties for item in session.items]
@@ -103,13 +104,18 @@ def test_records_keep_one_copy_of_repeating_values(
     pytester.makeconftest(SHARED_CONFTEST)
     out = pytester.path / "shared.json"
     monkeypatch.setenv("SHARED_OUT", str(out))
-    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+    # a model named provider/model: its name is made from the two for each task
+    model = ("--agentbench-model", "scripted/openai")
+    result = pytester.runpytest("--agentbench", *model, "-p", "no:cacheprovider")
     result.assert_outcomes(passed=3)
     shared = json.loads(out.read_text())
     assert shared["equal"] == [True, True]
     assert shared["repair"] == [True, True]
     assert shared["verdict"] == [True, True]
     assert shared["usage"] == [False, False]  # per task: not among the shared fields
+    assert shared["rounds"] == [True, True]  # tried once, the same reward and tokens
+    assert shared["sampling"] == [True, True]  # the empty table too
+    assert shared["model"] == [True, True]  # one name string for the model's records
     assert shared["slots"] is True  # typed, slotted records: no per-record dict
     assert shared["one object"] is True  # the item's record is the run's: shared once
     assert shared["owners kept"] is False  # the clash check's map is dropped after collection
