@@ -177,10 +177,11 @@ def record_without_rollout(
 
 
 #: Fields whose values repeat from task to task (the repair settings, the sampling sent,
-#: a verdict without metrics): a record keeps the one copy the process has seen (equal
-#: values, shared), so a long run holds each distinct value once. Bounded: short values
-#: only, and at most SHARED_LIMIT of them.
-SHARED_FIELDS = ("repair", "sampling", "verdict")
+#: the empty sampling table too, a verdict without metrics, the rounds of a task tried
+#: once): a record keeps the one copy the process has seen (equal values, shared), so a
+#: long run holds each distinct value once. Bounded: short values only, and at most
+#: SHARED_LIMIT of them.
+SHARED_FIELDS = ("repair", "sampling", "verdict", "rounds")
 SHARED_LIMIT = 256
 SHARED_REPR_MAX = 200
 
@@ -200,7 +201,7 @@ class SharedParts:
         changes: dict[str, object] = {}
         for name in SHARED_FIELDS:
             value = getattr(record, name)
-            if value is None or value == {}:
+            if value is None:
                 continue
             key = f"{name}={value!r}"
             if len(key) > SHARED_REPR_MAX:

@@ -10,6 +10,7 @@ field changes meaning.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
@@ -17,6 +18,7 @@ from typing import Literal, cast, get_args
 
 from pytest_agentbench import errors
 from pytest_agentbench.core.cost import CostRecord
+from pytest_agentbench.core.derived_slot import DerivedSlot
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.record_parts import (
     ControlRecord,
@@ -496,6 +498,12 @@ def _usage(value: object, where: str) -> Usage:
 
 
 SUMMARY_VERSION = 1
+
+
+#: a record's ``verifier_dir`` is kept as a marker when it is its ``rollout_dir`` and
+#: ``/verifier``, as on every record a run makes: one string less per task in memory
+#: (core/derived_slot.py)
+DerivedSlot.install(TaskRecord, "verifier_dir", "rollout_dir", os.sep + "verifier")
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ session/task_setup.py)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -85,7 +86,7 @@ def run_task_item(
     any other: a task never goes missing from the reports, and never gets a score."""
     settings = state.settings.for_model(task.model)
     task = with_overrides(task, settings)
-    model = settings.model_name
+    model = sys.intern(settings.model_name)  # one string for every record of the model
     control = task.control
     if control is None:
         directory = task_dir(state.folder.ensure(), task.suite, task.id, model, task.epoch)

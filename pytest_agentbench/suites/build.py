@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path, PurePosixPath
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
@@ -67,6 +68,8 @@ if TYPE_CHECKING:
 #: Judges a ``sampling`` table against the run's wire protocol: ``(key, reason)`` pairs.
 SamplingCheck = Callable[[JsonObject], list[tuple[str, str]]]
 
+#: A task without replies by model: one empty table for all of them (memory per task).
+NO_REPLIES: Mapping[str, tuple[JsonValue, ...]] = MappingProxyType({})
 #: A SuiteError lists at most this many problems (a broken dataset could give thousands).
 MAX_PROBLEMS = 100
 
@@ -182,7 +185,9 @@ class TaskBuilder:
             pass_threshold=as_number(settings["pass_threshold"]),
             min_score=defaults.min_score,
             scripted=tuple(replies),
-            scripted_by_model={name: tuple(r) for name, r in by_model.items()},
+            scripted_by_model=(
+                {name: tuple(r) for name, r in by_model.items()} if by_model else NO_REPLIES
+            ),
             epochs=defaults.epochs,
             reducer=defaults.reducer,
             vars=merged_vars,

@@ -54,6 +54,7 @@ def test_tasks_share_what_they_inherit_unchanged(tmp_path: Path) -> None:
     assert own.verifier.kind == "exact"
     assert dict(own.verifier.options) == {"case_sensitive": False}
     assert not hasattr(one, "__dict__")  # slots: no per-task attribute dict
+    assert one.scripted_by_model is own.scripted_by_model  # no replies by model: one table
     # the item of the run's only model, run once, runs the task itself: no copy
     assert one.for_item("", 0, "openai-compat/x") is one
     assert (one.for_item("b", 0).model, one.for_item("", 2).epoch) == ("b", 2)
@@ -68,7 +69,7 @@ def pytest_sessionfinish(session):
     records = session.config.stash[STATE_KEY].results.records
     out = {
         name: [getattr(a, name) is getattr(b, name) for a, b in zip(records, records[1:])]
-        for name in ("repair", "verdict", "usage")
+        for name in ("repair", "verdict", "usage", "rounds", "sampling", "model")
     }
     out["owners kept"] = _TASK_FILES in session.config.stash
     pairs = [item.user_properties for item in session.items]
@@ -82,6 +83,10 @@ def pytest_sessionfinish(session):
     out["slots"] = not any(hasattr(r, "__dict__") for r in records)
     by_id = {r.nodeid: r for r in records}
     out["one object"] = all(item.record is by_id[item.nodeid] for item in session.items)
+    beside = type(records[0]).__dict__["verifier_dir"]
+    out["verifier_dir derived"] = [beside.derived(r) for r in records]
+    out["verifier_dir"] = [r.verifier_dir for r in records]
+    out["rollout_dir"] = [r.rollout_dir for r in records]
     with open(os.environ["SHARED_OUT"], "w") as f:
         json.dump(out, f)
 """
@@ -99,19 +104,31 @@ def test_records_keep_one_copy_of_repeating_values(
     pytester.makeconftest(SHARED_CONFTEST)
     out = pytester.path / "shared.json"
     monkeypatch.setenv("SHARED_OUT", str(out))
-    result = pytester.runpytest("--agentbench", "-p", "no:cacheprovider")
+    # a model named provider/model: its name is made from the two for each task
+    model = ("--agentbench-model", "scripted/openai")
+    result = pytester.runpytest("--agentbench", *model, "-p", "no:cacheprovider")
     result.assert_outcomes(passed=3)
     shared = json.loads(out.read_text())
     assert shared["equal"] == [True, True]
     assert shared["repair"] == [True, True]
     assert shared["verdict"] == [True, True]
     assert shared["usage"] == [False, False]  # per task: not among the shared fields
+    assert shared["rounds"] == [True, True]  # tried once, the same reward and tokens
+    assert shared["sampling"] == [True, True]  # the empty table too
+    assert shared["model"] == [True, True]  # one name string for the model's records
     assert shared["slots"] is True  # typed, slotted records: no per-record dict
     assert shared["one object"] is True  # the item's record is the run's: shared once
     assert shared["owners kept"] is False  # the clash check's map is dropped after collection
     assert shared["task copied"] == [False] * 3  # one model, once: the suite's task itself
     assert shared["properties"] == [[True] * 3] * 2  # equal user_properties pairs kept once
     assert shared["property types"] == ["str", "float", "int"]  # 1.0 stays 1.0, not 1
+    # verifier_dir is not a string of its own: rebuilt from rollout_dir when read, and
+    # read back as summary.json has it
+    assert shared["verifier_dir derived"] == [True] * 3
+    folders = [str(Path(d) / "verifier") for d in shared["rollout_dir"]]
+    assert shared["verifier_dir"] == folders
+    summary = json.loads((pytester.path / "agentbench-results/latest/summary.json").read_text())
+    assert [t["verifier_dir"] for t in summary["tasks"]] == folders
 
 
 FREEZE_CONFTEST = """
