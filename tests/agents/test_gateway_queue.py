@@ -26,8 +26,10 @@ time.sleep(1.5)  # and then some work of its own
 print("asked")
 """
 
-#: 2.5 s of the model's time: two of them, one after the other, outlast the timeout.
-TWO_SECONDS = '{ text = "ok ok ok ok ok ok ok", chunk_size = 3, chunk_delay_s = 0.35 }'
+#: 4.5 s of the model's time (seven chunks): two of them, one after the other, and the
+#: agent's own work outlast the timeout; one, the work and a slow start (3 s, a loaded
+#: machine's Python) fit in it.
+SLOW_REPLY = '{ text = "ok ok ok ok ok ok ok", chunk_size = 3, chunk_delay_s = 0.65 }'
 
 
 def _task(name: str) -> str:
@@ -37,7 +39,7 @@ id = "{name}"
 input = "Ask."
 target = "ok"
 agent = {{ kind = "command", argv = ["{{python}}", "{{suite_dir}}/ask_once.py"] }}
-scripted = [{TWO_SECONDS}]
+scripted = [{SLOW_REPLY}]
 """
 
 
@@ -45,14 +47,14 @@ scripted = [{TWO_SECONDS}]
 def test_a_gateway_call_queued_at_a_one_at_a_time_server_is_not_the_agents_time(
     pytester: pytest.Pytester,
 ) -> None:
-    """Two agents at once, a 6 s timeout, a server that serves one request at a time
-    and takes 2.5 s a reply: the second agent's call waits for the first's, then takes
-    its own 2.5 s (and the agent works 1.5 s more). Credited, both pass; counted as the
-    agent's time, the second timed out."""
+    """Two agents at once, a 9 s timeout, a server that serves one request at a time
+    and takes 4.5 s a reply: the second agent's call waits for the first's, then takes
+    its own 4.5 s (and the agent works 1.5 s more: 10.5 s). Credited, both pass; counted
+    as the agent's time, the second timed out."""
     (pytester.path / "ask_once.py").write_text(ASK_ONCE)
     pytester.makefile(
         ".toml",
-        bench_queue='[suite]\nname = "queue"\ntimeout_s = 6\nverifier = { kind = "includes" }\n'
+        bench_queue='[suite]\nname = "queue"\ntimeout_s = 9\nverifier = { kind = "includes" }\n'
         + _task("first")
         + _task("second"),
     )
