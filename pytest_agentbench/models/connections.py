@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 import httpx
 
 from pytest_agentbench.core.jsontypes import JsonObject
+from pytest_agentbench.models.plain_http import PlainHTTPTransport
 
 CONNECT_TIMEOUT_S = 10.0
 
@@ -74,6 +75,7 @@ class ThreadConnections:
         self._direct: bool | None = None
         self._local = threading.local()
         self._clients: list[httpx.Client] = []
+        self._plain: list[PlainHTTPTransport] = []
         self._clients_lock = threading.Lock()
         self._closed = False
 
@@ -110,8 +112,13 @@ class ThreadConnections:
 
             # made outside the lock: 128 rollout threads starting at once queued on it
             # (a thread-aware profile of a 128-in-flight run: 7.6 % of the threads' time)
-            transport = None
-            if self._direct:  # (a transport given, httpx mounts no environment proxy)
+            transport: httpx.BaseTransport | None = None
+            plain: PlainHTTPTransport | None = None
+            if self._direct and self._url.scheme == "http":
+                # a generation's POST on plain sockets (models/plain_http.py); the
+                # client's other requests keep httpx's own transport
+                transport = plain = PlainHTTPTransport(sockets)
+            elif self._direct:  # (a transport given, httpx mounts no environment proxy)
                 transport = httpx.HTTPTransport(
                     verify=self._tls,
                     http1=True,
@@ -126,7 +133,7 @@ class ThreadConnections:
                 http2=False,
                 trust_env=self._trust_env,
                 limits=self._limits,
-                transport=transport,
+                transport=transport if plain is None else None,
                 # every request of this client (the scripted one's admin requests
                 # too: they may open the connection a generation reuses) keeps the
                 # sockets it opens
@@ -135,8 +142,12 @@ class ThreadConnections:
             with self._clients_lock:
                 if self._closed:
                     client.close()  # requests after close() fail as with a closed client
+                    if plain is not None:
+                        plain.close()
                 else:
                     self._clients.append(client)
+                    if plain is not None:
+                        self._plain.append(plain)
             self._local.client = client
             self._local.sockets = sockets
             self._local.transport = transport
@@ -170,7 +181,7 @@ class ThreadConnections:
         may apply or the client is closed (which then refuses it, as after ``close``)."""
         client = self._http
         local = self._local
-        transport: httpx.HTTPTransport | None = local.transport
+        transport: httpx.BaseTransport | None = local.transport
         if transport is None or client.is_closed:
             with client.stream(
                 "POST", self._url, content=content, headers=headers, timeout=timeout
@@ -200,5 +211,8 @@ class ThreadConnections:
         with self._clients_lock:
             self._closed = True
             clients, self._clients = self._clients, []
+            plain, self._plain = self._plain, []
         for client in clients:
             client.close()
+        for transport in plain:
+            transport.close()
