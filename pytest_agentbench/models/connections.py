@@ -89,12 +89,6 @@ class ThreadConnections:
         client: httpx.Client | None = getattr(self._local, "client", None)
         if client is None:
             with self._clients_lock:
-                if self._tls is None and self._url.scheme == "http":
-                    # never used (no redirects are followed): loading the CA bundle for
-                    # a plain-HTTP endpoint (a local server) was ~20 ms of CPU per run
-                    self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-                elif self._tls is None:
-                    self._tls = httpx.create_ssl_context(verify=True, trust_env=self._trust_env)
                 if self._direct is None:
                     # httpx mounts a proxy transport for what the environment names
                     # (urllib's getproxies, as httpx reads it), and sends a URL's user
@@ -103,6 +97,15 @@ class ThreadConnections:
                         (self._trust_env and urllib.request.getproxies())
                         or self._url.username
                         or self._url.password
+                    )
+                plain_http = self._direct and self._url.scheme == "http"
+                if self._tls is None and not plain_http:
+                    self._tls = (
+                        # never used (no redirects are followed): loading the CA bundle
+                        # for a plain-HTTP endpoint (a local server) was ~20 ms of CPU
+                        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+                        if self._url.scheme == "http"
+                        else httpx.create_ssl_context(verify=True, trust_env=self._trust_env)
                     )
             sockets: list[socket.socket] = []
             trace = _socket_tracer(sockets)
@@ -114,26 +117,27 @@ class ThreadConnections:
             # (a thread-aware profile of a 128-in-flight run: 7.6 % of the threads' time)
             transport: httpx.BaseTransport | None = None
             plain: PlainHTTPTransport | None = None
-            if self._direct and self._url.scheme == "http":
-                # a generation's POST on plain sockets (models/plain_http.py); the
-                # client's other requests keep httpx's own transport
+            if plain_http:
+                # every request of the thread on plain sockets (models/plain_http.py):
+                # httpcore is not even imported. Nothing of the environment applies to
+                # plain HTTP without a proxy, so the client need not read it again.
                 transport = plain = PlainHTTPTransport(sockets)
             elif self._direct:  # (a transport given, httpx mounts no environment proxy)
                 transport = httpx.HTTPTransport(
-                    verify=self._tls,
+                    verify=self._tls or True,
                     http1=True,
                     http2=False,
                     limits=self._limits,
                     trust_env=self._trust_env,
                 )
             client = httpx.Client(
-                verify=self._tls,
+                verify=self._tls or True,
                 headers=self._headers,
                 http1=True,
                 http2=False,
-                trust_env=self._trust_env,
+                trust_env=self._trust_env and plain is None,
                 limits=self._limits,
-                transport=transport if plain is None else None,
+                transport=transport,
                 # every request of this client (the scripted one's admin requests
                 # too: they may open the connection a generation reuses) keeps the
                 # sockets it opens

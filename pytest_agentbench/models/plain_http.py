@@ -194,14 +194,21 @@ class PlainHTTPTransport(httpx.BaseTransport):
         if url.scheme != "http":
             raise httpx.UnsupportedProtocol(f"plain HTTP only, not {url.scheme!r}", request=request)
         head = [request.method.encode("ascii"), b" ", url.raw_path, b" HTTP/1.1\r\n"]
+        chunked = False
         for name, value in request.headers.raw:
             if b"\r" in name or b"\n" in name or b"\r" in value or b"\n" in value or not name:
                 raise httpx.LocalProtocolError(
                     f"header {name[:40]!r} has a line break in its name or value", request=request
                 )
             head += (name, b": ", value, b"\r\n")
+            if name.lower() == b"transfer-encoding":
+                chunked = value.lower().endswith(b"chunked")
         head.append(b"\r\n")
-        content = request.read()
+        content = request.read()  # (a streamed body, a file's upload, is read whole)
+        if chunked:  # a body of unknown length (httpx's framing for a generator's)
+            content = (
+                b"%x\r\n%s\r\n0\r\n\r\n" % (len(content), content) if content else b"0\r\n\r\n"
+            )
         connection = self._connection(url, timeouts.get("connect"), request)
         try:
             response = self._exchange(connection, b"".join(head) + content, timeouts, request)

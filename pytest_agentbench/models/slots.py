@@ -8,11 +8,10 @@ gives up after a short timeout and the default stands.
 
 from __future__ import annotations
 
-import ssl
-
 import httpx
 
 from pytest_agentbench.core.jsontypes import JsonValue
+from pytest_agentbench.models.plain_http import PlainHTTPTransport
 
 PROBE_TIMEOUT_S = 2.0
 MAX_SLOTS = 256
@@ -21,15 +20,16 @@ MAX_SLOTS = 256
 def probe_slots(base_url: str, timeout_s: float = PROBE_TIMEOUT_S) -> int | None:
     """The server's slot count, or None when it does not report one. Never raises."""
     root = base_url.rstrip("/").removesuffix("/v1")
-    # a plain-HTTP server (the local ones that have slots) needs no CA bundle: loading
-    # it was most of the probe's cost (~40 ms of a one-task run's start-up)
-    plain = root.startswith("http://")
-    tls: ssl.SSLContext | bool = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT) if plain else True
+    # a plain-HTTP server (the local ones that have slots) is asked on plain sockets
+    # (models/plain_http.py): no CA bundle loaded (it was ~40 ms of a one-task run's
+    # start-up), no httpcore imported
+    transport = PlainHTTPTransport() if root.startswith("http://") else None
     try:
-        response = httpx.get(f"{root}/slots", timeout=timeout_s, trust_env=False, verify=tls)
-        if response.status_code != 200:
-            return None
-        data: JsonValue = response.json()
+        with httpx.Client(timeout=timeout_s, trust_env=False, transport=transport) as client:
+            response = client.get(f"{root}/slots")
+            if response.status_code != 200:
+                return None
+            data: JsonValue = response.json()
     except (httpx.HTTPError, ValueError):
         return None
     if isinstance(data, dict):

@@ -1,13 +1,17 @@
-"""A client of a plain-HTTP endpoint (a local server) loads no CA bundle: its TLS context
-is never used, and loading the bundle cost ~20 ms of CPU per run. An https endpoint's
-client verifies certificates as before."""
+"""A client of a plain-HTTP endpoint (a local server) loads no CA bundle: it sends on
+plain sockets of its own (models/plain_http.py), or, through an environment's proxy, on
+httpx's transport with a TLS context that is never used (loading the bundle cost ~20 ms
+of CPU per run). An https endpoint's client verifies certificates as before."""
 
 from __future__ import annotations
 
 import ssl
 
+import pytest
+
 from pytest_agentbench.models.base import ModelSpec
 from pytest_agentbench.models.openai_chat import OpenAIChatClient
+from pytest_agentbench.models.plain_http import PlainHTTPTransport
 
 
 def _context(base_url: str) -> ssl.SSLContext:
@@ -20,8 +24,28 @@ def _context(base_url: str) -> ssl.SSLContext:
         client.close()
 
 
-def test_a_plain_http_endpoint_loads_no_ca_bundle() -> None:
-    assert _context("http://127.0.0.1:9/v1").cert_store_stats()["x509_ca"] == 0
+def test_a_plain_http_endpoint_is_sent_on_plain_sockets() -> None:
+    client = OpenAIChatClient(ModelSpec("openai-compat", "x"), base_url="http://127.0.0.1:9/v1")
+    try:
+        assert isinstance(client._http._transport, PlainHTTPTransport)
+    finally:
+        client.close()
+
+
+def test_a_plain_http_endpoint_behind_a_proxy_loads_no_ca_bundle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    client = OpenAIChatClient(ModelSpec("openai-compat", "x"), base_url="http://127.0.0.1:9/v1")
+    try:
+        (transport,) = [t for t in client._http._mounts.values() if t is not None]
+        context = transport._pool._ssl_context  # type: ignore[attr-defined]
+        assert isinstance(context, ssl.SSLContext)
+        assert context.cert_store_stats()["x509_ca"] == 0
+    finally:
+        client.close()
 
 
 def test_an_https_endpoint_still_verifies_against_the_ca_bundle() -> None:

@@ -414,3 +414,30 @@ def test_the_socket_is_given_to_the_watchdog_and_close_ends_a_blocked_read(
     release.set()
     with pytest.raises(httpx.ConnectError, match="closed"):
         post(transport, server.url)
+
+
+def test_a_client_s_other_requests_go_the_same_way(serve: Callable[[Handler], RawServer]) -> None:
+    """The thread's httpx client sends every request on this transport (a provider's
+    other endpoints: models/batch.py): a GET, and a body of unknown length sent in
+    chunks as httpx frames it."""
+
+    def handle(sock: socket.socket, read_request: Callable[[], bytes]) -> None:
+        read_request()
+        sock.sendall(LENGTH)
+        head = b""
+        while not head.endswith(b"0\r\n\r\n"):  # the chunked upload, whole
+            head += sock.recv(65536)
+        server.requests.append(head)
+        sock.sendall(LENGTH)
+        read_request()
+
+    server = serve(handle)
+    with httpx.Client(transport=PlainHTTPTransport()) as client:
+        assert client.get(server.url).text == "ok"
+        upload = client.post(server.url, content=iter([b"part one, ", b"part two"]))
+        assert upload.text == "ok"
+    assert server.requests[0].startswith(b"GET /v1/chat?x=1 HTTP/1.1\r\n")
+    head, _, body = server.requests[1].partition(b"\r\n\r\n")
+    assert b"transfer-encoding: chunked" in head.lower()
+    assert body == b"12\r\npart one, part two\r\n0\r\n\r\n"
+    assert server.connections == 1
