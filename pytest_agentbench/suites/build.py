@@ -53,6 +53,7 @@ from pytest_agentbench.suites.validate import (
     mark_problem,
     options_validator,
     problem_lines,
+    quick_options,
     reply_problem,
     reserved_name,
     schema_problems,
@@ -333,9 +334,12 @@ class TaskBuilder:
         if kind not in self.verifiers:
             why = getattr(self.verifiers, "why_missing", lambda _: None)(kind)
             return [(("kind",), why or unknown_name(kind, sorted(self.verifiers)))]
+        schema = self.verifiers[kind].options_schema
+        if kind not in self.validators and quick_options(schema, options):
+            return []  # (jsonschema, and its check of the schema itself, when one is wrong)
         if kind not in self.validators:
             try:
-                self.validators[kind] = options_validator(kind, self.verifiers[kind].options_schema)
+                self.validators[kind] = options_validator(kind, schema)
             except ValueError as exc:
                 self.validators[kind] = str(exc)
         validator = self.validators[kind]

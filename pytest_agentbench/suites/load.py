@@ -51,6 +51,7 @@ from pytest_agentbench.suites.validate import (
     reserved_name,
     show,
     structure_problems,
+    suite_schema,
     type_name,
 )
 
@@ -150,7 +151,7 @@ class _Loader(TaskBuilder):
         # JSON cannot hold (a date, a key that is not a string) and every value of the
         # wrong type, and nothing is read at or below a problem (``clean``).
         document = self._rename_tasks(found)
-        shape = structure_problems(document, document_validator(), self.object_word)
+        shape = structure_problems(document, suite_schema(), document_validator, self.object_word)
         for parts, problem in shape:
             is_task = len(parts) > 1 and parts[0] == "task" and isinstance(parts[1], int)
             self.add(int(parts[1]) if is_task else None, self.doc_path(parts), problem)

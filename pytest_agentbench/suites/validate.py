@@ -17,12 +17,14 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
-
-import jsonschema
-from jsonschema.exceptions import ValidationError, best_match
-from jsonschema.protocols import Validator
+from typing import TYPE_CHECKING
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+from pytest_agentbench.suites.quick_schema import quick_valid
+
+if TYPE_CHECKING:  # jsonschema is imported when a document is found wrong (quick_schema.py)
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
 
 Parts = tuple[str | int, ...]
 #: Judges one scripted reply, given the reply and its JSON path; raises ValueError.
@@ -72,30 +74,54 @@ def suite_schema() -> JsonObject:
 @functools.cache
 def document_validator() -> Validator:
     """A validator for a whole suite file (its task list under ``task``)."""
+    import jsonschema
+
     return jsonschema.Draft202012Validator(suite_schema())
 
 
 @functools.cache
-def record_validator() -> Validator:
-    """A validator for one task made from a dataset record (``input`` checked apart)."""
+def record_schema() -> JsonObject:
+    """The schema of one task made from a dataset record (``input`` checked apart)."""
     defs = suite_schema()["$defs"]
     task = defs.get("task") if isinstance(defs, dict) else None
     if not isinstance(defs, dict) or not isinstance(task, dict):
         raise TypeError("suite.schema.json has no $defs.task object")  # a packaging bug
     task = {key: value for key, value in task.items() if key != "required"}
-    return jsonschema.Draft202012Validator({**task, "$defs": defs})
+    return {**task, "$defs": defs}
+
+
+@functools.cache
+def record_validator() -> Validator:
+    """A validator for ``record_schema``."""
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(record_schema())
 
 
 @functools.cache
 def agent_validator() -> Validator:
     """A validator for one ``agent`` table (a Harbor task's ``[metadata.agentbench.agent]``)."""
+    import jsonschema
+
     defs = suite_schema()["$defs"]
     return jsonschema.Draft202012Validator({"$ref": "#/$defs/agent", "$defs": defs})
+
+
+def quick_options(schema: Mapping[str, JsonValue], options: Mapping[str, JsonValue]) -> bool:
+    """Whether a verifier's ``options`` are valid by the quick check (quick_schema.py) of
+    a 2020-12 schema; False sends them to ``options_validator``, which also checks the
+    schema itself and names what is wrong."""
+    draft = schema.get("$schema")
+    if draft is not None and draft != "https://json-schema.org/draft/2020-12/schema":
+        return False
+    return quick_valid(schema, dict(options))
 
 
 def options_validator(kind: str, schema: Mapping[str, object]) -> Validator:
     """A validator for a verifier's ``options_schema`` in the draft it declares (2020-12
     when it declares none). Raises ValueError when the schema itself is broken."""
+    import jsonschema
+
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(schema)
@@ -200,14 +226,20 @@ def some(items: Sequence[object], shown: int = 3) -> str:
 
 
 def structure_problems(
-    data: object, validator: Validator, object_word: str = "an object"
+    data: object,
+    schema: Mapping[str, JsonValue],
+    validator: Callable[[], Validator],
+    object_word: str = "an object",
 ) -> list[tuple[Parts, str]]:
-    """Values JSON cannot hold, then the schema violations they do not already explain.
-    A table with a key that is not a string still has its other keys checked: the loader
-    reads them when no problem is found at or below them."""
+    """Values JSON cannot hold, then the violations of ``schema`` they do not already
+    explain (found by ``validator()``, made only when the quick check finds the data
+    wrong). A table with a key that is not a string still has its other keys checked:
+    the loader reads them when no problem is found at or below them."""
     found = _odd_values(data)
+    if not found and quick_valid(schema, data):
+        return found
     odd = {parts for parts, text in found if not text.startswith(_NOT_A_STRING_KEY)}
-    for parts, text in schema_problems(validator, data, object_word):
+    for parts, text in schema_problems(validator(), data, object_word):
         # at or below an odd value? (its prefixes looked up: linear in the problems)
         if not any(parts[:length] in odd for length in range(len(parts) + 1)):
             found.append((parts, text))
@@ -220,6 +252,8 @@ def schema_problems(
     """Every schema violation in ``instance``, one problem each; ``object_word`` names
     a mapping the way the file's format does (``a table`` in TOML)."""
     problems: list[tuple[Parts, str]] = []
+    from jsonschema.exceptions import best_match
+
     for error in validator.iter_errors(instance):
         problems.extend(_describe(best_match([error]) if error.context else error, object_word))
     return problems

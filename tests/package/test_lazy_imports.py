@@ -118,7 +118,7 @@ import atexit, sys
 
 def _ours():
     ours = sorted(m for m in sys.modules if m.startswith("pytest_agentbench"))
-    others = [m for m in ("regex", "httpcore", "h11") if m in sys.modules]
+    others = [m for m in ("regex", "httpcore", "h11", "jsonschema") if m in sys.modules]
     print("\\nimported:", " ".join(ours + others))
 
 atexit.register(_ours)
@@ -153,4 +153,6 @@ def test_a_plain_built_in_run_imports_no_feature_it_does_not_use(
     assert "regex" not in imported, "the regex package is imported by regex tasks only"
     # a plain-HTTP server is asked on plain sockets (models/plain_http.py)
     assert [name for name in ("httpcore", "h11") if name in imported] == []
+    # a valid suite passes the quick schema check (suites/quick_schema.py)
+    assert "jsonschema" not in imported
     assert {feature: names for feature, names in unwanted.items() if names} == {}
