@@ -37,13 +37,16 @@ _KEEP_IDLE = 8
 
 
 class _Connection:
-    """One socket and the bytes read from it beyond what was consumed."""
+    """One socket and the bytes read from it beyond what was consumed: ``buffer`` from
+    ``at`` (an offset, so reading many small chunks of one large read copies each byte
+    once, not the rest of the buffer at every line)."""
 
-    __slots__ = ("buffer", "sock")
+    __slots__ = ("at", "buffer", "sock")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.buffer = b""
+        self.at = 0
 
     def get_extra_info(self, info: str) -> object:
         """As httpcore's network stream answers it (models/deadline.py asks for the socket)."""
@@ -60,11 +63,12 @@ class _Connection:
     def line(self, what: str) -> bytes:
         """The next line, without its end (CRLF or LF)."""
         while True:
-            end = self.buffer.find(b"\n")
+            end = self.buffer.find(b"\n", self.at)
             if end >= 0:
-                line, self.buffer = self.buffer[:end], self.buffer[end + 1 :]
+                line = self.buffer[self.at : end]
+                self.at = end + 1
                 return line[:-1] if line.endswith(b"\r") else line
-            if len(self.buffer) > HEAD_LIMIT:
+            if len(self.buffer) - self.at > HEAD_LIMIT:
                 raise httpx.RemoteProtocolError(f"{what} longer than {HEAD_LIMIT} bytes")
             data = self._receive()
             if not data:
@@ -73,22 +77,22 @@ class _Connection:
                     if what == "status line"
                     else "peer closed connection without sending complete message body"
                 )
-            self.buffer += data
+            self.buffer = self.buffer[self.at :] + data
+            self.at = 0
 
     def some(self, most: int) -> bytes:
         """Up to ``most`` bytes, as soon as any are there; b"" at the connection's end."""
-        if self.buffer:
-            data, self.buffer = self.buffer[:most], self.buffer[most:]
-            return data
-        data = self._receive()
-        if len(data) > most:
-            data, self.buffer = data[:most], data[most:]
+        if self.at >= len(self.buffer):
+            self.buffer = self._receive()
+            self.at = 0
+        data = self.buffer[self.at : self.at + most]
+        self.at += len(data)
         return data
 
     def stale(self) -> bool:
         """Whether an idle connection cannot carry another request: the server closed
         it, or sent something unasked."""
-        if self.buffer:
+        if self.at < len(self.buffer):
             return True
         try:
             self.sock.settimeout(0)
