@@ -42,7 +42,8 @@ from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 if TYPE_CHECKING:
     from pytest_agentbench.config.settings import Settings
     from pytest_agentbench.models.base import ModelRequest
-    from pytest_agentbench.models.batch import BatchEntry, BatchOutcome, BatchStatus
+    from pytest_agentbench.models.batch import BatchEntry
+    from pytest_agentbench.models.batch_results import BatchOutcome, BatchStatus
     from pytest_agentbench.models.batch_store import BatchStore
     from pytest_agentbench.models.budget import BudgetLedger
     from pytest_agentbench.models.http import ProtocolClient
@@ -397,7 +398,7 @@ def _wait(
     """Wait for ``ids`` until the monotonic instant ``until`` (then the batches still
     running are canceled), showing done/total when it changes (at most every 5 s), and
     return their outcomes."""
-    from pytest_agentbench.models import batch as wire
+    from pytest_agentbench.models.batch_results import wait
 
     last_said = -math.inf
     last_seen = (-1, -1)
@@ -410,7 +411,7 @@ def _wait(
             last_said, last_seen = now, seen
             say(f"{plan.name}: {seen[0]}/{seen[1]} done")
 
-    return wire.wait(
+    return wait(
         plan.client,
         ids,
         poll_s=poll_s(settings),
