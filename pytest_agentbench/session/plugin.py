@@ -203,15 +203,17 @@ class SessionPlugin:
         (session/batch.py); xdist's controller shows what the submitting worker says."""
         settings = self.state.settings
         if settings.batch and not settings.dry_run:
-            from pytest_agentbench.session import batch
-
             if session.items:
-                batch.run_batches(session, self.state)
+                from pytest_agentbench.session.batch import run_batches
+
+                run_batches(session, self.state)
             elif not self.state.run.is_worker and session.config.getoption("dist", "no") != "no":
                 import threading
 
+                from pytest_agentbench.session.batch_answers import watch
+
                 self.state.batch_watch = threading.Event()
-                batch.watch(session, self.state.services.marks() / "batch", self.state.batch_watch)
+                watch(session, self.state.services.marks() / "batch", self.state.batch_watch)
         if not settings.dry_run:
             return None
         from pytest_agentbench.session.task_setup import dry_run
