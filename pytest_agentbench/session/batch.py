@@ -44,8 +44,8 @@ if TYPE_CHECKING:
     from pytest_agentbench.models.batch import BatchEntry
     from pytest_agentbench.models.batch_store import BatchStore
     from pytest_agentbench.models.budget import BudgetLedger
-    from pytest_agentbench.session.items import TaskItem
     from pytest_agentbench.session.run import RunState
+    from pytest_agentbench.session.task_item import TaskItem
 
 #: The run folder's file of submitted batches (schemas/batches.schema.json).
 BATCHES_FILE = "batches.json"
@@ -88,7 +88,7 @@ def run_batches(session: pytest.Session, state: RunState) -> None:
     """Before the first item runs: make sure the run's batch store is complete (submit
     and wait here, or wait for the process that does), then give it to the clients."""
     from pytest_agentbench.models.batch_store import BatchStore
-    from pytest_agentbench.session.items import TaskItem
+    from pytest_agentbench.session.task_item import TaskItem
 
     items = [item for item in session.items if isinstance(item, TaskItem)]
     if not items:

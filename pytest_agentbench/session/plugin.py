@@ -155,7 +155,7 @@ class SessionPlugin:
         if self.state.settings.shard is None:
             return
         from pytest_agentbench.runner.shard import in_shard
-        from pytest_agentbench.session.items import TaskItem
+        from pytest_agentbench.session.task_item import TaskItem
 
         shard, total = self.state.settings.shard
         keep, drop = [], []
@@ -170,7 +170,8 @@ class SessionPlugin:
             items[:] = keep
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        from pytest_agentbench.session.items import SuiteFile, TaskItem
+        from pytest_agentbench.session.items import SuiteFile
+        from pytest_agentbench.session.task_item import TaskItem
 
         state = self.state
         SuiteFile.forget_owners(session.config)
