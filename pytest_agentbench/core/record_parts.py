@@ -28,7 +28,8 @@ def json_object(data: object, where: str) -> Obj:
     return data
 
 
-def _required(obj: Obj, key: str, where: str) -> object:
+def read_field(obj: Obj, key: str, where: str) -> object:
+    """The value of the required field ``key``, whatever its type."""
     if key not in obj:
         raise ValueError(f"{where}: the required field {key!r} is missing")
     return obj[key]
@@ -39,21 +40,21 @@ def _bad(where: str, key: str, expected: str, value: object) -> ValueError:
 
 
 def read_str(obj: Obj, key: str, where: str) -> str:
-    value = _required(obj, key, where)
+    value = read_field(obj, key, where)
     if not isinstance(value, str):
         raise _bad(where, key, "str", value)
     return value
 
 
 def read_int(obj: Obj, key: str, where: str) -> int:
-    value = _required(obj, key, where)
+    value = read_field(obj, key, where)
     if not isinstance(value, int) or isinstance(value, bool):
         raise _bad(where, key, "int", value)
     return value
 
 
 def read_bool(obj: Obj, key: str, where: str) -> bool:
-    value = _required(obj, key, where)
+    value = read_field(obj, key, where)
     if not isinstance(value, bool):
         raise _bad(where, key, "bool", value)
     return value
@@ -61,21 +62,21 @@ def read_bool(obj: Obj, key: str, where: str) -> bool:
 
 def read_number(obj: Obj, key: str, where: str) -> float:
     """A JSON number, kept as it was written (an int stays an int)."""
-    value = _required(obj, key, where)
+    value = read_field(obj, key, where)
     if not isinstance(value, int | float) or isinstance(value, bool):
         raise _bad(where, key, "int or float", value)
     return value
 
 
 def read_json_object(obj: Obj, key: str, where: str) -> JsonObject:
-    value = _required(obj, key, where)
+    value = read_field(obj, key, where)
     if not isinstance(value, dict):
         raise _bad(where, key, "object", value)
     return cast(JsonObject, value)  # read by json.loads: JSON all the way down
 
 
 def read_list(obj: Obj, key: str, where: str) -> list[object]:
-    value = _required(obj, key, where)
+    value = read_field(obj, key, where)
     if not isinstance(value, list):
         raise _bad(where, key, "list", value)
     return cast(list[object], value)
@@ -83,15 +84,15 @@ def read_list(obj: Obj, key: str, where: str) -> list[object]:
 
 def nullable_str(obj: Obj, key: str, where: str) -> str | None:
     """A field that must be there, null or a string (``maybe_*``: one that may be left out)."""
-    return None if _required(obj, key, where) is None else read_str(obj, key, where)
+    return None if read_field(obj, key, where) is None else read_str(obj, key, where)
 
 
 def nullable_int(obj: Obj, key: str, where: str) -> int | None:
-    return None if _required(obj, key, where) is None else read_int(obj, key, where)
+    return None if read_field(obj, key, where) is None else read_int(obj, key, where)
 
 
 def nullable_number(obj: Obj, key: str, where: str) -> float | None:
-    return None if _required(obj, key, where) is None else read_number(obj, key, where)
+    return None if read_field(obj, key, where) is None else read_number(obj, key, where)
 
 
 def maybe_str(obj: Obj, key: str, where: str) -> str | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from pytest_agentbench.core.jsontypes import JsonObject
-from pytest_agentbench.core.task_record import (
+from pytest_agentbench.core.outcome import (
     OUTCOMES,
     Failure,
     FailureKind,

@@ -1,5 +1,6 @@
 """The typed records the reports read: a task's ``TaskRecord`` with its structured
-``Failure``, and the run's ``RunSummary``.
+``Failure``, and the run's ``RunSummary``. How a task ended (``Outcome``, ``Failure`` and
+their word sets) is core/outcome.py, exported here too.
 
 The JSON files are their serialisations (``to_json``), read back with ``from_json``: the
 task record travels from a worker to the controller, fills the CTRF ``extra``, the
@@ -11,19 +12,22 @@ field changes meaning.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from types import MappingProxyType
-from typing import Literal, cast, get_args
+from typing import cast
 
-from pytest_agentbench import errors
 from pytest_agentbench.core.cost import CostRecord
 from pytest_agentbench.core.derived_slot import DerivedSlot
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+from pytest_agentbench.core.outcome import FAILURE_KINDS as FAILURE_KINDS
+from pytest_agentbench.core.outcome import FAILURE_STAGES as FAILURE_STAGES
+from pytest_agentbench.core.outcome import OUTCOMES as OUTCOMES
+from pytest_agentbench.core.outcome import Failure as Failure
+from pytest_agentbench.core.outcome import FailureKind as FailureKind
+from pytest_agentbench.core.outcome import FailureStage as FailureStage
+from pytest_agentbench.core.outcome import Outcome as Outcome
 from pytest_agentbench.core.record_parts import (
     ControlRecord,
     LoopRecord,
-    Obj,
     RepairSettings,
     Rerun,
     Round,
@@ -38,6 +42,7 @@ from pytest_agentbench.core.record_parts import (
     nullable_number,
     nullable_str,
     read_bool,
+    read_field,
     read_int,
     read_json_object,
     read_list,
@@ -46,155 +51,6 @@ from pytest_agentbench.core.record_parts import (
 from pytest_agentbench.core.usage import Usage
 
 TASK_RECORD_VERSION = 1
-
-#: How a rollout ended: the one outcome enumeration (records, reports, CTRF ``rawStatus``).
-Outcome = Literal["passed", "failed", "timeout", "loop_killed", "length_exceeded", "harness_error"]
-OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
-
-#: Why a task ended without a verdict of its own (or past its deadline): the class of the
-#: failure, set where it happened, never read back out of a message.
-FailureKind = Literal[
-    "context_overflow",
-    "rate_limited",
-    "provider_error",
-    "transport_error",
-    "circuit_open",
-    "budget",
-    "model_timeout",
-    "model_error",
-    "loop_killed",
-    "verifier_crash",
-    "verifier_timeout",
-    "sandbox_error",
-    "harness",
-    "judge_error",
-]
-FAILURE_KINDS: tuple[FailureKind, ...] = get_args(FailureKind)
-
-#: Where the failure happened: talking to the model, the loop watch, the verifier, the
-#: task's deadline, the sandbox, or the harness itself (a bug, a plugin, a crashed worker).
-FailureStage = Literal["model", "loop", "verifier", "deadline", "sandbox", "harness"]
-FAILURE_STAGES: tuple[FailureStage, ...] = get_args(FailureStage)
-
-_MODEL_KINDS: tuple[tuple[type[BaseException], FailureKind], ...] = (
-    (errors.ContextOverflow, "context_overflow"),
-    (errors.RateLimited, "rate_limited"),
-    (errors.ProviderError, "provider_error"),
-    (errors.TransportError, "transport_error"),
-    (errors.CircuitOpen, "circuit_open"),
-    (errors.BudgetExhausted, "budget"),
-    (errors.ModelTimeout, "model_timeout"),
-    (errors.ModelError, "model_error"),
-    (errors.SandboxError, "sandbox_error"),
-    (errors.VerifierError, "verifier_crash"),
-)
-
-_STAGE_OF: Mapping[FailureKind, FailureStage] = MappingProxyType(
-    {
-        "loop_killed": "loop",
-        "verifier_crash": "verifier",
-        "verifier_timeout": "verifier",
-        "judge_error": "verifier",
-        "model_timeout": "deadline",
-        "sandbox_error": "sandbox",
-        "harness": "harness",
-    }
-)
-
-
-def failure_kind(error: BaseException) -> FailureKind:
-    """The FailureKind of an error, by its class (``harness`` for one nobody raised on
-    purpose)."""
-    for kind, name in _MODEL_KINDS:
-        if isinstance(error, kind):
-            return name
-    return "harness"
-
-
-def stage_of(kind: FailureKind) -> FailureStage:
-    """The stage a kind of failure happens at (every model kind: ``model``)."""
-    return _STAGE_OF.get(kind, "model")
-
-
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """What went wrong, set where it went wrong: its ``kind`` and ``stage``, the
-    ``message`` as written for people (without any retry note), the ``evidence`` file that
-    shows it (None when none does), the HTTP ``status`` a provider answered with and how
-    many ``retries`` were spent first, and the provider's own words from an HTTP error
-    response as ``detail`` ("" for any other failure)."""
-
-    kind: FailureKind
-    stage: FailureStage
-    message: str
-    evidence: str | None = None
-    status: int | None = None
-    retries: int = 0
-    detail: str = ""
-
-    @classmethod
-    def of(cls, kind: FailureKind, message: str, *, evidence: str | None = None) -> Failure:
-        """A failure of ``kind`` at its usual stage."""
-        return cls(kind=kind, stage=stage_of(kind), message=message, evidence=evidence)
-
-    @classmethod
-    def from_error(cls, error: BaseException, *, stage: FailureStage | None = None) -> Failure:
-        """The failure an exception stands for: its class gives the kind, a ModelError's
-        declared ``status``, ``retries`` and ``retry_note`` the rest."""
-        kind = failure_kind(error)
-        message = str(error)
-        status: int | None = None
-        retries = 0
-        detail = ""
-        if isinstance(error, errors.ModelError):
-            status, detail = error.status, error.detail
-            retries = len(error.retries)
-            if error.retry_note:
-                message = message.removesuffix(f" ({error.retry_note})")
-        return cls(
-            kind=kind,
-            stage=stage or stage_of(kind),
-            message=message,
-            status=status,
-            retries=retries,
-            detail=detail,
-        )
-
-    def to_json(self) -> JsonObject:
-        return {
-            "kind": self.kind,
-            "stage": self.stage,
-            "message": self.message,
-            "evidence": self.evidence,
-            "status": self.status,
-            "retries": self.retries,
-            "detail": self.detail,
-        }
-
-    @classmethod
-    def from_json(cls, data: object) -> Failure:
-        where = "failure"
-        obj = json_object(data, where)
-        kind = obj.get("kind")
-        if kind not in FAILURE_KINDS:
-            raise ValueError(
-                f"{where}.kind: expected one of {', '.join(FAILURE_KINDS)}, got {kind!r}"
-            )
-        stage = obj.get("stage")
-        if stage not in FAILURE_STAGES:
-            raise ValueError(
-                f"{where}.stage: expected one of {', '.join(FAILURE_STAGES)}, got {stage!r}"
-            )
-        return cls(
-            kind=kind,
-            stage=stage,
-            message=read_str(obj, "message", where),
-            evidence=nullable_str(obj, "evidence", where),
-            status=maybe_int(obj, "status", where),
-            retries=maybe_int(obj, "retries", where) or 0,
-            detail=str(obj.get("detail") or ""),
-        )
-
 
 #: The required fields, in the order they are written. The schema in
 #: ``schemas/task_record.schema.json`` says the same; ``tests/package/test_record_schemas.py``
@@ -406,8 +262,8 @@ class TaskRecord:
         version = obj.get("schema_version", TASK_RECORD_VERSION)
         if not isinstance(version, int) or isinstance(version, bool):
             raise ValueError(f"{where}.schema_version: expected int, got {type(version).__name__}")
-        loop = _required(obj, "loop", where)
-        verdict = _required(obj, "verdict", where)
+        loop = read_field(obj, "loop", where)
+        verdict = read_field(obj, "verdict", where)
         failure = obj.get("failure")
         rounds = obj.get("rounds")
         reruns = obj.get("reruns")
@@ -427,10 +283,10 @@ class TaskRecord:
             repaired=read_bool(obj, "repaired", where),
             incomplete=read_bool(obj, "incomplete", where),
             failure_kind=kind,
-            repair=RepairSettings.from_json(_required(obj, "repair", where), f"{where}.repair"),
+            repair=RepairSettings.from_json(read_field(obj, "repair", where), f"{where}.repair"),
             loop=None if loop is None else LoopRecord.from_json(loop, f"{where}.loop"),
             last_feedback=nullable_str(obj, "last_feedback", where),
-            usage=_usage(_required(obj, "usage", where), where),
+            usage=_usage(read_field(obj, "usage", where), where),
             error=nullable_str(obj, "error", where),
             verdict=None
             if verdict is None
@@ -445,7 +301,7 @@ class TaskRecord:
             rounds=None
             if rounds is None
             else tuple(
-                Round.from_json(one, f"{where}.rounds") for one in _list(rounds, "rounds", where)
+                Round.from_json(one, f"{where}.rounds") for one in read_list(obj, "rounds", where)
             ),
             sampling=maybe_json_object(obj, "sampling", where),
             message=maybe_str(obj, "message", where),
@@ -454,7 +310,7 @@ class TaskRecord:
             reruns=None
             if reruns is None
             else tuple(
-                Rerun.from_json(one, f"{where}.reruns") for one in _list(reruns, "reruns", where)
+                Rerun.from_json(one, f"{where}.reruns") for one in read_list(obj, "reruns", where)
             ),
             crashed_worker=maybe_str(obj, "crashed_worker", where),
             epoch=maybe_int(obj, "epoch", where),
@@ -476,18 +332,6 @@ class TaskRecord:
     def with_fields(self, **changes: object) -> TaskRecord:
         """A copy with ``changes`` (the record itself never changes)."""
         return replace(self, **changes)  # type: ignore[arg-type]
-
-
-def _required(obj: Obj, key: str, where: str) -> object:
-    if key not in obj:
-        raise ValueError(f"{where}: the required field {key!r} is missing")
-    return obj[key]
-
-
-def _list(value: object, key: str, where: str) -> list[object]:
-    if not isinstance(value, list):
-        raise ValueError(f"{where}.{key}: expected list, got {type(value).__name__}")
-    return cast(list[object], value)
 
 
 def _usage(value: object, where: str) -> Usage:

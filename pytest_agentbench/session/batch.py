@@ -19,6 +19,9 @@ A request whose entry failed, expired or was canceled is sent live, its record s
 why. ``--agentbench-resume`` fetches the results of the batches ``batches.json`` names
 instead of submitting them again. Ctrl-C while waiting leaves the batches running at
 the provider: resume fetches them.
+
+This module plans and submits (and keeps ``batches.json``); ``session/batch_answers.py``
+waits for the batches, stores and charges their answers, and shows the progress.
 """
 
 from __future__ import annotations
@@ -26,55 +29,27 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import math
 import os
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+from pytest_agentbench.session.batch_answers import BatchPlan, batch_outcomes, store_answers
 
 if TYPE_CHECKING:
-    from pytest_agentbench.config.settings import Settings
-    from pytest_agentbench.models.base import ModelRequest
-    from pytest_agentbench.models.batch import BatchEntry, BatchOutcome, BatchStatus
+    from pytest_agentbench.models.batch import BatchEntry
     from pytest_agentbench.models.batch_store import BatchStore
     from pytest_agentbench.models.budget import BudgetLedger
-    from pytest_agentbench.models.http import ProtocolClient
-    from pytest_agentbench.models.reply_reader import Received
-    from pytest_agentbench.session.items import TaskItem
     from pytest_agentbench.session.run import RunState
+    from pytest_agentbench.session.task_item import TaskItem
 
 #: The run folder's file of submitted batches (schemas/batches.schema.json).
 BATCHES_FILE = "batches.json"
 BATCHES_VERSION = 1
-#: Seconds between status checks: a hosted provider's batch takes minutes to hours; the
-#: offline scripted provider answers at once.
-HOSTED_POLL_S = 30.0
-SCRIPTED_POLL_S = 0.2
-
-
-def poll_s(settings: Settings) -> float:
-    if settings.batch_poll_s is not None:
-        return settings.batch_poll_s
-    return SCRIPTED_POLL_S if settings.model.provider == "scripted" else HOSTED_POLL_S
-
-
-@dataclass
-class _Planned:
-    """One model's requests for the batch, by cache key."""
-
-    name: str
-    settings: Settings
-    client: ProtocolClient[Received]
-    entries: dict[str, BatchEntry] = field(default_factory=dict)
-    requests: dict[str, ModelRequest] = field(default_factory=dict)
-    reserved: dict[str, float] = field(default_factory=dict)
 
 
 def refuse_unsupported(state: RunState) -> None:
@@ -113,7 +88,7 @@ def run_batches(session: pytest.Session, state: RunState) -> None:
     """Before the first item runs: make sure the run's batch store is complete (submit
     and wait here, or wait for the process that does), then give it to the clients."""
     from pytest_agentbench.models.batch_store import BatchStore
-    from pytest_agentbench.session.items import TaskItem
+    from pytest_agentbench.session.task_item import TaskItem
 
     items = [item for item in session.items if isinstance(item, TaskItem)]
     if not items:
@@ -142,7 +117,7 @@ def _sayer(session: pytest.Session, store: BatchStore) -> Callable[[str], None]:
     return say
 
 
-def _plan(items: Sequence[TaskItem], state: RunState) -> dict[str, _Planned]:
+def _plan(items: Sequence[TaskItem], state: RunState) -> dict[str, BatchPlan]:
     """Per model: the first-round requests of the items to run, by cache key."""
     from pytest_agentbench.artifacts.paths import task_dir
     from pytest_agentbench.models.batch import BatchEntry
@@ -153,7 +128,7 @@ def _plan(items: Sequence[TaskItem], state: RunState) -> dict[str, _Planned]:
 
     services = state.services
     tools = services.tools()
-    plans: dict[str, _Planned] = {}
+    plans: dict[str, BatchPlan] = {}
     for item in items:
         raw = item.task
         if item.planned is not None or not batched(raw):
@@ -174,7 +149,7 @@ def _plan(items: Sequence[TaskItem], state: RunState) -> dict[str, _Planned]:
         assert client is not None  # refuse_unsupported said so at the start
         plan = plans.get(settings.model_name)
         if plan is None:
-            plan = plans[settings.model_name] = _Planned(settings.model_name, settings, client)
+            plan = plans[settings.model_name] = BatchPlan(settings.model_name, settings, client)
         if task.mode == "agent" and any(name not in tools for name in task.tools):
             continue  # the rollout says which tool is missing
         request = first_request(
@@ -241,8 +216,10 @@ def _submit_and_wait(
     until = time.monotonic() + state.settings.batch_wait_s  # one wait for every batch
     try:
         for plan in plans.values():
-            outcomes = _outcomes(plan, waiting[plan.name], state.settings, say, failures, until)
-            summary[plan.name] = _store(plan, outcomes, store, ledger, failures, say)
+            outcomes = batch_outcomes(
+                plan, waiting[plan.name], state.settings, say, failures, until
+            )
+            summary[plan.name] = store_answers(plan, outcomes, store, ledger, failures, say)
     except KeyboardInterrupt:
         running = [i for groups in waiting.values() for ids, _ in groups for i in ids]
         say(
@@ -253,70 +230,8 @@ def _submit_and_wait(
     store.finish(failures, {"models": summary})
 
 
-def _outcomes(
-    plan: _Planned,
-    groups: list[tuple[list[str], list[str]]],
-    settings: Settings,
-    say: Callable[[str], None],
-    failures: dict[str, str],
-    until: float,
-) -> dict[str, BatchOutcome]:
-    """The outcomes of ``plan``'s requests in each group of batches (a group that cannot
-    be read gives none: its requests go live, and why is said)."""
-    from pytest_agentbench.errors import ModelError
-
-    found: dict[str, BatchOutcome] = {}
-    for ids, keys in groups:
-        try:
-            got = _wait(plan, ids, keys, settings, say, until)
-        except ModelError as exc:
-            say(f"{plan.name}: {', '.join(ids)} could not be read, its requests go live: {exc}")
-            for key in keys:
-                failures.setdefault(key, f"the batch could not be read: {exc}")
-            continue
-        held = set(keys)
-        found.update((o.custom_id, o) for o in got if o.custom_id in held)
-    return found
-
-
-def _store(
-    plan: _Planned,
-    outcomes: dict[str, BatchOutcome],
-    store: BatchStore,
-    ledger: BudgetLedger | None,
-    failures: dict[str, str],
-    say: Callable[[str], None],
-) -> JsonObject:
-    """Write ``plan``'s answers to the store and charge them; note why the others go
-    live. What ``done.json`` says of the model."""
-    answered = 0
-    for key in plan.entries:
-        outcome = outcomes.get(key)
-        reserved = plan.reserved.pop(key, None)
-        if outcome is not None and outcome.recorded is not None:
-            store.put_reply(
-                key, outcome.recorded, model=plan.name, endpoint=plan.client.public_endpoint
-            )
-            answered += 1
-            if ledger is not None:  # (an earlier session's batch: charged now, unreserved)
-                _charge(ledger, plan, reserved or 0.0, outcome)
-            continue
-        if ledger is not None and reserved is not None:
-            ledger.settle(reserved, 0.0)  # a failed entry is not billed
-        if key not in failures:
-            why = outcome.failure if outcome is not None else None
-            failures[key] = f"the batch did not answer it: {why or 'missing from the results'}"
-    if plan.entries:
-        left = len(plan.entries) - answered
-        say(
-            f"{plan.name}: {answered} of {len(plan.entries)} answered by the batch"
-            + (f"; {left} go live" if left else "")
-        )
-    return {"requests": len(plan.entries), "answered": answered}
-
-
 def _submit(
-    plan: _Planned,
+    plan: BatchPlan,
     fresh: list[BatchEntry],
     run_dir: Path,
     store_dir: Path,
@@ -346,7 +261,7 @@ def _submit(
 
 
 def _within_cap(
-    plan: _Planned,
+    plan: BatchPlan,
     entries: list[BatchEntry],
     ledger: BudgetLedger | None,
     failures: dict[str, str],
@@ -369,66 +284,6 @@ def _within_cap(
                 "not submitted: its worst case would pass the --agentbench-max-cost cap"
             )
     return kept
-
-
-def _charge(ledger: BudgetLedger, plan: _Planned, reserved: float, outcome: BatchOutcome) -> None:
-    """Replace a batched request's reservation with what it cost at the batch price (its
-    whole worst case when its usage is not known)."""
-    from pytest_agentbench.core.cost import usage_cost
-    from pytest_agentbench.models.budget import worst_case
-
-    price = plan.settings.price
-    assert price is not None and outcome.recorded is not None
-    usage = plan.client.reply_usage(outcome.recorded)
-    cost = usage_cost(usage, price.batched()) if usage is not None else None
-    if cost is None:
-        cost = reserved or worst_case(plan.requests[outcome.custom_id], price.batched())
-    ledger.settle(reserved, cost)
-
-
-def _wait(
-    plan: _Planned,
-    ids: list[str],
-    keys: list[str],
-    settings: Settings,
-    say: Callable[[str], None],
-    until: float,
-) -> list[BatchOutcome]:
-    """Wait for ``ids`` until the monotonic instant ``until`` (then the batches still
-    running are canceled), showing done/total when it changes (at most every 5 s), and
-    return their outcomes."""
-    from pytest_agentbench.models import batch as wire
-
-    last_said = -math.inf
-    last_seen = (-1, -1)
-
-    def progress(states: Sequence[BatchStatus]) -> None:
-        nonlocal last_said, last_seen
-        seen = (sum(_done(s) for s in states), sum(s.total for s in states))
-        now = time.monotonic()
-        if seen != last_seen and (seen[0] == seen[1] or now - last_said >= 5.0):
-            last_said, last_seen = now, seen
-            say(f"{plan.name}: {seen[0]}/{seen[1]} done")
-
-    return wire.wait(
-        plan.client,
-        ids,
-        poll_s=poll_s(settings),
-        timeout_s=max(until - time.monotonic(), 0.0),
-        on_progress=progress,
-        expected=keys,
-    )
-
-
-def _done(state: BatchStatus) -> int:
-    """How many of a batch's requests have ended (OpenAI counts ``completed`` and
-    ``failed``, Anthropic ``processing`` and the ended kinds)."""
-    if state.ended:
-        return state.total
-    counts = state.counts
-    if "processing" in counts:
-        return state.total - counts["processing"]
-    return counts.get("completed", 0) + counts.get("failed", 0)
 
 
 def _read_batches(
@@ -490,30 +345,3 @@ def _write_batches(folders: tuple[Path, Path], model: str, ids: list[str], keys:
             batches = list(data["batches"])
         batches.append(added)
         write_json_atomic(path, {"schema_version": BATCHES_VERSION, "batches": batches})
-
-
-def watch(session: pytest.Session, store_dir: Path, stop: threading.Event) -> threading.Thread:
-    """xdist's controller: show the batch log the submitting worker writes, line by line,
-    until the store is done or ``stop`` is set."""
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-
-    def run() -> None:
-        seen = 0
-        log = store_dir / "log.txt"
-        while True:
-            finished = (store_dir / "done.json").is_file() or stop.is_set()
-            try:
-                lines = log.read_text(encoding="utf-8").splitlines()
-            except OSError:
-                lines = []
-            for line in lines[seen:]:
-                if reporter is not None:
-                    reporter.write_line(line)
-            seen = len(lines)
-            if finished:
-                return
-            stop.wait(0.2)
-
-    thread = threading.Thread(target=run, name="agentbench-batch-watch", daemon=True)
-    thread.start()
-    return thread

@@ -4,16 +4,21 @@
 registers its distributed session only when distributing), so no hook here asks whether
 a run is active: the plugin exists only while one is. ``plugin.py``, the entry point,
 keeps what pytest needs before any run: the options, the hook specs, the fixture.
+
+Here are the run's phases (start, collection, the test loop, the finish); the hooks that
+put each task's record on its pytest report and carry it across xdist are
+``session/report_hooks.py``, which ``SessionPlugin`` inherits.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Generator, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING
 
 import pytest
+
+from pytest_agentbench.session.report_hooks import ReportHooks
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -24,8 +29,10 @@ if TYPE_CHECKING:
     from pytest_agentbench.session.run import RunState
 
 
-class SessionPlugin:
-    """The hooks of one run (``state``), in one process: the controller or a worker."""
+class SessionPlugin(ReportHooks):
+    """The hooks of one run (``state``), in one process: the controller or a worker. Those
+    that make and carry the reports (``pytest_runtest_makereport`` and the report hooks
+    after it) are inherited from ``ReportHooks`` (session/report_hooks.py)."""
 
     def __init__(self, state: RunState) -> None:
         self.state = state
@@ -155,7 +162,7 @@ class SessionPlugin:
         if self.state.settings.shard is None:
             return
         from pytest_agentbench.runner.shard import in_shard
-        from pytest_agentbench.session.items import TaskItem
+        from pytest_agentbench.session.task_item import TaskItem
 
         shard, total = self.state.settings.shard
         keep, drop = [], []
@@ -170,7 +177,8 @@ class SessionPlugin:
             items[:] = keep
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        from pytest_agentbench.session.items import SuiteFile, TaskItem
+        from pytest_agentbench.session.items import SuiteFile
+        from pytest_agentbench.session.task_item import TaskItem
 
         state = self.state
         SuiteFile.forget_owners(session.config)
@@ -203,15 +211,17 @@ class SessionPlugin:
         (session/batch.py); xdist's controller shows what the submitting worker says."""
         settings = self.state.settings
         if settings.batch and not settings.dry_run:
-            from pytest_agentbench.session import batch
-
             if session.items:
-                batch.run_batches(session, self.state)
+                from pytest_agentbench.session.batch import run_batches
+
+                run_batches(session, self.state)
             elif not self.state.run.is_worker and session.config.getoption("dist", "no") != "no":
                 import threading
 
+                from pytest_agentbench.session.batch_answers import watch
+
                 self.state.batch_watch = threading.Event()
-                batch.watch(session, self.state.services.marks() / "batch", self.state.batch_watch)
+                watch(session, self.state.services.marks() / "batch", self.state.batch_watch)
         if not settings.dry_run:
             return None
         from pytest_agentbench.session.task_setup import dry_run
@@ -225,96 +235,6 @@ class SessionPlugin:
         failure before it runs must not find the earlier record."""
         if getattr(item, "task", None) is not None:
             item.record = None  # type: ignore[attr-defined]
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        """Put the task's record on its report, and make the report's duration the rollout's
-        own wall time (not the time the item waited for it among the rollouts in flight), so
-        ``--durations``, junitxml and pytest-split time tasks, not the queue. A task item
-        whose setup or call ended without a record (pytest-timeout, a fixture, another
-        plugin) gets a stand-in record saying why, so it is in every report."""
-        report = yield
-        state = self.state
-        task = getattr(item, "task", None)
-        if call.when == "teardown":
-            return report
-        if task is None:
-            model = getattr(item, "agentbench_model", None)
-            if model is not None and (call.when == "call" or report.failed):
-                from pytest_agentbench.session.execution import plugin_reason
-
-                record = model.record(item, report)
-                if record.outcome != "passed" and (reason := plugin_reason(state, record)):
-                    record = replace(record, message=reason)
-                report.agentbench = record  # type: ignore[attr-defined]
-            return report
-        record = getattr(item, "record", None)
-        if report.skipped and record is None:  # skipped before it ran (an xfail task has one)
-            if getattr(item, "not_run", None):  # stopped by the spending cap: not run
-                report.agentbench_not_run = item.not_run  # type: ignore[attr-defined]
-            else:
-                report.agentbench_skipped = True  # type: ignore[attr-defined]
-            return report
-        if record is None and call.excinfo is not None:
-            from pytest_agentbench.session.collector import stand_in_record
-            from pytest_agentbench.session.execution import plugin_reason
-
-            model = task.model or state.settings.model_name
-            record = stand_in_record(item, call, task=task, model=model, start_ms=None)
-            if (reason := plugin_reason(state, record)) is not None:
-                record = replace(record, message=reason)
-            item.record = record  # type: ignore[attr-defined]
-        if call.when == "call" and record is not None:
-            report.agentbench = record  # type: ignore[attr-defined]
-            if not record.resumed:
-                report.duration = max(0, record.duration_ms) / 1000
-        elif call.when == "setup" and record is not None and report.failed:
-            report.agentbench = record  # type: ignore[attr-defined]
-        return report
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_report_to_serializable(
-        self, config: pytest.Config, report: object
-    ) -> Generator[None, dict[str, object] | None, dict[str, object] | None]:
-        """The task record leaves a worker as its JSON form (xdist sends reports as JSON)."""
-        data = yield
-        record = getattr(report, "agentbench", None)
-        if isinstance(data, dict) and record is not None:
-            data["agentbench"] = record.to_json()
-        return data
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_report_from_serializable(
-        self, config: pytest.Config, data: object
-    ) -> Generator[None, object, object]:
-        """... and reaches the controller as a TaskRecord again, read once."""
-        report = yield
-        record = getattr(report, "agentbench", None)
-        if isinstance(record, dict):
-            from pytest_agentbench.core.task_record import TaskRecord
-
-            setattr(report, "agentbench", TaskRecord.from_json(record))  # noqa: B010
-        return report
-
-    def pytest_report_teststatus(
-        self, report: pytest.TestReport, config: pytest.Config
-    ) -> tuple[str, str, tuple[str, Mapping[str, bool]]] | None:
-        record = getattr(report, "agentbench", None)
-        outcome: str = report.outcome  # pytest-rerunfailures adds "rerun" to pytest's three
-        if not record or report.when != "call" or outcome == "rerun" or report.skipped:
-            return None
-        if hasattr(report, "wasxfail"):  # pytest's own xfail / xpass words
-            return None
-        from pytest_agentbench.report.progress import verbose_word
-
-        word = verbose_word(record)
-        if record.outcome == "harness_error":
-            return "error", "E", (word, {"red": True})
-        if report.passed:
-            return "passed", ".", (word, {"green": True})
-        return "failed", "F", (word, {"red": True})
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         """Count the tasks a selection left out (-k, -m, pytest-split, --lf…), tests using

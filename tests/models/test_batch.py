@@ -1,6 +1,7 @@
-"""models/batch.py against the scripted provider's batch endpoints, over real sockets on
-127.0.0.1: the three protocols, splitting by limits, errored / expired / canceled
-entries, a batch that fails validation, polling and its timeout, clear errors."""
+"""models/batch.py and models/batch_results.py against the scripted provider's batch
+endpoints, over real sockets on 127.0.0.1: the three protocols, splitting by limits, errored /
+expired / canceled entries, a batch that fails validation, polling and its timeout, clear
+errors."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from sdk_support import without_ids
 
 from pytest_agentbench.errors import ModelError, ProviderError
-from pytest_agentbench.models import batch
+from pytest_agentbench.models import batch, batch_results
 from pytest_agentbench.models.anthropic import AnthropicClient
 from pytest_agentbench.models.base import REQUEST_CALL, REQUEST_TASK, ModelRequest, ModelSpec
 from pytest_agentbench.models.openai_chat import OpenAIChatClient
@@ -77,7 +78,7 @@ def test_batched_replies_equal_the_live_ones(server, protocol):
     entries = [entry_for(client, cid, request) for cid, request in requests.items()]
     ids = batch.submit(client, entries)
     assert len(ids) == 1
-    outcomes = batch.wait(client, ids, poll_s=0, expected=requests)
+    outcomes = batch_results.wait(client, ids, poll_s=0, expected=requests)
     assert {o.custom_id for o in outcomes} == set(requests)
     assert server.stats["batches"] == 1
     assert server.stats["batch_entries"] == 3
@@ -114,7 +115,7 @@ def test_entries_are_split_by_the_limits(server, protocol):
         limits=batch.Limits(requests=100, bytes=2 * max(sizes) + 60),
     )
     assert len(by_bytes) == 3
-    outcomes = batch.wait(client, ids + by_bytes, poll_s=0)
+    outcomes = batch_results.wait(client, ids + by_bytes, poll_s=0)
     assert sorted(o.custom_id for o in outcomes) == sorted(
         [f"e{i}" for i in range(5)] + [f"b{i}" for i in range(5)]
     )
@@ -132,12 +133,14 @@ def test_an_entry_larger_than_a_batch_is_refused(server):
 def test_errored_and_expired_entries_are_answered_live_afterwards(server, protocol):
     client = client_for(server, protocol)
     entries = [entry_for(client, "f", ask("flaky")), entry_for(client, "l", ask("late"))]
-    outcomes = {o.custom_id: o for o in batch.wait(client, batch.submit(client, entries), poll_s=0)}
+    outcomes = {
+        o.custom_id: o for o in batch_results.wait(client, batch.submit(client, entries), poll_s=0)
+    }
     assert outcomes["f"].recorded is None
     assert outcomes["f"].failure is not None
     assert outcomes["f"].failure.startswith("errored: ")
     assert "boom" in outcomes["f"].failure
-    assert outcomes["l"] == batch.BatchOutcome("l", failure="expired")
+    assert outcomes["l"] == batch_results.BatchOutcome("l", failure="expired")
     assert server.stats["batch_entries"] == 1  # the expired one was never answered
     # live, the same turns answer: the error was spent in the batch, the expiry is batch-only
     assert client.generate(ask("flaky")).text == "recovered"
@@ -149,11 +152,13 @@ def test_a_cancelled_batch_answers_nothing(protocol):
     with ScriptedServer(SCRIPTS, batch_polls=5) as server:
         client = client_for(server, protocol)
         ids = batch.submit(client, [entry_for(client, "a", ask("plain"))])
-        batch.cancel(client, ids[0])
-        state = batch.status(client, ids[0])
+        batch_results.cancel(client, ids[0])
+        state = batch_results.status(client, ids[0])
         assert state.ended
         assert state.status == ("cancelled" if protocol == "scripted" else "ended")
-        assert batch.results(client, ids[0]) == [batch.BatchOutcome("a", failure="canceled")]
+        assert batch_results.results(client, ids[0]) == [
+            batch_results.BatchOutcome("a", failure="canceled")
+        ]
         assert server.stats["batch_entries"] == 0
 
 
@@ -162,7 +167,7 @@ def test_results_of_a_batch_still_running_is_a_clear_error():
         client = client_for(server, "anthropic")
         ids = batch.submit(client, [entry_for(client, "a", ask("plain"))])
         with pytest.raises(batch.BatchError, match=f"batch {ids[0]} has not ended"):
-            batch.results(client, ids[0])
+            batch_results.results(client, ids[0])
 
 
 def test_wait_polls_until_the_batches_end():
@@ -171,7 +176,7 @@ def test_wait_polls_until_the_batches_end():
         ids = batch.submit(client, [entry_for(client, "a", ask("plain"))])
         rounds: list[list[str]] = []
         sleeps: list[float] = []
-        outcomes = batch.wait(
+        outcomes = batch_results.wait(
             client,
             ids,
             poll_s=7.5,
@@ -187,12 +192,12 @@ def test_wait_past_its_timeout_cancels_what_still_runs():
     with ScriptedServer(SCRIPTS, batch_polls=1000) as server:
         client = client_for(server, "anthropic")
         ids = batch.submit(client, [entry_for(client, "a", ask("plain"))])
-        outcomes = batch.wait(client, ids, poll_s=0, timeout_s=0, expected=["a", "zz"])
+        outcomes = batch_results.wait(client, ids, poll_s=0, timeout_s=0, expected=["a", "zz"])
         assert {o.custom_id: o.failure for o in outcomes} == {
             "a": "timed out: the batch did not end within 0 s (canceled)",
             "zz": "timed out: the batch did not end within 0 s (canceled)",
         }
-        assert batch.status(client, ids[0]).counts["canceled"] == 1
+        assert batch_results.status(client, ids[0]).counts["canceled"] == 1
         assert server.stats["batch_entries"] == 0
 
 
@@ -226,10 +231,10 @@ def test_a_batch_failing_validation_names_its_lines(server):
     lines = [json.dumps(good).encode(), b"{not json", json.dumps(good).encode()]
     lines.append(json.dumps(wrong_url).encode())
     batch_id = _upload(client, lines)
-    state = batch.status(client, batch_id)
+    state = batch_results.status(client, batch_id)
     assert (state.status, state.ended) == ("failed", True)
     assert server.stats["batch_entries"] == 0
-    outcomes = batch.results(client, batch_id)
+    outcomes = batch_results.results(client, batch_id)
     assert sorted(o.custom_id for o in outcomes) == ["ok", "w"]  # (line 3 repeats "ok")
     failure = next(o.failure for o in outcomes if o.custom_id == "ok")
     assert failure is not None
@@ -243,7 +248,7 @@ def test_only_the_scripted_provider_hears_the_entry_headers(server):
     hosted = OpenAIChatClient(ModelSpec("openai", "plain"), server.url, KEY, trust_env=False)
     request = ask("rich")
     entry = batch.BatchEntry("h", hosted.build_body(request), {"x-agentbench-script": "rich"})
-    outcomes = batch.wait(hosted, batch.submit(hosted, [entry]), poll_s=0)
+    outcomes = batch_results.wait(hosted, batch.submit(hosted, [entry]), poll_s=0)
     assert outcomes[0].recorded is not None
     assert "seven" in outcomes[0].recorded.body.decode()  # the model's script, not "rich"
     assert [e["headers"] for e in server.requests if "batch" in e] == [{}]
@@ -268,14 +273,14 @@ def test_batch_support_says_which_clients_have_a_batch_api(server):
 def test_provider_errors_name_the_url_and_message_never_the_key(server):
     hosted = OpenAIChatClient(ModelSpec("openai", "m"), server.url, KEY, trust_env=False)
     with pytest.raises(ProviderError) as caught:
-        batch.status(hosted, "batch_nope")
+        batch_results.status(hosted, "batch_nope")
     message = str(caught.value)
     assert "HTTP 404" in message and "/v1/batches/batch_nope" in message
     assert "No batch found with id 'batch_nope'" in message
     assert KEY not in message and KEY not in repr(caught.value.__dict__)
     claude = AnthropicClient(ModelSpec("anthropic", "m"), server.url, KEY, trust_env=False)
     with pytest.raises(ModelError, match="not found") as caught_anthropic:
-        batch.cancel(claude, "msgbatch_nope")
+        batch_results.cancel(claude, "msgbatch_nope")
     assert KEY not in str(caught_anthropic.value)
 
 
@@ -285,7 +290,7 @@ def test_an_unreachable_provider_is_a_transport_error(monkeypatch):
         url = server.url
     client = OpenAIChatClient(ModelSpec("openai", "m"), url, KEY, trust_env=False)
     with pytest.raises(ModelError, match=r"batch API: GET .* failed") as caught:
-        batch.status(client, "b")
+        batch_results.status(client, "b")
     assert KEY not in str(caught.value)
 
 
@@ -313,7 +318,7 @@ def test_a_batched_reply_replays_through_the_client_as_the_live_one_would(
     client = client_for(server, protocol)
     request = ask("rich")
     entry = entry_for(client, "r", request)
-    (outcome,) = batch.wait(client, batch.submit(client, [entry]), poll_s=0)
+    (outcome,) = batch_results.wait(client, batch.submit(client, [entry]), poll_s=0)
     assert outcome.recorded is not None
     cache = ResponseCache(tmp_path, "write")
     key = client._cache_key(request, client.build_body(request), client.request_headers(request))
@@ -339,9 +344,9 @@ def test_wait_reports_every_batch_each_round():
         client = client_for(server, "scripted")
         entries = [entry_for(client, f"e{i}", ask("plain")) for i in range(2)]
         ids = batch.submit(client, entries, limits=batch.Limits(1, 10**6))
-        batch.status(client, ids[0])  # the first batch is one read ahead
+        batch_results.status(client, ids[0])  # the first batch is one read ahead
         rounds: list[list[tuple[str, str]]] = []
-        batch.wait(
+        batch_results.wait(
             client,
             ids,
             poll_s=0,
@@ -373,7 +378,7 @@ def test_wait_rides_out_a_provider_that_is_away_for_a_while(monkeypatch):
                 server.start()
 
         rounds: list[list[str]] = []
-        outcomes = batch.wait(
+        outcomes = batch_results.wait(
             client,
             ids,
             poll_s=0,
@@ -385,7 +390,7 @@ def test_wait_rides_out_a_provider_that_is_away_for_a_while(monkeypatch):
         assert rounds == [["in_progress"]] * 3 + [["ended"]]
         server.stop()
         with pytest.raises(ModelError, match="batch API: GET"):
-            batch.wait(client, ids, poll_s=0, sleep=lambda s: None)
+            batch_results.wait(client, ids, poll_s=0, sleep=lambda s: None)
     finally:
         server.stop()
 
