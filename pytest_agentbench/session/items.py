@@ -21,7 +21,6 @@ from pytest_agentbench.session.names import item_name as item_name
 from pytest_agentbench.session.names import item_parts as item_parts
 from pytest_agentbench.session.run import RunState
 from pytest_agentbench.session.stash import STATE_KEY
-from pytest_agentbench.suites.controls import Planned
 from pytest_agentbench.suites.task import Task
 
 if TYPE_CHECKING:
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
 
     from _pytest._code.code import TerminalRepr, TracebackStyle
 
+    from pytest_agentbench.suites.controls import Planned
     from pytest_agentbench.suites.load import SamplingCheck, Suite
 
 #: (suite name, task id) → the suite file that holds it, over every file collected so
