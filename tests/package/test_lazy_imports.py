@@ -92,7 +92,8 @@ def test_without_agentbench_nothing_else_of_ours_is_imported(pytester: pytest.Py
 #: loop's tools, Harbor task folders, the verifier families its tasks do not name, the
 #: scripted client (against a real server), the evidence miner (when nothing failed),
 #: the score gate (no threshold set), the verdicts of comparisons and sequential looks
-#: (one model, no baseline), controls and a run-wide agent file (none asked for).
+#: (one model, no baseline), controls and a run-wide agent file (none asked for); and
+#: jsonschema, for a suite with no problem (suites/quick_schema.py).
 SANDBOX_AT_START = ("pytest_agentbench.sandbox.environ_guard", "pytest_agentbench.sandbox.cpuslots")
 UNUSED_FEATURES = {
     "judge": lambda name: "judge" in name.rsplit(".", 1)[-1],
@@ -147,7 +148,7 @@ import atexit, sys
 
 def _ours():
     ours = sorted(m for m in sys.modules if m.startswith("pytest_agentbench"))
-    others = [m for m in ("regex",) if m in sys.modules]
+    others = [m for m in ("regex", "jsonschema") if m in sys.modules]
     print("\\nimported:", " ".join(ours + others))
 
 atexit.register(_ours)
@@ -181,4 +182,5 @@ def test_a_plain_built_in_run_imports_no_feature_it_does_not_use(
         feature: [name for name in imported if belongs(name)] for feature, belongs in unused.items()
     }
     assert "regex" not in imported, "the regex package is imported by regex tasks only"
+    assert "jsonschema" not in imported, "a valid suite passes the quick schema check"
     assert {feature: names for feature, names in unwanted.items() if names} == {}
