@@ -26,7 +26,6 @@ from pytest_agentbench.core.stats import (
     reduce_samples,
 )
 from pytest_agentbench.core.task_record import TaskRecord
-from pytest_agentbench.core.verdicts import holm
 
 _PASS_K = re.compile(r"^pass([@^])(\d+)$")
 
@@ -194,6 +193,8 @@ def model_comparisons(
             )
             found.append(compare_models(a, b, margin=margin))  # type: ignore[arg-type]
         if len(found) > 1:
+            from pytest_agentbench.core.verdicts import holm
+
             adjusted = holm([c.p_value if c.difference.n else None for c in found])
             found = [
                 c.in_family(p, len(found), margin=margin)

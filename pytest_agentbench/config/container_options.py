@@ -5,8 +5,8 @@ environments, and the image map that lets an air-gapped machine build every task
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from pytest_agentbench.config.settings import ContainerSettings
 from pytest_agentbench.errors import AgentbenchError
 
 #: The engines a run may name (``--agentbench-engine``, defined in config/feature_options.py).
@@ -14,18 +14,10 @@ ENGINES = ("podman", "docker")
 OptionReader = Callable[[str], object]
 
 
-@dataclass(frozen=True)
-class ContainerSettings:
-    """``engine``: the engine asked for (None: Podman if it answers, else Docker);
-    ``image_map``: (image name, local image) pairs (a tuple: settings are hashed)."""
-
-    engine: str | None = None
-    image_map: tuple[tuple[str, str], ...] = ()
-
-
 def container_settings(option: OptionReader, ini: OptionReader) -> ContainerSettings:
     """The container settings from the command line, else the ini file; raises
-    AgentbenchError naming a bad value."""
+    AgentbenchError naming a bad value. (config/resolve.py calls it only when one of them
+    is given: a run without containers never imports this module.)"""
     engine = option("agentbench_engine") or ini("agentbench_engine") or None
     if engine is not None and engine not in ENGINES:
         raise AgentbenchError(f"agentbench_engine: expected podman or docker; got {engine!r}")

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.base import ModelSpec
 from pytest_agentbench.models.prices import BATCH_KEY, LIST_KEYS, MAX_PRICE
-from pytest_agentbench.sandbox.environ_guard import secret_like
 
 #: A model name: what item ids, rollout folders and the summary call the model.
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+/-]{0,79}$")
@@ -110,12 +109,15 @@ def parse_model_line(line: str, number: int, where: str = "") -> ModelEntry:
             known = ", ".join(["base_url", "key_env", *_SAMPLING_KEYS, *LIST_KEYS, BATCH_KEY])
             raise AgentbenchError(f"{where}: unknown key {key!r} (known: {known})")
     key_env = entry["key_env"]
-    if key_env is not None and not secret_like(key_env):
-        raise AgentbenchError(
-            f"{where}: key_env={key_env}: a key variable's name must say it holds a secret "
-            "(contain KEY, TOKEN or SECRET), so the run hides its value from the code it "
-            "runs (docs/sandbox.md, The harness's secrets)"
-        )
+    if key_env is not None:  # (the guard's module, and ctypes with it, only when it is named)
+        from pytest_agentbench.sandbox.environ_guard import secret_like
+
+        if not secret_like(key_env):
+            raise AgentbenchError(
+                f"{where}: key_env={key_env}: a key variable's name must say it holds a "
+                "secret (contain KEY, TOKEN or SECRET), so the run hides its value from the "
+                "code it runs (docs/sandbox.md, The harness's secrets)"
+            )
     return ModelEntry(spec, name, entry["base_url"], key_env, sampling, prices)
 
 

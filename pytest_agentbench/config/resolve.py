@@ -13,7 +13,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_agentbench.config.container_options import container_settings
 from pytest_agentbench.config.model_list import (
     ModelEntry,
     model_entries,
@@ -40,6 +39,7 @@ from pytest_agentbench.config.settings import (
     DEFAULT_FILES,
     DEFAULT_OUT,
     PROVIDER_ENV,
+    ContainerSettings,
     Settings,
 )
 from pytest_agentbench.core.choices import (
@@ -52,10 +52,13 @@ from pytest_agentbench.core.sampling import Sampling, sampling_problems
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.base import ModelSpec
 from pytest_agentbench.models.sampling_wire import PROTOCOL_NAMES, protocol_of, sampling_refusals
-from pytest_agentbench.suites.agent_file import run_agent
 
 if TYPE_CHECKING:
+    from pytest_agentbench.suites.agent_file import RunAgent
     from pytest_agentbench.verifiers.judge_model import JudgeModel
+
+#: The options config/container_options.py reads (``--agentbench-engine``, the image map).
+CONTAINER_OPTIONS = ("agentbench_engine", "agentbench_image_map")
 
 
 def resolve_settings(option: OptionReader, ini: OptionReader, env: Mapping[str, str]) -> Settings:
@@ -128,8 +131,8 @@ def resolve_settings(option: OptionReader, ini: OptionReader, env: Mapping[str, 
         else 64.0,
         breaker_threshold=int_option(option, ini, "agentbench_breaker", 5, 0, 1000),
         sandbox=choice("agentbench sandbox", given("sandbox"), ISOLATION_MODES),
-        containers=container_settings(option, ini),
-        agent=run_agent(given("agent")),
+        containers=_containers(option, ini),
+        agent=_run_agent(given("agent")),
         loop_kill=int_option(option, ini, "agentbench_loop_kill", 80, 0, 100),
         loop_kill_tokens=int_option(option, ini, "agentbench_loop_kill_tokens", 1024, 1, 10**7),
         loop_kill_seconds=number("agentbench loop kill seconds", kill_seconds, float, 0.0, 86400)
@@ -227,6 +230,24 @@ def with_prices(settings: Settings, entries: list[ModelEntry], given: OptionRead
             "or the models list (price_in=, price_out=); see docs/cost.md"
         )
     return settings
+
+
+def _containers(option: OptionReader, ini: OptionReader) -> ContainerSettings:
+    """The run's container settings; their reader's module only when one is given."""
+    if not any(read(name) for read in (option, ini) for name in CONTAINER_OPTIONS):
+        return ContainerSettings()
+    from pytest_agentbench.config.container_options import container_settings
+
+    return container_settings(option, ini)
+
+
+def _run_agent(value: object) -> RunAgent | None:
+    """The ``--agentbench-agent`` file's agent; its module only when one is named."""
+    if value is None or not str(value).strip():
+        return None
+    from pytest_agentbench.suites.agent_file import run_agent
+
+    return run_agent(value)
 
 
 def _seconds(name: str, value: object) -> float | None:

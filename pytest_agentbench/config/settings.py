@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_agentbench.config.container_options import ContainerSettings
 from pytest_agentbench.config.option_values import (
     range_text,
 )
@@ -24,14 +23,14 @@ from pytest_agentbench.core.choices import (
     Isolation,
     RepairMode,
 )
-from pytest_agentbench.core.cost import Price
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.sampling import Sampling
 from pytest_agentbench.core.urls import public_url
 from pytest_agentbench.models.base import ModelSpec
-from pytest_agentbench.suites.agent_file import RunAgent
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (a run's agent file and prices: their modules when they are used)
+    from pytest_agentbench.core.cost import Price
+    from pytest_agentbench.suites.agent_file import RunAgent
     from pytest_agentbench.verifiers.judge_model import JudgeModel
 
 __all__ = [
@@ -57,6 +56,16 @@ PROVIDER_ENV = {
 
 #: Hosted providers that refuse requests without a key (local servers usually need none).
 HOSTED_NEED_KEY = ("openai", "openai-responses", "anthropic")
+
+
+@dataclass(frozen=True)
+class ContainerSettings:
+    """``engine``: the engine asked for (None: Podman if it answers, else Docker);
+    ``image_map``: (image name, local image) pairs (a tuple: settings are hashed). Read
+    by config/container_options.py, which a run imports only when one is given."""
+
+    engine: str | None = None
+    image_map: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,12 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist, median
-from typing import Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Literal, TypeVar, get_args
 
 from pytest_agentbench.core.jsontypes import JsonObject
-from pytest_agentbench.core.verdicts import Decision, mcnemar_more_tasks, verdict
+
+if TYPE_CHECKING:  # the verdicts in words: imported by comparisons, not by a score's interval
+    from pytest_agentbench.core.verdicts import Decision
 
 DEFAULT_LEVEL = 0.95
 DEFAULT_SEED = 20261201
@@ -330,6 +332,8 @@ class Comparison:
         """The same comparison judged as one of ``family`` (Holm-adjusted p-value)."""
         if adjusted is None:
             return self
+        from pytest_agentbench.core.verdicts import verdict
+
         significant = adjusted < 1 - self.difference.level and self.difference.n > 0
         d = self.difference
         decision = verdict(
@@ -378,6 +382,8 @@ def compare_paired(
     harness error and excludes the task. Only tasks on both sides are paired. Pass/fail
     uses McNemar's exact test and a paired normal interval on the difference; rewards a
     sign test and a paired bootstrap."""
+    from pytest_agentbench.core.verdicts import mcnemar_more_tasks, verdict
+
     _check_level(level)
     shared = [key for key in first if key in second]
     pairs = [

@@ -10,8 +10,8 @@ terminal summary. Loading the ``pytest_agentbench`` entry points lives here too.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, TypedDict
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 import pytest
 
@@ -22,6 +22,34 @@ if TYPE_CHECKING:
 
 #: The entry-point group an installed package registers its plugin module under.
 ENTRY_POINT_GROUP = "pytest_agentbench"
+V = TypeVar("V")
+
+
+class Gathered(Mapping[str, V]):
+    """What a hook names (the agent tools by name), gathered on the first look: a run
+    that never looks (no task asks for a tool) never calls the hook nor imports what its
+    implementations return. Gathered once, whichever thread looks first."""
+
+    def __init__(self, gather: Callable[[], dict[str, V]]) -> None:
+        self._gather: Callable[[], dict[str, V]] | None = gather
+        self._found: dict[str, V] = {}
+        self._lock = threading.Lock()
+
+    def _all(self) -> dict[str, V]:
+        if self._gather is not None:
+            with self._lock:
+                if self._gather is not None:
+                    self._found, self._gather = self._gather(), None
+        return self._found
+
+    def __getitem__(self, name: str) -> V:
+        return self._all()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
 
 
 def load_entry_points(pluginmanager: pytest.PytestPluginManager) -> list[str]:

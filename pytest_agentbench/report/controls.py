@@ -10,7 +10,6 @@ from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.core.record_parts import ControlRecord
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.report.evidence import MAX_FAILURE_LINES, failure_reason
-from pytest_agentbench.suites.controls import MEANING
 
 #: How many misbehaving controls the terminal lists before "… and N more".
 MAX_CONTROL_LINES = 2 * MAX_FAILURE_LINES
@@ -31,6 +30,8 @@ def control_message(record: TaskRecord) -> str:
         what = f"positive control failed (answer from {source})"
     else:
         what = f"negative control {name} passed ({source})"
+    from pytest_agentbench.suites.controls import MEANING
+
     meaning = MEANING.get(name, "")
     return f"{what}: {meaning} — {evidence}" if meaning else f"{what} — {evidence}"
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from pytest_agentbench.core.durations import seconds_text
 from pytest_agentbench.core.task_record import TaskRecord
@@ -34,7 +35,9 @@ from pytest_agentbench.report.reason_text import (
     format_reward,
     number_text,
 )
-from pytest_agentbench.report.verifier_evidence import Evidence, verdict_evidence
+
+if TYPE_CHECKING:  # the artifact miner: imported when a line is made (a task failed)
+    from pytest_agentbench.report.verifier_evidence import Evidence
 
 MAX_FAILURE_LINES = 5
 _SEVERITY = {"harness_error": 0, "loop_killed": 1, "timeout": 2, "length_exceeded": 3}
@@ -126,6 +129,8 @@ def _repairs_evidence(record: TaskRecord, evidence: Evidence | None) -> Evidence
     test report's first failure when there is one (it names the test and its assertion,
     which repair feedback may leave out on purpose), else the last feedback sent when the
     record has it (keeping the tier evidence's count suffix), else the tier evidence."""
+    from pytest_agentbench.report.verifier_evidence import Evidence
+
     attempts = record.attempts
     if attempts < 2:
         return evidence
@@ -151,6 +156,8 @@ def failure_reason(record: TaskRecord) -> str:
 
 
 def _reason(record: TaskRecord) -> str:
+    from pytest_agentbench.report.verifier_evidence import Evidence, verdict_evidence
+
     outcome = record.outcome
     if outcome == "harness_error":
         return _harness_line(record)

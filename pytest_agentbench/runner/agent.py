@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.records import Attempt, Failure, FailureKind, failure_kind
@@ -44,16 +44,11 @@ from pytest_agentbench.runner.loopguard import (
     LoopGuard,
     LoopKilled,
 )
-from pytest_agentbench.runner.tools import (
-    BASH_TIMEOUT_S,
-    Tool,
-    ToolResult,
-    call_tool,
-    canonical_call,
-    command_limits,
-)
-from pytest_agentbench.sandbox import KEEP_BYTES, Limits, Workspace
 from pytest_agentbench.suites.task import Task
+
+if TYPE_CHECKING:  # the tools and their sandbox: imported by sessions that run tools only
+    from pytest_agentbench.runner.tools import Tool, ToolResult
+    from pytest_agentbench.sandbox.workspace import Workspace
 
 #: How an attempt's loop ended: the model answered, or a limit or a failure stopped it.
 AgentStop = Literal[
@@ -307,6 +302,8 @@ def _call_part(call: ToolCall) -> JsonObject:
 
 
 def _preview(call: ToolCall) -> str:
+    from pytest_agentbench.runner.tools import canonical_call
+
     text = canonical_call(call).partition(" ")[2]
     return text if len(text) <= ARGUMENTS_PREVIEW else text[: ARGUMENTS_PREVIEW - 1] + "…"
 
@@ -359,8 +356,13 @@ class AgentSession:
         self.kill_policy = kill_policy or KillPolicy()
         self.tool_loop = tool_loop or ToolLoopPolicy()
         self.calls = 0
-        #: how long one ``bash`` call may run at most (within the task's deadline)
-        self.command_timeout_s = BASH_TIMEOUT_S
+        #: how long one ``bash`` call may run at most (within the task's deadline); a
+        #: plain answer runs none (and imports neither the tools nor the sandbox)
+        self.command_timeout_s = 0.0
+        if workspace is not None:
+            from pytest_agentbench.runner.tools import BASH_TIMEOUT_S
+
+            self.command_timeout_s = BASH_TIMEOUT_S
 
     @classmethod
     def plain(
@@ -407,6 +409,8 @@ class AgentSession:
             root.unlink()
         elif root.exists():
             shutil.rmtree(root)
+        from pytest_agentbench.sandbox.workspace import Workspace
+
         workspace = Workspace.create(root, task.files, task.files_dir, isolation=isolation)
         return cls(
             task,
@@ -422,7 +426,11 @@ class AgentSession:
     def close(self) -> list[str]:
         """Prune the kept workspace to KEEP_BYTES; returns the files removed (none without
         a workspace)."""
-        return self.workspace.prune(KEEP_BYTES) if self.workspace is not None else []
+        if self.workspace is None:
+            return []
+        from pytest_agentbench.sandbox.workspace import KEEP_BYTES
+
+        return self.workspace.prune(KEEP_BYTES)
 
     def attempt(
         self,
@@ -573,6 +581,9 @@ class AgentSession:
         deadline: float,
         start: float,
     ) -> bool:
+        from pytest_agentbench.runner.tools import call_tool, canonical_call, command_limits
+        from pytest_agentbench.sandbox.process import Limits
+
         max_output = self.task.max_tool_output
         workspace = self.workspace
         assert workspace is not None  # a plain answer offers no tools and runs none

@@ -26,11 +26,6 @@ from pytest_agentbench.runner.agent import (
     Session,
     first_messages,
 )
-from pytest_agentbench.runner.container_session import (
-    ContainerAgentSession,
-    EnvironmentPlace,
-    container_of,
-)
 from pytest_agentbench.runner.loopguard import KillPolicy, fresh_guards
 from pytest_agentbench.runner.pool import step_aside, step_back
 from pytest_agentbench.runner.repair import repair_request, repairs_allowed
@@ -43,7 +38,9 @@ from pytest_agentbench.runner.verification import (
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.base import Check, JudgeError, Verifier, out_of_time
 
-if TYPE_CHECKING:  # the agent's tools (and their sandbox) are imported by agent tasks only
+if TYPE_CHECKING:  # the agent's tools (and their sandbox), a task's container: when used
+    from pytest_agentbench.environments.container import Container
+    from pytest_agentbench.runner.container_session import EnvironmentPlace
     from pytest_agentbench.runner.tools import Tool
 
 
@@ -86,6 +83,8 @@ def _open_session(
                 f"task {task.id!r} runs in a container: it needs the run's engine settings "
                 "(the plugin's run provides them)"
             )
+        from pytest_agentbench.runner.container_session import ContainerAgentSession
+
         return ContainerAgentSession.start(
             task,
             client,
@@ -110,6 +109,16 @@ def _open_session(
     )
 
 
+def _container(session: Session) -> Container | None:
+    """The container the session works in (runner/container_session.container_of), its
+    module imported only for a session that has one."""
+    if getattr(session, "container", None) is None:
+        return None
+    from pytest_agentbench.runner.container_session import container_of
+
+    return container_of(session)
+
+
 def _where(verifier_dir: Path | None) -> str | None:
     """The verifier folder, the evidence of a verifier's failure (None when there is none)."""
     return None if verifier_dir is None else str(verifier_dir)
@@ -125,7 +134,7 @@ def _verified_anyway(task: Task, session: Session, run: AgentRun, deadline: floa
     task, verified anyway as Harbor does (the agent's processes are ended by then: its
     session ends them inside the container); None for any other attempt, and when the
     task's own deadline has passed (no time is left to verify)."""
-    if run.stop != "timeout" or task.verifier.kind != "harbor" or container_of(session) is None:
+    if run.stop != "timeout" or task.verifier.kind != "harbor" or _container(session) is None:
         return None
     if deadline - time.monotonic() <= 0:
         return None
@@ -248,7 +257,9 @@ def run_rollout(
             outcome, failure = run.stop, run.failure
             failure_detail = run.failure_detail
             built_in = isinstance(session, AgentSession)
-            agent_limit = isinstance(session, ContainerAgentSession) and bool(run.error)
+            # the built-in loop in a container (ContainerAgentSession) hit the agent's limit
+            in_container = built_in and getattr(session, "container", None) is not None
+            agent_limit = in_container and bool(run.error)
             timed_out = run.stop == "timeout" and (built_in or not run.error) and not agent_limit
             error = f"timeout after {timeout_s:g}s" if timed_out else run.error
             break
@@ -277,7 +288,7 @@ def run_rollout(
             workspace,
             deadline=verify_deadline,
             watch=judge_watch,  # a judge's stream is watched like the model's
-            container=container_of(session),
+            container=_container(session),
         )
         if workspace is not None:
             # the agent's commands ran as untrusted code: whatever they left in the

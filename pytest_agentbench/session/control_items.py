@@ -9,25 +9,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_agentbench.core.task_record import TaskRecord
-from pytest_agentbench.suites.controls import Planned
 from pytest_agentbench.suites.task import Task
 
 if TYPE_CHECKING:
     from pytest_agentbench.config.settings import Settings
+    from pytest_agentbench.suites.controls import Planned
 
 
 def control_plan(tasks: tuple[Task, ...], settings: Settings, suite: str) -> list[Planned]:
     """The controls a suite file's items run: all of them with ``--agentbench-controls``,
     one sampled negative control with ``--agentbench-canary``, else none. The canary is
     drawn with the run's seed (``--agentbench-seed``)."""
-    from pytest_agentbench.suites.controls import plan_canary, plan_controls
-
     labelled = calibration_plan(tasks, settings)
     if settings.calibrate:
         return labelled
     if settings.controls:
+        from pytest_agentbench.suites.controls import plan_controls
+
         return plan_controls(tasks) + labelled
     if settings.canary:
+        from pytest_agentbench.suites.controls import plan_canary
+
         canary = plan_canary(tasks, int(settings.seed or 0), suite)
         return ([canary] if canary is not None else []) + labelled
     return labelled
@@ -37,11 +39,11 @@ def calibration_plan(tasks: tuple[Task, ...], settings: Settings) -> list[Planne
     """The labelled answers judged to calibrate the judge of this file's judge tasks:
     from ``--agentbench-judge-labels`` (or the ini's ``agentbench_judge_labels``), else
     from a judge task's ``labels`` option (a file beside the suite). None without labels."""
-    from pytest_agentbench.suites.calibration import load_labels, plan_calibration
-
     judged = [task for task in tasks if task.verifier.kind == "judge"]
     if not judged:
         return []
+    from pytest_agentbench.suites.calibration import load_labels, plan_calibration
+
     paths: list[Path] = []
     if settings.judge_labels is not None:
         paths.append(settings.judge_labels)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from pytest_agentbench.artifacts.controls import control_fields
 from pytest_agentbench.artifacts.cost_totals import with_cost
@@ -29,15 +30,24 @@ from pytest_agentbench.report.reason_text import collapse, cut
 from pytest_agentbench.runner.agent import OpenAgent
 from pytest_agentbench.runner.loopguard import KillPolicy
 from pytest_agentbench.runner.rollout import run_rollout
-from pytest_agentbench.session.containers import environment_place
 from pytest_agentbench.session.run import RunState
 from pytest_agentbench.session.task_setup import resumable_task, with_overrides
-from pytest_agentbench.suites.agent_file import agent_record
-from pytest_agentbench.suites.task import (
-    Task,
-)
+from pytest_agentbench.suites.task import Task
+
+if TYPE_CHECKING:
+    from pytest_agentbench.runner.container_session import EnvironmentPlace
 
 ANSWER_PREVIEW = 300
+
+
+def _place(state: RunState, task: Task) -> EnvironmentPlace | None:
+    """Where the task's container comes from; None (and no container module imported)
+    for a task without one."""
+    if task.environment is None:
+        return None
+    from pytest_agentbench.session.containers import environment_place
+
+    return environment_place(state)
 
 
 def failure_details(rollout: Rollout, reason: str, rollout_dir: str) -> str:
@@ -130,10 +140,10 @@ def run_task_item(
             ),
             on_event=_event_sink(state, task, nodeid),
             on_phase=None if live is None else lambda phase: live.phase(nodeid, phase),
-            tools=services.tools(),
+            tools=services.tools() if task.mode == "agent" else None,  # (plain: none)
             isolation=settings.sandbox,
             open_agent=_agent_opener(state, task, settings) if task.agent is not None else None,
-            place=environment_place(state) if task.environment is not None else None,
+            place=_place(state, task),
         )
     except ModelError as exc:
         rollout = Rollout.harness_error(
@@ -189,6 +199,8 @@ def run_task_item(
         }
         record = replace(record, extras={**record.extras, "perturbation": perturbation})
     if task.agent is not None:  # which agent under test ran: reports tell agents apart
+        from pytest_agentbench.suites.agent_file import agent_record
+
         record = replace(
             record, extras={**record.extras, "agent": agent_record(task.agent, settings.agent)}
         )
@@ -282,7 +294,7 @@ def _agent_opener(state: RunState, task: Task, settings: Settings) -> OpenAgent:
         kill_policy=KillPolicy(
             settings.loop_kill / 100, settings.loop_kill_seconds, settings.loop_kill_tokens
         ),
-        place=environment_place(state) if task.environment is not None else None,
+        place=_place(state, task),
     )
     return agent_opener(context)
 

@@ -15,9 +15,10 @@ import signal
 import threading
 import time
 import warnings
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -26,9 +27,30 @@ from pytest_agentbench.artifacts.controls import misbehaved, task_records
 from pytest_agentbench.artifacts.coverage import partial_line, run_coverage
 from pytest_agentbench.artifacts.usability import unusable
 from pytest_agentbench.core.jsontypes import JsonObject
-from pytest_agentbench.core.task_record import RunSummary
+from pytest_agentbench.core.task_record import RunSummary, TaskRecord
 from pytest_agentbench.session.run import RunState
 from pytest_agentbench.session.stash import STATE_KEY
+
+if TYPE_CHECKING:
+    from pytest_agentbench.config.settings import Settings
+    from pytest_agentbench.report.gate import GateResult
+
+
+def _gate(records: Sequence[TaskRecord], settings: Settings) -> GateResult | None:
+    """The score gate's verdict (report/gate.py), its module imported only when a
+    threshold is set or a control ran (a canary that passed fails the gate): else None."""
+    if settings.min_score is None and all(
+        r.min_score is None and r.control is None for r in records
+    ):
+        return None
+    from pytest_agentbench.report.gate import evaluate_gate
+
+    return evaluate_gate(
+        records,
+        min_score=settings.min_score,
+        errors_as_failures=settings.errors_as_failures,
+        gate_on=settings.gate_on,
+    )
 
 
 def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> None:
@@ -36,7 +58,6 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
     may turn pytest's exit status."""
     from pytest_agentbench.artifacts.reports import write_run_reports
     from pytest_agentbench.artifacts.summary import RunFacts
-    from pytest_agentbench.report.gate import evaluate_gate
 
     settings, results, run = state.settings, state.results, state.run
     records = results.records
@@ -53,12 +74,7 @@ def write_reports(session: pytest.Session, exitstatus: int, state: RunState) -> 
     )
     if not results.records and not state.folder.started:
         return
-    results.gate = gate = evaluate_gate(
-        records,
-        min_score=settings.min_score,
-        errors_as_failures=settings.errors_as_failures,
-        gate_on=settings.gate_on,
-    )
+    results.gate = gate = _gate(records, settings)
     if gate is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         other_failures = session.testsfailed - results.failed_reports
         judged_ok = gate.ok and other_failures <= 0 and not misbehaved(records)

@@ -9,7 +9,7 @@ pool's threads, runner/pool.py); ``close()`` releases them at the end of the run
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -70,7 +70,7 @@ class RunServices:
         self._control_client: ModelClient | None = None
         self._control_server: ScriptedServer | None = None
         self._verifiers: dict[str, Verifier] | None = None
-        self._tools: dict[str, Tool] | None = None
+        self._tools: Mapping[str, Tool] | None = None
         #: the gateway agents under test call (agents/gateway.py), started on first use,
         #: and each model's client per wire protocol it relays
         self._gateway: Gateway | None = None
@@ -378,15 +378,22 @@ class RunServices:
                 return self._control_server.url
         return str(self.settings.base_url)
 
-    def tools(self) -> dict[str, Tool]:
-        """Every agent tool by name; a plugin's tool replaces a built-in of the same name."""
+    def tools(self) -> Mapping[str, Tool]:
+        """Every agent tool by name; a plugin's tool replaces a built-in of the same name.
+        The hook is called on the first look (hooks/plugin_hooks.Gathered): a run whose
+        tasks ask for no tool never imports the built-in ones, nor their sandbox."""
         if self._tools is None:
-            found: dict[str, Tool] = {}
-            for batch in reversed(self.config.hook.pytest_agentbench_tools()):
-                for tool in batch or ():
-                    found[tool.name] = tool
-            self._tools = found
+            from pytest_agentbench.hooks.plugin_hooks import Gathered
+
+            self._tools = Gathered(self._gather_tools)
         return self._tools
+
+    def _gather_tools(self) -> dict[str, Tool]:
+        found: dict[str, Tool] = {}
+        for batch in reversed(self.config.hook.pytest_agentbench_tools()):
+            for tool in batch or ():
+                found[tool.name] = tool
+        return found
 
     def gateway(self) -> Gateway:
         """This process's gateway for agents under test, started on first use."""

@@ -105,13 +105,14 @@ def start_run(config: pytest.Config) -> None:
         state = RunState.for_controller(config, settings, server=server)
         state.restore_sigterm = _interrupt_on_sigterm()
         state.results.baseline = baseline
-        from pytest_agentbench.session.sequential import make_sequential
+        if config.getoption("agentbench_sequential", None) is not None:
+            from pytest_agentbench.session.sequential import make_sequential
 
-        state.sequential = make_sequential(
-            config,
-            [one.model_name for one in settings.lineup()],
-            None if baseline is None else baseline.records,
-        )
+            state.sequential = make_sequential(
+                config,
+                [one.model_name for one in settings.lineup()],
+                None if baseline is None else baseline.records,
+            )
         config.pluginmanager.register(RecordCollector(state), "agentbench-records")
         otlp = config.getoption("agentbench_otlp") or config.getini("agentbench_otlp")
         if otlp:

@@ -14,11 +14,12 @@ from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.session.control_items import missing_control_record
 from pytest_agentbench.session.run import RunState
 from pytest_agentbench.session.stash import STATE_KEY
-from pytest_agentbench.suites.controls import Planned
 from pytest_agentbench.suites.task import Task
 
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr, TracebackStyle
+
+    from pytest_agentbench.suites.controls import Planned
 
 #: The (name, value) pairs of the items' user_properties, kept once: they live to the end
 #: of the run on each item and its reports, and their values repeat (the outcome always,

@@ -17,7 +17,6 @@ from pytest_agentbench.config.settings import Settings
 from pytest_agentbench.core.sampling import Sampling
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.session.run import RunState
-from pytest_agentbench.suites.agent_file import agent_record, same_agent
 from pytest_agentbench.suites.task import (
     AgentConfig,
     FeedbackLevel,
@@ -99,12 +98,12 @@ def resumable_task(
     """``resumable_record``, unless the task's sampling or its agent under test changed
     since (not comparable: run it again)."""
     resumed = resumable_record(settings, directory, nodeid)
-    if resumed is not None and (resumed.sampling or {}) != task.sampling.public():
+    if resumed is None or (resumed.sampling or {}) != task.sampling.public():
         return None
+    from pytest_agentbench.suites.agent_file import agent_record, same_agent
+
     now = None if task.agent is None else agent_record(task.agent, settings.agent)
-    if resumed is not None and not same_agent(resumed.extras.get("agent"), now):
-        return None
-    return resumed
+    return resumed if same_agent(resumed.extras.get("agent"), now) else None
 
 
 def dry_run(session: pytest.Session, state: RunState) -> None:

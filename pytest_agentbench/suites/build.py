@@ -48,22 +48,19 @@ from pytest_agentbench.suites.validate import (
     RESERVED_FIELDS,
     Parts,
     ReplyCheck,
+    SchemaCheck,
     clean,
     id_problem,
     mark_problem,
-    options_validator,
+    options_check,
     problem_lines,
-    quick_options,
     reply_problem,
     reserved_name,
-    schema_problems,
     show,
     unknown_name,
 )
 
 if TYPE_CHECKING:
-    from jsonschema.protocols import Validator
-
     from pytest_agentbench.suites.fit import VerifierKind
 
 #: Judges a ``sampling`` table against the run's wire protocol: ``(key, reason)`` pairs.
@@ -103,7 +100,7 @@ class TaskBuilder:
         self.lines: dict[int, int] = {}
         self.ids: dict[int, str] = {}
         self.first_with_id: dict[str, int] = {}
-        self.validators: dict[str, Validator | str] = {}
+        self.validators: dict[str, SchemaCheck] = {}
         self.sampling_check: SamplingCheck | None = None
         self.inherited: VerifierConfig | None = None
 
@@ -334,18 +331,9 @@ class TaskBuilder:
         if kind not in self.verifiers:
             why = getattr(self.verifiers, "why_missing", lambda _: None)(kind)
             return [(("kind",), why or unknown_name(kind, sorted(self.verifiers)))]
-        schema = self.verifiers[kind].options_schema
-        if kind not in self.validators and quick_options(schema, options):
-            return []  # (jsonschema, and its check of the schema itself, when one is wrong)
         if kind not in self.validators:
-            try:
-                self.validators[kind] = options_validator(kind, schema)
-            except ValueError as exc:
-                self.validators[kind] = str(exc)
-        validator = self.validators[kind]
-        if isinstance(validator, str):
-            return [((), validator)]
-        return schema_problems(validator, dict(options), self.object_word)
+            self.validators[kind] = options_check(kind, self.verifiers[kind].options_schema)
+        return self.validators[kind].problems(dict(options), self.object_word)
 
     def _check_reply(self, index: int, path: str, reply: JsonValue) -> None:
         if (problem := reply_problem(self.reply_check, reply, path, self.object_word)) is not None:

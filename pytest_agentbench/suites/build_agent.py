@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_agentbench.core.jsontypes import JsonValue
-from pytest_agentbench.suites.environment import (
-    TaskEnvironment,
-    environment_problem,
-    read_environment,
-)
 from pytest_agentbench.suites.raw_task import RawTask, SuiteDefaults
 from pytest_agentbench.suites.task import DEFAULT_VERIFIER, AgentConfig
+
+if TYPE_CHECKING:  # a container's record: its module when a suite names one
+    from pytest_agentbench.suites.environment import TaskEnvironment
 
 #: Records a problem: the task's index (None: the suite's), where it is written, the text.
 AddProblem = Callable[[int | None, str, str], None]
@@ -64,7 +63,11 @@ def read_task_environment(
     add: AddProblem,
 ) -> TaskEnvironment | None:
     """The task's container (suites/environment.py), its problems recorded where the
-    table is written."""
+    table is written. None (and the environment's module not imported) when none is set."""
+    if value is None:
+        return None
+    from pytest_agentbench.suites.environment import environment_problem, read_environment
+
     where = raw.locate(("environment",)) if "environment" in raw.data else "$.suite.environment"
     found, why = read_environment(value, suite_dir)
     if found is None:

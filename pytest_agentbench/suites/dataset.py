@@ -24,8 +24,7 @@ from pytest_agentbench.suites.read import RepeatWatch, parse_record, read_text, 
 from pytest_agentbench.suites.validate import (
     Parts,
     json_path,
-    record_schema,
-    record_validator,
+    record_check,
     show,
     structure_problems,
     type_name,
@@ -232,7 +231,7 @@ def dataset_rows(
             mapped.append(MappedRow(row.line, None, [("", str(row.problem))]))
             continue
         data, missing = mapper.task(row.record)
-        found = structure_problems(data, record_schema(), record_validator)
+        found = structure_problems(data, record_check())
         listed = [("", text) for _, text in missing]
         listed += [(mapper.locate(parts), text) for parts, text in found]
         broken = frozenset(parts for parts, _ in missing + found)

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.suites.build import SamplingCheck, TaskBuilder
-from pytest_agentbench.suites.dataset import FindDataset, dataset_rows
 from pytest_agentbench.suites.raw_task import (
     TASK_SETTINGS,
     RawTask,
@@ -44,18 +43,18 @@ from pytest_agentbench.suites.validate import (
     Parts,
     ReplyCheck,
     clean,
-    document_validator,
+    document_check,
     id_problem,
     json_path,
     mark_problem,
     reserved_name,
     show,
     structure_problems,
-    suite_schema,
     type_name,
 )
 
 if TYPE_CHECKING:
+    from pytest_agentbench.suites.dataset import FindDataset
     from pytest_agentbench.suites.fit import VerifierKind
 
 __all__ = ["ReplyCheck", "SamplingCheck", "Suite", "load_document", "load_suite"]
@@ -151,7 +150,7 @@ class _Loader(TaskBuilder):
         # JSON cannot hold (a date, a key that is not a string) and every value of the
         # wrong type, and nothing is read at or below a problem (``clean``).
         document = self._rename_tasks(found)
-        shape = structure_problems(document, suite_schema(), document_validator, self.object_word)
+        shape = structure_problems(document, document_check(), self.object_word)
         for parts, problem in shape:
             is_task = len(parts) > 1 and parts[0] == "task" and isinstance(parts[1], int)
             self.add(int(parts[1]) if is_task else None, self.doc_path(parts), problem)
@@ -277,6 +276,8 @@ class _Loader(TaskBuilder):
         self.dataset = as_text(suite["dataset"])
         if not clean(bad, ("suite", "fields")) or not clean(bad, ("suite", "columns")):
             return []
+        from pytest_agentbench.suites.dataset import dataset_rows  # (manifests only)
+
         found, rows, locate = dataset_rows(self.path, suite, self.max_bytes, self.find_dataset)
         for path, problem in found:
             self.add(None, path, problem)

@@ -1,324 +1,287 @@
-"""A quick yes to "does this document match the schema?" for the common case, a valid
-suite, without importing jsonschema (with ``attrs``, ``referencing`` and ``rpds`` behind
-it, about a sixth of pytest's own start-up: docs/scale.md).
+"""A sure "valid" for a JSON Schema, without jsonschema.
 
-``quick_valid`` answers True only when the document is valid under JSON Schema 2020-12
-as jsonschema's ``Draft202012Validator`` judges it (no format assertion); it answers
-False when the document is not valid, or when the schema uses a keyword this check does
-not know (then jsonschema decides, as it always does when something is wrong, and its
-errors make the messages: suites/validate.py). tests/suites/test_quick_schema.py holds
-the two to the same answer on the package's schema over seeded broken suites.
+Loading checks every suite file against the shipped schema (suites/suite.schema.json) and
+each task's verifier options against the verifier's ``options_schema``. jsonschema (with
+``referencing``, ``rpds`` and ``attrs``) costs more to import than the rest of a one-task
+run's start-up, and a valid suite needs none of what it is there for: the problems,
+each told where and why. :class:`QuickSchema` answers only "surely valid": True when
+the instance satisfies the schema as jsonschema's Draft 2020-12 validator reads it;
+False for a violation and for anything it does not know (a keyword, another draft, a
+reference outside the document, a value JSON cannot hold), and the caller then asks
+jsonschema, whose errors make the messages (suites/validate.py).
+
+So it must never accept what jsonschema refuses: each keyword it knows is read as
+jsonschema reads it (``type`` with ``bool`` apart from the numbers, ``pattern`` with
+``re.search``, ``enum`` and ``const`` with strings only, ``uniqueItems`` over strings
+only), and a schema with a keyword outside that set, or one that is not well formed
+(what ``check_schema`` would refuse: a misspelt type, a pattern that does not compile),
+is never judged here at all.
 """
 
 from __future__ import annotations
 
-import functools
+import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
-from pytest_agentbench.core.jsontypes import JsonValue
-
-#: keywords that assert nothing (2020-12 leaves ``format`` an annotation by default)
-_ANNOTATIONS = frozenset(
-    {
-        "$schema",
-        "$id",
-        "$defs",
-        "$comment",
-        "title",
-        "description",
-        "default",
-        "examples",
-        "deprecated",
-        "readOnly",
-        "writeOnly",
-        "format",
-    }
-)
-
-
-#: one keyword's check: its value, the instance, the schema holding it, the root schema
-Check = Callable[[object, object, object, Mapping[str, JsonValue]], bool]
-
-
-class _Unknown(Exception):
-    """The schema uses a keyword (or a form of one) this check does not evaluate."""
-
-
-def quick_valid(schema: Mapping[str, JsonValue], instance: object) -> bool:
-    """Whether ``instance`` is valid against ``schema`` (see the module docstring)."""
-    try:
-        return _valid(schema, instance, schema)
-    except _Unknown:
-        return False
-
-
-def _valid(schema: object, instance: object, root: Mapping[str, JsonValue]) -> bool:
-    if schema is True:
-        return True
-    if schema is False:
-        return False
-    if not isinstance(schema, dict):
-        raise _Unknown
-    for keyword, value in schema.items():
-        check = _KEYWORDS.get(keyword)
-        if check is not None:
-            if not check(value, instance, schema, root):
-                return False
-        elif keyword not in _ANNOTATIONS and keyword not in _PAIRED:
-            raise _Unknown
-    return True
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-_TYPES: dict[str, Callable[[object], bool]] = {
-    "null": lambda v: v is None,
-    "boolean": lambda v: isinstance(v, bool),
-    "integer": lambda v: (
-        (isinstance(v, int) and not isinstance(v, bool))
-        or (isinstance(v, float) and v.is_integer())
-    ),
-    "number": _is_number,
-    "string": lambda v: isinstance(v, str),
-    "array": lambda v: isinstance(v, list),
-    "object": lambda v: isinstance(v, dict),
+DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+#: Keywords that say nothing of validity (what ``check_schema`` asks of their values).
+_ANNOTATIONS: dict[str, tuple[type, ...]] = {
+    "title": (str,),
+    "description": (str,),
+    "$comment": (str,),
+    "deprecated": (bool,),
+    "readOnly": (bool,),
+    "writeOnly": (bool,),
+    "examples": (list,),
+    "default": (object,),
 }
+_TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
+_SUBSCHEMA = ("additionalProperties", "items", "propertyNames", "not", "if", "then", "else")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf")
+_NUMBER_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+_COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
+_JSON_VALUES = (str, int, float, bool, type(None), dict, list)
 
 
-def _type(value: object, instance: object, schema: object, root: object) -> bool:
-    names = value if isinstance(value, list) else [value]
-    for name in names:
-        test = _TYPES.get(name) if isinstance(name, str) else None
-        if test is None:
-            raise _Unknown
-        if test(instance):
+class _Unsure(Exception):
+    """Something the quick check does not judge: jsonschema will."""
+
+
+class QuickSchema:
+    """One schema, checked once for whether the quick check may judge it at all."""
+
+    def __init__(self, schema: object) -> None:
+        self.schema = schema
+        self._patterns: dict[str, re.Pattern[str]] = {}
+        try:
+            self.known = _root_known(schema) and self._well_formed(schema, root=True)
+        except (_Unsure, re.error, RecursionError):
+            self.known = False
+
+    def accepts(self, instance: object) -> bool:
+        """True only when ``instance`` surely satisfies the schema (else ask jsonschema)."""
+        if not self.known:
+            return False
+        try:
+            return self._valid(self.schema, instance)
+        except (_Unsure, RecursionError):
+            return False
+
+    def _well_formed(self, schema: object, *, root: bool = False) -> bool:
+        if isinstance(schema, bool):
             return True
+        if not isinstance(schema, dict):
+            return False
+        for key, value in schema.items():
+            if key in _ANNOTATIONS:
+                if not isinstance(value, _ANNOTATIONS[key]):
+                    return False
+            elif key in ("$schema", "$id"):
+                if not root or not isinstance(value, str):
+                    return False
+            elif key == "$defs" or key == "properties":
+                if not isinstance(value, dict):
+                    return False
+                if not all(self._well_formed(one) for one in value.values()):
+                    return False
+            elif key in _SUBSCHEMA:
+                if not self._well_formed(value):
+                    return False
+            elif key in _SCHEMA_LISTS:
+                if not isinstance(value, list) or not value:
+                    return False
+                if not all(self._well_formed(one) for one in value):
+                    return False
+            elif not _keyword_well_formed(key, value, self._patterns):
+                return False
+        return True
+
+    def _valid(self, schema: object, instance: object) -> bool:
+        if isinstance(schema, bool):
+            return schema
+        if not isinstance(schema, dict):
+            raise _Unsure
+        if not isinstance(instance, _JSON_VALUES):
+            raise _Unsure  # a value JSON cannot hold: the structure check reports it
+        if isinstance(instance, float) and not math.isfinite(instance):
+            raise _Unsure
+        return all(self._keyword(key, value, schema, instance) for key, value in schema.items())
+
+    def _keyword(
+        self, key: str, value: object, schema: Mapping[str, object], instance: object
+    ) -> bool:
+        if key in _ANNOTATIONS or key in ("$schema", "$id", "$defs"):
+            return True
+        if key == "$ref":
+            return self._valid(_resolve(self.schema, str(value)), instance)
+        if key == "type":
+            names = value if isinstance(value, list) else [value]
+            return any(_is_type(instance, str(name)) for name in names)
+        if key in ("enum", "const"):
+            options = value if key == "enum" else [value]
+            if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+                raise _Unsure
+            return isinstance(instance, str) and instance in options
+        if key in ("allOf", "anyOf", "oneOf"):
+            assert isinstance(value, list)
+            passed = sum(1 for one in value if self._valid(one, instance))
+            if key == "allOf":
+                return passed == len(value)
+            return passed >= 1 if key == "anyOf" else passed == 1
+        if key == "not":
+            return not self._valid(value, instance)
+        if key == "if":
+            then = schema.get("then" if self._valid(value, instance) else "else", True)
+            return self._valid(then, instance)
+        if key in ("then", "else"):
+            return True  # judged with its ``if`` (alone it is ignored, as jsonschema does)
+        if isinstance(instance, dict):
+            return self._object_keyword(key, value, schema, instance)
+        if isinstance(instance, list):
+            return self._array_keyword(key, value, instance)
+        if isinstance(instance, str) and key in ("minLength", "maxLength"):
+            return _within(key, len(instance), value)
+        if isinstance(instance, str) and key == "pattern":
+            return self._patterns[str(value)].search(instance) is not None
+        number = isinstance(instance, int | float) and not isinstance(instance, bool)
+        if number and key in _NUMBER_BOUNDS:
+            assert isinstance(instance, int | float)
+            return _number_within(key, instance, value)
+        return True  # a keyword of another type's instances
+
+    def _object_keyword(
+        self, key: str, value: object, schema: Mapping[str, object], instance: dict[str, object]
+    ) -> bool:
+        if not all(isinstance(name, str) for name in instance):
+            raise _Unsure
+        if key == "properties":
+            assert isinstance(value, dict)
+            return all(
+                self._valid(value[name], item) for name, item in instance.items() if name in value
+            )
+        if key == "additionalProperties":
+            known = schema.get("properties", {})
+            assert isinstance(known, dict)
+            extra = [item for name, item in instance.items() if name not in known]
+            return all(self._valid(value, item) for item in extra)
+        if key == "required":
+            assert isinstance(value, list)
+            return all(name in instance for name in value)
+        if key == "dependentRequired":
+            assert isinstance(value, dict)
+            wanted = [needs for name, needs in value.items() if name in instance]
+            return all(need in instance for needs in wanted for need in needs)
+        if key == "propertyNames":
+            return all(self._valid(value, name) for name in instance)
+        if key in ("minProperties", "maxProperties"):
+            return _within(key, len(instance), value)
+        return True
+
+    def _array_keyword(self, key: str, value: object, instance: list[object]) -> bool:
+        if key == "items":
+            return all(self._valid(value, item) for item in instance)
+        if key in ("minItems", "maxItems"):
+            return _within(key, len(instance), value)
+        if key == "uniqueItems":
+            if value is not True:
+                return True
+            texts = [item for item in instance if isinstance(item, str)]
+            if len(texts) < len(instance):
+                raise _Unsure
+            return len(set(texts)) == len(texts)
+        return True
+
+
+def _root_known(schema: object) -> bool:
+    """A schema read as Draft 2020-12 (what ``validator_for`` picks without a ``$schema``)."""
+    if not isinstance(schema, dict):
+        return isinstance(schema, bool)
+    return bool(schema.get("$schema", DRAFT_2020_12) == DRAFT_2020_12)
+
+
+def _keyword_well_formed(key: str, value: object, patterns: dict[str, re.Pattern[str]]) -> bool:
+    """A keyword outside the subschema ones, as the 2020-12 metaschema asks; False for one
+    the quick check does not know."""
+    if key == "type":
+        names = value if isinstance(value, list) else [value]
+        unique = len({str(name) for name in names}) == len(names)
+        return bool(names) and unique and all(name in _TYPES for name in names)
+    if key == "enum":
+        return isinstance(value, list)
+    if key == "const":
+        return True
+    if key in _NUMBER_BOUNDS:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if key in _COUNTS:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    if key == "uniqueItems":
+        return isinstance(value, bool)
+    if key == "pattern":
+        if not isinstance(value, str):
+            return False
+        patterns[value] = re.compile(value)  # (re.error: not well formed)
+        return True
+    if key == "required":
+        return _names(value)
+    if key == "dependentRequired":
+        return isinstance(value, dict) and all(_names(needs) for needs in value.values())
+    if key == "$ref":
+        return isinstance(value, str) and value.startswith("#/")
     return False
 
 
-def equal(one: object, other: object) -> bool:
-    """JSON equality as jsonschema sees it: ``true`` is not ``1``, ``1`` is ``1.0``."""
-    if isinstance(one, bool) or isinstance(other, bool):
-        return isinstance(one, bool) and isinstance(other, bool) and one == other
-    if isinstance(one, list) or isinstance(other, list):
-        return (
-            isinstance(one, list)
-            and isinstance(other, list)
-            and len(one) == len(other)
-            and all(map(equal, one, other))
-        )
-    if isinstance(one, dict) or isinstance(other, dict):
-        return (
-            isinstance(one, dict)
-            and isinstance(other, dict)
-            and one.keys() == other.keys()
-            and all(equal(one[key], other[key]) for key in one)
-        )
-    if isinstance(one, str) != isinstance(other, str):
-        return False
-    return bool(one == other)
-
-
-def _bound(test: str) -> Check:
-    def check(
-        value: object, instance: object, schema: object, root: Mapping[str, JsonValue]
-    ) -> bool:
-        if not _is_number(value):
-            raise _Unknown
-        if not _is_number(instance):
-            return True
-        got, limit = instance, value
-        assert isinstance(got, int | float) and isinstance(limit, int | float)
-        if test == "minimum":
-            return got >= limit
-        if test == "maximum":
-            return got <= limit
-        if test == "exclusiveMinimum":
-            return got > limit
-        return got < limit
-
-    return check
-
-
-def _count(kind: type[str | list[object] | dict[str, object]], most: bool) -> Check:
-    def check(
-        value: object, instance: object, schema: object, root: Mapping[str, JsonValue]
-    ) -> bool:
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise _Unknown
-        if not isinstance(instance, kind):
-            return True
-        size = len(instance)
-        return size <= value if most else size >= value
-
-    return check
-
-
-@functools.cache
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
-
-
-def _pattern(value: object, instance: object, schema: object, root: object) -> bool:
-    if not isinstance(value, str):
-        raise _Unknown
-    return not isinstance(instance, str) or _compiled(value).search(instance) is not None
-
-
-def _enum(value: object, instance: object, schema: object, root: object) -> bool:
-    if not isinstance(value, list):
-        raise _Unknown
-    return any(equal(instance, choice) for choice in value)
-
-
-def _const(value: object, instance: object, schema: object, root: object) -> bool:
-    return equal(instance, value)
-
-
-def _unique(value: object, instance: object, schema: object, root: object) -> bool:
-    if not isinstance(value, bool):
-        raise _Unknown
-    if not value or not isinstance(instance, list):
-        return True
-    return not any(
-        equal(instance[i], instance[j])
-        for i in range(len(instance))
-        for j in range(i + 1, len(instance))
+def _names(value: object) -> bool:
+    return (
+        isinstance(value, list)
+        and all(isinstance(name, str) for name in value)
+        and len(set(value)) == len(value)
     )
 
 
-def _items(value: object, instance: object, schema: object, root: Mapping[str, JsonValue]) -> bool:
-    if not isinstance(value, dict | bool):
-        raise _Unknown  # (the older array form)
-    if "prefixItems" in schema:  # type: ignore[operator]
-        raise _Unknown
-    return not isinstance(instance, list) or all(_valid(value, item, root) for item in instance)
-
-
-def _properties(
-    value: object, instance: object, schema: object, root: Mapping[str, JsonValue]
-) -> bool:
-    if not isinstance(value, dict):
-        raise _Unknown
-    if not isinstance(instance, dict):
-        return True
-    return all(_valid(value[key], item, root) for key, item in instance.items() if key in value)
-
-
-def _additional(
-    value: object, instance: object, schema: object, root: Mapping[str, JsonValue]
-) -> bool:
-    assert isinstance(schema, dict)
-    if "patternProperties" in schema:
-        raise _Unknown
-    if not isinstance(instance, dict):
-        return True
-    known = schema.get("properties", {})
-    if not isinstance(known, dict):
-        raise _Unknown
-    return all(_valid(value, item, root) for key, item in instance.items() if key not in known)
-
-
-def _required(value: object, instance: object, schema: object, root: object) -> bool:
-    if not isinstance(value, list):
-        raise _Unknown
-    return not isinstance(instance, dict) or all(key in instance for key in value)
-
-
-def _dependent_required(value: object, instance: object, schema: object, root: object) -> bool:
-    if not isinstance(value, dict):
-        raise _Unknown
-    if not isinstance(instance, dict):
-        return True
-    for key, needed in value.items():
-        if not isinstance(needed, list):
-            raise _Unknown
-        if key in instance and not all(other in instance for other in needed):
-            return False
-    return True
-
-
-def _property_names(
-    value: object, instance: object, schema: object, root: Mapping[str, JsonValue]
-) -> bool:
-    return not isinstance(instance, dict) or all(_valid(value, key, root) for key in instance)
-
-
-def _ref(value: object, instance: object, schema: object, root: Mapping[str, JsonValue]) -> bool:
-    return _valid(_target(value, root), instance, root)
-
-
-def _target(ref: object, root: Mapping[str, JsonValue]) -> object:
-    if not isinstance(ref, str) or not ref.startswith("#"):
-        raise _Unknown
-    found: object = root
-    for part in ref[1:].split("/")[1:] if ref != "#" else []:
-        part = part.replace("~1", "/").replace("~0", "~")
-        if not isinstance(found, dict) or part not in found or "%" in part:
-            raise _Unknown
-        found = found[part]
+def _resolve(root: object, ref: str) -> object:
+    """The subschema a ``#/…`` JSON pointer names in the root schema."""
+    found = root
+    for part in ref[2:].split("/"):
+        name = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(found, dict) and name in found:
+            found = found[name]
+        elif isinstance(found, list) and name.isdigit() and int(name) < len(found):
+            found = found[int(name)]
+        else:
+            raise _Unsure
     return found
 
 
-def _all_of(value: object, instance: object, schema: object, root: Mapping[str, JsonValue]) -> bool:
-    if not isinstance(value, list):
-        raise _Unknown
-    return all(_valid(part, instance, root) for part in value)
+def _is_type(instance: object, name: str) -> bool:
+    if name == "object":
+        return isinstance(instance, dict)
+    if name == "array":
+        return isinstance(instance, list)
+    if name == "string":
+        return isinstance(instance, str)
+    if name == "boolean":
+        return isinstance(instance, bool)
+    if name == "null":
+        return instance is None
+    if name == "integer":
+        return isinstance(instance, int) and not isinstance(instance, bool)
+    if name == "number":
+        return isinstance(instance, int | float) and not isinstance(instance, bool)
+    raise _Unsure
 
 
-def _any_of(value: object, instance: object, schema: object, root: Mapping[str, JsonValue]) -> bool:
-    if not isinstance(value, list):
-        raise _Unknown
-    return any(_valid(part, instance, root) for part in value)
+def _within(key: str, count: int, bound: object) -> bool:
+    assert isinstance(bound, int)
+    return count >= bound if key.startswith("min") else count <= bound
 
 
-def _one_of(value: object, instance: object, schema: object, root: Mapping[str, JsonValue]) -> bool:
-    if not isinstance(value, list):
-        raise _Unknown
-    return sum(1 for part in value if _valid(part, instance, root)) == 1
-
-
-def _not(value: object, instance: object, schema: object, root: Mapping[str, JsonValue]) -> bool:
-    return not _valid(value, instance, root)
-
-
-def _if(value: object, instance: object, schema: object, root: Mapping[str, JsonValue]) -> bool:
-    assert isinstance(schema, dict)
-    branch = "then" if _valid(value, instance, root) else "else"
-    return branch not in schema or _valid(schema[branch], instance, root)
-
-
-_KEYWORDS: dict[str, Check] = {
-    "type": _type,
-    "enum": _enum,
-    "const": _const,
-    "minimum": _bound("minimum"),
-    "maximum": _bound("maximum"),
-    "exclusiveMinimum": _bound("exclusiveMinimum"),
-    "exclusiveMaximum": _bound("exclusiveMaximum"),
-    "minLength": _count(str, most=False),
-    "maxLength": _count(str, most=True),
-    "minItems": _count(list, most=False),
-    "maxItems": _count(list, most=True),
-    "minProperties": _count(dict, most=False),
-    "maxProperties": _count(dict, most=True),
-    "pattern": _pattern,
-    "uniqueItems": _unique,
-    "items": _items,
-    "properties": _properties,
-    "additionalProperties": _additional,
-    "required": _required,
-    "dependentRequired": _dependent_required,
-    "propertyNames": _property_names,
-    "$ref": _ref,
-    "allOf": _all_of,
-    "anyOf": _any_of,
-    "oneOf": _one_of,
-    "not": _not,
-    "if": _if,
-}
-#: read by the keyword they belong to (``if``)
-_PAIRED = frozenset({"then", "else"})
+def _number_within(key: str, number: float, bound: object) -> bool:
+    assert isinstance(bound, int | float)
+    if key == "minimum":
+        return not number < bound
+    if key == "maximum":
+        return not number > bound
+    if key == "exclusiveMinimum":
+        return not number <= bound
+    return not number >= bound

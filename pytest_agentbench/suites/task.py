@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from pytest_agentbench.core.choices import FEEDBACK_LEVELS as FEEDBACK_LEVELS
 from pytest_agentbench.core.choices import REPAIR_MODES as REPAIR_MODES
@@ -13,7 +13,9 @@ from pytest_agentbench.core.choices import FeedbackLevel as FeedbackLevel
 from pytest_agentbench.core.choices import RepairMode as RepairMode
 from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.core.sampling import Sampling
-from pytest_agentbench.suites.environment import TaskEnvironment
+
+if TYPE_CHECKING:  # a task's container: its module when a suite or a Harbor folder names one
+    from pytest_agentbench.suites.environment import TaskEnvironment
 
 #: The tools an agent task gets unless it names its own (the built-in ones).
 DEFAULT_TOOLS = ("bash", "read_file", "write_file", "list_files")

@@ -5,6 +5,10 @@ completes a sentence whose subject is that path (``must be an integer; got strin
 The loader decides which task a problem concerns and prints it. The readers raise
 ValueError with a reason a user can act on; nothing else here raises for bad input.
 A task's prompt (its template checked and rendered) is ``template.py``'s.
+
+A document or a verifier's options are checked by a :class:`SchemaCheck`: the quick check
+(quick_schema.py) passes what surely satisfies the schema, and jsonschema, imported then,
+finds the problems of the rest; a valid suite never imports it.
 """
 
 from __future__ import annotations
@@ -20,9 +24,9 @@ from importlib import resources
 from typing import TYPE_CHECKING
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
-from pytest_agentbench.suites.quick_schema import quick_valid
+from pytest_agentbench.suites.quick_schema import QuickSchema
 
-if TYPE_CHECKING:  # jsonschema is imported when a document is found wrong (quick_schema.py)
+if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
     from jsonschema.protocols import Validator
 
@@ -71,31 +75,60 @@ def suite_schema() -> JsonObject:
     return schema
 
 
+class SchemaCheck:
+    """A JSON Schema's check: an instance the quick check surely accepts has no problem;
+    the rest are judged by jsonschema's validator, made (and jsonschema imported) on the
+    first such instance. ``make`` builds that validator; a ValueError from it (a broken
+    options schema) is the one problem of every instance the quick check cannot pass."""
+
+    def __init__(self, schema: Mapping[str, object], make: Callable[[], Validator]) -> None:
+        self.quick = QuickSchema(schema)
+        self._make = make
+        self._validator: Validator | str | None = None
+
+    def problems(
+        self, instance: object, object_word: str = "an object", *, quick: bool = True
+    ) -> list[tuple[Parts, str]]:
+        """Every schema violation in ``instance`` (schema_problems); ``quick`` False skips
+        the quick check (an instance that holds values JSON cannot)."""
+        if quick and self.quick.accepts(instance):
+            return []
+        if self._validator is None:
+            try:
+                self._validator = self._make()
+            except ValueError as exc:
+                self._validator = str(exc)
+        if isinstance(self._validator, str):
+            return [((), self._validator)]
+        return schema_problems(self._validator, instance, object_word)
+
+
+def _draft_2020_12(schema: Mapping[str, object]) -> Callable[[], Validator]:
+    def make() -> Validator:
+        import jsonschema
+
+        validator: Validator = jsonschema.Draft202012Validator(schema)
+        return validator
+
+    return make
+
+
 @functools.cache
-def document_validator() -> Validator:
-    """A validator for a whole suite file (its task list under ``task``)."""
-    import jsonschema
-
-    return jsonschema.Draft202012Validator(suite_schema())
+def document_check() -> SchemaCheck:
+    """The check of a whole suite file (its task list under ``task``)."""
+    return SchemaCheck(suite_schema(), _draft_2020_12(suite_schema()))
 
 
 @functools.cache
-def record_schema() -> JsonObject:
-    """The schema of one task made from a dataset record (``input`` checked apart)."""
+def record_check() -> SchemaCheck:
+    """The check of one task made from a dataset record (``input`` checked apart)."""
     defs = suite_schema()["$defs"]
     task = defs.get("task") if isinstance(defs, dict) else None
     if not isinstance(defs, dict) or not isinstance(task, dict):
         raise TypeError("suite.schema.json has no $defs.task object")  # a packaging bug
     task = {key: value for key, value in task.items() if key != "required"}
-    return {**task, "$defs": defs}
-
-
-@functools.cache
-def record_validator() -> Validator:
-    """A validator for ``record_schema``."""
-    import jsonschema
-
-    return jsonschema.Draft202012Validator(record_schema())
+    schema = {**task, "$defs": defs}
+    return SchemaCheck(schema, _draft_2020_12(schema))
 
 
 @functools.cache
@@ -104,33 +137,29 @@ def agent_validator() -> Validator:
     import jsonschema
 
     defs = suite_schema()["$defs"]
-    return jsonschema.Draft202012Validator({"$ref": "#/$defs/agent", "$defs": defs})
+    validator: Validator = jsonschema.Draft202012Validator({"$ref": "#/$defs/agent", "$defs": defs})
+    return validator
 
 
-def quick_options(schema: Mapping[str, JsonValue], options: Mapping[str, JsonValue]) -> bool:
-    """Whether a verifier's ``options`` are valid by the quick check (quick_schema.py) of
-    a 2020-12 schema; False sends them to ``options_validator``, which also checks the
-    schema itself and names what is wrong."""
-    draft = schema.get("$schema")
-    if draft is not None and draft != "https://json-schema.org/draft/2020-12/schema":
-        return False
-    return quick_valid(schema, dict(options))
+def options_check(kind: str, schema: Mapping[str, object]) -> SchemaCheck:
+    """The check of a verifier's options against its ``options_schema``, read in the draft
+    it declares (2020-12 when it declares none); a broken schema is its one problem."""
 
+    def make() -> Validator:
+        import jsonschema
 
-def options_validator(kind: str, schema: Mapping[str, object]) -> Validator:
-    """A validator for a verifier's ``options_schema`` in the draft it declares (2020-12
-    when it declares none). Raises ValueError when the schema itself is broken."""
-    import jsonschema
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        try:
+            cls.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            raise ValueError(
+                f"cannot be checked: the {show(kind)} verifier's options_schema is invalid"
+                f" ({show(exc.message, 120)}); this is a bug in the plugin that provides it"
+            ) from None
+        validator: Validator = cls(schema)
+        return validator
 
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise ValueError(
-            f"cannot be checked: the {show(kind)} verifier's options_schema is invalid"
-            f" ({show(exc.message, 120)}); this is a bug in the plugin that provides it"
-        ) from None
-    return cls(schema)
+    return SchemaCheck(schema, make)
 
 
 def clean(bad: frozenset[Parts] | set[Parts], parts: Parts) -> bool:
@@ -226,20 +255,14 @@ def some(items: Sequence[object], shown: int = 3) -> str:
 
 
 def structure_problems(
-    data: object,
-    schema: Mapping[str, JsonValue],
-    validator: Callable[[], Validator],
-    object_word: str = "an object",
+    data: object, check: SchemaCheck, object_word: str = "an object"
 ) -> list[tuple[Parts, str]]:
-    """Values JSON cannot hold, then the violations of ``schema`` they do not already
-    explain (found by ``validator()``, made only when the quick check finds the data
-    wrong). A table with a key that is not a string still has its other keys checked:
-    the loader reads them when no problem is found at or below them."""
+    """Values JSON cannot hold, then the schema violations they do not already explain.
+    A table with a key that is not a string still has its other keys checked: the loader
+    reads them when no problem is found at or below them."""
     found = _odd_values(data)
-    if not found and quick_valid(schema, data):
-        return found
     odd = {parts for parts, text in found if not text.startswith(_NOT_A_STRING_KEY)}
-    for parts, text in schema_problems(validator(), data, object_word):
+    for parts, text in check.problems(data, object_word, quick=not found):
         # at or below an odd value? (its prefixes looked up: linear in the problems)
         if not any(parts[:length] in odd for length in range(len(parts) + 1)):
             found.append((parts, text))
@@ -251,9 +274,9 @@ def schema_problems(
 ) -> list[tuple[Parts, str]]:
     """Every schema violation in ``instance``, one problem each; ``object_word`` names
     a mapping the way the file's format does (``a table`` in TOML)."""
-    problems: list[tuple[Parts, str]] = []
     from jsonschema.exceptions import best_match
 
+    problems: list[tuple[Parts, str]] = []
     for error in validator.iter_errors(instance):
         problems.extend(_describe(best_match([error]) if error.context else error, object_word))
     return problems

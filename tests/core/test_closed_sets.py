@@ -114,10 +114,14 @@ def test_a_code_verifiers_options_list_the_scoring_and_isolation_words(kind: str
 def test_a_settings_field_of_a_closed_set_has_its_literal(
     record: type, name: str, alias: Any
 ) -> None:
+    from pytest_agentbench.core.cost import Price
+    from pytest_agentbench.suites.agent_file import RunAgent
     from pytest_agentbench.verifiers.judge_model import JudgeModel
 
-    # (Settings names the judge's model type, which a run imports only when it judges)
-    assert get_type_hints(record, localns={"JudgeModel": JudgeModel})[name] == alias
+    # (Settings names types a run imports only when it uses them: the judge's model, the
+    # run's agent file, a price)
+    names = {"JudgeModel": JudgeModel, "RunAgent": RunAgent, "Price": Price}
+    assert get_type_hints(record, localns=names)[name] == alias
 
 
 def test_a_word_read_is_the_word_of_its_set_and_nothing_else() -> None:

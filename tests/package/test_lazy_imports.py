@@ -85,9 +85,16 @@ def test_without_agentbench_nothing_else_of_ours_is_imported(pytester: pytest.Py
 
 
 #: What a run pays for only when it uses it: the judge, the response cache, the provider
-#: batch APIs, external agents and their gateway, container environments, Harbor task
-#: folders, the verifier families its tasks do not name, the scripted client (against a
-#: real server) and the evidence miner (when nothing failed).
+#: batch APIs, external agents and their gateway, container environments (every module
+#: of ours with "container" in its name, the environments layer, a task's environment
+#: record), the sandbox when no task runs a sandboxed command (but for the guard that
+#: hides every process's keys at start, and the CPU slots that size the pool), the agent
+#: loop's tools, Harbor task folders, the verifier families its tasks do not name, the
+#: scripted client (against a real server), the evidence miner (when nothing failed),
+#: the score gate (no threshold set), the verdicts of comparisons and sequential looks
+#: (one model, no baseline), controls and a run-wide agent file (none asked for); and
+#: jsonschema, for a suite with no problem (suites/quick_schema.py).
+SANDBOX_AT_START = ("pytest_agentbench.sandbox.environ_guard", "pytest_agentbench.sandbox.cpuslots")
 UNUSED_FEATURES = {
     "judge": lambda name: "judge" in name.rsplit(".", 1)[-1],
     "cache": lambda name: name == "pytest_agentbench.models.response_cache",
@@ -102,7 +109,15 @@ UNUSED_FEATURES = {
         )
     ),
     "agent or gateway": lambda name: name.startswith("pytest_agentbench.agents"),
-    "container": lambda name: name.startswith("pytest_agentbench.environments"),
+    "container": lambda name: (
+        "container" in name
+        or name.startswith("pytest_agentbench.environments")
+        or name == "pytest_agentbench.suites.environment"
+    ),
+    "sandbox": lambda name: (
+        name.startswith("pytest_agentbench.sandbox.") and name not in SANDBOX_AT_START
+    ),
+    "agent tools": lambda name: name == "pytest_agentbench.runner.tools",
     "harbor": lambda name: (
         name
         in (
@@ -116,6 +131,21 @@ UNUSED_FEATURES = {
         in ("choice", "number", "json_schema", "code", "checks", "command", "stamped")
         and name.startswith("pytest_agentbench.verifiers.")
     ),
+    "evidence miner": lambda name: (
+        name
+        in (
+            "pytest_agentbench.report.verifier_evidence",
+            "pytest_agentbench.report.ctrf_scan",
+            "pytest_agentbench.report.probes",
+            "pytest_agentbench.report.mismatch",
+        )
+    ),
+    "score gate": lambda name: name == "pytest_agentbench.report.gate",
+    "comparisons": lambda name: (
+        name in ("pytest_agentbench.core.verdicts", "pytest_agentbench.session.sequential")
+    ),
+    "controls": lambda name: name == "pytest_agentbench.suites.controls",
+    "agent file": lambda name: name == "pytest_agentbench.suites.agent_file",
 }
 #: Against a real server only (the scripted provider's own run needs them).
 UNUSED_AGAINST_A_SERVER = {
@@ -141,7 +171,8 @@ def test_a_plain_built_in_run_imports_no_feature_it_does_not_use(
     """One task, the exact verifier, the built-in loop, against the scripted provider
     (the default) or a real server: every module of ours imported by the end of the
     process (reports written, the session over) is listed, and none of them belongs to
-    a judge, the cache, batches, an external agent or the gateway, or a container."""
+    a judge, the cache, batches, an external agent or the gateway, a container, the
+    sandbox, the agent's tools, or another feature the run does not use."""
     pytester.makeconftest(IMPORTS_AT_EXIT)
     pytester.makefile(
         ".toml", bench_plain=SUITE.replace('target = "a"', 'target = "a"\nscripted = ["a"]')
@@ -162,6 +193,5 @@ def test_a_plain_built_in_run_imports_no_feature_it_does_not_use(
     assert "regex" not in imported, "the regex package is imported by regex tasks only"
     # a plain-HTTP server is asked on plain sockets (models/plain_http.py)
     assert [name for name in ("httpcore", "h11") if name in imported] == []
-    # a valid suite passes the quick schema check (suites/quick_schema.py)
-    assert "jsonschema" not in imported
+    assert "jsonschema" not in imported, "a valid suite passes the quick schema check"
     assert {feature: names for feature, names in unwanted.items() if names} == {}
