@@ -143,7 +143,7 @@ class Settings:
     dry_run: bool = False
     #: --agentbench-batch: first-round requests through the provider's batch API
     #: (session/batch.py); seconds between status checks (None: the provider's default)
-    #: and the longest wait
+    #: and the longest wait (session/batch_answers.py)
     batch: bool = False
     batch_poll_s: float | None = None
     batch_wait_s: float = 86_400.0

@@ -282,11 +282,11 @@ class SuiteFile(pytest.File):
 def _selected(tasks: tuple[Task, ...], state: RunState) -> tuple[Task, ...]:
     """The tasks ``--agentbench-limit`` and ``--agentbench-sample`` keep, in file order
     (the same on every xdist worker: the sample is seeded)."""
-    from pytest_agentbench.suites.dataset import pick_indexes
-
     settings = state.settings
     if settings.limit is None and settings.sample is None:
         return tasks
+    from pytest_agentbench.suites.dataset import pick_indexes
+
     seed = settings.seed_of_sample()
     kept = pick_indexes(len(tasks), settings.limit, settings.sample, seed)
     return tuple(tasks[i] for i in kept)
