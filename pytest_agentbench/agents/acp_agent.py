@@ -39,7 +39,7 @@ from pytest_agentbench.agents.route import ClientFor, Route
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.errors import AgentbenchError, ContainerError, SandboxError
-from pytest_agentbench.runner.agent import AgentRun
+from pytest_agentbench.runner.agent_run import AgentRun
 from pytest_agentbench.runner.loopguard import KillPolicy
 from pytest_agentbench.sandbox import Workspace
 from pytest_agentbench.sandbox.isolation import plan_for

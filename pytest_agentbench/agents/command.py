@@ -41,7 +41,7 @@ from pytest_agentbench.models.usage import (
     normalise_chat_usage,
     normalise_responses_usage,
 )
-from pytest_agentbench.runner.agent import AgentRun
+from pytest_agentbench.runner.agent_run import AgentRun
 from pytest_agentbench.runner.loopguard import KillPolicy
 from pytest_agentbench.sandbox import CommandResult, Workspace
 from pytest_agentbench.suites.task import Task

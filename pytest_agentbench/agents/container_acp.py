@@ -25,7 +25,7 @@ from pytest_agentbench.agents.external import Bridged
 from pytest_agentbench.agents.gateway import Gateway
 from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.core.stream import EventSink
-from pytest_agentbench.runner.agent import AgentRun
+from pytest_agentbench.runner.agent_run import AgentRun
 from pytest_agentbench.suites.task import Task
 
 

@@ -40,7 +40,7 @@ from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.environments.container import Container, Mount
 from pytest_agentbench.environments.gateway import GatewayBridge
 from pytest_agentbench.errors import AgentbenchError, ContainerError
-from pytest_agentbench.runner.agent import AgentRun
+from pytest_agentbench.runner.agent_run import AgentRun
 from pytest_agentbench.runner.container_session import (
     EnvironmentPlace,
     copy_logs_out,

@@ -25,7 +25,7 @@ from pytest_agentbench.core.records import Failure
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.queue import wait_limit_s
-from pytest_agentbench.runner.agent import AgentRun
+from pytest_agentbench.runner.agent_run import AgentRun
 from pytest_agentbench.sandbox import KEEP_BYTES, Limits, Workspace
 from pytest_agentbench.sandbox.process import RUNAWAY_FACTOR
 from pytest_agentbench.suites.task import Task

@@ -24,8 +24,8 @@ from pytest_agentbench.core.records import Failure
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.errors import ContextOverflow
 from pytest_agentbench.models.base import ModelClient, ToolCall
-from pytest_agentbench.runner.agent import ToolLoopPolicy, ToolLoopWatch
 from pytest_agentbench.runner.loopguard import GuardSummary, KillPolicy
+from pytest_agentbench.runner.tool_loop import ToolLoopPolicy, ToolLoopWatch
 from pytest_agentbench.runner.tools import canonical_call
 
 #: How a route ended its agent early.

@@ -14,7 +14,7 @@ from pathlib import Path
 from pytest_agentbench.agents.gateway import Gateway
 from pytest_agentbench.agents.route import ClientFor
 from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.runner.agent import OpenAgent, Session
+from pytest_agentbench.runner.agent_run import OpenAgent, Session
 from pytest_agentbench.runner.container_session import EnvironmentPlace
 from pytest_agentbench.runner.loopguard import KillPolicy
 from pytest_agentbench.suites.task import Task

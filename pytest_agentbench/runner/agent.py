@@ -10,6 +10,10 @@ ask again, until the model answers without a tool call or a limit hits — max t
 calls per attempt), the wall clock (the task's timeout), a text loop in a generation
 (``LoopGuard``), or a tool-call loop (``ToolLoopWatch``). The workspace and the model-call
 counter belong to the rollout, so repair rounds continue where the last attempt left off.
+
+Here are the session, its turns and the tool calls they run; what an attempt produced
+and the protocol every generator of attempts satisfies are in runner/agent_run.py, the
+requests it sends in runner/turn_requests.py, the tool-loop watch in runner/tool_loop.py.
 """
 
 from __future__ import annotations
@@ -17,281 +21,30 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
-from pytest_agentbench.core.records import Attempt, Failure, FailureKind, failure_kind
+from pytest_agentbench.core.records import Failure, failure_kind
 from pytest_agentbench.core.stream import EventSink
-from pytest_agentbench.core.usage import sum_usage
 from pytest_agentbench.errors import AgentbenchError, CircuitOpen, ModelError, ModelTimeout
-from pytest_agentbench.models.base import (
-    REQUEST_CALL,
-    REQUEST_EPOCH,
-    REQUEST_TASK,
-    Generation,
-    ModelClient,
-    ModelRequest,
-    ToolCall,
-    ToolSpec,
-)
+from pytest_agentbench.models.base import Generation, ModelClient, ToolCall, ToolSpec
 from pytest_agentbench.models.usage import recovered_usage
-from pytest_agentbench.runner.loopguard import (
-    ChannelPeak,
-    GuardSummary,
-    KillPolicy,
-    LoopGuard,
-    LoopKilled,
-)
+from pytest_agentbench.runner.agent_run import AgentRun, length_limit
+from pytest_agentbench.runner.loopguard import KillPolicy, LoopGuard, LoopKilled
+from pytest_agentbench.runner.tool_loop import ToolLoopPolicy, ToolLoopWatch
+from pytest_agentbench.runner.turn_requests import tool_specs, turn_request
 from pytest_agentbench.suites.task import Task
 
 if TYPE_CHECKING:  # the tools and their sandbox: imported by sessions that run tools only
     from pytest_agentbench.runner.tools import Tool, ToolResult
     from pytest_agentbench.sandbox.workspace import Workspace
 
-#: How an attempt's loop ended: the model answered, or a limit or a failure stopped it.
-AgentStop = Literal[
-    "answered", "turn_limit", "loop_killed", "timeout", "harness_error", "agent_failed"
-]
 #: What ``result.json`` keeps of a call's arguments (the trajectory has them whole).
 ARGUMENTS_PREVIEW = 300
-_EXCERPT = 300
 #: A command's own output cap: a few times what the model may be shown, so the cap that
 #: adds the truncation marker is the agent's, not the sandbox's.
 _COMMAND_OUTPUT_FACTOR = 4
-
-
-@dataclass(frozen=True)
-class ToolLoopPolicy:
-    """When repeated tool calls are a loop: the same call (name and arguments) ``same_call``
-    times in a row, or a cycle of 2 to ``max_period`` calls repeated ``cycles`` times."""
-
-    same_call: int = 4
-    max_period: int = 4
-    cycles: int = 3
-
-
-class ToolLoopWatch:
-    """The calls of one attempt, in order; ``add`` says when they have become a loop."""
-
-    def __init__(self, policy: ToolLoopPolicy) -> None:
-        self.policy = policy
-        self.calls: list[str] = []
-
-    def add(self, signature: str, at_s: float) -> JsonObject | None:
-        """Record one call (``canonical_call``); the kill evidence when the calls now end
-        in a loop, else None. Shorter periods are tried first, so a cycle of identical
-        calls is reported as period 1."""
-        calls = self.calls
-        calls.append(signature)
-        for period in range(1, self.policy.max_period + 1):
-            needed = self.policy.same_call if period == 1 else self.policy.cycles
-            block = calls[-period:]
-            if len(calls) < period * needed or (period > 1 and len(set(block)) == 1):
-                continue
-            repetitions = 1
-            while calls[-(repetitions + 1) * period : len(calls) - repetitions * period] == block:
-                repetitions += 1
-            if repetitions >= needed:
-                excerpt = " → ".join(block)
-                if len(excerpt) > _EXCERPT:
-                    excerpt = excerpt[: _EXCERPT - 1] + "…"
-                return {
-                    "channel": "tools",
-                    "period": period,
-                    "repetitions": repetitions,
-                    "rule": "same call" if period == 1 else "cycle",
-                    "numeric": False,
-                    "score": 1.0,
-                    "detected_s": round(at_s, 3),
-                    "killed_s": round(at_s, 3),
-                    "held_s": 0.0,
-                    "calls": len(calls),
-                    "excerpt": excerpt,
-                }
-        return None
-
-
-@dataclass
-class AgentRun:
-    """What one attempt's loop produced. ``messages`` is the conversation up to the final
-    answer (which is ``text``, not yet appended); ``error`` says why it stopped short.
-    ``plain`` when it was a plain answer (one generation, no tools): its records keep
-    the answer shape (no turn numbers, no tool calls, the native usage kept)."""
-
-    messages: list[JsonObject]
-    plain: bool = False
-    stop: AgentStop = "answered"
-    error: str | None = None
-    failure: FailureKind | None = None
-    failure_detail: Failure | None = None
-    text: str = ""
-    thinking: str = ""
-    finish_reason: str | None = None
-    turns: int = 0
-    usages: list[JsonObject] = field(default_factory=list)
-    #: the usage of the calls replayed from the response cache
-    cached_usages: list[JsonObject] = field(default_factory=list)
-    #: the usage of the calls the batch API answered, and why a planned one went live
-    batch_usages: list[JsonObject] = field(default_factory=list)
-    batch_live: str | None = None
-    usage_native: JsonObject | None = None
-    tool_calls: list[JsonObject] = field(default_factory=list)
-    guards: list[GuardSummary] = field(default_factory=list)
-    killed: JsonObject | None = None
-    trajectory: list[JsonObject] = field(default_factory=list)
-    elapsed_s: float = 0.0
-    #: of ``elapsed_s``, the seconds its requests waited in the server's queue before
-    #: their own time began (models/queue.py): the deadline moves on by as much
-    waited_s: float = 0.0
-    #: which limit cut the last reply when it ended with ``length`` (``length_limit``)
-    length_limit: str | None = None
-
-    def fill(self, attempt: Attempt) -> None:
-        """Copy this run onto its attempt record (result.json)."""
-        attempt.answer = self.text
-        attempt.thinking = self.thinking
-        attempt.finish_reason = self.finish_reason
-        attempt.usage = sum_usage(self.usages) if self.usages else {}
-        if self.cached_usages:
-            attempt.cached = len(self.cached_usages)
-            attempt.cached_usage = sum_usage(self.cached_usages)
-        if self.batch_usages:
-            attempt.batch = len(self.batch_usages)
-            attempt.batch_usage = sum_usage(self.batch_usages)
-        attempt.batch_live = self.batch_live
-        attempt.elapsed_s = self.elapsed_s
-        attempt.waited_s = round(self.waited_s, 3)
-        attempt.length_limit = self.length_limit
-        attempt.error = self.error
-        attempt.loop = self.loop_record()
-        if self.plain:
-            attempt.usage_native = self.usage_native
-        else:
-            attempt.turns = self.turns
-            attempt.tool_calls = self.tool_calls
-
-    def loop_record(self) -> JsonObject | None:
-        """The attempt's loop record in the shape of one generation's (``LoopGuard``):
-        the kill (text or tools), whether thinking recovered, and per channel the highest
-        verdict over all turns. None when no generation was watched (the first call
-        failed)."""
-        if not self.guards:
-            return None
-        channels: dict[str, ChannelPeak] = {}
-        for summary in self.guards:
-            for name, peak in summary.channels.items():
-                best = channels.get(name)
-                if best is None or peak.rank > best.rank:
-                    channels[name] = peak
-        recovered = any(summary.recovered for summary in self.guards) and self.killed is None
-        return GuardSummary(self.killed, recovered, channels).as_dict()
-
-
-#: Which limit cut a reply that ended with finish reason ``length``.
-OUTPUT_TOKENS = "output_tokens"
-CONTEXT_WINDOW = "context_window"
-
-
-def length_limit(generation: Generation, max_tokens: int | None) -> str | None:
-    """Which limit cut ``generation`` when it ended with ``length`` (None otherwise): the
-    output-token limit the request set, or the model's context window. A server stops at
-    its context window too (prompt plus answer filling it) and reports ``length`` alike;
-    it was not the output-token limit when the reported output is below that limit, or
-    when the request set none. Counts recovered from the text (no usage reported) cannot
-    tell: the output-token limit is assumed."""
-    if generation.finish_reason != "length":
-        return None
-    if max_tokens is None:
-        return CONTEXT_WINDOW
-    usage = generation.usage
-    if usage.output is not None and not usage.recovered and usage.output < max_tokens:
-        return CONTEXT_WINDOW
-    return OUTPUT_TOKENS
-
-
-class Session(Protocol):
-    """What a rollout asks of the generator of its attempts: ``AgentSession`` (the
-    built-in loop) or an agent under test's session (agents/: ``stop`` may then also be
-    ``agent_failed``, the agent's own failure: the attempt fails, unverified)."""
-
-    @property
-    def workspace(self) -> Workspace | None: ...
-
-    @property
-    def calls(self) -> int: ...
-
-    def attempt(
-        self,
-        messages: Sequence[Mapping[str, JsonValue]],
-        *,
-        index: int,
-        deadline: float,
-        timeout_s: float,
-        on_event: EventSink | None = None,
-        on_phase: Callable[[str], None] | None = None,
-        phase: str = "waiting",
-    ) -> AgentRun: ...
-
-    def close(self) -> list[str]: ...
-
-
-#: Opens the session of a task naming an agent under test, with its workspace at the
-#: given folder (the session glue passes one in; the runner knows no agent kind).
-OpenAgent = Callable[[Task, Path], Session]
-
-
-def first_messages(task: Task) -> list[JsonObject]:
-    """The conversation of a rollout's first request: the task's prompt."""
-    return [{"role": "user", "content": task.prompt}]
-
-
-def turn_request(
-    task: Task,
-    messages: Sequence[Mapping[str, JsonValue]],
-    *,
-    tools: tuple[ToolSpec, ...] = (),
-    max_tokens: int | None,
-    stream: bool,
-    call: int,
-    timeout_s: float | None = None,
-) -> ModelRequest:
-    """The request of one model call of ``task``'s rollout: ``call`` is its number in the
-    rollout (0 for the first). The one place a rollout's requests are built, so a request
-    built ahead of the rollout (the batch of first-round requests, session/batch.py) is
-    the one the rollout sends, body and cache key alike."""
-    return ModelRequest(
-        messages=tuple(messages),
-        system=task.system,
-        sampling=task.sampling,
-        tools=tools,
-        max_tokens=max_tokens,
-        timeout_s=timeout_s,
-        stream=stream,
-        metadata={
-            REQUEST_TASK: task.key,
-            REQUEST_CALL: str(call),
-            REQUEST_EPOCH: str(task.epoch or 0),
-        },
-    )
-
-
-def first_request(
-    task: Task, *, max_tokens: int | None, stream: bool, tools: Mapping[str, Tool] | None = None
-) -> ModelRequest:
-    """The first request of a rollout of ``task``, as ``AgentSession.attempt`` sends it
-    (without its deadline): no tools for a plain answer; in agent mode the task's tools
-    out of ``tools`` (all the run's tools by name), in the task's order."""
-    specs = tool_specs(task, tools) if task.mode == "agent" and tools is not None else ()
-    return turn_request(
-        task, first_messages(task), tools=specs, max_tokens=max_tokens, stream=stream, call=0
-    )
-
-
-def tool_specs(task: Task, tools: Mapping[str, Tool]) -> tuple[ToolSpec, ...]:
-    """The specs of the tools an agent-mode ``task`` is offered, in its order."""
-    return tuple(tools[name].spec for name in task.tools)
 
 
 def _call_part(call: ToolCall) -> JsonObject:

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 
 from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.errors import ContainerError, ImageBuildError
-from pytest_agentbench.runner.agent import AgentRun, AgentSession
+from pytest_agentbench.runner.agent import AgentSession
+from pytest_agentbench.runner.agent_run import AgentRun
 from pytest_agentbench.suites.task import Task
 
 if TYPE_CHECKING:

@@ -19,16 +19,12 @@ from pytest_agentbench.errors import (
     WorkerCrashed,
 )
 from pytest_agentbench.models.base import ModelClient
-from pytest_agentbench.runner.agent import (
-    AgentRun,
-    AgentSession,
-    OpenAgent,
-    Session,
-    first_messages,
-)
+from pytest_agentbench.runner.agent import AgentSession
+from pytest_agentbench.runner.agent_run import AgentRun, OpenAgent, Session
 from pytest_agentbench.runner.loopguard import KillPolicy, fresh_guards
 from pytest_agentbench.runner.pool import step_aside, step_back
 from pytest_agentbench.runner.repair import repair_request, repairs_allowed
+from pytest_agentbench.runner.turn_requests import first_messages
 from pytest_agentbench.runner.verification import (
     own_time_limit,
     runs_sandboxed,

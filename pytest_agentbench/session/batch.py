@@ -5,7 +5,7 @@ APIs (OpenAI's Batch API, Anthropic's Message Batches: half the price, answered 
 Which requests: the first request of every task the run will send (each model, each
 epoch): a plain answer's, and the first turn of the built-in agent loop (its tools
 offered), built by the function the rollout builds it with
-(runner/agent.first_request), so its body and its cache key are the rollout's. Left
+(runner/turn_requests.first_request), so its body and its cache key are the rollout's. Left
 out: tasks ``--agentbench-resume`` finds done, deselected items, controls, tasks run by
 an agent under test (its requests come through the gateway, live), requests the
 response cache answers, and requests the spending cap cannot reserve at the batch price.
@@ -121,8 +121,8 @@ def _plan(items: Sequence[TaskItem], state: RunState) -> dict[str, BatchPlan]:
     """Per model: the first-round requests of the items to run, by cache key."""
     from pytest_agentbench.artifacts.paths import task_dir
     from pytest_agentbench.models.batch import BatchEntry
-    from pytest_agentbench.runner.agent import first_request
     from pytest_agentbench.runner.forecast import batched
+    from pytest_agentbench.runner.turn_requests import first_request
     from pytest_agentbench.session.items import SuiteFile
     from pytest_agentbench.session.task_setup import resumable_task, with_overrides
 

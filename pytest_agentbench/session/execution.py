@@ -27,7 +27,7 @@ from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.core.usage import Usage, sum_usage
 from pytest_agentbench.errors import BudgetExhausted, ModelError, unexpected_cause
 from pytest_agentbench.report.reason_text import collapse, cut
-from pytest_agentbench.runner.agent import OpenAgent
+from pytest_agentbench.runner.agent_run import OpenAgent
 from pytest_agentbench.runner.loopguard import KillPolicy
 from pytest_agentbench.runner.rollout import run_rollout
 from pytest_agentbench.session.run import RunState

@@ -18,9 +18,9 @@ from pytest_agentbench.agents.gateway import Gateway
 from pytest_agentbench.agents.runners import open_container_session
 from pytest_agentbench.environments.engine import Engine
 from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.runner.agent import first_messages
 from pytest_agentbench.runner.container_session import EnvironmentPlace
 from pytest_agentbench.runner.loopguard import KillPolicy
+from pytest_agentbench.runner.turn_requests import first_messages
 from pytest_agentbench.suites.harbor import load_harbor_task
 from pytest_agentbench.suites.task import Task
 

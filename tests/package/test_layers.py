@@ -67,7 +67,13 @@ NEVER_IMPORTED = frozenset({"schemas"})
 #: Modules that import nothing of ours at all: the public exception tree is the floor.
 STANDALONE = ("errors.py",)
 #: The agent loop asks sandbox/ for its workspace, never a verifier.
-AGENT_LOOP = ("runner/agent.py", "runner/tools.py")
+AGENT_LOOP = (
+    "runner/agent.py",
+    "runner/agent_run.py",
+    "runner/turn_requests.py",
+    "runner/tool_loop.py",
+    "runner/tools.py",
+)
 #: Where pytest may be imported: the glue, and verifiers/ (python_tests runs pytest as its
 #: check). The agents, the runner and the layers below it know nothing of pytest.
 PYTEST_LAYERS = frozenset({"plugin", "session", "config", "hooks", "verifiers"})

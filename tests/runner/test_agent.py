@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.models.base import ToolCall
-from pytest_agentbench.runner.agent import ToolLoopPolicy, ToolLoopWatch
+from pytest_agentbench.runner.tool_loop import ToolLoopPolicy, ToolLoopWatch
 from pytest_agentbench.runner.tools import canonical_call, cap_output
 
 ROOT = Path(__file__).resolve().parents[2]
