@@ -16,11 +16,10 @@ from collections.abc import Hashable, Mapping, Sequence
 from pytest_agentbench.artifacts.controls import task_records
 from pytest_agentbench.artifacts.score_stats import estimate, scored_values
 from pytest_agentbench.core.jsontypes import JsonObject
+from pytest_agentbench.core.paired import Comparison, compare_paired
 from pytest_agentbench.core.stats import (
-    Comparison,
     Reducer,
     clustered_mean,
-    compare_paired,
     pass_at_k,
     pass_hat_k,
     reduce_samples,
@@ -136,7 +135,7 @@ def compare_models(
     margin: float | None = None,
 ) -> Comparison:
     """Two models' task scores compared on the tasks both scored: McNemar exact when every
-    score is pass/fail, else a sign test and a paired bootstrap (core.stats.compare_paired).
+    score is pass/fail, else a sign test and a paired bootstrap (core.paired.compare_paired).
     The one place a model pair is compared, so another comparison can replace it."""
     binary = all(v in (0.0, 1.0) for v in [*first.values(), *second.values()] if v is not None)
 

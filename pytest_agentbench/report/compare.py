@@ -15,13 +15,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
-from pytest_agentbench.core.stats import (
-    DEFAULT_LEVEL,
-    Comparison,
-    Estimate,
-    compare_paired,
-    detectable_words,
-)
+from pytest_agentbench.core.paired import Comparison, compare_paired, detectable_words
+from pytest_agentbench.core.stats import DEFAULT_LEVEL, Estimate
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.core.verdicts import Decision, VerdictWord
 from pytest_agentbench.report.evidence import failure_reason

@@ -17,7 +17,7 @@ from typing import Literal, TypedDict
 from pytest_agentbench.artifacts.score_stats import score_stats
 from pytest_agentbench.artifacts.summary import classify
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
-from pytest_agentbench.core.stats import compare_paired
+from pytest_agentbench.core.paired import compare_paired
 from pytest_agentbench.core.task_record import TaskRecord
 
 SUMMARY_LIMIT = 512 * 1024 * 1024
@@ -226,7 +226,7 @@ def comparisons(summary: Record, records: Sequence[Record]) -> list[JsonValue]:
     """Paired comparisons of the first model with each other one. summary.json's own
     ``comparisons`` are shown as they are when present (each entry: ``first``,
     ``second``, ``difference`` (an estimate), ``test``, ``p_value``, ``significant``,
-    ``excluded``); else they are computed here with ``core.stats.compare_paired``."""
+    ``excluded``); else they are computed here with ``core.paired.compare_paired``."""
     given = summary.get("comparisons")
     if isinstance(given, list) and all(isinstance(c, Mapping) for c in given):
         return list(given)

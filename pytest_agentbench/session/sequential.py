@@ -1,7 +1,7 @@
 """``--agentbench-sequential [LOOKS]``: stop sending once a two-sided comparison is decided.
 
 A run of exactly two sides — two models, or one model and ``--agentbench-baseline`` —
-plans LOOKS equally spaced looks over its paired tasks (``core.verdicts.looks_for``,
+plans LOOKS equally spaced looks over its paired tasks (``core.sequential_looks.looks_for``,
 O'Brien–Fleming bounds that keep the overall error rate at 5 %). Each finished rollout
 is paired with its other side (the same suite, task and epoch); when the number of
 complete pairs reaches a look, the paired z statistic is checked against that look's
@@ -17,8 +17,8 @@ from collections.abc import Hashable, Sequence
 import pytest
 
 from pytest_agentbench.core.jsontypes import JsonObject
+from pytest_agentbench.core.sequential_looks import Look, looks_for, paired_z
 from pytest_agentbench.core.task_record import TaskRecord
-from pytest_agentbench.core.verdicts import Look, looks_for, paired_z
 from pytest_agentbench.suites.task import Task
 
 DEFAULT_LOOKS = 4

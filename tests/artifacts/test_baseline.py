@@ -13,7 +13,7 @@ import pytest
 from records_support import make_record
 
 from pytest_agentbench import schemas
-from pytest_agentbench.core.stats import mcnemar_exact
+from pytest_agentbench.core.paired import mcnemar_exact
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.report.compare import compare_records
 

@@ -15,7 +15,7 @@ from scipy.stats import binomtest
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
-from pytest_agentbench.core import stats
+from pytest_agentbench.core import paired, stats
 
 counts = st.integers(min_value=1, max_value=400).flatmap(
     lambda n: st.tuples(st.integers(min_value=0, max_value=n), st.just(n))
@@ -125,7 +125,7 @@ def test_pass_at_k_rejects_impossible_counts() -> None:
 def test_mcnemar_matches_statsmodels(b: int, c: int) -> None:
     table = [[7, b], [c, 3]]
     expected = mcnemar(table, exact=True).pvalue
-    assert stats.mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-9, abs=1e-300)
+    assert paired.mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-9, abs=1e-300)
 
 
 @given(st.lists(st.sampled_from([-1.0, -0.25, 0.0, 0.5, 1.0]), max_size=80))
@@ -134,7 +134,7 @@ def test_sign_test_matches_scipy_binomtest(differences: list[float]) -> None:
     positive = sum(1 for d in differences if d > 0)
     nonzero = sum(1 for d in differences if d != 0)
     expected = 1.0 if nonzero == 0 else binomtest(positive, nonzero, 0.5).pvalue
-    assert stats.sign_test(differences) == pytest.approx(expected, rel=1e-9)
+    assert paired.sign_test(differences) == pytest.approx(expected, rel=1e-9)
 
 
 def test_bootstrap_is_reproducible_with_a_seed_and_sound() -> None:
@@ -188,7 +188,7 @@ def test_reducers() -> None:
 def test_paired_pass_fail_comparison_excludes_harness_errors() -> None:
     first = {f"t{i}": True for i in range(30)} | {"x": None, "y": True, "only-first": True}
     second = {f"t{i}": i < 18 for i in range(30)} | {"x": True, "y": None}
-    result = stats.compare_paired(first, second)
+    result = paired.compare_paired(first, second)
     assert result.excluded == 2 and result.difference.n == 30
     assert result.test == "McNemar exact"
     assert result.p_value == pytest.approx(mcnemar([[18, 12], [0, 0]], exact=True).pvalue)
@@ -197,7 +197,7 @@ def test_paired_pass_fail_comparison_excludes_harness_errors() -> None:
     words = result.words("new", "old")
     assert "better (significant at 0.05)" in words and "2 task(s) excluded" in words
 
-    close = stats.compare_paired({"a": True, "b": False}, {"a": False, "b": True})
+    close = paired.compare_paired({"a": True, "b": False}, {"a": False, "b": True})
     assert not close.significant and "inconclusive" in close.words()
 
 
@@ -205,13 +205,13 @@ def test_paired_reward_comparison_uses_sign_test_and_paired_bootstrap() -> None:
     rng = random.Random(1)
     first = {i: rng.random() for i in range(40)}
     second = {i: v - 0.2 for i, v in first.items()}
-    result = stats.compare_paired(first, second, seed=5)
+    result = paired.compare_paired(first, second, seed=5)
     assert result.test == "sign test"
     assert result.p_value == pytest.approx(binomtest(40, 40, 0.5).pvalue)
     assert result.difference.value == pytest.approx(0.2)
-    assert result == stats.compare_paired(first, second, seed=5)
+    assert result == paired.compare_paired(first, second, seed=5)
     assert result.significant and result.difference.method == "paired-bootstrap"
-    nothing = stats.compare_paired({"a": None}, {"a": 0.5})
+    nothing = paired.compare_paired({"a": None}, {"a": 0.5})
     assert nothing.excluded == 1 and not nothing.significant
     assert "no task scored on both sides" in nothing.words()
 

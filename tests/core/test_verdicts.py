@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.core import stats, verdicts
+from pytest_agentbench.core import paired, sequential_looks, verdicts
 
 
 def _pairs(rng: random.Random, n: int, p10: float, p01: float) -> tuple[int, int]:
@@ -46,7 +46,7 @@ def test_holm_matches_statsmodels() -> None:
 )
 def test_obrien_fleming_constants_match_the_published_table(looks: int, published: float) -> None:
     """Jennison & Turnbull, Table 2.3 (two-sided, α = 0.05): the final look's bound."""
-    bounds = verdicts.obrien_fleming(looks)
+    bounds = sequential_looks.obrien_fleming(looks)
     assert bounds[-1] == pytest.approx(published, abs=0.002)
     assert bounds[0] == pytest.approx(bounds[-1] * looks**0.5)
 
@@ -55,7 +55,7 @@ def test_obrien_fleming_two_looks_against_scipy() -> None:
     """The chance of crossing either bound of two looks, computed by scipy's bivariate
     normal law (correlation √(1/2)), is the level's complement."""
     mvn = pytest.importorskip("scipy.stats").multivariate_normal
-    c1, c2 = verdicts.obrien_fleming(2)
+    c1, c2 = sequential_looks.obrien_fleming(2)
     rho = 0.5**0.5
     law = mvn(mean=[0, 0], cov=[[1, rho], [rho, 1]])
     inside = law.cdf([c1, c2]) - law.cdf([-c1, c2]) - law.cdf([c1, -c2]) + law.cdf([-c1, -c2])
@@ -68,7 +68,7 @@ def test_sequential_looks_keep_the_false_positive_rate() -> None:
     0.05 (plus simulation error); a single unplanned look at each point (1.96 every
     time) is shown to inflate it, so the test can tell."""
     rng = random.Random(20261201)
-    looks = verdicts.looks_for(200, 4)
+    looks = sequential_looks.looks_for(200, 4)
     crossed = naive = 0
     for _ in range(1000):
         diffs: list[float] = []
@@ -77,7 +77,7 @@ def test_sequential_looks_keep_the_false_positive_rate() -> None:
             while len(diffs) < look.tasks:
                 u = rng.random()
                 diffs.append(1.0 if u < 0.15 else -1.0 if u < 0.3 else 0.0)
-            z = abs(verdicts.paired_z(diffs))
+            z = abs(sequential_looks.paired_z(diffs))
             hit = hit or z >= look.bound
             hit_naive = hit_naive or z >= 1.96
         crossed += hit
@@ -97,7 +97,7 @@ def test_planned_sample_size_reaches_about_the_planned_power() -> None:
     detected = 0
     for _ in range(1000):
         b, c = _pairs(rng, n, difference, 0.0)
-        detected += stats.mcnemar_exact(b, c) < 0.05
+        detected += paired.mcnemar_exact(b, c) < 0.05
     assert 0.72 <= detected / 1000 <= 0.9, (n, detected)
 
 
@@ -119,12 +119,12 @@ def test_equivalence_is_rarely_claimed_at_the_margin_and_found_for_equal_sides()
     at_margin = equal = 0
     for _ in range(1000):
         b, c = _pairs(rng, 400, 0.2, 0.1)  # difference 0.1, discordance 0.3
-        found = stats.compare_paired(
+        found = paired.compare_paired(
             {i: i < b for i in range(400)}, {i: b <= i < b + c for i in range(400)}, margin=0.1
         )
         at_margin += found.decision.word == "equivalent"
         b, c = _pairs(rng, 400, 0.1, 0.1)
-        found = stats.compare_paired(
+        found = paired.compare_paired(
             {i: i < b for i in range(400)}, {i: b <= i < b + c for i in range(400)}, margin=0.1
         )
         equal += found.decision.word == "equivalent"
@@ -139,7 +139,7 @@ def test_the_paired_interval_covers_the_true_difference() -> None:
     covered = 0
     for _ in range(1000):
         b, c = _pairs(rng, 30, 0.1, 0.05)
-        d = stats._paired_proportion(b, c, 30, 0.95)
+        d = paired._paired_proportion(b, c, 30, 0.95)
         assert d.lo is not None and d.hi is not None
         covered += d.lo <= 0.05 <= d.hi
     assert covered / 1000 >= 0.93
@@ -148,7 +148,7 @@ def test_the_paired_interval_covers_the_true_difference() -> None:
 def test_an_empty_result_is_never_a_tie() -> None:
     """The issue's example: 4 paired tasks, -0.25, p=1. Not a tie: inconclusive, with
     what would decide it and the smallest difference four tasks could show."""
-    found = stats.compare_paired({i: True for i in range(4)}, {i: i != 0 for i in range(4)})
+    found = paired.compare_paired({i: True for i in range(4)}, {i: i != 0 for i in range(4)})
     words = found.words("shuffle", "original")
     assert found.decision.word == "inconclusive"
     assert "tie" not in words and "within noise" not in words
@@ -156,7 +156,7 @@ def test_an_empty_result_is_never_a_tie() -> None:
     assert "too few tasks to detect even a difference of 1" in words
     # the same four tasks with a margin are still not "equivalent": four agreeing tasks
     # are no proof of equivalence
-    same = stats.compare_paired(
+    same = paired.compare_paired(
         {i: True for i in range(4)}, {i: True for i in range(4)}, margin=0.1
     )
     assert same.decision.word == "inconclusive"
@@ -165,9 +165,9 @@ def test_an_empty_result_is_never_a_tie() -> None:
 def test_a_detected_difference_is_better_or_worse_and_a_significant_tiny_one_is_equivalent() -> (
     None
 ):
-    big = stats.compare_paired({i: True for i in range(40)}, {i: i < 10 for i in range(40)})
+    big = paired.compare_paired({i: True for i in range(40)}, {i: i < 10 for i in range(40)})
     assert big.decision.word == "better" and "better (significant at 0.05)" in big.words()
-    tiny = stats.compare_paired(
+    tiny = paired.compare_paired(
         {i: True for i in range(2000)}, {i: i % 50 != 0 for i in range(2000)}, margin=0.05
     )
     assert tiny.significant and tiny.decision.word == "equivalent"

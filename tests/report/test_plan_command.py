@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from records_support import make_record
 
-from pytest_agentbench.core import stats, verdicts
+from pytest_agentbench.core import sequential_looks, stats, verdicts
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.report.planning import baseline_noise
 
@@ -150,5 +150,5 @@ def test_a_planned_epochs_row_reaches_about_the_planned_power() -> None:
             second = sum(rng.random() < q for _ in range(epochs)) / epochs
             ahead = 1.0 if rng.random() < difference else 0.0
             diffs.append(ahead + second - first)
-        detected += abs(verdicts.paired_z(diffs)) >= stats.z_value(0.95)
+        detected += abs(sequential_looks.paired_z(diffs)) >= stats.z_value(0.95)
     assert 0.74 <= detected / trials <= 0.95, (row.tasks, detected)

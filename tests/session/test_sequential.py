@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench import schemas
-from pytest_agentbench.core.verdicts import looks_for
+from pytest_agentbench.core.sequential_looks import looks_for
 
 TASKS = 40
 MODELS = ("--agentbench-model", "strong=scripted", "--agentbench-model", "weak=scripted")
