@@ -16,7 +16,10 @@ slot machine-wide (sandbox/cpuslots.py, across threads, xdist workers and runs),
 look-ahead (``default_ahead``: 2 x concurrency + the slots) bounds how many rollouts are
 started and not reported, so threads are at most concurrency + look-ahead.
 
-Three more kinds of thread serve them, none of which runs a rollout: one deadline clock
+Four more kinds of thread serve them, none of which runs a rollout: one file writer per
+process (``agentbench-files``, artifacts/file_writer.py) that writes the files of the
+rollouts run here, in order, while their threads go on to the next model call (the item
+waits for its files: session/inflight.py); one deadline clock
 per process (``agentbench-deadlines``, models/deadline.py) that shuts the socket of a
 request past its deadline; the scripted server's threads
 (scripted/server.py, in the serial process or xdist controller only); and under xdist
@@ -31,7 +34,8 @@ lane took 1.4-1.9 times as long and ~40 % more CPU per request, and one pooled
 the sandbox and the file writes are anyway.
 
 Who waits on whom. The main thread waits in ``RolloutPool.result`` for the item it is on
-(session/inflight.py plans the next items first; the live line is redrawn while it waits). A
+(session/inflight.py plans the next items first; the live line is redrawn while it waits),
+then for that item's files on the file writer, which waits on nothing but the disk. A
 rollout thread waits on the model (its own httpx client per thread, models/http.py), on
 the run's rate limit (models/ratelimit.py, or the controller's over TCP), on its
 verifier's subprocess, and briefly on the run's make-once locks (the client, a suite's
@@ -48,7 +52,8 @@ kills its worker is named by the marks it left on disk (session/workers.py).
 Stop paths. At the end of a session, however it ends (all items run, ``-x``, Ctrl-C,
 SIGTERM, which plugin.py turns into Ctrl-C), ``RunState.close`` (run.py) closes this
 pool first: jobs not started are dropped, idle threads return, running ones are not
-waited for. It then closes the model client (every thread's connections: a rollout
+waited for; the file writer writes what finished rollouts queued (later ones write their
+own). It then closes the model client (every thread's connections: a rollout
 still running fails promptly and its result is never collected), the scripted server
 and the limit service (waiters on the limit are released). A rollout past its deadline
 (the task's ``timeout_s``, or pytest-timeout's limit, session/timeouts.py) is ended by the
@@ -307,6 +312,11 @@ def default_ahead(size: int) -> int:
     again finished or in the queue, plus one verifying per CPU slot (sandbox/cpuslots.py)
     so that stepping aside can keep every core busy."""
     return 2 * size + slot_count()
+
+
+def in_pool() -> bool:
+    """Whether this thread runs a pool's job (a rollout running ahead of its item)."""
+    return getattr(_current, "pool", None) is not None
 
 
 def step_aside() -> None:

@@ -163,7 +163,14 @@ def run_task_item(
     if limit_s and limit_s < own_s and rollout.outcome == "timeout" and rollout.error:
         rollout.error += " (the item's pytest-timeout limit)"
     secrets = state.run.secrets
-    write_rollout(directory, rollout, secrets)
+    # the reason of a task that did not pass is mined from its files (report/evidence.py,
+    # and a plugin's may read them): written before it is asked. A passed task's are
+    # written with its result, on the file writer when it ran ahead (inflight.py)
+    rollout_written = (
+        rollout.outcome != "passed" or control is not None or state.hooks.has(FAILURE_REASON_HOOK)
+    )
+    if rollout_written:
+        write_rollout(directory, rollout, secrets)
     record = task_record(
         rollout,
         nodeid=nodeid,
@@ -239,15 +246,21 @@ def run_task_item(
     redacted: JsonObject = redact(data, secrets)  # ``data`` itself when no secret is in it
     if redacted is not data:  # a secret in a message: the record keeps it out too
         record = TaskRecord.from_json(redacted)
-    if rollout.failure_kind == "budget":
-        # not sent: the spending cap was reached. Not a result (no result.json), so the
-        # item reports the task as not run and --agentbench-resume sends it later
-        return record
-    if rollout.outcome == "harness_error" and state.inflight.closing:
-        # the run stopped under this rollout (its client closed): not a result, so no
-        # result.json, and --agentbench-resume sends the task again
-        return record
-    write_result(directory, rollout, redacted, fingerprint=settings.fingerprint(), secrets=secrets)
+    # not a result (no result.json), so --agentbench-resume sends the task again: not
+    # sent (the spending cap was reached: the item reports it as not run), or the run
+    # stopped under this rollout (its client closed)
+    finished = rollout.failure_kind != "budget" and not (
+        rollout.outcome == "harness_error" and state.inflight.closing
+    )
+    fingerprint = settings.fingerprint()
+
+    def write() -> None:
+        if not rollout_written:
+            write_rollout(directory, rollout, secrets)
+        if finished:  # result.json last: its presence means the task finished
+            write_result(directory, rollout, redacted, fingerprint=fingerprint, secrets=secrets)
+
+    state.inflight.write(nodeid, write)
     return record
 
 

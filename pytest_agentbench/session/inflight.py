@@ -8,12 +8,13 @@ the threads). Only pytest's main thread calls in here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Literal, Protocol
 
 import pytest
 
-from pytest_agentbench.runner.pool import RolloutPool
+from pytest_agentbench.artifacts.file_writer import FileWriter
+from pytest_agentbench.runner.pool import RolloutPool, in_pool
 
 if TYPE_CHECKING:
     from pytest_agentbench.config.settings import Settings
@@ -44,6 +45,8 @@ class InFlight:
         self.queue: list[Queued] = []
         self.positions: dict[str, int] = {}
         self.pool: RolloutPool | None = None
+        #: writes the files of the rollouts that run ahead (artifacts/file_writer.py)
+        self.files = FileWriter()
         self.live: LiveStatus | None = None
         self.status: StatusWriter | None = None
         self._planned_to = 0
@@ -63,12 +66,25 @@ class InFlight:
             self.pool = RolloutPool(self.settings.concurrency)
 
     def record_for(self, item: Queued) -> TaskRecord:
-        """The record of ``item``'s rollout. With a pool, the rollouts of the next items in
-        the queue are planned too: the pool keeps its size in flight and runs at most
-        ``pool.ahead`` uncollected; ``item.rollout_record()`` runs one."""
+        """The record of ``item``'s rollout, its files on disk. With a pool, the rollouts
+        of the next items in the queue are planned too: the pool keeps its size in flight
+        and runs at most ``pool.ahead`` uncollected; ``item.rollout_record()`` runs one."""
         pool = self.pool
         if pool is None or item.nodeid not in self.positions:
             return item.rollout_record()
+        record = self._collect(pool, item)
+        self.files.wait(item.nodeid)  # (an error writing them is raised here)
+        return record
+
+    def write(self, key: str, job: Callable[[], None]) -> None:
+        """Write a rollout's files: on the file writer when a pool's thread runs the
+        rollout (``record_for`` waits for them), else here and now."""
+        if in_pool():
+            self.files.submit(key, job)
+        else:
+            job()
+
+    def _collect(self, pool: RolloutPool, item: Queued) -> TaskRecord:
         for ahead in self._following(item, pool.ahead):
             pool.plan(ahead.nodeid, ahead.rollout_record)
         status, live = self.status, self.live
@@ -108,3 +124,4 @@ class InFlight:
         self.closing = True
         if self.pool is not None:
             self.pool.close()
+        self.files.close()  # what finished rollouts left queued is written
