@@ -6,8 +6,11 @@ Run: .venv/bin/python bench/startup_instructions.py [REV]
 Three runs, each a fresh interpreter with the project's test-only plugins off (as every
 bench here): ours (a one-task exact-verifier suite against ``bench/floor_server.py``),
 plain pytest with one empty test, and plain pytest whose one test imports httpx and
-streams one request from the same server (what a task cannot do without). With ``REV``,
-that revision's package is measured as well, put first on ``PYTHONPATH``. Prints the
+streams one request from the same server (what a task cannot do without). Ours is a copy of
+the working tree put first on ``PYTHONPATH``, and with ``REV`` that revision's package
+is measured the same way: each is then loaded as an installed package is, not as the
+editable install of a clone (pytest treats the two differently: docs/scale.md, "The
+fourth pass"). Prints the
 instructions of each and the ratios; the wall-clock figures are ``bench/paired.py``'s.
 callgrind runs each about 50 times slower: a few minutes in all.
 """
@@ -22,6 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from paired import IGNORED
 from serial_cost import checkout
 from throughput import FLOOR_TEST, MODEL_ARGS, NO_DEV, start_server, suite_text
 
@@ -66,8 +70,12 @@ def main() -> None:
             streaming = FLOOR_TEST.format(url=url, count=1)
             (folders["request"] / "test_plain.py").write_text(streaming)
             ours_args = [*MODEL_ARGS, "--agentbench-base-url", url]
+            # ours as a copy first on PYTHONPATH, as a revision is measured: loaded as an
+            # installed (not editable) package is, through pytest's import hook
+            mine = root / "mine" / "pytest_agentbench"
+            shutil.copytree(HERE.parent / "pytest_agentbench", mine, ignore=IGNORED)
             counts = {
-                "ours": instructions(folders["ours"], ours_args),
+                "ours": instructions(folders["ours"], ours_args, str(mine.parent)),
                 "pytest, one empty test": instructions(folders["empty"], []),
                 "pytest, one test streaming one request": instructions(folders["request"], []),
             }

@@ -31,7 +31,6 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -44,6 +43,7 @@ from pytest_agentbench.agents.acp_services import (
     Refusal,
     WorkspaceFiles,
 )
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 
 #: The ACP protocol version this client speaks (the ``initialize`` handshake).

@@ -35,6 +35,7 @@ from pytest_agentbench.agents.external import (
 )
 from pytest_agentbench.agents.gateway import Gateway
 from pytest_agentbench.agents.route import ClientFor, Route
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.environments.container import Container, Mount
@@ -216,7 +217,7 @@ class ContainerCommandSession(InContainer, CommandSession):
         return self.close_container()
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclass(frozen=True)
 class ContainerPlace:
     """What an agent's session in its container is opened with: the started container,
     its workspace (the task's files seeded), the task's route on the gateway, the bridge

@@ -3,7 +3,7 @@ key per task. The gateway makes them; the agent runners hand them to the agent."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from pytest_agentbench.core.fastclass import dataclass
 
 
 @dataclass(frozen=True, slots=True)

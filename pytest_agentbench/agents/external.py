@@ -14,12 +14,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from pytest_agentbench.agents.endpoint import AgentEndpoint
 from pytest_agentbench.agents.gateway import Gateway
 from pytest_agentbench.agents.route import CallRecord, Route, RouteStop
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.records import Failure
 from pytest_agentbench.core.stream import EventSink

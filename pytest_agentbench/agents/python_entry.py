@@ -19,8 +19,9 @@ import os
 import pkgutil
 import sys
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
+
+from pytest_agentbench.core.fastclass import dataclass
 
 
 @dataclass(frozen=True)

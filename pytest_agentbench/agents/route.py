@@ -16,9 +16,10 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from pytest_agentbench.agents.endpoint import AgentEndpoint
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.records import Failure
 from pytest_agentbench.core.stream import EventSink

@@ -8,11 +8,12 @@ to the rollout, which calls it with the task and its workspace folder.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from pytest_agentbench.agents.gateway import Gateway
 from pytest_agentbench.agents.route import ClientFor
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.runner.agent_run import OpenAgent, Session
 from pytest_agentbench.runner.container_session import EnvironmentPlace

@@ -8,9 +8,9 @@ that ended before writing it (killed, out of disk) is read from its result.json 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.errors import AgentbenchError

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_agentbench.artifacts.controls import (
@@ -26,6 +25,7 @@ from pytest_agentbench.artifacts.score_stats import (
 )
 from pytest_agentbench.artifacts.usability import unusable
 from pytest_agentbench.artifacts.usage_totals import run_usage
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.task_record import OUTCOMES, TaskRecord
 from pytest_agentbench.errors import AgentbenchError

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.models.base import ModelSpec
 from pytest_agentbench.models.prices import BATCH_KEY, LIST_KEYS, MAX_PRICE

@@ -14,8 +14,8 @@ reported with how many terms were unknown, never as if they cost nothing.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.record_parts import (
     json_object,

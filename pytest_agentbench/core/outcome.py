@@ -10,11 +10,11 @@ task record (``schemas/task_record.schema.json``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal, get_args
 
 from pytest_agentbench import errors
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.record_parts import (
     json_object,

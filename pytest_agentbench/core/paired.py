@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.stats import (
     DEFAULT_LEVEL,
     DEFAULT_RESAMPLES,

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 from typing import TypeGuard
 
 from pytest_agentbench.core.choices import REASONING_EFFORTS as REASONING_EFFORTS
 from pytest_agentbench.core.choices import ReasoningEffort as ReasoningEffort
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 
 #: The settings, in the order they are documented and recorded.

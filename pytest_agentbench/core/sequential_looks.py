@@ -10,9 +10,9 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from statistics import NormalDist
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.verdicts import check_between
 
 _NORMAL = NormalDist()

@@ -13,10 +13,10 @@ import math
 import random
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass
 from statistics import NormalDist, median
 from typing import Literal, TypeVar, get_args
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject
 
 DEFAULT_LEVEL = 0.95

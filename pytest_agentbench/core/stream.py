@@ -8,8 +8,9 @@ layer can read them without importing a model client.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Literal, get_args
+
+from pytest_agentbench.core.fastclass import dataclass
 
 #: The wire protocols a built-in client speaks (and the scripted server answers in):
 #: Chat Completions, the OpenAI Responses API, the Anthropic Messages API.

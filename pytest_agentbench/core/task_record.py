@@ -12,11 +12,12 @@ field changes meaning.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import field, fields, replace
 from typing import cast
 
 from pytest_agentbench.core.cost import CostRecord
 from pytest_agentbench.core.derived_slot import DerivedSlot
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.outcome import FAILURE_KINDS as FAILURE_KINDS
 from pytest_agentbench.core.outcome import FAILURE_STAGES as FAILURE_STAGES

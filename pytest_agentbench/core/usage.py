@@ -9,8 +9,8 @@ an unknown term is unknown.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 
 USAGE_FIELDS = ("input", "output", "cache_read", "cache_write", "reasoning", "total")

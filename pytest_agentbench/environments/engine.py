@@ -18,9 +18,9 @@ import shutil
 import subprocess
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.errors import ContainerError, EngineUnavailable
 
 #: How long ``info`` may take before the engine counts as not answering.

@@ -23,10 +23,10 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import IO
 
 from pytest_agentbench.core.capture import OutputCapture
+from pytest_agentbench.core.fastclass import dataclass
 
 #: The environment variable that marks the processes of one ``exec``.
 EXEC_MARK = "AGENTBENCH_EXEC"

@@ -22,9 +22,9 @@ The relay needs a ``python3`` in the image; without one it cannot start (the exe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.environments.spec import Mount
 
 #: Where the gateway's socket folder appears in the container.

@@ -27,9 +27,9 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.environments.engine import Engine, last_lines
 from pytest_agentbench.errors import ContainerError, ImageBuildError
 

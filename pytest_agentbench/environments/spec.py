@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
+
+from pytest_agentbench.core.fastclass import dataclass
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,10 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 
 import httpx
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.urls import public_url
 from pytest_agentbench.errors import ModelError, ProviderError, RateLimited, TransportError

@@ -17,10 +17,10 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from pytest_agentbench.core.durations import seconds_text
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.core.urls import public_url
 from pytest_agentbench.errors import ModelTimeout, RateLimited, TransportError

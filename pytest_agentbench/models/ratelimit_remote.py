@@ -17,9 +17,9 @@ import socket
 import socketserver
 import threading
 import time
-from dataclasses import dataclass
 
 from pytest_agentbench.core.durations import seconds_text
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.models.ratelimit import (
     LimitClosed,
     LimitTimeout,

@@ -33,12 +33,12 @@ import tempfile
 import time
 import warnings
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
 import httpx
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 
 CacheMode = Literal["read-write", "read", "write", "refresh"]

@@ -21,8 +21,8 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.errors import (

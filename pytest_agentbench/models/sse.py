@@ -18,9 +18,9 @@ import codecs
 import json
 import re
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
 from typing import cast
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 
 _LINE_END = re.compile(r"\r\n|\r|\n")

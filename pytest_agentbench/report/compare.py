@@ -11,9 +11,9 @@ sign test and a paired bootstrap on rewards.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.paired import Comparison, compare_paired, detectable_words
 from pytest_agentbench.core.stats import DEFAULT_LEVEL, Estimate

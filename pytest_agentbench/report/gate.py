@@ -10,13 +10,14 @@ gate on their own, unless ``--agentbench-errors-as-failures`` counts them as fai
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 from pytest_agentbench.artifacts.controls import invalid_reason, task_records
 from pytest_agentbench.artifacts.score_stats import score_estimate
 from pytest_agentbench.artifacts.summary import score
 from pytest_agentbench.core.choices import GATE_ON as GATE_ON
 from pytest_agentbench.core.choices import GateOn as GateOn
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.task_record import TaskRecord
 

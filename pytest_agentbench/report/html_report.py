@@ -20,13 +20,14 @@ import json
 import tempfile
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import IO, TypedDict
 
 from pytest_agentbench.artifacts.jsonio import write_text_atomic
 from pytest_agentbench.artifacts.rollout_files import redacted_json
 from pytest_agentbench.core.durations import any_seconds_text
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.report import html_svg
 from pytest_agentbench.report.html_data import (

@@ -13,9 +13,10 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import IO
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.stream import StreamEvent
 
 CHARS_PER_TOKEN = 4

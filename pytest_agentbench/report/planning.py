@@ -10,12 +10,12 @@ task as noisy as a coin of the base rate, p(1 − p))."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_agentbench.artifacts.baseline import load_baseline
 from pytest_agentbench.artifacts.score_stats import scored_values
 from pytest_agentbench.artifacts.summary import score
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.core.verdicts import DEFAULT_POWER, Plan, plan, task_noise

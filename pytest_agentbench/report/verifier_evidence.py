@@ -7,10 +7,10 @@ raises: a surprise degrades to the next one."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.report.ctrf_scan import CtrfFindings, scan_ctrf
 from pytest_agentbench.report.mismatch import count_note, mismatch_line

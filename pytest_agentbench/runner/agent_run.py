@@ -7,10 +7,11 @@ the loop record over all turns, and which limit cut a reply that ended with ``le
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.records import Attempt, Failure, FailureKind
 from pytest_agentbench.core.stream import EventSink

@@ -16,10 +16,11 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.errors import ContainerError, ImageBuildError
 from pytest_agentbench.runner.agent import AgentSession

@@ -40,9 +40,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from pytest_agentbench.core.cost import PER, Price, money
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.models.budget import DEFAULT_MAX_TOKENS
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.judge_model import DEFAULT_MAX_TOKENS as JUDGE_MAX_TOKENS

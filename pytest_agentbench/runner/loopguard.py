@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pytest_agentbench.core.durations import any_seconds_text
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import StreamEvent
 from pytest_agentbench.runner.loopwatch import LoopVerdict, LoopWatch

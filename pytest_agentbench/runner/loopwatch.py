@@ -27,9 +27,9 @@ from __future__ import annotations
 import math
 import re
 from collections import deque
-from dataclasses import dataclass
 from typing import Literal
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.runner.loopwindow import PLACEHOLDER, TextWindow
 
 LoopState = Literal["none", "suspect", "looping"]

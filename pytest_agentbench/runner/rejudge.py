@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Protocol
 
 from pytest_agentbench.artifacts.cost_totals import judge_cost
 from pytest_agentbench.core.cost import CostRecord, Price
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.task_record import TaskRecord
 from pytest_agentbench.core.usage import sum_usage

@@ -5,8 +5,7 @@ the shape of a generation's text loop (runner/loopguard.py) with channel ``tools
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject
 
 _EXCERPT = 300

@@ -25,11 +25,11 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_agentbench.core.choices import ISOLATION_MODES as ISOLATION_MODES
 from pytest_agentbench.core.choices import Isolation as Isolation
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.errors import SandboxError
 from pytest_agentbench.sandbox.environ_guard import guard_harness

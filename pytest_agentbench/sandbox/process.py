@@ -24,9 +24,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.errors import SandboxError
 from pytest_agentbench.sandbox.environ_guard import guard_harness, secret_like
 from pytest_agentbench.sandbox.isolation import Plan, lost_mount_race, setup_pauses, wrap

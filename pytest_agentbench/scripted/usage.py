@@ -19,8 +19,8 @@ protocol's shape, or in no recognisable shape, is served verbatim.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import WireProtocol
 

@@ -20,7 +20,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, NotRequired, TypeAlias, TypedDict
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, NotRequired, TypeAlias, TypedDict
 import pytest
 
 from pytest_agentbench.artifacts.paths import mark_run_folder, new_run_id, point_latest
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.urls import url_secrets
 from pytest_agentbench.hooks.plugin_hooks import PluginHooks
 from pytest_agentbench.session.inflight import InFlight

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.suites.task import AgentConfig

@@ -16,9 +16,9 @@ import csv
 import io
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.suites.controls import Planned, control_run

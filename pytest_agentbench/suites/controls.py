@@ -21,8 +21,8 @@ import dataclasses
 import random
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.suites.task import HARBOR, Control, Replies, Task
 

@@ -16,9 +16,9 @@ import csv
 import io
 import json
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.suites.dataset_fields import FieldMap, spec_problems
 from pytest_agentbench.suites.read import RepeatWatch, parse_record, read_text, record_problem

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import string
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.suites.validate import Parts, json_path, show, type_name
 

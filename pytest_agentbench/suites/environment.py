@@ -5,9 +5,10 @@ running it is the ``environments`` layer's work, which this layer never imports.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonValue
 
 #: Harbor's own defaults, used when a task.toml leaves a value out.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
@@ -11,6 +11,7 @@ from pytest_agentbench.core.choices import FEEDBACK_LEVELS as FEEDBACK_LEVELS
 from pytest_agentbench.core.choices import REPAIR_MODES as REPAIR_MODES
 from pytest_agentbench.core.choices import FeedbackLevel as FeedbackLevel
 from pytest_agentbench.core.choices import RepairMode as RepairMode
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.core.sampling import Sampling
 

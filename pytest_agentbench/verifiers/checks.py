@@ -11,9 +11,9 @@ model as ``python_tests`` (docs/sandbox.md), at a fraction of pytest's start-up 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.errors import SandboxError, VerifierError
 from pytest_agentbench.sandbox import CommandResult, Workspace

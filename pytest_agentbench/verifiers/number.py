@@ -12,9 +12,9 @@ from __future__ import annotations
 import decimal
 import math
 import re
-from dataclasses import dataclass
 from decimal import Decimal
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.errors import VerifierError
 from pytest_agentbench.suites.task import Task

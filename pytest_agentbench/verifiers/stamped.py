@@ -17,10 +17,10 @@ import secrets
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal, get_args
 
+from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.records import CTRF_STATUSES
 from pytest_agentbench.sandbox import CommandResult, Workspace
