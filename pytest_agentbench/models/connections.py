@@ -119,7 +119,7 @@ class _PlainWay:
         headers: Mapping[str, str],
         timeout: Timeout,
     ) -> Response:
-        target = self._target if url is None else Target.parse(url)
+        target = self._target if url is None else Target(url)
         sent = header_list(self._headers, headers) if headers else self._headers
         return self.transport.send(method, target, sent, content, timeout)
 
@@ -143,7 +143,7 @@ class ThreadConnections:
         """Set the endpoint and the options of the per-thread ways (made on first use
         by each thread: ``_way``)."""
         self._endpoint = endpoint
-        self._target = Target.parse(endpoint)  # parsed once, not on every request
+        self._target = Target(endpoint)  # parsed once, not on every request
         self._headers = {
             "user-agent": "pytest-agentbench",
             "content-type": "application/json",

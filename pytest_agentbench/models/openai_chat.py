@@ -10,7 +10,6 @@ content (local reasoning models) is split into the thinking channel.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
@@ -179,7 +178,7 @@ class OpenAIChatClient(ProtocolClient[ChatReceived]):
         idle = self.idle_timeout_s
         if idle is None or (timeout.read is not None and timeout.read <= idle):
             return timeout
-        return dataclasses.replace(timeout, read=idle)
+        return Timeout(timeout.connect, idle, timeout.write, timeout.pool)
 
     @staticmethod
     def _settle(received: ChatReceived) -> None:

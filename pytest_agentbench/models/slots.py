@@ -33,7 +33,7 @@ def probe_slots(base_url: str, timeout_s: float = PROBE_TIMEOUT_S) -> int | None
 
 def _slots(url: str, timeout_s: float) -> JsonValue:
     """What ``GET url`` answered, as JSON; None for a status other than 200."""
-    target = Target.parse(url)
+    target = Target(url)
     if target.scheme != "http" or target.credentials:
         return _slots_over_httpx(url, timeout_s)
     # a plain-HTTP server (the local ones that have slots) is asked on plain sockets

@@ -27,7 +27,6 @@ import json
 import socket
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Protocol, overload
 from urllib.parse import quote, urlsplit
 
@@ -94,51 +93,53 @@ class DecodingError(WireError):
     """A body's content encoding (gzip, deflate) could not be decoded."""
 
 
-@dataclass(frozen=True, slots=True)
 class Timeout:
     """The timeouts of one request, in seconds (None: none): connecting, each read, each
-    write, and waiting for a connection of a pool."""
+    write, and waiting for a connection of a pool. (A plain class, not a dataclass: one is
+    made per request, and a dataclass's generated methods cost start-up.)"""
 
-    connect: float | None
-    read: float | None
-    write: float | None
-    pool: float | None
+    __slots__ = ("connect", "pool", "read", "write")
+
+    def __init__(
+        self, connect: float | None, read: float | None, write: float | None, pool: float | None
+    ) -> None:
+        self.connect = connect
+        self.read = read
+        self.write = write
+        self.pool = pool
+
+    def __repr__(self) -> str:
+        return (
+            f"Timeout(connect={self.connect}, read={self.read}, write={self.write}, "
+            f"pool={self.pool})"
+        )
 
 
-@dataclass(frozen=True, slots=True)
 class Target:
     """A URL as a request is sent to it: ``host`` (lower case) and ``port``, ``path`` as
     the request line carries it (path and query, percent-encoded), ``netloc`` as the
     ``host`` header carries it (the default port left out), and whether the URL holds a
     user or a password (``credentials``)."""
 
-    scheme: str
-    host: str
-    port: int
-    path: bytes
-    netloc: bytes
-    credentials: bool
+    __slots__ = ("credentials", "host", "netloc", "path", "port", "scheme")
 
-    @classmethod
-    def parse(cls, url: str) -> Target:
+    def __init__(self, url: str) -> None:
         parts = urlsplit(url)
-        scheme = parts.scheme.lower()
-        host = (parts.hostname or "").lower()
-        default = 443 if scheme == "https" else 80
-        port = parts.port or default
+        self.scheme = parts.scheme.lower()
+        self.host = host = (parts.hostname or "").lower()
+        default = 443 if self.scheme == "https" else 80
+        self.port = port = parts.port or default
         shown = f"[{host}]" if ":" in host else host
         netloc = shown if port == default else f"{shown}:{port}"
+        self.netloc = netloc.encode("idna" if not netloc.isascii() else "ascii")
         path = quote(parts.path or "/", safe="/%:@!$&'()*+,;=-._~")
         if parts.query:
             path += "?" + quote(parts.query, safe="/%:@!$&'()*+,;=-._~?")
-        return cls(
-            scheme=scheme,
-            host=host,
-            port=port,
-            path=path.encode("ascii"),
-            netloc=netloc.encode("idna" if not netloc.isascii() else "ascii"),
-            credentials=parts.username is not None or parts.password is not None,
-        )
+        self.path = path.encode("ascii")
+        self.credentials = parts.username is not None or parts.password is not None
+
+    def __repr__(self) -> str:
+        return f"Target({self.scheme}://{self.netloc.decode()}{self.path.decode()})"
 
 
 class Headers:

@@ -111,7 +111,7 @@ def answering(*replies: bytes) -> Handler:
 def post(transport: PlainHTTPTransport, url: str, timeout: float | None = 5.0) -> Response:
     return transport.send(
         "POST",
-        Target.parse(url),
+        Target(url),
         [(b"content-type", b"application/json")],
         b'{"q": 1}',
         Timeout(timeout, timeout, timeout, timeout),
@@ -379,7 +379,7 @@ def test_a_header_with_a_line_break_is_refused_before_anything_is_sent(
     with pytest.raises(wire.LocalProtocolError, match="line break"):
         transport.send(
             "POST",
-            Target.parse(server.url),
+            Target(server.url),
             [(b"x-evil", b"a\r\nx-injected: 1")],
             b"{}",
             Timeout(5, 5, 5, 5),
@@ -427,7 +427,7 @@ def test_other_requests_go_the_same_way(serve: Callable[[Handler], RawServer]) -
     other = serve(answering(LENGTH))
     transport = PlainHTTPTransport()
     for url in (server.url, other.url, server.url):
-        response = transport.send("GET", Target.parse(url), [], b"", Timeout(5, 5, 5, 5))
+        response = transport.send("GET", Target(url), [], b"", Timeout(5, 5, 5, 5))
         assert response.read() == b"ok"
     assert server.requests[0].startswith(b"GET /v1/chat?x=1 HTTP/1.1\r\n")
     assert b"content-length" not in server.requests[0].lower()
