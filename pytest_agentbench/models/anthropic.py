@@ -1,9 +1,10 @@
-"""Anthropic Messages over httpx (``POST /v1/messages``), streaming (named SSE events) and
-not, with thinking blocks and tool use.
+"""Anthropic Messages (``POST /v1/messages``), streaming (named SSE events) and not,
+with thinking blocks and tool use.
 
-Same contract as the Chat Completions client: one reused ``httpx.Client``; a request's
-``timeout_s`` is its total wall time, enforced by httpx timeouts up to the first byte and
-by a watchdog after it; every raised ModelError carries ``partial`` and ``retry_after``.
+Same contract as the Chat Completions client: keep-alive connections
+(models/connections.py); a request's ``timeout_s`` is its total wall time, enforced by
+the request's timeouts up to the first byte and by a watchdog after it; every raised
+ModelError carries ``partial`` and ``retry_after``.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import field
-
-import httpx
 
 from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
@@ -37,6 +36,7 @@ from pytest_agentbench.models.sampling_wire import apply_sampling
 from pytest_agentbench.models.sse import StringSlot
 from pytest_agentbench.models.think import Channel
 from pytest_agentbench.models.usage import normalise_anthropic_usage, recovered_usage
+from pytest_agentbench.models.wire import Response
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 #: ``max_tokens`` is required by the API; this is sent when the request sets none.
@@ -250,7 +250,7 @@ class AnthropicClient(ProtocolClient[_Received]):
         elif kind == "message_stop":
             received.done = True
 
-    def _read_body(self, response: httpx.Response, received: _Received, emit: EventSink) -> None:
+    def _read_body(self, response: Response, received: _Received, emit: EventSink) -> None:
         """A non-streamed message; its parts are emitted once each, like a stream would."""
         message = self._decode(response.read().decode("utf-8", "replace"), "response")
         content = message.get("content")

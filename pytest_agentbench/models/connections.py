@@ -1,222 +1,267 @@
-"""The connections of a model client: one keep-alive HTTP/1.1 httpx client per thread,
-the sockets they open (for the deadline watchdog), timeouts from a deadline, and the POST
-of a generation sent straight to the thread's transport."""
+"""The connections of a model client: one way per thread to its endpoint (our own HTTP/1.1
+on keep-alive plain sockets for an ``http://`` endpoint reached directly,
+models/plain_http.py; httpx for the rest, models/httpx_path.py, imported only then), the
+sockets they open (for the deadline watchdog), timeouts from a deadline, and the POST of
+a generation. Either way the reply is models/wire.py's ``Response`` and every failure
+its exception."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
-import ssl
+import sys
 import threading
 import time
-import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
-import httpx
-
-from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.models.plain_http import PlainHTTPTransport
+from pytest_agentbench.models.wire import Response, Target, Timeout
+
+if TYPE_CHECKING:  # (imported where an endpoint needs it: models/httpx_path.py)
+    import httpx
+
+    from pytest_agentbench.models.httpx_path import HttpxConnections
 
 CONNECT_TIMEOUT_S = 10.0
 
-_NO_DEADLINE = httpx.Timeout(None, connect=CONNECT_TIMEOUT_S)
+_NO_DEADLINE = Timeout(connect=CONNECT_TIMEOUT_S, read=None, write=None, pool=None)
+
+#: What every request carries before the client's own headers, as httpx sends them
+#: (the encodings models/wire.py decodes).
+BASE_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"accept", b"*/*"),
+    (b"accept-encoding", b"gzip, deflate"),
+    (b"connection", b"keep-alive"),
+)
 
 
-def timeout_for(deadline: float | None) -> httpx.Timeout:
-    """httpx timeouts for a request that must finish by ``deadline`` (monotonic)."""
+def timeout_for(deadline: float | None) -> Timeout:
+    """The timeouts of a request that must finish by ``deadline`` (monotonic)."""
     if deadline is None:
         return _NO_DEADLINE
     remaining = max(deadline - time.monotonic(), 0.001)
-    return httpx.Timeout(remaining, connect=min(CONNECT_TIMEOUT_S, remaining))
+    return Timeout(
+        connect=min(CONNECT_TIMEOUT_S, remaining), read=remaining, write=remaining, pool=remaining
+    )
 
 
-def _socket_tracer(sockets: list[socket.socket]) -> Callable[[str, JsonObject], None]:
-    """An httpcore trace hook that keeps the socket of each connection it opens in
-    ``sockets``: a request waiting for its response headers has no other handle on its
-    socket (the watchdog of a queued request shuts it: models/queue.py)."""
+def environment_names_a_proxy() -> bool:
+    """Whether the environment names a proxy as urllib's ``getproxies`` reads it (which
+    httpx mounts its proxies from): on Linux and other Unixes only the ``*_proxy``
+    variables, read here without importing urllib.request (it imports http.client and
+    email); on macOS and Windows the system's settings too, so urllib itself."""
+    if sys.platform in ("darwin", "win32"):
+        import urllib.request
 
-    def trace(event: str, info: JsonObject) -> None:
-        if event == "connection.connect_tcp.complete":
-            stream: object = info.get("return_value")
-            extra = getattr(stream, "get_extra_info", None)
-            sock = extra("socket") if extra is not None else None
-            if isinstance(sock, socket.socket):
-                sockets[:] = [s for s in sockets if s.fileno() != -1]
-                sockets.append(sock)
+        return bool(urllib.request.getproxies())
+    named: dict[str, str] = {}
+    for name, value in os.environ.items():  # any case first
+        if value and name.lower().endswith("_proxy"):
+            named[name.lower()[:-6]] = value
+    if "REQUEST_METHOD" in os.environ:  # a CGI script: HTTP_PROXY may be a client's header
+        named.pop("http", None)
+    for name, value in os.environ.items():  # then the lower-case names, which win
+        if name.endswith("_proxy"):
+            if value:
+                named[name.lower()[:-6]] = value
+            else:
+                named.pop(name.lower()[:-6], None)
+    return bool(named)
 
-    return trace
+
+def header_list(
+    base: Sequence[tuple[bytes, bytes]], headers: Mapping[str, str]
+) -> list[tuple[bytes, bytes]]:
+    """``base`` with ``headers`` over it (a name in both, in any case, takes
+    ``headers``' value); values ASCII, as httpx requires them."""
+    if not headers:
+        return list(base)
+    extra = [
+        (name.lower().encode("ascii"), value.encode("ascii")) for name, value in headers.items()
+    ]
+    names = {name for name, _ in extra}
+    return [(name, value) for name, value in base if name.lower() not in names] + extra
+
+
+class _Way(Protocol):
+    """How one thread's requests reach the endpoint."""
+
+    sockets: list[socket.socket]
+
+    def send(
+        self,
+        method: str,
+        url: str | None,
+        content: bytes,
+        headers: Mapping[str, str],
+        timeout: Timeout,
+    ) -> Response: ...
+
+    def close(self) -> None: ...
+
+
+class _PlainWay:
+    """A thread's requests on plain sockets (models/plain_http.py)."""
+
+    def __init__(self, target: Target, headers: Mapping[str, str]) -> None:
+        self.sockets: list[socket.socket] = []
+        self.transport = PlainHTTPTransport(self.sockets)
+        self._target = target
+        self._headers = header_list(BASE_HEADERS, headers)
+
+    def send(
+        self,
+        method: str,
+        url: str | None,
+        content: bytes,
+        headers: Mapping[str, str],
+        timeout: Timeout,
+    ) -> Response:
+        target = self._target if url is None else Target(url)
+        sent = header_list(self._headers, headers) if headers else self._headers
+        return self.transport.send(method, target, sent, content, timeout)
+
+    def close(self) -> None:
+        self.transport.close()
 
 
 class ThreadConnections:
-    """One httpx client per thread for one model's endpoint, sharing one TLS context.
+    """One way to the endpoint per thread for one model: plain sockets or one httpx
+    client each (one connection pool per thread, not one for all: with one pool for 64
+    rollout threads the pool, not the model, set the pace; per thread, a request costs
+    the same at 64 or 128 in flight as at 8).
 
-    ``_post`` sends a generation's POST straight to the thread's transport (the client's
-    own, the one its other requests use) when no environment proxy may route it: what
-    ``httpx.Client.stream`` adds on the way (request building, auth and redirect
-    handling, cookies, event hooks, a bound stream) cost about as much CPU per request
-    as httpcore's own work, and a request at 128 in flight spends CPU the run is short
-    of (bench/paired.py, docs/scale.md)."""
+    The plain way is taken when httpx would add nothing: an ``http://`` endpoint with no
+    user or password in its URL, and no proxy the environment names (when the client
+    trusts the environment). Nothing of the environment applies to such a request."""
 
     public_endpoint: str
 
     def _open(self, endpoint: str, headers: Mapping[str, str], trust_env: bool) -> None:
-        """Set the endpoint and the options of the per-thread clients (made on first use
-        by each thread: ``_http``)."""
-        self._url = httpx.URL(endpoint)  # parsed once, not on every request
+        """Set the endpoint and the options of the per-thread ways (made on first use
+        by each thread: ``_way``)."""
+        self._endpoint = endpoint
+        self._target = Target(endpoint)  # parsed once, not on every request
         self._headers = {
             "user-agent": "pytest-agentbench",
             "content-type": "application/json",
             **headers,
         }
         self._trust_env = trust_env
-        self._limits = httpx.Limits(max_connections=64, max_keepalive_connections=8)
-        self._tls: ssl.SSLContext | None = None
-        #: whether ``_post`` may skip the client: no environment proxy (None: not known yet)
+        #: whether no environment proxy may route the endpoint (None: not known yet)
         self._direct: bool | None = None
+        self._httpx_shared: HttpxConnections | None = None
         self._local = threading.local()
-        self._clients: list[httpx.Client] = []
-        self._plain: list[PlainHTTPTransport] = []
-        self._clients_lock = threading.Lock()
+        self._ways: list[_Way] = []
+        self._ways_lock = threading.Lock()
         self._closed = False
 
+    def _plain(self) -> bool:
+        """Whether this endpoint's requests go on plain sockets (the class docstring)."""
+        with self._ways_lock:
+            if self._direct is None:
+                # httpx mounts a proxy transport for what the environment names, and
+                # sends a URL's user and password as basic auth: such a client sends
+                # every request
+                self._direct = not (
+                    (self._trust_env and environment_names_a_proxy()) or self._target.credentials
+                )
+            return self._direct and self._target.scheme == "http"
+
+    def _httpx(self) -> HttpxConnections:
+        """What this model's httpx clients share (made once)."""
+        from pytest_agentbench.models.httpx_path import HttpxConnections
+
+        self._plain()  # (decides ``_direct``)
+        with self._ways_lock:
+            if self._httpx_shared is None:
+                self._httpx_shared = HttpxConnections(
+                    self._endpoint, self._headers, self._trust_env, bool(self._direct)
+                )
+            return self._httpx_shared
+
+    def _keep(self, way: _Way) -> None:
+        """Close ``way`` with the others (at once, when the client is closed already)."""
+        with self._ways_lock:
+            if not self._closed:
+                self._ways.append(way)
+                return
+        way.close()  # requests after close() fail as with a closed client
+
     @property
-    def _http(self) -> httpx.Client:
-        """This thread's httpx client. One client (one connection pool) per thread, not
-        one for all: httpcore checks every idle connection of a pool (a ``poll`` call,
-        under the pool's lock) each time it hands one out, so with one pool for 64
-        rollout threads the pool, not the model, set the pace; per thread, a request
-        costs the same at 64 or 128 in flight as at 8."""
-        client: httpx.Client | None = getattr(self._local, "client", None)
-        if client is None:
-            with self._clients_lock:
-                if self._direct is None:
-                    # httpx mounts a proxy transport for what the environment names
-                    # (urllib's getproxies, as httpx reads it), and sends a URL's user
-                    # and password as basic auth: such a client sends every request
-                    self._direct = not (
-                        (self._trust_env and urllib.request.getproxies())
-                        or self._url.username
-                        or self._url.password
-                    )
-                plain_http = self._direct and self._url.scheme == "http"
-                if self._tls is None and not plain_http:
-                    self._tls = (
-                        # never used (no redirects are followed): loading the CA bundle
-                        # for a plain-HTTP endpoint (a local server) was ~20 ms of CPU
-                        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-                        if self._url.scheme == "http"
-                        else httpx.create_ssl_context(verify=True, trust_env=self._trust_env)
-                    )
-            sockets: list[socket.socket] = []
-            trace = _socket_tracer(sockets)
-
-            def traced(request: httpx.Request) -> None:
-                request.extensions["trace"] = trace
-
+    def _way(self) -> _Way:
+        """This thread's way to the endpoint (made on its first request)."""
+        way: _Way | None = getattr(self._local, "way", None)
+        if way is None:
             # made outside the lock: 128 rollout threads starting at once queued on it
             # (a thread-aware profile of a 128-in-flight run: 7.6 % of the threads' time)
-            transport: httpx.BaseTransport | None = None
-            plain: PlainHTTPTransport | None = None
-            if plain_http:
-                # every request of the thread on plain sockets (models/plain_http.py):
-                # httpcore is not even imported. Nothing of the environment applies to
-                # plain HTTP without a proxy, so the client need not read it again.
-                transport = plain = PlainHTTPTransport(sockets)
-            elif self._direct:  # (a transport given, httpx mounts no environment proxy)
-                transport = httpx.HTTPTransport(
-                    verify=self._tls or True,
-                    http1=True,
-                    http2=False,
-                    limits=self._limits,
-                    trust_env=self._trust_env,
-                )
-            client = httpx.Client(
-                verify=self._tls or True,
-                headers=self._headers,
-                http1=True,
-                http2=False,
-                trust_env=self._trust_env and plain is None,
-                limits=self._limits,
-                transport=transport,
-                # every request of this client (the scripted one's admin requests
-                # too: they may open the connection a generation reuses) keeps the
-                # sockets it opens
-                event_hooks={"request": [traced]},
-            )
-            with self._clients_lock:
-                if self._closed:
-                    client.close()  # requests after close() fail as with a closed client
-                    if plain is not None:
-                        plain.close()
-                else:
-                    self._clients.append(client)
-                    if plain is not None:
-                        self._plain.append(plain)
-            self._local.client = client
-            self._local.sockets = sockets
-            self._local.transport = transport
-            self._local.trace = trace
-            # the headers the client sends on every request, merged once
-            self._local.headers = list(client.headers.raw)
-        return client
+            if self._plain():
+                way = _PlainWay(self._target, self._headers)
+            else:
+                way = self._httpx().thread([])
+            self._keep(way)
+            self._local.way = way
+        return way
 
     @property
     def http(self) -> httpx.Client:
         """This thread's keep-alive httpx client, sending this model's headers (its key
-        among them): for the provider's other endpoints (models/batch.py)."""
-        return self._http
+        among them): for the provider's other endpoints (models/batch.py). On the plain
+        way it is a client of its own, made on first use."""
+        from pytest_agentbench.models.httpx_path import HttpxThread
+
+        way = self._way
+        if isinstance(way, HttpxThread):
+            return way.client
+        client: httpx.Client | None = getattr(self._local, "http", None)
+        if client is None:
+            thread = self._httpx().thread(way.sockets)
+            self._keep(thread)
+            self._local.http = client = thread.client
+        return client
 
     @property
     def _sockets(self) -> list[socket.socket]:
         """The sockets of this thread's connections (closed ones pruned as new ones
-        come), kept by the trace of its requests (``_socket_tracer``)."""
-        self._http  # noqa: B018 (makes this thread's client and its list)
-        sockets: list[socket.socket] = self._local.sockets
-        return sockets
+        come), for the deadline watchdog."""
+        return self._way.sockets
+
+    def _send(
+        self,
+        method: str,
+        url: str | None,
+        *,
+        content: bytes = b"",
+        headers: Mapping[str, str] | None = None,
+        timeout: Timeout = _NO_DEADLINE,
+    ) -> Response:
+        """``method`` to ``url`` (None: the endpoint) with the client's headers and
+        ``headers``, on this thread's way; the reply's body not read yet (read it or
+        close it). RuntimeError once the client is closed; models/wire.py's exceptions
+        for every failure."""
+        way = self._way
+        if self._closed:
+            raise RuntimeError(f"the client of {self.public_endpoint} was closed")
+        return way.send(method, url, content, headers or {}, timeout)
 
     @contextlib.contextmanager
     def _post(
-        self, content: bytes, headers: Mapping[str, str], timeout: httpx.Timeout
-    ) -> Iterator[httpx.Response]:
+        self, content: bytes, headers: Mapping[str, str], timeout: Timeout
+    ) -> Iterator[Response]:
         """POST ``content`` to the endpoint with the client's headers and ``headers``; the
-        response is streamed (read it in the block) and closed after. Sent as the
-        thread's client would send it (the same headers, timeouts, trace and
-        connections), straight to its transport; through the client itself when a proxy
-        may apply or the client is closed (which then refuses it, as after ``close``)."""
-        client = self._http
-        local = self._local
-        transport: httpx.BaseTransport | None = local.transport
-        if transport is None or client.is_closed:
-            with client.stream(
-                "POST", self._url, content=content, headers=headers, timeout=timeout
-            ) as response:
-                yield response
-            return
-        sent: httpx.Headers | list[tuple[bytes, bytes]] = local.headers
-        if headers:  # merged as the client merges them
-            sent = httpx.Headers(sent)
-            sent.update(headers)
-        request = httpx.Request(
-            "POST",
-            self._url,
-            headers=sent,
-            content=content,
-            extensions={"timeout": timeout.as_dict(), "trace": local.trace},
-        )
-        response = transport.handle_request(request)
-        response.request = request
+        response is streamed (read it in the block) and closed after."""
+        response = self._send("POST", None, content=content, headers=headers, timeout=timeout)
         try:
             yield response
         finally:
             response.close()
 
     def close(self) -> None:
-        """Close every thread's client: requests in flight end promptly, later ones fail."""
-        with self._clients_lock:
+        """Close every thread's way: requests in flight end promptly, later ones fail."""
+        with self._ways_lock:
             self._closed = True
-            clients, self._clients = self._clients, []
-            plain, self._plain = self._plain, []
-        for client in clients:
-            client.close()
-        for transport in plain:
-            transport.close()
+            ways, self._ways = self._ways, []
+        for way in ways:
+            way.close()

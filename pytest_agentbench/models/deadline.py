@@ -11,7 +11,7 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    import httpx
+    from pytest_agentbench.models.wire import Response
 
 
 class _DeadlineClock:
@@ -104,12 +104,12 @@ class Watchdog:
             self._early = sockets
         _CLOCK.add(self.deadline, self)
 
-    def arm(self, response: httpx.Response) -> None:
+    def arm(self, response: Response) -> None:
+        """Watch ``response``'s socket (none: nothing to shut, nothing watched)."""
         if self.deadline is None:
             return
-        stream = response.extensions.get("network_stream")
-        sock = stream.get_extra_info("socket") if stream is not None else None
-        if not isinstance(sock, socket.socket):
+        sock = response.socket
+        if sock is None:
             return
         with _CLOCK.lock:
             self._socket = sock

@@ -12,8 +12,6 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
-import httpx
-
 from pytest_agentbench.core.durations import seconds_text
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import EventSink, StreamEvent
@@ -37,6 +35,14 @@ from pytest_agentbench.models.http_replies import (
 )
 from pytest_agentbench.models.queue import Place, ServerQueue, wait_limit_s
 from pytest_agentbench.models.reply_reader import Received, ReceivedT, ReplyReader
+from pytest_agentbench.models.wire import (
+    ByteStream,
+    ConnectTimeout,
+    Response,
+    Timeout,
+    WireError,
+    WireTimeout,
+)
 
 if TYPE_CHECKING:  # (imported where used: a run with neither pays nothing for them)
     from pytest_agentbench.models.batch_store import BatchStore
@@ -51,11 +57,11 @@ def ignore_events(event: StreamEvent) -> None:
     events of text and tool-call deltas for it (``emit is ignore_events``)."""
 
 
-class _Tapped(httpx.SyncByteStream):
+class _Tapped:
     """A response's raw byte stream that hands each chunk on to a ``Relay`` as it is read
     (encoded as the server sent it: the relay forwards the server's headers too)."""
 
-    def __init__(self, inner: httpx.SyncByteStream, relay: Relay) -> None:
+    def __init__(self, inner: ByteStream, relay: Relay) -> None:
         self._inner = inner
         self._relay = relay
 
@@ -108,7 +114,7 @@ class ProtocolClient(ErrorMapping, ThreadConnections, ReplyReader[ReceivedT]):
         """Headers specific to one request (none here; the scripted clients add some)."""
         return {}
 
-    def _timeouts(self, deadline: float | None) -> httpx.Timeout:
+    def _timeouts(self, deadline: float | None) -> Timeout:
         return timeout_for(deadline)
 
     def _key_endpoint(self, request: ModelRequest) -> str:
@@ -194,7 +200,7 @@ class ProtocolClient(ErrorMapping, ThreadConnections, ReplyReader[ReceivedT]):
             origin = place.listen(moved)
             watchdog.deadline = origin + timeout_s if origin is not None else hard
             # the deadline may move before the headers come (the server is seen to
-            # queue), and a drip of header bytes outlasts httpx's per-read timeouts:
+            # queue), and a drip of header bytes outlasts the per-read timeouts:
             # the watchdog must be able to end the wait for them (this thread's sockets)
             watchdog.arm_early(self._sockets)
         deadline = watchdog.deadline
@@ -225,19 +231,19 @@ class ProtocolClient(ErrorMapping, ThreadConnections, ReplyReader[ReceivedT]):
             batch_live = None if batched else batch.failure(key)
         try:
             with (
-                contextlib.nullcontext(hit.response(self._url))
+                contextlib.nullcontext(hit.response())
                 if hit is not None
                 else self._post(content, headers, self._timeouts(deadline))
             ) as response:
                 if cache is not None and hit is None and cache.writes:
                     from pytest_agentbench.models.response_cache import Tee
 
-                    response.stream = tee = Tee(response.stream)  # type: ignore[arg-type]
+                    response.stream = tee = Tee(response.stream)
                 received.status = response.status_code
                 if response.status_code >= 400:
                     raise self._status_error(response)
                 media = media_type(response)
-                if relay is not None and isinstance(response.stream, httpx.SyncByteStream):
+                if relay is not None:
                     relay.start(response.status_code, response.headers.multi_items())
                     response.stream = _Tapped(response.stream, relay)
                 streamed = reads_as_stream(response, request.stream)
@@ -260,20 +266,20 @@ class ProtocolClient(ErrorMapping, ThreadConnections, ReplyReader[ReceivedT]):
             error = self._deadline_error(request, place) if watchdog.fired else exc
             error.relayed = relay is not None and relay.started
             raise self._with_partial(error, received, body, started, place) from None
-        except httpx.HTTPError as exc:
-            # httpx's own timeouts were set from the deadline as it stood when the request
+        except WireError as exc:
+            # the request's own timeouts were set from the deadline as it stood when the request
             # was sent; the queue may have moved it on since: a read cut at that first
             # deadline is still the deadline's, never a transport error
             cut_at_deadline = (
-                isinstance(exc, httpx.TimeoutException)
-                and not isinstance(exc, httpx.ConnectTimeout)
+                isinstance(exc, WireTimeout)
+                and not isinstance(exc, ConnectTimeout)
                 and deadline is not None
                 and time.monotonic() >= deadline - 0.001
             )
             if (
                 watchdog.fired
                 or cut_at_deadline
-                or (isinstance(exc, httpx.TimeoutException) and place.blocked)
+                or (isinstance(exc, WireTimeout) and place.blocked)
             ):
                 error = self._deadline_error(request, place)
             else:
@@ -369,5 +375,5 @@ class ProtocolClient(ErrorMapping, ThreadConnections, ReplyReader[ReceivedT]):
     def _new_received(self) -> ReceivedT:
         raise NotImplementedError
 
-    def _read_body(self, response: httpx.Response, received: ReceivedT, emit: EventSink) -> None:
+    def _read_body(self, response: Response, received: ReceivedT, emit: EventSink) -> None:
         raise NotImplementedError

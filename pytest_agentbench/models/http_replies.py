@@ -10,8 +10,6 @@ import json
 import time
 from collections.abc import Mapping
 
-import httpx
-
 from pytest_agentbench.core.durations import seconds_text
 from pytest_agentbench.errors import (
     RATE_LIMIT_STATUSES,
@@ -24,12 +22,21 @@ from pytest_agentbench.errors import (
 from pytest_agentbench.models.base import Generation, ModelRequest, ModelSpec
 from pytest_agentbench.models.connections import CONNECT_TIMEOUT_S
 from pytest_agentbench.models.overflow import context_overflow, error_object, overflow_error
+from pytest_agentbench.models.wire import (
+    ConnectError,
+    ConnectTimeout,
+    Headers,
+    ReadTimeout,
+    Response,
+    WireError,
+    WireTimeout,
+)
 
 ERROR_BODY_LIMIT = 65536
 DETAIL_LIMIT = 300
 
 
-def retry_after_seconds(headers: httpx.Headers) -> float | None:
+def retry_after_seconds(headers: Headers | Mapping[str, str]) -> float | None:
     """Seconds the server asks us to wait (``retry-after-ms``, ``Retry-After`` as seconds or
     an HTTP date); None when it did not say."""
     millis = headers.get("retry-after-ms")
@@ -81,7 +88,7 @@ class ErrorMapping:
     spec: ModelSpec
     public_endpoint: str
 
-    def _status_error(self, response: httpx.Response) -> ProviderError:
+    def _status_error(self, response: Response) -> ProviderError:
         """ProviderError (RateLimited for 429/529) with the provider's own message and
         ``retry_after`` from the response headers."""
         raw = bytearray()
@@ -115,26 +122,26 @@ class ErrorMapping:
         )
 
     def _transport_error(
-        self, exc: httpx.HTTPError, request: ModelRequest, deadline: float | None, fired: bool
+        self, exc: WireError, request: ModelRequest, deadline: float | None, fired: bool
     ) -> ModelError:
         past_deadline = deadline is not None and time.monotonic() >= deadline - 0.001
-        if fired or (isinstance(exc, httpx.TimeoutException) and past_deadline):
+        if fired or (isinstance(exc, WireTimeout) and past_deadline):
             return self._timeout_error(request)
         idle = getattr(self, "idle_timeout_s", None)
-        if isinstance(exc, httpx.ReadTimeout) and idle is not None:
+        if isinstance(exc, ReadTimeout) and idle is not None:
             return ModelTimeout(
                 f"{self.spec.label}: no byte from {self.public_endpoint} for "
                 f"{seconds_text(idle)} s (the idle timeout)",
                 endpoint=self.public_endpoint,
             )
-        if isinstance(exc, httpx.TimeoutException):
-            what = "could not connect" if isinstance(exc, httpx.ConnectTimeout) else "timed out"
+        if isinstance(exc, WireTimeout):
+            what = "could not connect" if isinstance(exc, ConnectTimeout) else "timed out"
             return TransportError(
                 f"{self.spec.label}: {what} to {self.public_endpoint} "
                 f"within {CONNECT_TIMEOUT_S:g} s",
                 endpoint=self.public_endpoint,
             )
-        if isinstance(exc, httpx.ConnectError):
+        if isinstance(exc, ConnectError):
             what = f"cannot connect to {self.public_endpoint}"
         else:
             what = f"the connection to {self.public_endpoint} broke"
@@ -142,9 +149,9 @@ class ErrorMapping:
         return TransportError(f"{self.spec.label}: {what}: {detail}", endpoint=self.public_endpoint)
 
 
-def media_type(response: httpx.Response) -> str:
+def media_type(response: Response) -> str:
     """The response's media type, lower case, without parameters ("" when none)."""
-    content_type: str = response.headers.get("content-type", "")
+    content_type = response.headers.get("content-type", "")
     return content_type.partition(";")[0].strip().lower()
 
 
@@ -155,7 +162,7 @@ def _is_json(media: str) -> bool:
 _SSE_STARTS = (b"data:", b"event:", b"id:", b":")
 
 
-def reads_as_stream(response: httpx.Response, asked: bool) -> bool:
+def reads_as_stream(response: Response, asked: bool) -> bool:
     """Whether to read the reply as an SSE stream: a streamed request unless one JSON
     document came back; a non-streamed one only when the server sent SSE (said so, and
     the body, read whole, starts like it: a JSON body mislabelled as a stream stays a

@@ -1,8 +1,8 @@
-"""OpenAI Chat Completions over httpx: hosted OpenAI and every compatible local server
-(vLLM, llama.cpp, Ollama ``/v1``, LM Studio), streaming (SSE) and not.
+"""OpenAI Chat Completions: hosted OpenAI and every compatible local server (vLLM,
+llama.cpp, Ollama ``/v1``, LM Studio), streaming (SSE) and not.
 
-One ``httpx.Client`` per model client keeps connections alive across requests. A
-request's ``timeout_s`` is its total wall time: httpx timeouts bound connecting and the
+Keep-alive connections per thread carry the requests (models/connections.py). A
+request's ``timeout_s`` is its total wall time: its timeouts bound connecting and the
 wait for the first byte, and a watchdog closes the socket at the deadline so a stream
 that stalls mid-way fails on time too. Inline ``<think>…</think>`` at the start of the
 content (local reasoning models) is split into the thinking channel.
@@ -11,8 +11,6 @@ content (local reasoning models) is split into the thinking channel.
 from __future__ import annotations
 
 from collections.abc import Mapping
-
-import httpx
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import EventSink, StreamEvent
@@ -35,6 +33,7 @@ from pytest_agentbench.models.overflow import context_overflow, overflow_error
 from pytest_agentbench.models.sampling_wire import apply_sampling
 from pytest_agentbench.models.think import ThinkSplitter
 from pytest_agentbench.models.usage import count, normalise_chat_usage
+from pytest_agentbench.models.wire import Response, Timeout
 
 
 class OpenAIChatClient(ProtocolClient[ChatReceived]):
@@ -130,7 +129,7 @@ class OpenAIChatClient(ProtocolClient[ChatReceived]):
         if finish:
             self._take_finish(finish, received, emit)
 
-    def _read_body(self, response: httpx.Response, received: ChatReceived, emit: EventSink) -> None:
+    def _read_body(self, response: Response, received: ChatReceived, emit: EventSink) -> None:
         """A non-streamed completion; its parts are emitted once each, like a stream would."""
         completion = self._decode(response.read().decode("utf-8", "replace"), "response")
         choices = completion.get("choices")
@@ -174,12 +173,12 @@ class OpenAIChatClient(ProtocolClient[ChatReceived]):
             )
         return obj
 
-    def _timeouts(self, deadline: float | None) -> httpx.Timeout:
+    def _timeouts(self, deadline: float | None) -> Timeout:
         timeout = timeout_for(deadline)
         idle = self.idle_timeout_s
         if idle is None or (timeout.read is not None and timeout.read <= idle):
             return timeout
-        return httpx.Timeout(timeout.connect, read=idle, write=timeout.write, pool=timeout.pool)
+        return Timeout(timeout.connect, idle, timeout.write, timeout.pool)
 
     @staticmethod
     def _settle(received: ChatReceived) -> None:

@@ -1,11 +1,11 @@
-"""OpenAI Responses (``POST {base_url}/responses``) over httpx, streaming (typed SSE events)
-and not.
+"""OpenAI Responses (``POST {base_url}/responses``), streaming (typed SSE events) and not.
 
-Same contract as the Chat Completions client: one reused ``httpx.Client``, ``timeout_s``
-as the request's total wall time enforced by a watchdog, and every failure a ModelError
-carrying ``partial`` and ``retry_after``. Thinking is the reasoning summary (or raw
-reasoning text, as some compatible servers send it); the model returns summaries only
-when asked to, so a plain request to a hosted reasoning model may think without saying.
+Same contract as the Chat Completions client: keep-alive connections
+(models/connections.py), ``timeout_s`` as the request's total wall time enforced by a
+watchdog, and every failure a ModelError carrying ``partial`` and ``retry_after``.
+Thinking is the reasoning summary (or raw reasoning text, as some compatible servers
+send it); the model returns summaries only when asked to, so a plain request to a hosted
+reasoning model may think without saying.
 Requests are sent with ``store: false``: a benchmark keeps no state on the provider.
 """
 
@@ -14,8 +14,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import field
-
-import httpx
 
 from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
@@ -38,6 +36,7 @@ from pytest_agentbench.models.overflow import context_overflow, overflow_error
 from pytest_agentbench.models.sampling_wire import apply_sampling
 from pytest_agentbench.models.sse import StringSlot
 from pytest_agentbench.models.usage import normalise_responses_usage
+from pytest_agentbench.models.wire import Response
 
 _INCOMPLETE: dict[str, FinishReason] = {
     "max_output_tokens": "length",
@@ -306,7 +305,7 @@ class OpenAIResponsesClient(ProtocolClient[_Received]):
         if isinstance(arguments, str) and arguments != sent and arguments.startswith(sent):
             _Received.add_arguments(call, arguments[len(sent) :], emit)
 
-    def _read_body(self, response: httpx.Response, received: _Received, emit: EventSink) -> None:
+    def _read_body(self, response: Response, received: _Received, emit: EventSink) -> None:
         """A non-streamed response; its parts are emitted once each, like a stream would."""
         obj = self._decode(response.read().decode("utf-8", "replace"), "response")
         if obj.get("status") == "failed":

@@ -1,24 +1,24 @@
-"""A plain-HTTP/1.1 transport for a generation's POST to an ``http://`` endpoint.
-
-An httpx transport (the client code sees ``httpx.Request``, ``httpx.Response`` and
-httpx's exceptions, as from ``httpx.HTTPTransport``) that speaks HTTP/1.1 itself on a
-keep-alive socket, without httpcore and h11: at 128 rollouts in flight those two were
-the largest share of a rollout's CPU left (one thread against a local server: 0.56 ms a
-request through ``httpx.HTTPTransport``, 0.11 ms through this one; docs/scale.md). It is
-used only where nothing of what httpcore adds is needed: plain HTTP (no TLS), no proxy,
-HTTP/1.1, one request at a time per connection (models/connections.py decides).
+"""Our own HTTP/1.1 on plain sockets, for the requests of an ``http://`` endpoint reached
+directly (no environment proxy, no credentials in the URL: models/connections.py
+decides): a request's bytes written, the reply's status and headers parsed, its body
+handed on as it arrives, as models/wire.py's types and exceptions. Neither httpx nor
+httpcore and h11 are imported: at 128 rollouts in flight those were the largest share of a
+rollout's CPU left (one thread against a local server: 0.56 ms a request through
+``httpx.HTTPTransport``, 0.11 ms through this; docs/scale.md), and httpx alone was a
+tenth of a one-task run's start-up.
 
 What it does, as httpcore does it: keep-alive connections, reused only after a whole
 response framed by ``content-length`` or chunked encoding (a ``connection: close``, an
 HTTP/1.0 reply, a body read to the connection's close or a response closed early ends
 the connection); an idle connection the server has closed (or sent anything on) is
 dropped before reuse; informational (1xx) replies are skipped; a body is handed on as
-its bytes arrive (a stream's events are not held back); httpx's connect, read and write
-timeouts; httpx's exception types for every failure (ConnectError, ConnectTimeout,
+its bytes arrive (a stream's events are not held back); connect, read and write
+timeouts; models/wire.py's exception for every failure (ConnectError, ConnectTimeout,
 ReadTimeout, WriteTimeout, ReadError, WriteError, RemoteProtocolError,
-LocalProtocolError for a header that would split the request). The response's
-``network_stream`` extension gives its socket (the deadline watchdog shuts it), and every
-socket it opens is added to ``sockets`` (the watchdog of a request not yet answered).
+LocalProtocolError for a header that would split the request), with the messages httpx
+gives them. The response's ``socket`` is the connection's (the deadline watchdog shuts
+it), and every socket it opens is added to ``sockets`` (the watchdog of a request not yet
+answered).
 """
 
 from __future__ import annotations
@@ -26,9 +26,25 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
-import httpx
+from pytest_agentbench.models.wire import (
+    ByteStream,
+    ConnectError,
+    ConnectTimeout,
+    Headers,
+    LocalProtocolError,
+    ReadError,
+    ReadTimeout,
+    RemoteProtocolError,
+    Response,
+    Target,
+    Timeout,
+    UnsupportedProtocol,
+    WireError,
+    WriteError,
+    WriteTimeout,
+)
 
 #: the most a response's status line and headers may take, and a chunk-size line
 HEAD_LIMIT = 65536
@@ -41,24 +57,21 @@ class _Connection:
     ``at`` (an offset, so reading many small chunks of one large read copies each byte
     once, not the rest of the buffer at every line)."""
 
-    __slots__ = ("at", "buffer", "sock")
+    __slots__ = ("at", "buffer", "origin", "sock")
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, origin: tuple[str, int]) -> None:
         self.sock = sock
+        self.origin = origin
         self.buffer = b""
         self.at = 0
-
-    def get_extra_info(self, info: str) -> object:
-        """As httpcore's network stream answers it (models/deadline.py asks for the socket)."""
-        return self.sock if info == "socket" else None
 
     def _receive(self) -> bytes:
         try:
             return self.sock.recv(_READ)
         except TimeoutError:
-            raise httpx.ReadTimeout("timed out") from None
+            raise ReadTimeout("timed out") from None
         except OSError as exc:
-            raise httpx.ReadError(str(exc)) from exc
+            raise ReadError(str(exc)) from exc
 
     def line(self, what: str) -> bytes:
         """The next line, without its end (CRLF or LF)."""
@@ -69,10 +82,10 @@ class _Connection:
                 self.at = end + 1
                 return line[:-1] if line.endswith(b"\r") else line
             if len(self.buffer) - self.at > HEAD_LIMIT:
-                raise httpx.RemoteProtocolError(f"{what} longer than {HEAD_LIMIT} bytes")
+                raise RemoteProtocolError(f"{what} longer than {HEAD_LIMIT} bytes")
             data = self._receive()
             if not data:
-                raise httpx.RemoteProtocolError(
+                raise RemoteProtocolError(
                     "Server disconnected without sending a response."
                     if what == "status line"
                     else "peer closed connection without sending complete message body"
@@ -108,9 +121,10 @@ class _Connection:
             self.sock.close()
 
 
-class _Body(httpx.SyncByteStream):
-    """A response's body, yielded as it arrives; the connection goes back to the pool
-    once the whole body was read, and is closed if the response is closed before."""
+class _Body:
+    """A response's body (a ``wire.ByteStream``), yielded as it arrives; the connection goes
+    back to the pool once the whole body was read, and is closed if the response is
+    closed before."""
 
     def __init__(
         self,
@@ -121,7 +135,7 @@ class _Body(httpx.SyncByteStream):
         keep: bool,
     ) -> None:
         self._pool = pool
-        self._connection = connection
+        self._connection: _Connection | None = connection
         self._length = length
         self._chunked = chunked
         self._keep = keep
@@ -129,6 +143,8 @@ class _Body(httpx.SyncByteStream):
 
     def __iter__(self) -> Iterator[bytes]:
         connection = self._connection
+        if connection is None:
+            return
         if self._chunked:
             yield from self._chunks(connection)
         elif self._length is not None:
@@ -136,7 +152,7 @@ class _Body(httpx.SyncByteStream):
             while left:
                 data = connection.some(min(left, _READ))
                 if not data:
-                    raise httpx.RemoteProtocolError(
+                    raise RemoteProtocolError(
                         "peer closed connection without sending complete message body"
                     )
                 left -= len(data)
@@ -155,9 +171,9 @@ class _Body(httpx.SyncByteStream):
             try:
                 size = int(line.split(b";", 1)[0].strip(), 16)
             except ValueError:
-                raise httpx.RemoteProtocolError(f"bad chunk size line {line[:40]!r}") from None
+                raise RemoteProtocolError(f"bad chunk size line {line[:40]!r}") from None
             if size < 0:
-                raise httpx.RemoteProtocolError(f"bad chunk size line {line[:40]!r}")
+                raise RemoteProtocolError(f"bad chunk size line {line[:40]!r}")
             if size == 0:
                 while connection.line("trailer"):  # trailers, up to the empty line
                     pass
@@ -165,22 +181,25 @@ class _Body(httpx.SyncByteStream):
             while size:
                 data = connection.some(size)
                 if not data:
-                    raise httpx.RemoteProtocolError(
+                    raise RemoteProtocolError(
                         "peer closed connection without sending complete message body"
                     )
                 size -= len(data)
                 yield data
             if connection.line("chunk end"):
-                raise httpx.RemoteProtocolError("a chunk longer than its size")
+                raise RemoteProtocolError("a chunk longer than its size")
 
     def close(self) -> None:
-        connection, self._connection = self._connection, None  # type: ignore[assignment]
+        connection, self._connection = self._connection, None
         if connection is None:
             return
         self._pool.release(connection, reuse=self._done and self._keep)
 
 
-class PlainHTTPTransport(httpx.BaseTransport):
+_BODY_METHODS = (b"POST", b"PUT", b"PATCH")
+
+
+class PlainHTTPTransport:
     """HTTP/1.1 on plain sockets, for one thread's requests (see the module docstring).
     ``close`` may be called from another thread: it ends the requests in flight (their
     reads fail) and every later one."""
@@ -192,100 +211,102 @@ class PlainHTTPTransport(httpx.BaseTransport):
         self._lock = threading.Lock()
         self._closed = False
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        timeouts = request.extensions.get("timeout", {})
-        url = request.url
-        if url.scheme != "http":
-            raise httpx.UnsupportedProtocol(f"plain HTTP only, not {url.scheme!r}", request=request)
-        head = [request.method.encode("ascii"), b" ", url.raw_path, b" HTTP/1.1\r\n"]
-        chunked = False
-        for name, value in request.headers.raw:
+    def send(
+        self,
+        method: str,
+        target: Target,
+        headers: Sequence[tuple[bytes, bytes]],
+        content: bytes,
+        timeout: Timeout,
+    ) -> Response:
+        """Send one request: ``host`` first, then ``headers`` as given, then the body's
+        ``content-length``; the reply's status and headers read, its body not yet (read
+        it, or close the response)."""
+        if target.scheme != "http":
+            raise UnsupportedProtocol(f"plain HTTP only, not {target.scheme!r}")
+        verb = method.encode("ascii")
+        head = [verb, b" ", target.path, b" HTTP/1.1\r\nhost: ", target.netloc, b"\r\n"]
+        for name, value in headers:
             if b"\r" in name or b"\n" in name or b"\r" in value or b"\n" in value or not name:
-                raise httpx.LocalProtocolError(
-                    f"header {name[:40]!r} has a line break in its name or value", request=request
+                raise LocalProtocolError(
+                    f"header {name[:40]!r} has a line break in its name or value"
                 )
             head += (name, b": ", value, b"\r\n")
-            if name.lower() == b"transfer-encoding":
-                chunked = value.lower().endswith(b"chunked")
+        if content or verb in _BODY_METHODS:
+            head.append(b"content-length: %d\r\n" % len(content))
         head.append(b"\r\n")
-        content = request.read()  # (a streamed body, a file's upload, is read whole)
-        if chunked:  # a body of unknown length (httpx's framing for a generator's)
-            content = (
-                b"%x\r\n%s\r\n0\r\n\r\n" % (len(content), content) if content else b"0\r\n\r\n"
-            )
-        connection = self._connection(url, timeouts.get("connect"), request)
+        connection = self._connection(target, timeout.connect)
         try:
-            response = self._exchange(connection, b"".join(head) + content, timeouts, request)
+            return self._exchange(connection, b"".join(head) + content, timeout, verb)
         except BaseException:
             self.release(connection, reuse=False)
             raise
-        return response
 
-    def _connection(
-        self, url: httpx.URL, timeout: float | None, request: httpx.Request
-    ) -> _Connection:
+    def _connection(self, target: Target, timeout: float | None) -> _Connection:
+        origin = (target.host, target.port)
         with self._lock:
             if self._closed:
-                raise httpx.ConnectError("the client was closed", request=request)
-            while self._idle:
-                connection = self._idle.pop()
+                raise ConnectError("the client was closed")
+            idle = self._idle
+            for index in range(len(idle) - 1, -1, -1):
+                if idle[index].origin != origin:
+                    continue
+                connection = idle.pop(index)
                 if not connection.stale():
                     self._busy.add(connection)
                     return connection
                 connection.close()
         try:
-            sock = socket.create_connection((url.host, url.port or 80), timeout=timeout)
+            # an ASCII host given as bytes: a str one is encoded by the idna codec, whose
+            # import (with stringprep and unicodedata) costs more than the connection
+            host = target.host.encode("ascii") if target.host.isascii() else target.host
+            sock = socket.create_connection((host, target.port), timeout=timeout)  # type: ignore[arg-type]
         except TimeoutError:
-            raise httpx.ConnectTimeout("timed out", request=request) from None
+            raise ConnectTimeout("timed out") from None
         except OSError as exc:
-            raise httpx.ConnectError(str(exc), request=request) from exc
+            raise ConnectError(str(exc)) from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        connection = _Connection(sock)
+        connection = _Connection(sock, origin)
         with self._lock:
             if self._closed:
                 connection.close()
-                raise httpx.ConnectError("the client was closed", request=request)
+                raise ConnectError("the client was closed")
             self._busy.add(connection)
             self._sockets[:] = [s for s in self._sockets if s.fileno() != -1]
             self._sockets.append(sock)
         return connection
 
     def _exchange(
-        self,
-        connection: _Connection,
-        data: bytes,
-        timeouts: dict[str, float | None],
-        request: httpx.Request,
-    ) -> httpx.Response:
+        self, connection: _Connection, data: bytes, timeout: Timeout, method: bytes
+    ) -> Response:
         sock = connection.sock
-        sent: httpx.TransportError | None = None
+        sent: WireError | None = None
         try:
-            sock.settimeout(timeouts.get("write"))
+            sock.settimeout(timeout.write)
             sock.sendall(data)
         except TimeoutError:
-            raise httpx.WriteTimeout("timed out", request=request) from None
+            raise WriteTimeout("timed out") from None
         except OSError as exc:
             # the server may have answered (and closed) before reading the whole body:
             # its answer, if there is one, says more than the broken write
-            sent = httpx.WriteError(str(exc), request=request)
-        sock.settimeout(timeouts.get("read"))
+            sent = WriteError(str(exc))
+        sock.settimeout(timeout.read)
         try:
             while True:
-                version, status, reason = _status(connection.line("status line"))
+                version, status = _status(connection.line("status line"))
                 headers: list[tuple[bytes, bytes]] = []
                 while line := connection.line("header"):
                     name, colon, value = line.partition(b":")
                     if not colon or not name or name[-1:] in b" \t" or line[:1] in b" \t":
-                        raise httpx.RemoteProtocolError(f"malformed header line {line[:40]!r}")
+                        raise RemoteProtocolError(f"malformed header line {line[:40]!r}")
                     headers.append((name, value.strip(b" \t")))
                     if len(headers) > 256:
-                        raise httpx.RemoteProtocolError("more than 256 header lines")
+                        raise RemoteProtocolError("more than 256 header lines")
                 if not 100 <= status < 200 or status == 101:
                     break
-        except httpx.HTTPError as exc:
+        except WireError as exc:
             if sent is not None:
                 raise sent from exc
-            exc.request = request
             raise
         length: int | None = None
         chunked = False
@@ -298,26 +319,15 @@ class PlainHTTPTransport(httpx.BaseTransport):
                 try:
                     length = int(value)
                 except ValueError:
-                    raise httpx.RemoteProtocolError(
-                        f"bad content-length {value[:40]!r}", request=request
-                    ) from None
+                    raise RemoteProtocolError(f"bad content-length {value[:40]!r}") from None
             elif lower == b"connection" and b"close" in value.lower():
                 keep = False
-        if status in (204, 304) or request.method == "HEAD":
+        if status in (204, 304) or method == b"HEAD":
             length, chunked = 0, False
         elif chunked:
             length = None
-        return httpx.Response(
-            status,
-            headers=headers,
-            stream=_Body(self, connection, length, chunked, keep),
-            request=request,
-            extensions={
-                "http_version": version,
-                "reason_phrase": reason,
-                "network_stream": connection,
-            },
-        )
+        body: ByteStream = _Body(self, connection, length, chunked, keep)
+        return Response(status, Headers.from_raw(headers), body, connection.sock)
 
     def release(self, connection: _Connection, reuse: bool) -> None:
         """A response is over: keep its connection for the next request, or close it."""
@@ -340,9 +350,11 @@ class PlainHTTPTransport(httpx.BaseTransport):
                 connection.sock.shutdown(socket.SHUT_RDWR)
 
 
-def _status(line: bytes) -> tuple[bytes, int, bytes]:
+def _status(line: bytes) -> tuple[bytes, int]:
     version, _, rest = line.partition(b" ")
-    code, _, reason = rest.partition(b" ")
+    code = rest[:3]
     if not version.startswith(b"HTTP/1.") or len(code) != 3 or not code.isdigit():
-        raise httpx.RemoteProtocolError(f"not an HTTP/1 status line: {line[:40]!r}")
-    return version, int(code), reason
+        raise RemoteProtocolError(f"not an HTTP/1 status line: {line[:40]!r}")
+    if rest[3:4] not in (b"", b" "):
+        raise RemoteProtocolError(f"not an HTTP/1 status line: {line[:40]!r}")
+    return version, int(code)

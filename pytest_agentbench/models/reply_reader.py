@@ -10,8 +10,6 @@ import time
 from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
-import httpx
-
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.errors import ModelError, TransportError
@@ -20,6 +18,7 @@ from pytest_agentbench.models.http_replies import EmptyStream, attach_partial, e
 from pytest_agentbench.models.queue import Place
 from pytest_agentbench.models.sse import SSEParser, StringSlot, parse_json
 from pytest_agentbench.models.usage import recovered_usage
+from pytest_agentbench.models.wire import Response
 
 
 class Received(Protocol):
@@ -116,7 +115,7 @@ class ReplyReader(Generic[ReceivedT]):
 
     def _read_events(
         self,
-        response: httpx.Response,
+        response: Response,
         received: ReceivedT,
         emit: EventSink,
         began: Callable[[], object] | None = None,
@@ -169,7 +168,7 @@ class ReplyReader(Generic[ReceivedT]):
 
     def _read_stream(
         self,
-        response: httpx.Response,
+        response: Response,
         received: ReceivedT,
         emit: EventSink,
         began: Callable[[], object] | None = None,

@@ -36,10 +36,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Literal, get_args
 
-import httpx
-
 from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+from pytest_agentbench.models.wire import BytesBody, ByteStream, Headers, Response
 
 CacheMode = Literal["read-write", "read", "write", "refresh"]
 CACHE_MODES: tuple[CacheMode, ...] = get_args(CacheMode)
@@ -65,23 +64,18 @@ class Recorded:
     content_encoding: str
     body: bytes
 
-    def response(self, url: httpx.URL) -> httpx.Response:
-        """The reply as an httpx response, to be read like a live one."""
-        headers = {"content-type": self.content_type}
+    def response(self) -> Response:
+        """The reply as a response (models/wire.py), to be read like a live one."""
+        headers = [("content-type", self.content_type)]
         if self.content_encoding:
-            headers["content-encoding"] = self.content_encoding
-        return httpx.Response(
-            self.status,
-            headers=headers,
-            stream=httpx.ByteStream(self.body),
-            request=httpx.Request("POST", url),
-        )
+            headers.append(("content-encoding", self.content_encoding))
+        return Response(self.status, Headers(headers), BytesBody(self.body))
 
 
-class Tee(httpx.SyncByteStream):
+class Tee:
     """A response stream that keeps a copy of every chunk read from it."""
 
-    def __init__(self, inner: httpx.SyncByteStream) -> None:
+    def __init__(self, inner: ByteStream) -> None:
         self.inner = inner
         self.chunks: list[bytes] = []
 

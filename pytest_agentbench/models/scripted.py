@@ -20,11 +20,9 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 from urllib.parse import quote, urlsplit
-
-import httpx
 
 from pytest_agentbench.errors import ProviderError, SuiteError, TransportError
 from pytest_agentbench.models.anthropic import AnthropicClient
@@ -37,9 +35,16 @@ from pytest_agentbench.models.base import (
 )
 from pytest_agentbench.models.openai_chat import OpenAIChatClient
 from pytest_agentbench.models.openai_responses import OpenAIResponsesClient
+from pytest_agentbench.models.wire import Response, Timeout, WireError
 from pytest_agentbench.scripted.script import Reply
 
 REGISTER_TIMEOUT_S = 30.0
+_REGISTER_TIMEOUT = Timeout(
+    connect=REGISTER_TIMEOUT_S,
+    read=REGISTER_TIMEOUT_S,
+    write=REGISTER_TIMEOUT_S,
+    pool=REGISTER_TIMEOUT_S,
+)
 #: Kept as they are in the script header: printable ASCII except ``%`` and the space, so
 #: a plain key reads the same on the wire and only ``%``, spaces, controls and non-ASCII
 #: are encoded (a header value may not start or end with a space: a task id " x" or
@@ -66,9 +71,10 @@ class ScriptedTask(Protocol):
 
 class _ScriptBook:
     """What a scripted client adds to a protocol client: script headers and registration.
-    Mixed in before the protocol client, whose ``_http`` and ``base_url`` it uses."""
+    Mixed in before the protocol client, whose connections (``_send``) and ``base_url``
+    it uses."""
 
-    _http: httpx.Client
+    _send: Callable[..., Response]
     base_url: str
     public_endpoint: str
 
@@ -118,20 +124,23 @@ class _ScriptBook:
             if not scripts:
                 return
             url = f"{self.admin_url}/_agentbench/scripts"
+            body = json.dumps({"scripts": scripts}, ensure_ascii=False, separators=(",", ":"))
             try:
-                response = self._http.post(
-                    url, json={"scripts": scripts}, timeout=REGISTER_TIMEOUT_S
-                )
-            except httpx.HTTPError as exc:
+                response = self._send("POST", url, content=body.encode(), timeout=_REGISTER_TIMEOUT)
+                try:
+                    status, text = response.status_code, response.text
+                finally:
+                    response.close()
+            except WireError as exc:
                 raise TransportError(
                     f"scripted: cannot register scripts at {url}: {exc}", endpoint=url
                 ) from exc
-            if response.status_code != 200:
+            if status != 200:
                 raise ProviderError(
                     f"scripted: registering scripts at {url} failed with HTTP "
-                    f"{response.status_code}: {response.text[:300]}",
+                    f"{status}: {text[:300]}",
                     endpoint=url,
-                    status=response.status_code,
+                    status=status,
                 )
             self._registered.update(scripts)
             for key, replies in scripts.items():

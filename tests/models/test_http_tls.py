@@ -10,14 +10,16 @@ import ssl
 import pytest
 
 from pytest_agentbench.models.base import ModelSpec
+from pytest_agentbench.models.connections import _PlainWay
+from pytest_agentbench.models.httpx_path import HttpxThread
 from pytest_agentbench.models.openai_chat import OpenAIChatClient
-from pytest_agentbench.models.plain_http import PlainHTTPTransport
 
 
 def _context(base_url: str) -> ssl.SSLContext:
     client = OpenAIChatClient(ModelSpec("openai-compat", "x"), base_url=base_url)
     try:
-        context = client._http._transport._pool._ssl_context  # type: ignore[attr-defined]
+        assert isinstance(client._way, HttpxThread)
+        context = client.http._transport._pool._ssl_context  # type: ignore[attr-defined]
         assert isinstance(context, ssl.SSLContext)
         return context
     finally:
@@ -27,7 +29,7 @@ def _context(base_url: str) -> ssl.SSLContext:
 def test_a_plain_http_endpoint_is_sent_on_plain_sockets() -> None:
     client = OpenAIChatClient(ModelSpec("openai-compat", "x"), base_url="http://127.0.0.1:9/v1")
     try:
-        assert isinstance(client._http._transport, PlainHTTPTransport)
+        assert isinstance(client._way, _PlainWay)
     finally:
         client.close()
 
@@ -40,7 +42,8 @@ def test_a_plain_http_endpoint_behind_a_proxy_loads_no_ca_bundle(
     monkeypatch.delenv("no_proxy", raising=False)
     client = OpenAIChatClient(ModelSpec("openai-compat", "x"), base_url="http://127.0.0.1:9/v1")
     try:
-        (transport,) = [t for t in client._http._mounts.values() if t is not None]
+        assert isinstance(client._way, HttpxThread)
+        (transport,) = [t for t in client.http._mounts.values() if t is not None]
         context = transport._pool._ssl_context  # type: ignore[attr-defined]
         assert isinstance(context, ssl.SSLContext)
         assert context.cert_store_stats()["x509_ca"] == 0

@@ -421,9 +421,9 @@ def test_scripted_client_rejects_a_bad_reply_naming_suite_task_and_index(server,
 def test_threads_use_their_own_clients_and_close_closes_them_all(
     server: ScriptedServer,
 ) -> None:
-    """Each thread's requests go through its own httpx client (one pool per thread keeps
-    the pool's per-request work from growing with the threads); close() closes every
-    thread's client, so no thread can send after it."""
+    """Each thread's requests go their own way (its own connections: one pool per thread
+    keeps the pool's per-request work from growing with the threads); close() closes
+    every thread's, so no thread can send after it."""
     server.add_scripts({"fine": ["hello"]})
     client = client_for(server, "fine")
     used: list[int] = []
@@ -432,7 +432,7 @@ def test_threads_use_their_own_clients_and_close_closes_them_all(
 
     def run() -> None:
         assert client.generate(ask()).text == "hello"
-        used.append(id(client._http))
+        used.append(id(client._way))
         assert closed.wait(30)
         try:
             client.generate(ask())
@@ -445,7 +445,7 @@ def test_threads_use_their_own_clients_and_close_closes_them_all(
     while len(used) < 3 and all(thread.is_alive() for thread in threads):
         threading.Event().wait(0.05)
     assert len(set(used)) == 3
-    assert id(client._http) not in used  # nor the caller's
+    assert id(client._way) not in used  # nor the caller's
     client.close()
     closed.set()
     for thread in threads:

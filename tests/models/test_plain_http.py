@@ -1,7 +1,8 @@
 """The plain-HTTP/1.1 transport (models/plain_http.py) against raw socket servers on
 127.0.0.1 that answer byte for byte what each test gives them: framing, keep-alive and
 when a connection must not be reused, streaming as bytes arrive, every failure as
-httpx's own exception, timeouts, and ``close`` from another thread."""
+models/wire.py's exception (named and worded as httpx's), timeouts, and ``close`` from
+another thread."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-import httpx
 import pytest
 
+from pytest_agentbench.models import wire
 from pytest_agentbench.models.plain_http import PlainHTTPTransport
+from pytest_agentbench.models.wire import Response, Target, Timeout
 
 #: one connection's handler: the accepted socket and a reader of whole requests
 Handler = Callable[[socket.socket, Callable[[], bytes]], None]
@@ -106,17 +108,14 @@ def answering(*replies: bytes) -> Handler:
     return handle
 
 
-def post(
-    transport: PlainHTTPTransport, url: str, timeout: float | None = 5.0, **headers: str
-) -> httpx.Response:
-    request = httpx.Request(
+def post(transport: PlainHTTPTransport, url: str, timeout: float | None = 5.0) -> Response:
+    return transport.send(
         "POST",
-        url,
-        content=b'{"q": 1}',
-        headers={"content-type": "application/json", **headers},
-        extensions={"timeout": httpx.Timeout(timeout).as_dict()},
+        Target(url),
+        [(b"content-type", b"application/json")],
+        b'{"q": 1}',
+        Timeout(timeout, timeout, timeout, timeout),
     )
-    return transport.handle_request(request)
 
 
 def body_of(transport: PlainHTTPTransport, url: str) -> tuple[int, bytes]:
@@ -292,34 +291,34 @@ def test_an_encoded_body_is_decoded_as_httpx_decodes_it(
 @pytest.mark.parametrize(
     ("reply", "error", "words"),
     [
-        (b"", httpx.RemoteProtocolError, "Server disconnected"),
-        (b"SSH-2.0-OpenSSH\r\n\r\n", httpx.RemoteProtocolError, "not an HTTP/1 status line"),
+        (b"", wire.RemoteProtocolError, "Server disconnected"),
+        (b"SSH-2.0-OpenSSH\r\n\r\n", wire.RemoteProtocolError, "not an HTTP/1 status line"),
         (
             b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\nhalf",
-            httpx.RemoteProtocolError,
+            wire.RemoteProtocolError,
             "complete",
         ),
         (
             b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n9\r\nhalf",
-            httpx.RemoteProtocolError,
+            wire.RemoteProtocolError,
             "complete",
         ),
         (
             b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n",
-            httpx.RemoteProtocolError,
+            wire.RemoteProtocolError,
             "chunk size",
         ),
         (
             b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
-            httpx.RemoteProtocolError,
+            wire.RemoteProtocolError,
             "malformed header",
         ),
         (
             b"HTTP/1.1 200 OK\r\ncontent-length: many\r\n\r\n",
-            httpx.RemoteProtocolError,
+            wire.RemoteProtocolError,
             "content-length",
         ),
-        (b"HTTP/1.1 200 OK\r\nx: " + b"a" * 70000, httpx.RemoteProtocolError, "longer than"),
+        (b"HTTP/1.1 200 OK\r\nx: " + b"a" * 70000, wire.RemoteProtocolError, "longer than"),
     ],
     ids=[
         "nothing",
@@ -332,7 +331,7 @@ def test_an_encoded_body_is_decoded_as_httpx_decodes_it(
         "endless-header",
     ],
 )
-def test_a_broken_reply_is_httpx_s_protocol_error(
+def test_a_broken_reply_is_a_protocol_error(
     serve: Callable[[Handler], RawServer], reply: bytes, error: type[Exception], words: str
 ) -> None:
     def handle(sock: socket.socket, read_request: Callable[[], bytes]) -> None:
@@ -350,12 +349,14 @@ def test_a_broken_reply_is_httpx_s_protocol_error(
     transport.close()
 
 
-def test_connect_and_read_failures_are_httpx_s_own(serve: Callable[[Handler], RawServer]) -> None:
+def test_connect_and_read_failures_are_named_as_httpx_names_them(
+    serve: Callable[[Handler], RawServer],
+) -> None:
     closed = socket.create_server(("127.0.0.1", 0))
     port = closed.getsockname()[1]
     closed.close()
     transport = PlainHTTPTransport()
-    with pytest.raises(httpx.ConnectError, match="refused"):
+    with pytest.raises(wire.ConnectError, match="refused"):
         post(transport, f"http://127.0.0.1:{port}/v1")
 
     def silent(sock: socket.socket, read_request: Callable[[], bytes]) -> None:
@@ -364,7 +365,7 @@ def test_connect_and_read_failures_are_httpx_s_own(serve: Callable[[Handler], Ra
 
     server = serve(silent)
     started = time.monotonic()
-    with pytest.raises(httpx.ReadTimeout):
+    with pytest.raises(wire.ReadTimeout):
         post(transport, server.url, timeout=0.3)
     assert time.monotonic() - started < 2.5
     transport.close()
@@ -375,11 +376,14 @@ def test_a_header_with_a_line_break_is_refused_before_anything_is_sent(
 ) -> None:
     server = serve(answering(LENGTH))
     transport = PlainHTTPTransport()
-    request = httpx.Request(
-        "POST", server.url, content=b"{}", headers=[(b"x-evil", b"a\r\nx-injected: 1")]
-    )
-    with pytest.raises(httpx.LocalProtocolError, match="line break"):
-        transport.handle_request(request)
+    with pytest.raises(wire.LocalProtocolError, match="line break"):
+        transport.send(
+            "POST",
+            Target(server.url),
+            [(b"x-evil", b"a\r\nx-injected: 1")],
+            b"{}",
+            Timeout(5, 5, 5, 5),
+        )
     assert server.connections == 0
     transport.close()
 
@@ -402,42 +406,31 @@ def test_the_socket_is_given_to_the_watchdog_and_close_ends_a_blocked_read(
     sockets: list[socket.socket] = []
     transport = PlainHTTPTransport(sockets)
     response = post(transport, server.url, timeout=None)
-    stream = response.extensions["network_stream"]
-    assert stream.get_extra_info("socket") is sockets[0]
+    assert response.socket is sockets[0]
     closer = threading.Timer(0.3, transport.close)
     closer.start()
     started = time.monotonic()
-    with pytest.raises(httpx.RemoteProtocolError):
+    with pytest.raises(wire.RemoteProtocolError):
         response.read()
     assert time.monotonic() - started < 5
     response.close()
     release.set()
-    with pytest.raises(httpx.ConnectError, match="closed"):
+    with pytest.raises(wire.ConnectError, match="closed"):
         post(transport, server.url)
 
 
-def test_a_client_s_other_requests_go_the_same_way(serve: Callable[[Handler], RawServer]) -> None:
-    """The thread's httpx client sends every request on this transport (a provider's
-    other endpoints: models/batch.py): a GET, and a body of unknown length sent in
-    chunks as httpx frames it."""
-
-    def handle(sock: socket.socket, read_request: Callable[[], bytes]) -> None:
-        read_request()
-        sock.sendall(LENGTH)
-        head = b""
-        while not head.endswith(b"0\r\n\r\n"):  # the chunked upload, whole
-            head += sock.recv(65536)
-        server.requests.append(head)
-        sock.sendall(LENGTH)
-        read_request()
-
-    server = serve(handle)
-    with httpx.Client(transport=PlainHTTPTransport()) as client:
-        assert client.get(server.url).text == "ok"
-        upload = client.post(server.url, content=iter([b"part one, ", b"part two"]))
-        assert upload.text == "ok"
+def test_other_requests_go_the_same_way(serve: Callable[[Handler], RawServer]) -> None:
+    """The scripted client's registration and the slots probe send on this transport
+    too: a GET carries no body and no content-length; a request to another origin never
+    takes an idle connection of the first."""
+    server = serve(answering(LENGTH, LENGTH))
+    other = serve(answering(LENGTH))
+    transport = PlainHTTPTransport()
+    for url in (server.url, other.url, server.url):
+        response = transport.send("GET", Target(url), [], b"", Timeout(5, 5, 5, 5))
+        assert response.read() == b"ok"
     assert server.requests[0].startswith(b"GET /v1/chat?x=1 HTTP/1.1\r\n")
-    head, _, body = server.requests[1].partition(b"\r\n\r\n")
-    assert b"transfer-encoding: chunked" in head.lower()
-    assert body == b"12\r\npart one, part two\r\n0\r\n\r\n"
-    assert server.connections == 1
+    assert b"content-length" not in server.requests[0].lower()
+    assert (server.connections, other.connections) == (1, 1)
+    assert len(server.requests) == 2
+    transport.close()

@@ -157,7 +157,7 @@ import atexit, sys
 
 def _ours():
     ours = sorted(m for m in sys.modules if m.startswith("pytest_agentbench"))
-    others = [m for m in ("regex", "httpcore", "h11", "jsonschema") if m in sys.modules]
+    others = [m for m in ("regex", "httpx", "httpcore", "h11", "jsonschema") if m in sys.modules]
     print("\\nimported:", " ".join(ours + others))
 
 atexit.register(_ours)
@@ -172,7 +172,8 @@ def test_a_plain_built_in_run_imports_no_feature_it_does_not_use(
     (the default) or a real server: every module of ours imported by the end of the
     process (reports written, the session over) is listed, and none of them belongs to
     a judge, the cache, batches, an external agent or the gateway, a container, the
-    sandbox, the agent's tools, or another feature the run does not use."""
+    sandbox, the agent's tools, or another feature the run does not use; nor is httpx
+    (both servers are plain HTTP, reached directly)."""
     pytester.makeconftest(IMPORTS_AT_EXIT)
     pytester.makefile(
         ".toml", bench_plain=SUITE.replace('target = "a"', 'target = "a"\nscripted = ["a"]')
@@ -191,7 +192,9 @@ def test_a_plain_built_in_run_imports_no_feature_it_does_not_use(
         feature: [name for name in imported if belongs(name)] for feature, belongs in unused.items()
     }
     assert "regex" not in imported, "the regex package is imported by regex tasks only"
-    # a plain-HTTP server is asked on plain sockets (models/plain_http.py)
-    assert [name for name in ("httpcore", "h11") if name in imported] == []
+    # a plain-HTTP server is asked on plain sockets (models/plain_http.py), in our own
+    # types (models/wire.py): httpx is for https, proxies and the features that need it
+    assert [name for name in ("httpx", "httpcore", "h11") if name in imported] == []
+    assert "pytest_agentbench.models.httpx_path" not in imported
     assert "jsonschema" not in imported, "a valid suite passes the quick schema check"
     assert {feature: names for feature, names in unwanted.items() if names} == {}
