@@ -186,7 +186,7 @@ def with_prices(settings: Settings, entries: list[ModelEntry], given: OptionRead
     cache, mode = given("cache"), given("cache_mode")
     cache_dir = Path(str(cache)) if cache else None
     cache_mode = "read-write"
-    if mode is not None:  # (the cache's module, and httpx with it, only when it is named)
+    if mode is not None:  # (the cache's module only when a mode is named)
         from pytest_agentbench.models.response_cache import CACHE_MODES
 
         cache_mode = choice("agentbench cache mode", mode, CACHE_MODES) or "read-write"

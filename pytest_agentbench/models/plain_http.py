@@ -19,12 +19,22 @@ LocalProtocolError for a header that would split the request), with the messages
 gives them. The response's ``socket`` is the connection's (the deadline watchdog shuts
 it), and every socket it opens is added to ``sockets`` (the watchdog of a request not yet
 answered).
+
+On Linux a connection's socket stays in blocking mode and its read and write timeouts are
+the kernel's (``SO_RCVTIMEO``, ``SO_SNDTIMEO``, set only when they change): a socket with
+a Python timeout polls before every send and receive and switches modes at each change,
+and each of those calls lets the GIL go. A request went from eight system calls to three
+(a look at an idle connection, the send, the first receive); at 128 rollouts in flight
+each let-go is a hand-off of the GIL among a hundred threads (docs/scale.md, "The fourth
+pass"). Elsewhere Python's timeouts are used as before.
 """
 
 from __future__ import annotations
 
 import contextlib
 import socket
+import struct
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 
@@ -50,6 +60,16 @@ from pytest_agentbench.models.wire import (
 HEAD_LIMIT = 65536
 _READ = 65536
 _KEEP_IDLE = 8
+#: the kernel keeps the timeouts (see the module's docstring)
+_KERNEL_TIMEOUTS = sys.platform.startswith("linux")
+
+
+def _timeval(seconds: float | None) -> bytes:
+    """``seconds`` as the ``struct timeval`` of SO_RCVTIMEO / SO_SNDTIMEO (0: none)."""
+    if seconds is None:
+        return struct.pack("@ll", 0, 0)
+    micro = max(1, round(seconds * 1_000_000))  # never 0, which would mean no timeout
+    return struct.pack("@ll", micro // 1_000_000, micro % 1_000_000)
 
 
 class _Connection:
@@ -57,18 +77,32 @@ class _Connection:
     ``at`` (an offset, so reading many small chunks of one large read copies each byte
     once, not the rest of the buffer at every line)."""
 
-    __slots__ = ("at", "buffer", "origin", "sock")
+    __slots__ = ("at", "buffer", "origin", "sock", "timeouts")
 
     def __init__(self, sock: socket.socket, origin: tuple[str, int]) -> None:
         self.sock = sock
         self.origin = origin
         self.buffer = b""
         self.at = 0
+        #: the kernel's read and write timeouts of the socket (Linux)
+        self.timeouts: list[float | None] = [None, None]
+        if _KERNEL_TIMEOUTS:
+            sock.settimeout(None)  # blocking: the kernel times each call out
+
+    def timeout(self, write: bool, seconds: float | None) -> None:
+        """The timeout of each receive (or each send, ``write``) from now on."""
+        if not _KERNEL_TIMEOUTS:  # one Python timeout for both
+            if self.sock.gettimeout() != seconds:
+                self.sock.settimeout(seconds)
+        elif self.timeouts[write] != seconds:
+            option = socket.SO_SNDTIMEO if write else socket.SO_RCVTIMEO
+            self.sock.setsockopt(socket.SOL_SOCKET, option, _timeval(seconds))
+            self.timeouts[write] = seconds
 
     def _receive(self) -> bytes:
         try:
             return self.sock.recv(_READ)
-        except TimeoutError:
+        except (TimeoutError, BlockingIOError):  # (the kernel's timeout: EAGAIN)
             raise ReadTimeout("timed out") from None
         except OSError as exc:
             raise ReadError(str(exc)) from exc
@@ -108,8 +142,11 @@ class _Connection:
         if self.at < len(self.buffer):
             return True
         try:
-            self.sock.settimeout(0)
-            self.sock.recv(1, socket.MSG_PEEK)  # b"": closed; a byte: something unasked
+            if _KERNEL_TIMEOUTS:  # blocking: this one call does not wait
+                self.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            else:
+                self.sock.settimeout(0)
+                self.sock.recv(1, socket.MSG_PEEK)  # b"": closed; a byte: something unasked
         except BlockingIOError:
             return False
         except OSError:
@@ -282,15 +319,15 @@ class PlainHTTPTransport:
         sock = connection.sock
         sent: WireError | None = None
         try:
-            sock.settimeout(timeout.write)
+            connection.timeout(True, timeout.write)
             sock.sendall(data)
-        except TimeoutError:
+        except (TimeoutError, BlockingIOError):  # (the kernel's timeout: EAGAIN)
             raise WriteTimeout("timed out") from None
         except OSError as exc:
             # the server may have answered (and closed) before reading the whole body:
             # its answer, if there is one, says more than the broken write
             sent = WriteError(str(exc))
-        sock.settimeout(timeout.read)
+        connection.timeout(False, timeout.read)
         try:
             while True:
                 version, status = _status(connection.line("status line"))

@@ -36,7 +36,7 @@ the sandbox and the file writes are anyway.
 Who waits on whom. The main thread waits in ``RolloutPool.result`` for the item it is on
 (session/inflight.py plans the next items first; the live line is redrawn while it waits),
 then for that item's files on the file writer, which waits on nothing but the disk. A
-rollout thread waits on the model (its own httpx client per thread, models/http.py), on
+rollout thread waits on the model (its own connections per thread, models/connections.py), on
 the run's rate limit (models/ratelimit.py, or the controller's over TCP), on its
 verifier's subprocess, and briefly on the run's make-once locks (the client, a suite's
 ``prepare``, the run folder: session/services.py, session/run.py), and in ``step_back`` for a place

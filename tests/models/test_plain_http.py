@@ -371,6 +371,37 @@ def test_connect_and_read_failures_are_named_as_httpx_names_them(
     transport.close()
 
 
+def test_a_write_the_server_never_reads_times_out_and_each_read_is_timed_alone(
+    serve: Callable[[Handler], RawServer],
+) -> None:
+    """The write and read timeouts hold (on Linux the kernel's, set on a blocking
+    socket): a body the server never reads ends in WriteTimeout, and a reply whose bytes
+    come closer together than the read timeout is read whole however long it takes."""
+
+    def deaf(sock: socket.socket, read_request: Callable[[], bytes]) -> None:
+        time.sleep(4)
+
+    transport = PlainHTTPTransport()
+    started = time.monotonic()
+    with pytest.raises(wire.WriteTimeout):
+        transport.send(
+            "POST", Target(serve(deaf).url), [], b"x" * 64_000_000, Timeout(5, 5, 0.3, 5)
+        )
+    assert time.monotonic() - started < 3
+
+    def slow(sock: socket.socket, read_request: Callable[[], bytes]) -> None:
+        read_request()
+        sock.sendall(LENGTH[:-2])
+        for byte in (b"o", b"k"):
+            time.sleep(0.2)
+            sock.sendall(byte)
+
+    response = transport.send("POST", Target(serve(slow).url), [], b"{}", Timeout(5, 0.35, 5, 5))
+    assert b"".join(response.iter_bytes()) == b"ok"  # 0.4 s in all, 0.2 s at most apart
+    response.close()
+    transport.close()
+
+
 def test_a_header_with_a_line_break_is_refused_before_anything_is_sent(
     serve: Callable[[Handler], RawServer],
 ) -> None:
