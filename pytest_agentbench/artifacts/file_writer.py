@@ -11,8 +11,11 @@ model call; the kernel's part runs on another core meanwhile.
 
 Nothing is reported before it is on disk: the item waits for its task's files
 (``wait``), and an error writing them is raised there, as it was raised from the rollout
-before. ``close`` writes whatever is still queued (an interrupted run loses no finished
-rollout) and then runs later writes in the caller's own thread.
+before. An item whose files are still queued when it asks writes them itself, in the
+waiting thread, rather than wait for the writer to reach them (at 128 in flight the
+writer waits for the GIL at each of its calls, and the items' waits held the run back:
+docs/scale.md). ``close`` writes whatever is still queued (an interrupted run loses no
+finished rollout) and then runs later writes in the caller's own thread.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ class FileWriter:
         self._errors: dict[str, BaseException] = {}
         self._thread: threading.Thread | None = None
         self._busy = False
+        self._running: str | None = None  # the key of the job the writer runs
         self._closed = False
 
     def submit(self, key: str, job: Callable[[], None]) -> None:
@@ -56,12 +60,28 @@ class FileWriter:
 
     def wait(self, key: str) -> None:
         """Return once every job handed in under ``key`` is done; raise the first error of
-        one (then forgotten). A key with no job returns at once."""
+        one (then forgotten). A key with no job returns at once. The key's jobs still
+        queued are taken from the writer and run here, in order, after the one it runs."""
+        mine: list[Callable[[], None]] = []
         with self._lock:
+            if self._pending.get(key):
+                others: deque[tuple[str, Callable[[], None]]] = deque()
+                for queued in self._jobs:
+                    if queued[0] == key:
+                        mine.append(queued[1])
+                    else:
+                        others.append(queued)
+                self._jobs = others
+                self._pending[key] -= len(mine)
             while self._pending.get(key):
                 self._written.wait()
             self._pending.pop(key, None)
             error = self._errors.pop(key, None)
+        for job in mine:
+            try:
+                job()
+            except BaseException as exc:
+                error = error or exc
         if error is not None:
             raise error
 
@@ -74,6 +94,7 @@ class FileWriter:
                     return
                 key, job = self._jobs.popleft()
                 self._busy = True
+                self._running = key
             error: BaseException | None = None
             try:
                 job()
@@ -81,6 +102,7 @@ class FileWriter:
                 error = exc
             with self._lock:
                 self._busy = False
+                self._running = None
                 if error is not None and key not in self._errors:
                     self._errors[key] = error
                 self._pending[key] -= 1

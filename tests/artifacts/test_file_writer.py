@@ -11,7 +11,7 @@ import pytest
 from pytest_agentbench.artifacts.file_writer import FileWriter
 
 
-def test_jobs_run_in_order_on_one_other_thread_and_wait_waits_for_them() -> None:
+def test_jobs_run_in_order_on_one_other_thread_and_a_queued_one_asked_for_runs_here() -> None:
     writer = FileWriter()
     gate = threading.Event()
     ran: list[tuple[str, int]] = []
@@ -21,20 +21,24 @@ def test_jobs_run_in_order_on_one_other_thread_and_wait_waits_for_them() -> None
             gate.wait(10)
         ran.append((name, threading.get_ident()))
 
-    for name in ("a", "b", "c"):
+    for name in ("a", "b", "c", "d"):
         writer.submit(name, lambda name=name: job(name))
+    while writer._running != "a":  # "a" is on the writer
+        threading.Event().wait(0.01)
     waited = threading.Event()
-    waiter = threading.Thread(target=lambda: (writer.wait("b"), waited.set()))
+    waiter = threading.Thread(target=lambda: (writer.wait("a"), waited.set()))
     waiter.start()
-    assert not waited.wait(0.2)  # "b" is queued behind "a", which is held
-    assert ran == []
+    assert not waited.wait(0.2)  # "a" runs on the writer, held: its wait waits
+    writer.wait("c")  # still queued: run here, now, not behind "a"
+    assert ran == [("c", threading.get_ident())]
     gate.set()
     assert waited.wait(10)
     waiter.join()
-    writer.wait("c")
-    assert [name for name, _ in ran] == ["a", "b", "c"]
-    threads = {ident for _, ident in ran}
-    assert len(threads) == 1 and threading.get_ident() not in threads
+    writer.wait("d")
+    writer.wait("b")
+    assert [name for name, _ in ran] == ["c", "a", "b", "d"]  # the writer kept its order
+    writer_threads = {ident for name, ident in ran if name != "c"}
+    assert len(writer_threads) == 1 and threading.get_ident() not in writer_threads
     writer.close()
 
 
@@ -55,22 +59,27 @@ def test_an_error_is_raised_by_the_wait_for_its_key_only_and_once() -> None:
     writer.close()
 
 
-def test_every_job_of_a_key_is_waited_for() -> None:
+def test_every_job_of_a_key_is_done_the_running_one_first() -> None:
     writer = FileWriter()
     gate = threading.Event()
     done: list[int] = []
-    writer.submit("k", lambda: done.append(1))
-    writer.submit("other", lambda: gate.wait(10))
+    writer.submit("k", lambda: (gate.wait(10), done.append(1)))
     writer.submit("k", lambda: done.append(2))
+    started = threading.Event()
+    writer.submit("other", started.set)
     waited = threading.Event()
+    while writer._running != "k":  # the first job of "k" is on the writer
+        threading.Event().wait(0.01)
     waiter = threading.Thread(target=lambda: (writer.wait("k"), waited.set()))
     waiter.start()
-    assert not waited.wait(0.2)  # the second job of "k" waits behind "other"
+    assert not waited.wait(0.2)  # one of its jobs runs: the wait waits for it
+    assert done == []  # and runs the queued one only after it
     gate.set()
     assert waited.wait(10)
     waiter.join()
     assert done == [1, 2]
     writer.close()
+    assert started.is_set()
 
 
 def test_a_key_without_jobs_is_not_waited_for() -> None:
