@@ -12,7 +12,9 @@ best of ``--rounds``. Every agentbench run is a real ``pytest --agentbench`` aga
 
 - in flight: 200 ms per request; efficiency is plain threads' span (first request to
   last reply, one httpx client per thread) over the run phase (first rollout's start to
-  last one's end, from ctrf.json); goal >= 0.9 at 64, >= 0.8 at 128. CPU per rollout is
+  last one's end, from ctrf.json); goal >= 0.9 at 64, >= 0.8 at 128. Beside it, the
+  run's wall past its start-up and that phase: work moved out of the phase rather than
+  saved shows there, larger than the other side's. CPU per rollout is
   the run's CPU (user + sys, wait4) less a one-task run's, per task: it should not grow
   with the number in flight.
 - start-up: CPU and wall of ``pytest --agentbench`` with one task over plain pytest with
@@ -193,11 +195,15 @@ def report(
             user = (cheapest.user_s - min(run.user_s for run in starts)) / args.flight_tasks
             switches = cheapest.switches / args.flight_tasks
             ideal = args.flight_tasks * LATENCY_S / flight
+            # the run's wall past its start-up and its rollouts: the reports and whatever
+            # work a change moved out of the phase (files written later, say)
+            after = min(run.wall_s - run.phase_s for run in runs) - wall
             print(
                 f"  {flight} in flight: efficiency ÷ plain threads {min(floors) / phase:.2f} "
                 f"(ours {ideal / phase:.2f} of ideal, threads {ideal / min(floors):.2f}); "
                 f"CPU per rollout {per * 1000:.2f} ms (user {user * 1000:.2f} ms), "
-                f"{switches:.0f} voluntary context switches per rollout"
+                f"{switches:.0f} voluntary context switches per rollout; "
+                f"{after:.2f} s of the run's wall past start-up and the rollouts"
             )
         sizes = [int(size) for size in args.memory.split(",")]
         if f"mem {sizes[0]} {side}" in results:
