@@ -38,8 +38,7 @@ class FileWriter:
         self._pending: dict[str, int] = {}
         self._errors: dict[str, BaseException] = {}
         self._thread: threading.Thread | None = None
-        self._busy = False
-        self._running: str | None = None  # the key of the job the writer runs
+        self._running: str | None = None  # the key of the job the writer runs, if any
         self._closed = False
 
     def submit(self, key: str, job: Callable[[], None]) -> None:
@@ -93,7 +92,6 @@ class FileWriter:
                 if not self._jobs:
                     return
                 key, job = self._jobs.popleft()
-                self._busy = True
                 self._running = key
             error: BaseException | None = None
             try:
@@ -101,7 +99,6 @@ class FileWriter:
             except BaseException as exc:  # handed to whoever waits for the key
                 error = exc
             with self._lock:
-                self._busy = False
                 self._running = None
                 if error is not None and key not in self._errors:
                     self._errors[key] = error
@@ -113,5 +110,5 @@ class FileWriter:
         with self._lock:
             self._closed = True
             self._queued.notify()
-            while self._jobs or self._busy:
+            while self._jobs or self._running is not None:
                 self._written.wait()
