@@ -115,6 +115,11 @@ def sandbox_env(workspace: Path, extra: Mapping[str, str] | None = None) -> dict
 
 def _rlimits(limits: Limits, nproc: int | None) -> list[tuple[int, tuple[int, int]]]:
     cpu = max(1, math.ceil(limits.cpu_s))
+    if limits.cpu_s >= limits.timeout_s:
+        # a one-thread spin spends CPU as fast as the wall clock runs: with equal budgets
+        # which limit speaks first is a race; a second's grace lets the wall clock say
+        # "timeout", and a command burning more than one core still meets the CPU limit
+        cpu += 1
     memory = int(limits.memory_mb * 1024 * 1024)
     found = [
         (resource.RLIMIT_CPU, (cpu, cpu + 1)),

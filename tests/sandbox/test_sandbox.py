@@ -203,6 +203,22 @@ def test_cpu_limit(ws: Workspace) -> None:
     assert result.killed_by == "cpu" and result.exit_code is None and not result.timed_out
 
 
+def test_equal_cpu_and_wall_budgets_leave_the_first_word_to_the_wall_clock() -> None:
+    """A one-thread spin spends CPU as fast as the wall clock runs: with equal budgets the
+    CPU limit would race the timer (CI once saw a hung check reported "cpu"). The CPU
+    limit then sits a second past the wall limit; a lower CPU budget is kept exact."""
+    import resource
+
+    from pytest_agentbench.sandbox.process import _rlimits
+
+    def cpu_limit(limits: Limits) -> tuple[int, int]:
+        return dict(_rlimits(limits, None))[resource.RLIMIT_CPU]
+
+    assert cpu_limit(Limits(timeout_s=2, cpu_s=2)) == (3, 4)
+    assert cpu_limit(Limits(timeout_s=2.5, cpu_s=2.5)) == (4, 5)
+    assert cpu_limit(Limits(timeout_s=20, cpu_s=1)) == (1, 2)
+
+
 FORK_BOMB = """
 import os, time
 while True:
