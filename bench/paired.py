@@ -2,7 +2,7 @@
 flight (64 and 128) against plain threads, CPU per rollout, start-up, memory per task.
 
 Run: .venv/bin/python bench/paired.py [--against REV] [--rounds 3] [--flight-tasks 384]
-     [--memory 1000,5000] [--only flight,start,memory]
+     [--memory 1000,5000] [--only flight,start,memory] [--results-dir /dev/shm]
 
 What ``bench/throughput.py`` measures, on a shared machine: each round runs every side of
 every figure one after the other (ours, ``REV``'s copy of the package put first on
@@ -16,7 +16,11 @@ best of ``--rounds``. Every agentbench run is a real ``pytest --agentbench`` aga
   run's wall past its start-up and that phase: work moved out of the phase rather than
   saved shows there, larger than the other side's. CPU per rollout is
   the run's CPU (user + sys, wait4) less a one-task run's, per task: it should not grow
-  with the number in flight.
+  with the number in flight. Each task writes its files (two folders, three files); on
+  a disk where many files were deleted in the last minutes (a shared machine running
+  test suites) ext4 spends much of its time finding a free inode for each
+  (docs/scale.md, "The fifth pass"): ``--results-dir /dev/shm`` puts the in-flight runs'
+  folders on a tmpfs, which shows the rest without that cost.
 - start-up: CPU and wall of ``pytest --agentbench`` with one task over plain pytest with
   one test; goal <= 1.3x (wall, as ``throughput.py`` gives it; CPU beside it, steadier).
   Beside it, over plain pytest whose one test imports httpx and streams one request from
@@ -91,6 +95,11 @@ def main() -> None:
     parser.add_argument("--flight-tasks", type=int, default=384)
     parser.add_argument("--memory", default="1000,5000", help="two sizes for memory per task")
     parser.add_argument("--only", default="flight,start,memory")
+    parser.add_argument(
+        "--results-dir",
+        help="write the in-flight runs' result folders here (e.g. /dev/shm: a tmpfs, to "
+        "see what the disk's file system costs: docs/scale.md, 'The fifth pass')",
+    )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so the servers are stopped
     only = set(args.only.split(","))
@@ -118,6 +127,10 @@ def main() -> None:
                     take(f"start {side}", side_run(root, side, path, fast_url, 1, *one))
                     if "flight" in only:
                         for flight in (64, 128):
+                            out: tuple[str, ...] = ()
+                            if args.results_dir:
+                                place = Path(args.results_dir) / f"{root.name}-{side}-{flight}"
+                                out = ("--agentbench-out", str(place))
                             run = side_run(
                                 root,
                                 side,
@@ -126,6 +139,7 @@ def main() -> None:
                                 args.flight_tasks,
                                 "--agentbench-concurrency",
                                 str(flight),
+                                *out,
                             )
                             take(f"flight {flight} {side}", run)
                     if "memory" in only:

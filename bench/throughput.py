@@ -148,6 +148,8 @@ def run_pytest(folder: Path, *args: str) -> Run:
     run phase from ctrf.json when it is an agentbench run."""
     print(f"  {folder.name} {' '.join(args[-4:])}", file=sys.stderr, flush=True)
     out = folder / "agentbench-results"
+    if "--agentbench-out" in args:
+        out = Path(args[args.index("--agentbench-out") + 1])
     env = {**os.environ, "OPENAI_API_KEY": "x"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as users run: modules compiled once, cached
     with open(folder / "pytest.log", "w") as log:

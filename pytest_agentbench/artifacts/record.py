@@ -48,15 +48,20 @@ def task_record(
     max_tokens: int | None,
     min_score: float | None = None,
     sampling: JsonObject | None = None,
+    epoch: int | None = None,
+    reducer: str | None = None,
 ) -> TaskRecord:
     """Summarise ``rollout`` for the run-level reports (the details stay in result.json).
-    ``sampling`` is the sampling settings sent with its requests (``Sampling.public()``)."""
+    ``sampling`` is the sampling settings sent with its requests (``Sampling.public()``);
+    ``epoch`` and ``reducer`` are given for a task run more than once (what the summary
+    reduces its samples with)."""
     verdict, loop = rollout.verdict, rollout.loop
     feedback = [
         str(a.verdict.get("feedback"))
         for a in rollout.attempts
         if a.verdict is not None and a.verdict.get("feedback")
     ]
+    waited = sum(attempt.waited_s for attempt in rollout.attempts)
     record = build_record(
         nodeid=nodeid,
         file=file,
@@ -87,12 +92,15 @@ def task_record(
         verifier_dir=str(rollout_dir / "verifier"),
         failure=_evidence(rollout.failure, rollout_dir),
         judge=judge_totals([a.judge for a in rollout.attempts if a.judge is not None]),
+        waited_s=round(waited, 3) if waited >= 0.0005 else None,
+        length_limit=(
+            rollout.attempts[-1].length_limit
+            if rollout.outcome == "length_exceeded" and rollout.attempts
+            else None
+        ),
+        epoch=epoch,
+        reducer=reducer,
     )
-    waited = sum(attempt.waited_s for attempt in rollout.attempts)
-    if waited >= 0.0005:
-        record = replace(record, waited_s=round(waited, 3))
-    if rollout.outcome == "length_exceeded" and rollout.attempts:
-        record = replace(record, length_limit=rollout.attempts[-1].length_limit)
     return SHARED.share(record)
 
 
@@ -194,6 +202,9 @@ class SharedParts:
 
     def __init__(self) -> None:
         self.kept: dict[str, object] = {}
+        #: the ids of the kept values (each held alive by ``kept``, so never reused): a
+        #: record shared already — an item's, again at its report — skips the repr
+        self.kept_ids: set[int] = set()
 
     def share(self, record: TaskRecord) -> TaskRecord:
         """``record`` with its repeating parts replaced by the equal ones kept already
@@ -201,7 +212,7 @@ class SharedParts:
         changes: dict[str, object] = {}
         for name in SHARED_FIELDS:
             value = getattr(record, name)
-            if value is None:
+            if value is None or id(value) in self.kept_ids:
                 continue
             key = f"{name}={value!r}"
             if len(key) > SHARED_REPR_MAX:
@@ -209,6 +220,7 @@ class SharedParts:
             kept = self.kept.get(key)
             if kept is None and len(self.kept) < SHARED_LIMIT:
                 self.kept[key] = value
+                self.kept_ids.add(id(value))
             elif kept is not None and kept is not value:
                 changes[name] = kept
         return replace(record, **changes) if changes else record  # type: ignore[arg-type]

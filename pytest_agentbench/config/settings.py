@@ -192,8 +192,13 @@ class Settings:
         return self.sample_seed if self.sample_seed is not None else self.seed
 
     def fingerprint(self) -> str:
-        """A short hash of the settings that change results (never the key)."""
-        return _fingerprint(self)
+        """A short hash of the settings that change results (never the key); made once
+        per Settings (every task writes it) and kept on the instance."""
+        made = self.__dict__.get("_fingerprint")
+        if made is None:
+            made = _fingerprint(self)
+            object.__setattr__(self, "_fingerprint", made)
+        return made
 
     def public(self) -> JsonObject:
         """The settings as recorded in summary.json (no secrets)."""
@@ -262,9 +267,8 @@ class Settings:
         }
 
 
-@functools.lru_cache(maxsize=16)
 def _fingerprint(settings: Settings) -> str:
-    """Settings.fingerprint, computed once per Settings (every task writes it)."""
+    """What Settings.fingerprint hashes, hashed."""
     material: JsonObject = {
         "model": settings.model.label,
         "base_url": settings.base_url if settings.model.provider != "scripted" else None,

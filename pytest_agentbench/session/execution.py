@@ -179,8 +179,10 @@ def run_task_item(
         max_tokens=settings.max_tokens or task.max_tokens,
         min_score=task.min_score,
         sampling=task.sampling.public(),
+        # the epoch and reducer of a task run more than once (the summary reduces by them)
+        epoch=task.epoch or None,
+        reducer=(settings.reducer or task.reducer) if task.epoch else None,
     )
-    record = with_sample(record, model, task, settings.reducer or task.reducer)
     cached = sum(attempt.cached for attempt in rollout.attempts)
     if cached:
         record = replace(record, cached=cached)
@@ -310,14 +312,6 @@ def _agent_opener(state: RunState, task: Task, settings: Settings) -> OpenAgent:
         place=_place(state, task),
     )
     return agent_opener(context)
-
-
-def with_sample(record: TaskRecord, model: str, task: Task, reducer: str) -> TaskRecord:
-    """The record named by the model's name, with the epoch and reducer of a task run
-    more than once (what the summary reduces its samples with)."""
-    if task.epoch:
-        return replace(record, model=model, epoch=task.epoch, reducer=reducer)
-    return replace(record, model=model)
 
 
 FAILURE_REASON_HOOK = "pytest_agentbench_failure_reason"

@@ -74,3 +74,15 @@ def test_fingerprint_changes_with_what_changes_results() -> None:
     c = resolve({"agentbench_model": "openai-compat/a", "agentbench_out": "elsewhere"}, {}, {})
     assert a.fingerprint() != b.fingerprint()
     assert a.fingerprint() == c.fingerprint()
+
+
+def test_the_fingerprint_is_made_once_per_settings_and_anew_for_a_changed_copy() -> None:
+    import dataclasses
+
+    a = resolve({"agentbench_model": "openai-compat/a"}, {}, {})
+    b = resolve({"agentbench_model": "openai-compat/b"}, {}, {})
+    assert a.fingerprint() is a.fingerprint()
+    changed = dataclasses.replace(a, model=b.model)
+    assert changed.fingerprint() != a.fingerprint()
+    assert changed.fingerprint() == b.fingerprint()
+    assert a == dataclasses.replace(a)  # the kept fingerprint is no field: equality holds
