@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import signal
 import sys
@@ -106,6 +107,7 @@ def main() -> None:
     fast, fast_url = start_server()
     slow, slow_url = start_server("--latency-s", str(LATENCY_S))
     results: dict[str, list[Run | float]] = {}
+    stamp = f"agentbench-paired-{os.getpid()}"  # names this bench's folders in --results-dir
 
     def take(key: str, value: Run | float) -> None:
         results.setdefault(key, []).append(value)
@@ -129,7 +131,7 @@ def main() -> None:
                         for flight in (64, 128):
                             out: tuple[str, ...] = ()
                             if args.results_dir:
-                                place = Path(args.results_dir) / f"{root.name}-{side}-{flight}"
+                                place = Path(args.results_dir) / f"{stamp}-{side}-{flight}"
                                 out = ("--agentbench-out", str(place))
                             run = side_run(
                                 root,
@@ -163,6 +165,9 @@ def main() -> None:
         for process in (fast, slow):
             process.terminate()
             process.wait()
+        if args.results_dir:  # the run folders kept there until now (see run_pytest)
+            for place in Path(args.results_dir).glob(f"{stamp}-*"):
+                shutil.rmtree(place, ignore_errors=True)
     report(results, [side for side, _ in sides], args)
 
 

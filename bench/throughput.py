@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -172,7 +171,9 @@ def run_pytest(folder: Path, *args: str) -> Run:
         tests = json.loads(report.read_text())["results"]["tests"]
         spans = [(t["start"], t["stop"]) for t in tests if "start" in t]
         phase = (max(s for _, s in spans) - min(s for s, _ in spans)) / 1000
-        shutil.rmtree(out)  # the next round starts with an empty results folder
+        # the run's folder stays until the bench ends: files deleted here would make the
+        # next run's files slow to create (ext4 passes over recently freed inodes when it
+        # looks for a free one: docs/scale.md, "The fifth pass"), which no user's run pays
     rss = usage.ru_maxrss / (1024 if sys.platform == "darwin" else 1)
     cpu = usage.ru_utime + usage.ru_stime
     return Run(wall, cpu, rss, phase, usage.ru_utime, usage.ru_nvcsw)

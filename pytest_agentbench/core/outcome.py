@@ -124,7 +124,9 @@ class Failure:
         detail = ""
         if isinstance(error, errors.ModelError):
             status, detail = error.status, error.detail
-            retries = len(error.retries)
+            # the requests asked again unstreamed to learn why a stream was empty are
+            # not retries (models/retry.py marks the attempt before each)
+            retries = sum(1 for entry in error.retries if not entry.get("asked_unstreamed"))
             if error.retry_note:
                 message = message.removesuffix(f" ({error.retry_note})")
         return cls(

@@ -180,14 +180,15 @@ class RetryingClient:
                 if stop is not None:
                     _finish(error, retries, stop)
                     raise
-                retries.append(
-                    {
-                        "attempt": attempt,
-                        "status": error.status,
-                        "error": str(error),
-                        "waited_s": math.ceil(wait * 1000) / 1000,
-                    }
-                )
+                entry: JsonObject = {
+                    "attempt": attempt,
+                    "status": error.status,
+                    "error": str(error),
+                    "waited_s": math.ceil(wait * 1000) / 1000,
+                }
+                if ask:  # the next attempt asks why, unstreamed: not a retry of the task
+                    entry["asked_unstreamed"] = True
+                retries.append(entry)
                 attempt += 1
                 asked, asking = asked or ask, ask
                 current = request if not ask else dataclasses.replace(request, stream=False)
@@ -224,7 +225,7 @@ class RetryingClient:
         if self._closed.is_set():
             return "retry cancelled: the client was closed" if retries else ""
         if not self.policy.retryable(error):
-            count = len(retries)
+            count = sum(1 for entry in retries if not entry.get("asked_unstreamed"))
             return f"after {count} {'retry' if count == 1 else 'retries'}" if count else ""
         if attempt >= self.policy.max_attempts:
             return f"gave up after {_attempts(attempt)}" if retries else ""

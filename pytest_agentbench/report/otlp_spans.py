@@ -223,7 +223,11 @@ def _call_spans(
             "gen_ai.usage.cache_creation.input_tokens": as_int(usage.get("cache_write")),
             "agentbench.attempt": as_int(entry.get("attempt")),
             "agentbench.turn": as_int(entry.get("turn")),
-            "agentbench.retries": len(as_list(entry.get("retries"))),
+            "agentbench.retries": sum(  # (an empty stream asked about is no retry)
+                1
+                for one in as_list(entry.get("retries"))
+                if not (isinstance(one, dict) and one.get("asked_unstreamed"))
+            ),
             "agentbench.cached": response.get("cached") is True,
             "agentbench.batched": response.get("batch") is True,
             "agentbench.translated": _str(entry.get("translated")),

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from pytest_agentbench.core.outcome import Failure
 from pytest_agentbench.errors import ContextOverflow
 from pytest_agentbench.models.base import ModelRequest, ModelSpec
 from pytest_agentbench.models.breaker import BreakerClient, CircuitBreaker
@@ -333,6 +334,12 @@ def test_an_empty_stream_is_asked_once_more_unstreamed_and_an_overflow_never_ret
         sent = [entry["body"]["stream"] for entry in server.requests]
     assert sent == [True, False], "one streamed request, then one unstreamed: no retries"
     error = info.value
+    # the empty stream's attempt is listed, marked as asked about (and, when the ask went
+    # out on the connection the server closed after its empty stream, that one too: it
+    # is asked again); the failure counts no retry (llama-cpp-python's case said 2)
+    asked = [entry.get("asked_unstreamed") for entry in error.retries]
+    assert asked in ([True], [True, True]), error.retries
+    assert Failure.from_error(error).retries == 0
     assert (error.prompt_tokens, error.context_tokens) == (2029, 2048)
     assert error.completion_tokens == 256
     assert "(2029 prompt tokens + 256 requested completion tokens > 2048 context tokens)" in str(
