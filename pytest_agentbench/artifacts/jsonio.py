@@ -119,13 +119,15 @@ def write_json_atomic(
     _write_atomic(path, pieces(), make_parent=make_parent)
 
 
-def write_text_atomic(path: Path, text: str | Iterable[str], *, make_parent: bool = True) -> None:
+def write_text_atomic(
+    path: Path | str, text: str | Iterable[str], *, make_parent: bool = True
+) -> None:
     """Write text to ``path`` through a temp file in the same folder and a rename: one
     string, or pieces written as they come (a page made while it is written)."""
     _write_atomic(path, (text,) if isinstance(text, str) else text, make_parent=make_parent)
 
 
-def _write_atomic(path: Path, pieces: Iterable[str], *, make_parent: bool) -> None:
+def _write_atomic(path: Path | str, pieces: Iterable[str], *, make_parent: bool) -> None:
     """Write the text ``pieces`` to a temp file beside ``path``, then rename it over.
 
     The temp file's name is fixed per process and thread (no random names to find):
@@ -139,7 +141,7 @@ def _write_atomic(path: Path, pieces: Iterable[str], *, make_parent: bool) -> No
     except FileNotFoundError:
         if not make_parent:
             raise
-        path.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs((folder or os.sep) if sep else ".", exist_ok=True)
         fd = os.open(tmp, _OPEN_FLAGS, 0o644)
     try:
         try:

@@ -4,6 +4,7 @@ ctrf.json, summary.json and the terminal summary: a :class:`TaskRecord` made by
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -89,7 +90,7 @@ def task_record(
         start_ms=int(rollout.started_at * 1000),
         duration_ms=max(0, int(rollout.elapsed_s * 1000)),
         rollout_dir=str(rollout_dir),
-        verifier_dir=str(rollout_dir / "verifier"),
+        verifier_dir=f"{rollout_dir}{os.sep}verifier",
         failure=_evidence(rollout.failure, rollout_dir),
         judge=judge_totals([a.judge for a in rollout.attempts if a.judge is not None]),
         waited_s=round(waited, 3) if waited >= 0.0005 else None,

@@ -65,7 +65,7 @@ def _walk(item: object, secret_list: list[str], key: str | None = None) -> objec
 
 
 def _write_redacted(
-    path: Path, data: object, secret_list: list[str], *, make_parent: bool = False
+    path: str, data: object, secret_list: list[str], *, make_parent: bool = False
 ) -> None:
     """Write ``data`` as JSON, redacted: encoded once, and again after the walk only when
     the text may hold a secret."""
@@ -80,9 +80,16 @@ def write_rollout(task_dir: Path, rollout: Rollout, secrets: Iterable[str] = ())
     redacting ``secrets``. ``result.json`` comes last (``write_result``): its presence
     means the task finished."""
     secret_list = _secret_list(secrets)
-    task_dir.mkdir(parents=True, exist_ok=True)
+    base = os.fspath(task_dir)  # (paths as strings: this runs for every task)
+    try:
+        os.mkdir(base)
+    except FileExistsError:
+        if not os.path.isdir(base):  # a file in its place: said as such, not later
+            raise
+    except FileNotFoundError:
+        os.makedirs(base, exist_ok=True)
     _write_redacted(
-        task_dir / "trajectory.json",
+        f"{base}/trajectory.json",
         {"task": rollout.task_key, "model": rollout.model, "requests": rollout.trajectory},
         secret_list,
     )
@@ -95,10 +102,10 @@ def write_rollout(task_dir: Path, rollout: Rollout, secrets: Iterable[str] = ())
         }
         if verdict.get("error"):
             reward["error"] = verdict["error"]
-        verifier = task_dir / "verifier"
+        verifier = f"{base}/verifier"
         with contextlib.suppress(FileExistsError):  # a verifier may have made it
             os.mkdir(verifier)
-        _write_redacted(verifier / "reward.json", reward, secret_list)
+        _write_redacted(f"{verifier}/reward.json", reward, secret_list)
 
 
 def write_result(
@@ -115,7 +122,8 @@ def write_result(
     result["rollout_dir"] = str(task_dir)
     result["fingerprint"] = fingerprint
     result["record"] = dict(record)
-    _write_redacted(task_dir / "result.json", result, _secret_list(secrets), make_parent=True)
+    path = f"{os.fspath(task_dir)}/result.json"
+    _write_redacted(path, result, _secret_list(secrets), make_parent=True)
 
 
 def read_result(task_dir: Path) -> JsonObject | None:
