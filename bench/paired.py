@@ -69,7 +69,11 @@ def side_run(root: Path, side: str, path: str | None, url: str, count: int, *arg
     installed one); checked: every task passed."""
     import os
 
-    folder = root / f"{side}-{count}-{'-'.join(args) or 'default'}"
+    named = list(args)
+    if "--agentbench-out" in named:  # (a path: not part of the folder's name)
+        at = named.index("--agentbench-out")
+        del named[at : at + 2]
+    folder = root / f"{side}-{count}-{'-'.join(named) or 'default'}"
     if not folder.exists():
         folder.mkdir(parents=True)
         (folder / "bench_tp.toml").write_text(suite_text(count))
