@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 
+from records_support import make_record
+
 from pytest_agentbench.artifacts.record import SharedParts
-from pytest_agentbench.core.record_parts import RepairSettings
+from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.core.task_record import TaskRecord
-from pytest_agentbench.core.usage import Usage
 
 
-class Counted(dict[str, int]):
+class Counted(dict[str, JsonValue]):
     """A sampling table that counts how often its repr is asked for (the share's key)."""
 
     reprs = 0
@@ -21,35 +22,8 @@ class Counted(dict[str, int]):
         return super().__repr__()
 
 
-def record(task_id: str, sampling: dict[str, int]) -> TaskRecord:
-    return TaskRecord(
-        nodeid=f"bench_a.toml::{task_id}",
-        file="bench_a.toml",
-        suite="a",
-        task_id=task_id,
-        model="scripted",
-        outcome="passed",
-        reward=1.0,
-        first_attempt_reward=1.0,
-        pass_threshold=1.0,
-        attempts=1,
-        repaired=False,
-        incomplete=False,
-        failure_kind=None,
-        repair=RepairSettings(),
-        loop=None,
-        last_feedback=None,
-        usage=Usage(),
-        error=None,
-        verdict=None,
-        max_tokens=None,
-        min_score=None,
-        start_ms=1,
-        duration_ms=2,
-        rollout_dir="/runs/r1/a/t",
-        verifier_dir=None,
-        sampling=sampling,
-    )
+def record(task_id: str, sampling: dict[str, JsonValue]) -> TaskRecord:
+    return dataclasses.replace(make_record(task_id=task_id), sampling=sampling)
 
 
 def test_equal_parts_become_one_object_and_a_shared_record_is_not_looked_at_again() -> None:
