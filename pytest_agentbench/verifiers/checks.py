@@ -20,6 +20,11 @@ from pytest_agentbench.sandbox import CommandResult, Workspace
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers import inner_checks
 from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
+from pytest_agentbench.verifiers.checks_program import (
+    assertion_names,
+    check_function,
+    compiled_checks,
+)
 from pytest_agentbench.verifiers.code import extract_code
 from pytest_agentbench.verifiers.sandboxed import (
     SANDBOX_OPTIONS,
@@ -63,15 +68,14 @@ class ChecksPlan:
         return self.prompt + code
 
     def orders(self) -> JsonObject:
-        """The plan as the runner's orders (``inner_checks.main``)."""
+        """The plan as the runner's orders (``inner_checks.main``): the program compiled
+        here (``checks_program``; marshalled, in hex), the case names and each one's
+        source."""
+        code, names, sources = compiled_checks(self.setup, self.test, self.asserts)
+        found: JsonObject = {"code": code.hex(), "names": [*names], "sources": [*sources]}
         if self.test is not None:
-            return {
-                "setup": self.setup,
-                "test": self.test,
-                "entry_point": self.entry_point,
-                "check": inner_checks.CHECK_CASE,
-            }
-        return {"setup": self.setup, "asserts": [*self.asserts]}
+            found |= {"entry_point": self.entry_point, "check": inner_checks.CHECK_CASE}
+        return found
 
 
 def _plan(check: Check) -> ChecksPlan:
@@ -101,7 +105,7 @@ def _plan(check: Check) -> ChecksPlan:
                 "function that check(candidate) is given"
             )
         tree = _parse(test, "options.test")
-        if inner_checks.check_function(tree, inner_checks.CHECK_CASE) is None:
+        if check_function(tree, inner_checks.CHECK_CASE) is None:
             raise VerifierError(
                 "python_checks verifier: the test code defines no function check(candidate)"
             )
@@ -130,7 +134,7 @@ def _parse(source: str, where: str) -> ast.Module:
 def expected_cases(plan: ChecksPlan) -> list[str]:
     """The cases the task defines, from its code alone (never from the run)."""
     if plan.test is not None:
-        return inner_checks.assertion_names(ast.parse(plan.test), inner_checks.CHECK_CASE)
+        return assertion_names(ast.parse(plan.test), inner_checks.CHECK_CASE)
     return [f"assert_{n}" for n in range(1, len(plan.asserts) + 1)]
 
 

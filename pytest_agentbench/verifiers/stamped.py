@@ -13,6 +13,7 @@ from __future__ import annotations
 import hmac
 import io
 import json
+import marshal
 import secrets
 import sys
 import tempfile
@@ -46,20 +47,24 @@ MODULE_OPTION: JsonObject = {
     "description": "The module name the answer's code is saved as.",
 }
 # A fresh run is ``python -I [-S] -B -c BOOTSTRAP``: it reads its orders from the first line
-# of stdin (then stdin is /dev/null), loads the runner by path and calls its
-# ``main(orders, nonce, fd)`` as a fork server's child does; the nonce and the descriptor go
-# straight into the runner, never into a global of ``__main__``.
+# of stdin (then stdin is /dev/null), marshalled, in hex, loads the runner by path and calls
+# its ``main(orders, nonce, fd)`` as a fork server's child does; the nonce and the
+# descriptor go straight into the runner, never into a global of ``__main__``. Only
+# ``marshal`` and ``importlib.machinery``: ``json`` and ``importlib.util`` would import
+# ``re`` and ``contextlib``, which cost a fresh ``python_checks`` run more than its checks.
 BOOTSTRAP = """\
-import importlib.util, json, os, sys
-orders = json.loads(sys.stdin.readline())
+import marshal, os, sys
+from importlib.machinery import SourceFileLoader
+orders = marshal.loads(bytes.fromhex(sys.stdin.readline()))
 null = os.open(os.devnull, os.O_RDONLY)
 os.dup2(null, 0)
 os.close(null)
-spec = importlib.util.spec_from_file_location(orders["runner_module"], orders.pop("runner"))
-runner = importlib.util.module_from_spec(spec)
-sys.modules[orders["runner_module"]] = runner
-spec.loader.exec_module(runner)
-del spec, null
+runner = type(sys)(orders["runner_module"])
+runner.__file__ = orders.pop("runner")
+runner.__loader__ = SourceFileLoader(runner.__name__, runner.__file__)
+sys.modules[runner.__name__] = runner
+runner.__loader__.exec_module(runner)
+del null
 runner.main(orders, orders.pop("nonce"), orders.pop("fd"))
 """
 
@@ -148,7 +153,7 @@ def run_inner(
             workspace,
             [sys.executable, *flags, "-c", BOOTSTRAP],
             limits=limits_from(check.options),
-            stdin=json.dumps(fresh) + "\n",
+            stdin=marshal.dumps(fresh).hex() + "\n",
             env=env,
             pass_fds=(channel.fileno(),),
         )
