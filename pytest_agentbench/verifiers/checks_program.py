@@ -15,12 +15,34 @@ from __future__ import annotations
 
 import ast
 import marshal
+from collections.abc import Iterator
 
 from pytest_agentbench.verifiers.inner_checks import CHECK_CASE, ENTER, PASS
 
+#: The fields of a node that hold statements, directly or (handlers, match cases) through
+#: nodes whose ``body`` does.
+_BLOCKS, _HOLDERS = ("body", "orelse", "finalbody"), ("handlers", "cases")
+
+
+def _blocks(node: ast.AST) -> Iterator[tuple[ast.AST, str, list[ast.stmt]]]:
+    """Every statement list in ``node`` (its own and nested ones) as (owner, field, list):
+    asserts are statements, so only statements are visited, never expressions."""
+    for field in _BLOCKS:
+        block = getattr(node, field, None)
+        if isinstance(block, list):
+            yield node, field, block
+            for item in block:
+                if isinstance(item, ast.stmt):
+                    yield from _blocks(item)
+    for field in _HOLDERS:
+        for holder in getattr(node, field, None) or ():
+            yield from _blocks(holder)
+
 
 def _asserts_of(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Assert]:
-    found = [node for node in ast.walk(function) if isinstance(node, ast.Assert)]
+    found = [
+        item for _, _, block in _blocks(function) for item in block if isinstance(item, ast.Assert)
+    ]
     return sorted(found, key=lambda node: (node.lineno, node.col_offset))
 
 
@@ -38,37 +60,46 @@ def assertion_names(tree: ast.Module, name: str = CHECK_CASE) -> list[str]:
     function ``name`` (``check line N``, ``check line N.2`` for a second on one line), in
     source order, then the call itself (``check``)."""
     function = check_function(tree, name)
+    return _names(_asserts_of(function) if function is not None else [], name)
+
+
+def _names(asserts: list[ast.Assert], name: str) -> list[str]:
     names: list[str] = []
     seen: dict[int, int] = {}
-    for node in _asserts_of(function) if function is not None else []:
+    for node in asserts:
         seen[node.lineno] = seen.get(node.lineno, 0) + 1
         count = seen[node.lineno]
         names.append(f"{name} line {node.lineno}" + (f".{count}" if count > 1 else ""))
     return [*names, name]
 
 
-class _Probes(ast.NodeTransformer):
-    """Wraps each assert of the check function in ``ENTER(k)`` … ``PASS(k)``."""
-
-    def __init__(self, order: dict[int, int]) -> None:
-        self.order = order
-
-    def visit_Assert(self, node: ast.Assert) -> list[ast.stmt]:
-        index = self.order[id(node)]
-        calls = [
-            ast.Expr(ast.Call(ast.Name(probe, ast.Load()), [ast.Constant(index)], []))
-            for probe in (ENTER, PASS)
-        ]
-        return [calls[0], node, calls[1]]
+def _probed(node: ast.Assert, index: int) -> list[ast.stmt]:
+    """``ENTER(index)``, the assert, ``PASS(index)``; the probes at the assert's place."""
+    made: list[ast.stmt] = []
+    for probe in (ENTER, PASS):
+        constant = ast.Constant(index)
+        call = ast.Call(ast.Name(probe, ast.Load()), [constant], [])
+        statement = ast.Expr(call)
+        for new in (statement, call, call.func, constant):
+            ast.copy_location(new, node)
+        made.append(statement)
+    return [made[0], node, made[1]]
 
 
-def _instrument(tree: ast.Module, name: str) -> None:
-    function = check_function(tree, name)
-    if function is None:
-        return
-    order = {id(node): index for index, node in enumerate(_asserts_of(function))}
-    _Probes(order).visit(function)
-    ast.fix_missing_locations(tree)
+def _instrument(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, asserts: list[ast.Assert]
+) -> None:
+    """Wrap each of ``asserts`` (numbered in that order) in the probes, wherever in
+    ``function`` it stands (any block: if, for, with, try, a nested def)."""
+    order = {id(node): index for index, node in enumerate(asserts)}
+    for owner, field, block in list(_blocks(function)):
+        if any(id(item) in order for item in block):
+            wrapped = [
+                new
+                for item in block
+                for new in (_probed(item, order[id(item)]) if id(item) in order else [item])
+            ]
+            setattr(owner, field, wrapped)
 
 
 def compiled_checks(
@@ -80,11 +111,12 @@ def compiled_checks(
     setup_code = compile(setup, "setup", "exec")
     if test is not None:
         tree = ast.parse(test, "checks.py")
-        names = assertion_names(tree, name)
         function = check_function(tree, name)
         nodes = _asserts_of(function) if function is not None else []
+        names = _names(nodes, name)
         sources = [f"assert {ast.unparse(node.test)}" for node in nodes]
-        _instrument(tree, name)
+        if function is not None:
+            _instrument(function, nodes)
         code = compile(tree, "checks.py", "exec")
         return marshal.dumps((setup_code, code)), names, sources
     sources = [text.strip() for text in asserts]
