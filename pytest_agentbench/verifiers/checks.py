@@ -18,7 +18,7 @@ from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.errors import SandboxError, VerifierError
 from pytest_agentbench.sandbox import CommandResult, Workspace
 from pytest_agentbench.suites.task import Task
-from pytest_agentbench.verifiers import inner_checks
+from pytest_agentbench.verifiers import checks_program, inner_checks
 from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
 from pytest_agentbench.verifiers.checks_program import (
     assertion_names,
@@ -48,6 +48,7 @@ from pytest_agentbench.verifiers.stamped import (
 from pytest_agentbench.verifiers.text import cannot_judge, excerpt, unusable
 
 _RUNNER_MODULE = "agentbench_inner_checks"
+_COMPILER = Path(checks_program.__file__).resolve()
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,14 +69,26 @@ class ChecksPlan:
         return self.prompt + code
 
     def orders(self) -> JsonObject:
-        """The plan as the runner's orders (``inner_checks.main``): the program compiled
-        here (``checks_program``; marshalled, in hex), the case names and each one's
-        source."""
-        code, names, sources = compiled_checks(self.setup, self.test, self.asserts)
-        found: JsonObject = {"code": code.hex(), "names": [*names], "sources": [*sources]}
+        """The plan as the runner's orders (``inner_checks.main``), as source: a fork
+        server's child compiles it (``checks_program``, loaded by path)."""
+        found: JsonObject = {"setup": self.setup, "compiler": str(_COMPILER)}
         if self.test is not None:
-            found |= {"entry_point": self.entry_point, "check": inner_checks.CHECK_CASE}
-        return found
+            return found | {
+                "test": self.test,
+                "entry_point": self.entry_point,
+                "check": inner_checks.CHECK_CASE,
+            }
+        return found | {"asserts": [*self.asserts]}
+
+    def compiled(self) -> JsonObject:
+        """The program compiled here (``checks_program``; marshalled, in hex), the case
+        names and each one's source: the orders of a fresh run, which then need not
+        import ``ast``."""
+        probes = (inner_checks.ENTER, inner_checks.PASS)
+        code, names, sources = compiled_checks(
+            self.setup, self.test, self.asserts, inner_checks.CHECK_CASE, probes
+        )
+        return {"code": code.hex(), "names": [*names], "sources": [*sources]}
 
 
 def _plan(check: Check) -> ChecksPlan:
@@ -154,7 +167,15 @@ def run_checks(
     }
     runner = Path(inner_checks.__file__).resolve()
     flags = ("-I", "-S", "-B")
-    return run_inner(workspace, check, runner, orders, key=inner_checks.EXTRA_KEY, flags=flags)
+    return run_inner(
+        workspace,
+        check,
+        runner,
+        orders,
+        key=inner_checks.EXTRA_KEY,
+        flags=flags,
+        fresh_orders=plan.compiled,
+    )
 
 
 def _case(test: JsonObject, why_missing: str) -> JsonObject:

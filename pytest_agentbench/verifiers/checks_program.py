@@ -1,23 +1,24 @@
-"""The ``python_checks`` program as the harness compiles it for the runner
-(``inner_checks.py``): the cases the task's code defines, each assert's source, and the
-code itself, compiled here, in the harness, and handed to the runner marshalled.
+"""The ``python_checks`` program compiled for the runner (``inner_checks.py``): the cases
+the task's code defines, each assert's source, and the code itself, marshalled.
 
 In ``check`` mode every ``assert`` statement inside ``check`` is one case (``check line
 N``, ``check line N.2`` for a second on one line), in source order, then the call itself
 (``check``); each assert is wrapped in the runner's two probe calls (``ENTER(k)``,
-``PASS(k)``). In ``asserts`` mode each line is one case (``assert_1``, …). Compiling here
-rather than in the sandbox spares every fresh run the import of ``ast`` (more than the
-checks of a HumanEval task cost); the code is the task's own, so nothing untrusted is
-compiled, and the runner still has it all before any solution code runs.
+``PASS(k)``). In ``asserts`` mode each line is one case (``assert_1``, …).
+
+Standard library only, so it is used from two places: the harness compiles the program
+for a fresh sandboxed run (sparing it the import of ``ast``, which costs more than the
+checks of a HumanEval task) and hands it over marshalled; a fork server's child, whose
+server has ``ast`` loaded already, loads this file by path and compiles the program
+itself, off the harness's own process. Either way the code is the task's own and is
+compiled before any solution code runs.
 """
 
 from __future__ import annotations
 
 import ast
 import marshal
-from collections.abc import Iterator
-
-from pytest_agentbench.verifiers.inner_checks import CHECK_CASE, ENTER, PASS
+from collections.abc import Iterator, Sequence
 
 #: The fields of a node that hold statements, directly or (handlers, match cases) through
 #: nodes whose ``body`` does.
@@ -55,7 +56,7 @@ def check_function(tree: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFu
     return found
 
 
-def assertion_names(tree: ast.Module, name: str = CHECK_CASE) -> list[str]:
+def assertion_names(tree: ast.Module, name: str) -> list[str]:
     """The cases ``check`` mode reports for test code ``tree``: one per assert statement in
     function ``name`` (``check line N``, ``check line N.2`` for a second on one line), in
     source order, then the call itself (``check``)."""
@@ -73,10 +74,11 @@ def _names(asserts: list[ast.Assert], name: str) -> list[str]:
     return [*names, name]
 
 
-def _probed(node: ast.Assert, index: int) -> list[ast.stmt]:
-    """``ENTER(index)``, the assert, ``PASS(index)``; the probes at the assert's place."""
+def _probed(node: ast.Assert, index: int, probes: tuple[str, str]) -> list[ast.stmt]:
+    """``ENTER(index)``, the assert, ``PASS(index)`` (``probes``: the two names); the
+    probes at the assert's place."""
     made: list[ast.stmt] = []
-    for probe in (ENTER, PASS):
+    for probe in probes:
         constant = ast.Constant(index)
         call = ast.Call(ast.Name(probe, ast.Load()), [constant], [])
         statement = ast.Expr(call)
@@ -87,23 +89,26 @@ def _probed(node: ast.Assert, index: int) -> list[ast.stmt]:
 
 
 def _instrument(
-    function: ast.FunctionDef | ast.AsyncFunctionDef, asserts: list[ast.Assert]
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+    asserts: list[ast.Assert],
+    probes: tuple[str, str],
 ) -> None:
     """Wrap each of ``asserts`` (numbered in that order) in the probes, wherever in
     ``function`` it stands (any block: if, for, with, try, a nested def)."""
     order = {id(node): index for index, node in enumerate(asserts)}
     for owner, field, block in list(_blocks(function)):
         if any(id(item) in order for item in block):
-            wrapped = [
-                new
-                for item in block
-                for new in (_probed(item, order[id(item)]) if id(item) in order else [item])
-            ]
+            wrapped: list[ast.stmt] = []
+            for item in block:
+                if isinstance(item, ast.Assert) and id(item) in order:
+                    wrapped += _probed(item, order[id(item)], probes)
+                else:
+                    wrapped.append(item)
             setattr(owner, field, wrapped)
 
 
 def compiled_checks(
-    setup: str, test: str | None, asserts: tuple[str, ...], name: str = CHECK_CASE
+    setup: str, test: str | None, asserts: Sequence[str], name: str, probes: tuple[str, str]
 ) -> tuple[bytes, list[str], list[str]]:
     """The runner's program: ``setup`` and the check code (``test`` with its probes, or one
     code object per assert line) marshalled, the case names, and each case's source (an
@@ -116,7 +121,7 @@ def compiled_checks(
         names = _names(nodes, name)
         sources = [f"assert {ast.unparse(node.test)}" for node in nodes]
         if function is not None:
-            _instrument(function, nodes)
+            _instrument(function, nodes, probes)
         code = compile(tree, "checks.py", "exec")
         return marshal.dumps((setup_code, code)), names, sources
     sources = [text.strip() for text in asserts]

@@ -306,6 +306,26 @@ def _texts(orders: Mapping[str, object], key: str) -> list[str]:
     return [str(item) for item in value]
 
 
+def _compiled(orders: Mapping[str, object], check_name: str) -> dict[str, object]:
+    """``code``, ``names`` and ``sources`` from the checks' source in ``orders``, compiled
+    by ``checks_program.py`` (standard library only), loaded by its path."""
+    from importlib.machinery import SourceFileLoader
+
+    path = _text(orders, "compiler")
+    compiler = type(sys)("agentbench_checks_program")
+    compiler.__file__ = path
+    SourceFileLoader(compiler.__name__, path).exec_module(compiler)
+    test = orders.get("test")
+    code, names, sources = compiler.compiled_checks(
+        _text(orders, "setup", ""),
+        test if isinstance(test, str) else None,
+        _texts(orders, "asserts"),
+        check_name or CHECK_CASE,
+        (ENTER, PASS),
+    )
+    return {"code": code.hex(), "names": names, "sources": sources}
+
+
 def main(orders: Mapping[str, object], nonce: str, fd: int) -> None:
     """Run the checks ``orders`` describe and report through ``fd``, stamped ``nonce``."""
     _armed.update(
@@ -324,7 +344,10 @@ def main(orders: Mapping[str, object], nonce: str, fd: int) -> None:
     check_mode = "check" in orders
     check_name = _text(orders, "check") if check_mode else ""
     entry_point = _text(orders, "entry_point") if check_mode else ""
-    # compiled by the harness (verifiers/checks_program.py) before any solution code ran
+    # compiled by checks_program.py before any solution code runs: by the harness for a
+    # fresh run (no ast to import here), else here, with ast loaded by the fork server
+    if "code" not in orders:
+        orders = {**orders, **_compiled(orders, check_name)}
     setup, compiled = marshal.loads(bytes.fromhex(_text(orders, "code")))
     names, sources = _texts(orders, "names"), _texts(orders, "sources")
     _armed["sources"] = sources

@@ -17,7 +17,7 @@ import marshal
 import secrets
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Literal, get_args
 
@@ -127,12 +127,14 @@ def run_inner(
     key: str,
     flags: Sequence[str] = ("-I", "-B"),
     env: Mapping[str, str] | None = None,
+    fresh_orders: Callable[[], JsonObject] | None = None,
 ) -> tuple[CommandResult, InnerReport | None, str]:
     """Run ``runner``'s ``main(orders, nonce, fd)``; the result, the trusted report (or None)
     and why not. ``orders["solution"]`` is relative to the workspace; the runner gets it
     joined to ``orders["workspace"]``, its workspace's path. Where the fork server may take
     the run (``sandboxed.forkable_files``), a child of the server does; else a fresh
-    sandboxed ``python`` with ``flags``."""
+    sandboxed ``python`` with ``flags``, its orders joined by ``fresh_orders()`` (work the
+    harness does for it, such as compiling what a fork server's child compiles itself)."""
     nonce = secrets.token_hex(16)
     runner_module = str(orders["runner_module"])
     files = forkable_files(workspace, check)
@@ -143,6 +145,7 @@ def run_inner(
     with tempfile.TemporaryFile() as channel:
         fresh: JsonObject = {
             **orders,
+            **(fresh_orders() if fresh_orders is not None else {}),
             "runner": str(runner),
             "nonce": nonce,
             "fd": channel.fileno(),
