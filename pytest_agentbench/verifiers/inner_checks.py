@@ -7,8 +7,10 @@ a file descriptor of an unlinked file. Everything the checks need is compiled be
 solution code runs; the builtins, the runner's own functions and the probes planted in the
 checks' namespace are snapshotted then, and every report (rewritten after each check and at
 the end) names what changed since (``tampered``), and says whether the run's parent (the
-sandbox's shim) is gone (``orphaned``). The harness imports this module only for
-:func:`assertion_names` and the constants; it trusts nothing but the stamped report.
+sandbox's shim) is gone (``orphaned``). The harness imports this module only for its
+constants; it trusts nothing but the stamped report. The checks arrive compiled
+(``checks_program.py``: by the harness for a fresh run, or here, loaded by path, in a fork
+server's child), so a fresh run imports neither ``ast`` nor ``json`` nor ``typing``.
 Loaded alone, it can import nothing of ours: the report writing it shares with
 ``inner_ctrf.py`` (the report's shape, ``_flush``) is repeated there on purpose.
 
