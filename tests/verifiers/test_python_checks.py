@@ -85,6 +85,58 @@ def test_failing_assertion_named_with_its_message(tmp_path: Path, mode: str) -> 
     assert fraction.metrics == {"checks_passed": 1, "checks_total": 4}
 
 
+NESTED = """
+def check(candidate):
+    if candidate(1, 1) == 2:
+        assert candidate(1, 2) == 3
+    else:
+        pass
+    while False:
+        pass
+    else:
+        assert candidate(2, 2) == 4
+    try:
+        raise ValueError
+    except ValueError:
+        assert candidate(3, 3) == 6
+    finally:
+        assert candidate(4, 4) == 8
+    with open(__import__("os").devnull) as null:
+        assert candidate(5, 5) == 10
+    match candidate(0, 0):
+        case 0:
+            assert candidate(6, 6) == 12
+    def inner():
+        assert candidate(7, 7) == 14
+    inner()
+    class Inner:
+        assert candidate(8, 8) == 16
+"""
+
+
+@pytest.mark.parametrize("mode", MODES[0::2])
+def test_an_assert_in_any_block_is_its_own_case(tmp_path: Path, mode: str) -> None:
+    """The harness finds and wraps every assert of check in whatever block it stands (if,
+    loop else, except, finally, with, match, a nested def or class): each one that runs
+    passes as its own case (an assert left unwrapped would read as never reached), and a
+    failure lands on its own line."""
+    verdict = verify(RIGHT, tmp_path, mode, test=NESTED, entry_point="add")
+    lines = [4, 10, 14, 16, 18, 21, 23, 26]
+    assert verdict.metrics == {"checks_passed": 9, "checks_total": 9}, verdict
+    ctrf = json.loads((tmp_path / "rollout/verifier/ctrf.json").read_text())
+    assert [t["name"] for t in ctrf["results"]["tests"]] == [
+        *(f"check line {n}" for n in lines),
+        "check",
+    ]
+    wrong = "def add(a, b):\n    return a + b if a != 7 else 0\n"
+    failed = verify(wrong, tmp_path, mode, test=NESTED, entry_point="add")
+    assert failed.metrics == {"checks_passed": 6, "checks_total": 9}
+    assert failed.details["failures"]["check line 23"] == (
+        "AssertionError: assert candidate(7, 7) == 14"
+    )
+    assert failed.details["failures"]["check line 26"].startswith("did not run")
+
+
 def test_return_none_and_errors_fail_on_the_running_assertion(tmp_path: Path) -> None:
     verdict = verify("def add(a, b):\n    return None\n", tmp_path)
     assert verdict.reward == 0.0
