@@ -7,7 +7,6 @@ environment. The closed sets are the ``Literal`` types of ``core/choices.py``.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from dataclasses import field
