@@ -221,12 +221,14 @@ def report(
             # the run's wall past its start-up and its rollouts: the reports and whatever
             # work a change moved out of the phase (files written later, say)
             after = min(run.wall_s - run.phase_s for run in runs) - wall
+            whole = min(run.wall_s for run in runs) - wall  # what a user waits, past start-up
             print(
                 f"  {flight} in flight: efficiency ÷ plain threads {min(floors) / phase:.2f} "
                 f"(ours {ideal / phase:.2f} of ideal, threads {ideal / min(floors):.2f}); "
                 f"CPU per rollout {per * 1000:.2f} ms (user {user * 1000:.2f} ms), "
                 f"{switches:.0f} voluntary context switches per rollout; "
-                f"{after:.2f} s of the run's wall past start-up and the rollouts"
+                f"{after:.2f} s of the run's wall past start-up and the rollouts; the whole "
+                f"run {whole:.2f} s past start-up"
             )
         sizes = [int(size) for size in args.memory.split(",")]
         if f"mem {sizes[0]} {side}" in results:
