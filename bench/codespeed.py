@@ -21,9 +21,10 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
+
+from throughput import rotating_times
 
 from pytest_agentbench.sandbox import Workspace, containment
 from pytest_agentbench.suites.task import Task
@@ -81,15 +82,7 @@ def timed(
     variants: dict[str, Callable[[], None]], rounds: int, repeat: dict[str, int]
 ) -> dict[str, float]:
     """Median wall seconds of each variant (one call = ``repeat`` runs, averaged)."""
-    times: dict[str, list[float]] = {label: [] for label in variants}
-    order = list(variants)
-    for round_ in range(rounds):
-        for label in order[round_ % len(order) :] + order[: round_ % len(order)]:
-            count = repeat.get(label, 1)
-            start = time.perf_counter()
-            for _ in range(count):
-                variants[label]()
-            times[label].append((time.perf_counter() - start) / count)
+    times = rotating_times(variants, rounds, repeat)
     return {label: statistics.median(values) for label, values in times.items()}
 
 

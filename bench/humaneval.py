@@ -36,9 +36,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
+
+from throughput import rotating_times
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = 164
@@ -169,18 +170,6 @@ def plugin_run(
     return run
 
 
-def timed(variants: dict[str, Callable[[], None]], rounds: int) -> dict[str, list[float]]:
-    """Wall seconds of each variant per round, the order rotating each round."""
-    times: dict[str, list[float]] = {label: [] for label in variants}
-    order = list(variants)
-    for round_ in range(rounds):
-        for label in order[round_ % len(order) :] + order[: round_ % len(order)]:
-            start = time.perf_counter()
-            variants[label]()
-            times[label].append(time.perf_counter() - start)
-    return times
-
-
 def main(rounds: int, against: Path | None) -> None:
     import pytest_agentbench
     from pytest_agentbench.sandbox import containment
@@ -210,7 +199,7 @@ def main(rounds: int, against: Path | None) -> None:
             }
         for run in variants.values():  # warm up: page cache, bytecode, probes
             run()
-        times = timed(variants, rounds)
+        times = rotating_times(variants, rounds)
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     median = {label: statistics.median(values) for label, values in times.items()}
     print(f"\n{'variant (164 tasks, all passed)':<34}{'median':>9}   rounds")

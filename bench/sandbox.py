@@ -20,9 +20,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
+
+from throughput import rotating_times
 
 from pytest_agentbench.sandbox import Workspace, containment
 from pytest_agentbench.suites.task import Task
@@ -75,13 +76,7 @@ def main(rounds: int) -> None:
             variants[f"python_tests, {labels[mode]}"] = python_tests(mode, scratch)
         for run in variants.values():  # warm up: probes, imports, page cache
             run()
-        times: dict[str, list[float]] = {label: [] for label in variants}
-        order = list(variants)
-        for round_ in range(rounds):
-            for label in order[round_ % len(order) :] + order[: round_ % len(order)]:
-                start = time.perf_counter()
-                variants[label]()
-                times[label].append(time.perf_counter() - start)
+        times = rotating_times(variants, rounds)
     median = {label: statistics.median(values) for label, values in times.items()}
     bare = median["bare python"]
     print(f"\n{'variant':<26}{'median':>10}{'× bare':>9}")

@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +61,26 @@ class Run:
     user_s: float = float("nan")
     #: voluntary context switches (``wait4``): a thread that blocked, on I/O or the GIL
     switches: int = 0
+
+
+def rotating_times(
+    variants: Mapping[str, Callable[[], None]],
+    rounds: int,
+    repeat: Mapping[str, int] | None = None,
+) -> dict[str, list[float]]:
+    """Wall seconds of each variant per round, the order rotating each round (so a busy
+    moment of the machine spreads over all); a variant with a ``repeat`` count runs that
+    many times a round, averaged."""
+    times: dict[str, list[float]] = {label: [] for label in variants}
+    order = list(variants)
+    for round_ in range(rounds):
+        for label in order[round_ % len(order) :] + order[: round_ % len(order)]:
+            count = (repeat or {}).get(label, 1)
+            start = time.perf_counter()
+            for _ in range(count):
+                variants[label]()
+            times[label].append((time.perf_counter() - start) / count)
+    return times
 
 
 def start_server(*args: str) -> tuple[subprocess.Popen[str], str]:
