@@ -9,7 +9,7 @@ task record (``schemas/task_record.schema.json``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Literal, get_args
 
@@ -92,6 +92,15 @@ def stage_of(kind: FailureKind) -> FailureStage:
     return _STAGE_OF.get(kind, "model")
 
 
+def retries_made(entries: Iterable[object]) -> int:
+    """How many of a call's ``retries`` entries were retries: one marked
+    ``asked_unstreamed`` (the next request asked, unstreamed, why a stream was empty:
+    models/retry.py) is not."""
+    return sum(
+        1 for entry in entries if not (isinstance(entry, Mapping) and entry.get("asked_unstreamed"))
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Failure:
     """What went wrong, set where it went wrong: its ``kind`` and ``stage``, the
@@ -124,9 +133,7 @@ class Failure:
         detail = ""
         if isinstance(error, errors.ModelError):
             status, detail = error.status, error.detail
-            # the requests asked again unstreamed to learn why a stream was empty are
-            # not retries (models/retry.py marks the attempt before each)
-            retries = sum(1 for entry in error.retries if not entry.get("asked_unstreamed"))
+            retries = retries_made(error.retries)
             if error.retry_note:
                 message = message.removesuffix(f" ({error.retry_note})")
         return cls(

@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+from pytest_agentbench.core.outcome import retries_made
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.errors import (
     ContextOverflow,
@@ -225,7 +226,7 @@ class RetryingClient:
         if self._closed.is_set():
             return "retry cancelled: the client was closed" if retries else ""
         if not self.policy.retryable(error):
-            count = sum(1 for entry in retries if not entry.get("asked_unstreamed"))
+            count = retries_made(retries)
             return f"after {count} {'retry' if count == 1 else 'retries'}" if count else ""
         if attempt >= self.policy.max_attempts:
             return f"gave up after {_attempts(attempt)}" if retries else ""

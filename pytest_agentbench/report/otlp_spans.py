@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue, as_int, as_list, as_object
+from pytest_agentbench.core.outcome import retries_made
 from pytest_agentbench.core.task_record import TaskRecord
 
 #: what a span's attribute may hold
@@ -223,11 +224,7 @@ def _call_spans(
             "gen_ai.usage.cache_creation.input_tokens": as_int(usage.get("cache_write")),
             "agentbench.attempt": as_int(entry.get("attempt")),
             "agentbench.turn": as_int(entry.get("turn")),
-            "agentbench.retries": sum(  # (an empty stream asked about is no retry)
-                1
-                for one in as_list(entry.get("retries"))
-                if not (isinstance(one, dict) and one.get("asked_unstreamed"))
-            ),
+            "agentbench.retries": retries_made(as_list(entry.get("retries"))),
             "agentbench.cached": response.get("cached") is True,
             "agentbench.batched": response.get("batch") is True,
             "agentbench.translated": _str(entry.get("translated")),
