@@ -108,6 +108,8 @@ def _plan(check: Check) -> ChecksPlan:
         )
     setup = options.get("setup", "")
     setup = setup if isinstance(setup, str) else ""
+    if setup.strip():  # compiled before the checks (by the harness for a fresh run)
+        _parse(setup, "options.setup")
     prompt = options.get("prompt", "")
     prompt = prompt if isinstance(prompt, str) else ""
     if isinstance(test, str) and test.strip():
@@ -232,6 +234,8 @@ def check_python_checks(task: Task) -> list[ConfigProblem]:
         plan = _plan(Check("", task, options))
     except VerifierError as exc:
         places = [key for key in ("test", "asserts", "entry_point") if key in options]
+        if str(exc).startswith("python_checks verifier: options.setup "):
+            places = ["setup"]
         return [unusable(("options", places[0]) if places else ("target",), exc)]
     if plan.prompt and task.mode == "agent":
         return [

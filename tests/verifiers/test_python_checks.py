@@ -382,7 +382,19 @@ def test_setup_problems_are_collection_problems() -> None:
     assert "entry_point" in problem.text
     [problem] = PYTHON_CHECKS.check_task(task(asserts=["assert f(1) =="]))
     assert problem.at == ("options", "asserts") and "assert 1 is not valid Python" in problem.text
+    [problem] = PYTHON_CHECKS.check_task(task(asserts=["assert f(1) == 1"], setup="import (\n"))
+    assert problem.at == ("options", "setup")
+    assert "options.setup is not valid Python" in problem.text
     assert os.environ.get(SLOTS_VARIABLE) is None
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_setup_that_is_not_python_says_so_in_every_mode(tmp_path: Path, mode: str) -> None:
+    """The setup is compiled before the checks (by the harness for a fresh run, by the
+    fork server's child otherwise): invalid Python there is named, never a crash."""
+    verdict = verify(RIGHT, tmp_path, mode, setup="import (\n")
+    assert verdict.error is not None, verdict  # the verifier could not judge: not the model's
+    assert "options.setup is not valid Python (line 1" in verdict.error
 
 
 @pytest.mark.parametrize("mode", MODES)
