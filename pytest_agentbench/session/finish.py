@@ -182,7 +182,10 @@ def _compare(state: RunState) -> JsonObject:
     sections: JsonObject = {}
     if results.baseline is None and not state.settings.perturb:
         return sections  # nothing to compare: report/compare.py is not even imported
-    from pytest_agentbench.report.compare import baseline_comparisons, robustness_comparisons
+    from pytest_agentbench.report.run_comparisons import (
+        baseline_comparisons,
+        robustness_comparisons,
+    )
 
     if results.baseline is not None:
         scored, earlier = task_records(results.records), task_records(results.baseline.records)
@@ -328,7 +331,7 @@ def summary_section(
             f"{resumed} task(s) resumed from the earlier run (not sent again)"
         )
     if state.results.baseline is not None:
-        from pytest_agentbench.report.compare import comparison_lines
+        from pytest_agentbench.report.run_comparisons import comparison_lines
 
         terminalreporter.write_line(
             f"against the baseline {state.results.baseline.run_id} "
@@ -345,7 +348,7 @@ def summary_section(
         for line in pairwise_lines(state.results.pairwise):
             terminalreporter.write_line(line)
     if state.results.robustness:
-        from pytest_agentbench.report.compare import robustness_line
+        from pytest_agentbench.report.run_comparisons import robustness_line
 
         for name, comparison in state.results.robustness:
             terminalreporter.write_line(robustness_line(name, comparison))

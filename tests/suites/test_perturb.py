@@ -200,7 +200,7 @@ def test_robustness_comes_in_the_named_order_whatever_order_records_arrive() -> 
     """Under xdist records arrive in any order; the report must not follow it."""
     from records_support import make_record
 
-    from pytest_agentbench.report.compare import robustness_comparisons
+    from pytest_agentbench.report.run_comparisons import robustness_comparisons
 
     def rec(task: str, outcome: str, name: str | None = None) -> TaskRecord:
         found: dict[str, Any] = {"suite": "s", "task_id": task, "model": "m", "outcome": outcome}
