@@ -1,6 +1,6 @@
 """The end of a run in the process that reports it (serial, or the xdist controller):
-the run reports, the Markdown summary, the HTML report, the terminal section, and the
-guard that keeps a late Ctrl-C or SIGTERM from cutting them short.
+the run reports, the Markdown summary, the HTML report and the terminal section
+(session/end_guard.py keeps a late Ctrl-C or SIGTERM from cutting them short).
 
 Nothing is written for a session in which no task ran (``--collect-only``, a collection
 that failed, a selection that left nothing): no run folder, no ``latest``, no step
@@ -9,15 +9,11 @@ summary, so ``--agentbench-resume latest`` still finds the last real run.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import threading
 import time
 import warnings
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING
 
 import pytest
@@ -29,7 +25,6 @@ from pytest_agentbench.artifacts.usability import unusable
 from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.task_record import RunSummary, TaskRecord
 from pytest_agentbench.session.run import RunState
-from pytest_agentbench.session.stash import STATE_KEY
 
 if TYPE_CHECKING:
     from pytest_agentbench.config.settings import Settings
@@ -359,54 +354,3 @@ def summary_section(
 
         for line in gate_lines(state.results.gate):
             terminalreporter.write_line(line)
-
-
-@contextlib.contextmanager
-def held_interrupts() -> Iterator[list[int]]:
-    """Hold SIGINT and SIGTERM while the block runs: the first one is noted (the yielded
-    list gets its number) and the block carries on; a second one interrupts at once, as
-    a user who insists expects. Outside the main thread nothing is held."""
-    held: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield held
-        return
-
-    def hold(signum: int, frame: FrameType | None) -> None:
-        if held:
-            raise KeyboardInterrupt(f"signal {signum}")
-        held.append(signum)
-
-    previous = {}
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        try:
-            previous[signum] = signal.signal(signum, hold)
-        except (ValueError, OSError):  # pragma: no cover - no such signal here
-            continue
-    try:
-        yield held
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
-class SessionEndGuard:
-    """Wraps the end of the session (our reports, then pytest's terminal summary with
-    our section): a signal there no longer ends in a KeyboardInterrupt traceback and a
-    half-written summary. The run's exit status then says it was interrupted."""
-
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_sessionfinish(
-        self, session: pytest.Session, exitstatus: int
-    ) -> Generator[None, object, object]:
-        with held_interrupts() as held:
-            result = yield
-        if held:
-            state = session.config.stash.get(STATE_KEY, None)
-            name = signal.Signals(held[0]).name
-            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-            if reporter is not None:
-                written = state is not None and (state.results.records or state.folder.started)
-                what = "the reports above are complete" if written else "nothing was written"
-                reporter.write_line(f"agentbench: {name} while the run was ending; {what}")
-            session.exitstatus = pytest.ExitCode.INTERRUPTED
-        return result

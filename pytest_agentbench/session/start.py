@@ -117,7 +117,7 @@ def start_run(config: pytest.Config) -> None:
         otlp = config.getoption("agentbench_otlp") or config.getini("agentbench_otlp")
         if otlp:
             _register_otlp(config, str(otlp), state.run.run_id, settings)
-        from pytest_agentbench.session.finish import SessionEndGuard
+        from pytest_agentbench.session.end_guard import SessionEndGuard
 
         config.pluginmanager.register(SessionEndGuard(), "agentbench-session-end")
         if config.pluginmanager.hasplugin("xdist"):
