@@ -99,6 +99,9 @@ class ForkServer:
     """One sandboxed server process (see the module docstring). Not thread-safe: the CPU
     slot that owns it uses it from one thread at a time."""
 
+    #: The Python program the server runs (sandbox/forkserver_program.py).
+    program: str = SERVER
+
     def __init__(self, isolation: str) -> None:
         self.isolation = isolation
         self.proc: subprocess.Popen[bytes] | None = None
@@ -116,7 +119,7 @@ class ForkServer:
         self.cgroup = cgroup = PidsCgroup.create(int(limits.processes) + WRAPPER_PROCESSES + 1)
         if cgroup is None:
             raise SandboxError("fork server: no pids cgroup could be made")
-        server = [sys.executable, "-I", "-S", "-B", "-c", SERVER]
+        server = [sys.executable, "-I", "-S", "-B", "-c", self.program]
         drop_ptrace = None
         if plan.tool is None:
             # no namespace: the server shares the pids cgroup with its tasks and finds
@@ -197,8 +200,11 @@ class ForkServer:
             self.close()
             proc = self._start()
             pauses = setup_pauses()
-            while _lost_race(proc) and pauses:
+            while (failure := _not_ready(proc)) is not None:
                 self.close()
+                code, stderr = failure
+                if not (pauses and lost_mount_race(code, stderr)):
+                    raise SandboxError(f"the fork server did not start: {_why(code, stderr)}")
                 time.sleep(pauses.pop(0))
                 proc = self._start()
         assert proc.stdin is not None and proc.stdout is not None
@@ -264,20 +270,25 @@ class ForkServer:
         return result, reply["report"].encode("utf-8")
 
 
-def _lost_race(proc: subprocess.Popen[bytes]) -> bool:
-    """Whether a server just started died in bubblewrap's setup because the host's mount
-    table changed under it (``isolation.lost_mount_race``), read from its first line: the
-    server says ``ready`` once it runs, or ends in bubblewrap's setup with the reason on
-    stderr."""
+def _not_ready(proc: subprocess.Popen[bytes]) -> tuple[int | None, str] | None:
+    """None once a server just started says ``ready``; else how it ended (its exit status,
+    None when it hangs, and the tail of its stderr: bubblewrap's reason, or Python's
+    traceback), for ``isolation.lost_mount_race`` to tell a lost race from a failure."""
     if _read_line(proc, time.monotonic() + _SETUP_WAIT_S) == b"ready\n":
-        return False
+        return None
     try:
-        code = proc.wait(timeout=_GRACE_S)
+        code: int | None = proc.wait(timeout=_GRACE_S)
     except subprocess.TimeoutExpired:
-        return False
+        return None, ""
     assert proc.stderr is not None
-    stderr = proc.stderr.read(4096).decode("utf-8", "replace")
-    return lost_mount_race(code, stderr)
+    return code, proc.stderr.read(1 << 16).decode("utf-8", "replace")
+
+
+def _why(code: int | None, stderr: str) -> str:
+    if code is None:
+        return f"it did not say it was ready within {_SETUP_WAIT_S:g} s"
+    last = [line for line in stderr.strip().splitlines() if line.strip()][-3:]
+    return f"it exited with status {code}" + (": " + " | ".join(last) if last else "")
 
 
 def _read_line(proc: subprocess.Popen[bytes], deadline: float) -> bytes:

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 from verifiers_support import verifier_task
 
-from pytest_agentbench.sandbox import forkserver
+from pytest_agentbench.errors import SandboxError
+from pytest_agentbench.sandbox import Limits, forkserver
 from pytest_agentbench.sandbox.cpuslots import SLOTS_VARIABLE, cpu_slot, slots_dir
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.base import Check, Verdict
@@ -385,6 +386,32 @@ def test_basic_fork_server_killed_by_its_task_proves_nothing(tmp_path: Path) -> 
     verdict = verify(answer, tmp_path / "a", "basic")
     assert verdict.reward == 0.0 and verdict.details["verifier_killed"], verdict.details
     assert verify(RIGHT, tmp_path / "b", "basic").reward == 1.0
+
+
+@pytest.mark.parametrize(
+    "isolation",
+    [
+        pytest.param("auto", marks=pytest.mark.skipif(not FORK, reason="no bwrap + pids cgroup")),
+        pytest.param("basic", marks=BASIC_ONLY),
+    ],
+)
+def test_a_fork_server_that_cannot_start_says_why(isolation: str) -> None:
+    """A server that ends before it says it is ready is the harness's problem, named with
+    the end of its stderr, never a task's run "killed by signal 9"."""
+
+    class Broken(forkserver.ForkServer):
+        program = "import sys\nsys.exit('the runner could not be loaded: no such module')"
+
+    server = Broken(isolation)
+    try:
+        with pytest.raises(SandboxError) as caught:
+            server.run({}, "runner.py", "runner", {}, "nonce", Limits(), {}, 1024)
+    finally:
+        server.close()
+    assert str(caught.value) == (
+        "the fork server did not start: it exited with status 1: "
+        "the runner could not be loaded: no such module"
+    )
 
 
 def test_cpu_slots_are_shared_with_other_processes(
