@@ -113,7 +113,11 @@ class ForkServer:
     def _start(self) -> subprocess.Popen[bytes]:
         guard_harness()
         plan = plan_for(self.isolation)
-        self.scratch = tempfile.TemporaryDirectory(prefix="agentbench-forkserver-")
+        try:
+            self.scratch = tempfile.TemporaryDirectory(prefix="agentbench-forkserver-")
+        except OSError as exc:
+            where = tempfile.gettempdir()
+            raise SandboxError(f"fork server: no scratch folder in {where}: {exc}") from None
         scratch = Path(self.scratch.name)
         limits = Limits()
         self.cgroup = cgroup = PidsCgroup.create(int(limits.processes) + WRAPPER_PROCESSES + 1)
