@@ -17,7 +17,8 @@ Under ``basic`` isolation (no namespace tool) with a pids cgroup the server is t
 program without bubblewrap (``in_place``): it and its tasks share the server's pids
 cgroup, where it finds what a task left running; a task runs in its host workspace as it
 is, as a fresh ``basic`` run does; the server is started as a fresh ``basic`` command is
-(as root without ``CAP_SYS_PTRACE``, which its non-dumpable memory then needs).
+(as root, without ``CAP_SYS_PTRACE``: with it a task could read the server's memory, for
+all that the server is non-dumpable).
 
 This module is the client: it starts a server (from one launcher thread), sends it a
 task and reads the reply; the server's program and the protocol between the two are
@@ -276,8 +277,8 @@ class ForkServer:
 
 def _not_ready(proc: subprocess.Popen[bytes]) -> tuple[int | None, str] | None:
     """None once a server just started says ``ready``; else how it ended (its exit status,
-    None when it hangs, and the tail of its stderr: bubblewrap's reason, or Python's
-    traceback), for ``isolation.lost_mount_race`` to tell a lost race from a failure."""
+    None when it hangs, and its stderr: bubblewrap's reason, or Python's traceback), for
+    ``isolation.lost_mount_race`` to tell a lost race from a failure."""
     if _read_line(proc, time.monotonic() + _SETUP_WAIT_S) == b"ready\n":
         return None
     try:
