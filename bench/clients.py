@@ -40,10 +40,11 @@ import httpx
 
 from pytest_agentbench.models.anthropic import AnthropicClient
 from pytest_agentbench.models.base import ModelClient, ModelRequest, ModelSpec
+from pytest_agentbench.models.event_json import parse_json
 from pytest_agentbench.models.http import ignore_events
 from pytest_agentbench.models.openai_chat import OpenAIChatClient
 from pytest_agentbench.models.openai_responses import OpenAIResponsesClient
-from pytest_agentbench.models.sse import SSEParser, parse_json
+from pytest_agentbench.models.sse import SSEParser
 
 CHUNK_SIZE = 64
 VOCABULARY = (

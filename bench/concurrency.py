@@ -41,7 +41,8 @@ BODY = {"model": "x", "messages": [{"role": "user", "content": "q"}], "stream": 
 
 def read_events(parser: object, chunk: bytes, texts: list[str]) -> None:
     """What a client does with a chunk: SSE events out, each event's JSON decoded."""
-    from pytest_agentbench.models.sse import SSEParser, parse_json
+    from pytest_agentbench.models.event_json import parse_json
+    from pytest_agentbench.models.sse import SSEParser
 
     assert isinstance(parser, SSEParser)
     for _, data, _ in parser.feed_fields(chunk):

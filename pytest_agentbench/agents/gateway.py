@@ -43,8 +43,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pytest_agentbench.agents.gateway_calls import relay
 from pytest_agentbench.agents.route import ClientFor, Route
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
+from pytest_agentbench.models.event_json import parse_json
 from pytest_agentbench.models.siblings import PROTOCOL_PATHS
-from pytest_agentbench.models.sse import parse_json
 from pytest_agentbench.runner.loopguard import KillPolicy
 from pytest_agentbench.runner.tool_loop import ToolLoopPolicy
 from pytest_agentbench.scripted.handler import WIRES

@@ -30,10 +30,10 @@ from pytest_agentbench.models.base import (
     ToolCall,
     Usage,
 )
+from pytest_agentbench.models.event_json import StringSlot
 from pytest_agentbench.models.http import ProtocolClient, ignore_events
 from pytest_agentbench.models.http_replies import error_detail
 from pytest_agentbench.models.sampling_wire import apply_sampling
-from pytest_agentbench.models.sse import StringSlot
 from pytest_agentbench.models.think import Channel
 from pytest_agentbench.models.usage import normalise_anthropic_usage, recovered_usage
 from pytest_agentbench.models.wire import Response

@@ -12,8 +12,8 @@ from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import EventSink, StreamEvent
 from pytest_agentbench.models.base import FinishReason, ToolCall, ToolSpec
+from pytest_agentbench.models.event_json import StringSlot
 from pytest_agentbench.models.http import ignore_events
-from pytest_agentbench.models.sse import StringSlot
 from pytest_agentbench.models.think import Channel, ThinkSplitter
 
 _SLOT_PATH = ("choices", 0, "delta")

@@ -28,13 +28,13 @@ from pytest_agentbench.models.base import (
     ModelSpec,
     ToolCall,
 )
+from pytest_agentbench.models.event_json import StringSlot
 from pytest_agentbench.models.http import (
     ProtocolClient,
     ignore_events,
 )
 from pytest_agentbench.models.overflow import context_overflow, overflow_error
 from pytest_agentbench.models.sampling_wire import apply_sampling
-from pytest_agentbench.models.sse import StringSlot
 from pytest_agentbench.models.usage import normalise_responses_usage
 from pytest_agentbench.models.wire import Response
 

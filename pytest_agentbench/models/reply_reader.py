@@ -14,9 +14,10 @@ from pytest_agentbench.core.jsontypes import JsonObject
 from pytest_agentbench.core.stream import EventSink
 from pytest_agentbench.errors import ModelError, TransportError
 from pytest_agentbench.models.base import FinishReason, Generation, ModelSpec, ToolCall, Usage
+from pytest_agentbench.models.event_json import StringSlot, parse_json
 from pytest_agentbench.models.http_replies import EmptyStream, attach_partial, error_detail
 from pytest_agentbench.models.queue import Place
-from pytest_agentbench.models.sse import SSEParser, StringSlot, parse_json
+from pytest_agentbench.models.sse import SSEParser
 from pytest_agentbench.models.usage import recovered_usage
 from pytest_agentbench.models.wire import Response
 

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from sse_support import responses_text
 
-from pytest_agentbench.models.sse import SSEParser, StringSlot, parse_json
+from pytest_agentbench.models.event_json import StringSlot, parse_json
+from pytest_agentbench.models.sse import SSEParser
 
 # --- the SSE short cut against the general path --------------------------------------
 
