@@ -62,9 +62,10 @@ from pytest_agentbench.sandbox.process import (
     _preexec,
     _ptrace_dropper,
     _rlimits,
+    _user_process_count,
     sandbox_env,
 )
-from pytest_agentbench.sandbox.watch import WRAPPER_PROCESSES, killed_by
+from pytest_agentbench.sandbox.watch import _POLL_S, WRAPPER_PROCESSES, killed_by
 
 T = TypeVar("T")
 #: Files a fork-server task may bring (more, or bigger, runs as a fresh process).
@@ -78,15 +79,17 @@ _SETUP_WAIT_S = 30.0
 
 
 def usable(isolation: str) -> bool:
-    """Whether tasks under ``isolation`` may take the fork-server path: only where
-    processes are bounded by a pids cgroup (the server's whole tree is one cgroup, which
-    is how what a task leaves running is found and killed) and the sandbox is bubblewrap
-    (own pid namespace, private /tmp) or no namespace tool at all (``basic``)."""
+    """Whether tasks under ``isolation`` may take the fork-server path: under bubblewrap
+    (own pid namespace, private /tmp) and with no namespace tool at all (``basic``), not
+    under ``unshare``. Processes are bounded by the server's pids cgroup where one can be
+    made; else the server counts the task's processes (its pid namespace's, or in
+    ``basic`` its own descendants: it is their subreaper) against the bound every 50 ms,
+    under the ``RLIMIT_NPROC`` a fresh run would get."""
     try:
         plan = plan_for(isolation)
     except SandboxError:
         return False
-    return plan.tool in ("bwrap", None) and plan.processes == "cgroup"
+    return plan.tool in ("bwrap", None)
 
 
 def in_place(isolation: str) -> bool:
@@ -121,16 +124,21 @@ class ForkServer:
             raise SandboxError(f"fork server: no scratch folder in {where}: {exc}") from None
         scratch = Path(self.scratch.name)
         limits = Limits()
-        self.cgroup = cgroup = PidsCgroup.create(int(limits.processes) + WRAPPER_PROCESSES + 1)
-        if cgroup is None:
-            raise SandboxError("fork server: no pids cgroup could be made")
+        cgroup = None
+        if plan.processes == "cgroup":
+            cgroup = PidsCgroup.create(int(limits.processes) + WRAPPER_PROCESSES + 1)
+            if cgroup is None:
+                raise SandboxError("fork server: no pids cgroup could be made")
+        self.cgroup = cgroup
         server = [sys.executable, "-I", "-S", "-B", "-c", self.program]
         drop_ptrace = None
         if plan.tool is None:
-            # no namespace: the server shares the pids cgroup with its tasks and finds
-            # there what a task left; non-dumpable and (for root) without CAP_SYS_PTRACE
-            # from exec on, which its forked tasks inherit: they cannot read its memory
-            argv = [*server, "basic", cgroup.procs_file]
+            # no namespace: the server shares the pids cgroup with its tasks (or, without
+            # one, is their subreaper) and finds there what a task left; non-dumpable and
+            # (for root) without CAP_SYS_PTRACE from exec on, which its forked tasks
+            # inherit: they cannot read its memory
+            procs = cgroup.procs_file if cgroup is not None else "-"
+            argv = [*server, "basic", procs]
             drop_ptrace = _ptrace_dropper()
         else:
             bwrap = shutil.which("bwrap", path=_TOOL_PATH)
@@ -153,13 +161,21 @@ class ForkServer:
                     # says there why it could not set the sandbox up (the server is silent)
                     stderr=subprocess.PIPE,
                     start_new_session=True,
-                    preexec_fn=_preexec(server_limits, cgroup.procs_file, drop_ptrace),
+                    preexec_fn=_preexec(
+                        server_limits,
+                        cgroup.procs_file if cgroup is not None else None,
+                        drop_ptrace,
+                    ),
                 )
             )
         except (OSError, subprocess.SubprocessError) as exc:
             self.close()
             raise SandboxError(f"could not start the fork server: {exc}") from None
         return self.proc
+
+    def _refused_now(self) -> bool:
+        """Whether the server's pids cgroup has refused a fork (False without one)."""
+        return self.cgroup is not None and self.cgroup.refused()
 
     def close(self) -> None:
         """Stop the server (its sandbox, its cgroup, its scratch directory)."""
@@ -214,6 +230,9 @@ class ForkServer:
                 proc = self._start()
         assert proc.stdin is not None and proc.stdout is not None
         refused_before = self.cgroup.refused() if self.cgroup is not None else False
+        nproc = None  # as a fresh run's: RLIMIT_NPROC counts all of the user's processes
+        if self.cgroup is None and plan_for(self.isolation).processes == "rlimit":
+            nproc = _user_process_count() + int(limits.processes) + WRAPPER_PROCESSES
         request = {
             "files": dict(files),
             "runner": runner,
@@ -223,7 +242,7 @@ class ForkServer:
             "env": dict(env),
             # RLIMIT_NOFILE stays the server's (the child keeps fds 0-3 only)
             "rlimits": [
-                list(item) for item in _rlimits(limits, None) if item[0] != resource.RLIMIT_NOFILE
+                list(item) for item in _rlimits(limits, nproc) if item[0] != resource.RLIMIT_NOFILE
             ],
             "timeout_s": limits.timeout_s,
             "output_bytes": int(limits.output_bytes),
@@ -233,21 +252,26 @@ class ForkServer:
         }
         if cwd is not None:
             request["cwd"] = cwd
+        if self.cgroup is None:  # the server counts the task's processes itself
+            request["processes"] = int(limits.processes)
         start = time.monotonic()
         line = b""
         try:
             proc.stdin.write((json.dumps(request) + "\n").encode())
             proc.stdin.flush()
-            line = _read_line(proc, start + limits.timeout_s + _GRACE_S)
+            # a refused fork stops the task as a fresh run's watch does: the server with it
+            line = _read_line(proc, start + limits.timeout_s + _GRACE_S, self._refused_now)
         except OSError:
             line = b""
         elapsed = time.monotonic() - start
         self.kept = {}
         if not line:
+            over = self._refused_now() and not refused_before
             self.close()  # the server died (a task killed it) or hung: a new one next time
             code = proc.returncode if proc.returncode is not None else -9
             sig = -code if code < 0 else (code - 128 if code > 128 else 9)
-            result = CommandResult(None, "", "", False, f"parent signal {sig}", False, elapsed)
+            reason = "processes" if over else f"parent signal {sig}"
+            result = CommandResult(None, "", "", False, reason, False, elapsed)
             return result, b""
         reply: Reply = json.loads(line)  # our own server's line: its shape is known
         stdout, cut_out = cut_text(reply["cut"][0], reply["stdout"])
@@ -258,7 +282,7 @@ class ForkServer:
         signum, exit_code = reply["signal"], reply["exit_code"]
         if reply["timed_out"]:
             killed: str | None = "timeout"
-        elif refused:
+        elif refused or reply["processes"]:
             killed = "processes"
         else:
             killed = killed_by(signum, exit_code, stderr[-4000:])
@@ -273,6 +297,32 @@ class ForkServer:
         )
         self.kept = {k: None if v is None else bytes.fromhex(v) for k, v in reply["files"].items()}
         return result, reply["report"].encode("utf-8")
+
+
+def _read_line(
+    proc: subprocess.Popen[bytes], deadline: float, stop_if: Callable[[], bool] | None = None
+) -> bytes:
+    """One reply line from the server, or b"" when it dies or misses ``deadline``, or when
+    ``stop_if()`` (asked every ``_POLL_S`` while the server is silent) says so."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    chunks: list[bytes] = []
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return b""
+            if not selector.select(timeout=left if stop_if is None else min(left, _POLL_S)):
+                if stop_if is not None and stop_if():
+                    return b""
+                continue
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b""
+            chunks.append(chunk)
+            if chunk.endswith(b"\n"):
+                return b"".join(chunks)
 
 
 def _not_ready(proc: subprocess.Popen[bytes]) -> tuple[int | None, str] | None:
@@ -294,25 +344,6 @@ def _why(code: int | None, stderr: str) -> str:
         return f"it did not say it was ready within {_SETUP_WAIT_S:g} s"
     last = [line for line in stderr.strip().splitlines() if line.strip()][-3:]
     return f"it exited with status {code}" + (": " + " | ".join(last) if last else "")
-
-
-def _read_line(proc: subprocess.Popen[bytes], deadline: float) -> bytes:
-    """One reply line from the server, or b"" when it dies or misses ``deadline``."""
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    chunks: list[bytes] = []
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or not selector.select(timeout=left):
-                return b""
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                return b""
-            chunks.append(chunk)
-            if chunk.endswith(b"\n"):
-                return b"".join(chunks)
 
 
 _launches: queue.Queue[tuple[Callable[[], None], threading.Event]] = queue.Queue()

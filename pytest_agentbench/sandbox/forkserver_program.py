@@ -4,18 +4,20 @@ sandbox/forkserver.py).
 ``SERVER`` is the program, run as ``python -I -S -B -c SERVER MODE [PROCS]``: MODE
 ``bwrap`` inside bubblewrap (the init of its pid namespace, its own ``/tmp``), or
 ``basic`` with no namespace, PROCS then the ``cgroup.procs`` file of the pids cgroup it
-and its tasks share (what is left of a task is found there, not in ``/proc``; the server
-is their subreaper, and its scratch folder, its working directory, takes the place of
-``/tmp``). It writes ``ready`` once running, then reads one JSON request per line on fd 0
-and writes one JSON reply per line on fd 1 (no child keeps either). A request names the
-task's ``files`` (relative path to text) or, in ``basic``, the ``cwd`` the task runs in
-as it is (no files then, nothing copied back), the ``runner`` file and ``runner_module``
-it loads once, the runner's ``orders`` and ``nonce``, the child's ``env`` and
-``rlimits``, ``timeout_s``, ``output_bytes`` (the cap of each of stdout and stderr),
-``report_limit``, ``paths`` for ``sys.path`` and ``keep_bytes`` (what of the task's
-directory is copied back). The reply is ``Reply``; output over its cap keeps its head
-and tail around a ``\\0CUT\\0`` mark, which ``cut_text`` turns into a line saying how
-much was cut.
+and its tasks share (what is left of a task is found there, not in ``/proc``), or ``-``
+where no pids cgroup could be made (the server's descendants then: it is their
+subreaper, so none leaves its tree); its scratch folder, its working directory, takes
+the place of ``/tmp``. It writes ``ready`` once running, then reads one JSON request per
+line on fd 0 and writes one JSON reply per line on fd 1 (no child keeps either). A
+request names the task's ``files`` (relative path to text) or, in ``basic``, the ``cwd``
+the task runs in as it is (no files then, nothing copied back), the ``runner`` file and
+``runner_module`` it loads once, the runner's ``orders`` and ``nonce``, the child's
+``env`` and ``rlimits``, ``timeout_s``, ``output_bytes`` (the cap of each of stdout and
+stderr), ``report_limit``, ``paths`` for ``sys.path``, ``keep_bytes`` (what of the
+task's directory is copied back) and, without a pids cgroup, ``processes``: the bound
+the server counts the task's processes against every 50 ms (``Reply.processes`` says it
+was passed). The reply is ``Reply``; output over its cap keeps its head and tail around
+a ``\\0CUT\\0`` mark, which ``cut_text`` turns into a line saying how much was cut.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ prctl = ctypes.CDLL(None).prctl
 prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
 basic = sys.argv[1] == "basic"
 if basic:
-    procs = sys.argv[2]
+    procs = sys.argv[2] if sys.argv[2] != "-" else None
     prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: what a task leaves is reaped here
     prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: gone with the harness
     scratch = os.getcwd()
@@ -54,11 +56,45 @@ def load(path, name):
 def tmpfile():
     return os.open(scratch if basic else "/tmp", os.O_TMPFILE | os.O_RDWR, 0o600)
 
+def descendants():
+    children = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open("/proc/%s/stat" % name, "rb") as file:
+                    ppid = int(file.read().rpartition(b")")[2].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(name))
+    found, todo = [], [me]
+    while todo:
+        for pid in children.get(todo.pop(), ()):
+            found.append(pid)
+            todo.append(pid)
+    return found
+
 def others():
-    if basic:  # the pids cgroup holds the server, its task and all the task started
+    if basic and procs:  # the pids cgroup holds the server, its task and all it started
         with open(procs) as file:
             return [int(pid) for pid in file.read().split() if int(pid) != me]
+    if basic:  # no cgroup: the server is their subreaper, so none leaves its tree
+        return descendants()
     return [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) != me]
+
+def wait_for(pid, pidfd, request):
+    # whether the task ran past its time, and whether past its process bound (counted
+    # every 50 ms where no pids cgroup bounds it: the request names "processes")
+    bound = request.get("processes")
+    deadline = time.monotonic() + request["timeout_s"]
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return True, False
+        tick = left if bound is None else min(left, 0.05)
+        if select.select([pidfd], [], [], tick)[0]:
+            return False, False
+        if bound is not None and len(others()) > bound:
+            return False, True
 
 def kill_others():
     for _ in range(1000):  # a process may fork while it is read: until none is left
@@ -199,9 +235,8 @@ for line in control:
     if pid == 0:
         child(request, task, channel, out, err)
     pidfd = os.pidfd_open(pid)
-    ready, _, _ = select.select([pidfd], [], [], request["timeout_s"])
-    timed_out = not ready
-    if timed_out:
+    timed_out, too_many = wait_for(pid, pidfd, request)
+    if timed_out or too_many:
         try:
             os.killpg(pid, signal.SIGKILL)
         except OSError:
@@ -223,6 +258,7 @@ for line in control:
         os.close(fd)
     reply = {
         "timed_out": timed_out,
+        "processes": too_many,
         "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
         "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
         "elapsed_s": elapsed,
@@ -242,6 +278,7 @@ class Reply(TypedDict):
     """The server's reply line: the ``reply`` its loop (``SERVER``) writes per task."""
 
     timed_out: bool
+    processes: bool
     exit_code: int | None
     signal: int | None
     elapsed_s: float

@@ -22,12 +22,16 @@ from verifiers_support import verifier_task
 from pytest_agentbench.errors import SandboxError
 from pytest_agentbench.sandbox import Limits, forkserver
 from pytest_agentbench.sandbox.cpuslots import SLOTS_VARIABLE, cpu_slot, slots_dir
+from pytest_agentbench.sandbox.isolation import plan_for
 from pytest_agentbench.suites.task import Task
 from pytest_agentbench.verifiers.base import Check, Verdict
 from pytest_agentbench.verifiers.checks import PYTHON_CHECKS
 
 FORK = forkserver.usable("auto")
 BASIC_FORK = forkserver.usable("basic")
+#: Set by test_python_checks_no_cgroup.py, which runs the basic tests again where no pids
+#: cgroup can be made.
+NO_CGROUP = os.environ.get("AGENTBENCH_TEST_NO_CGROUP") == "1"
 #: fork: the fork server (auto under bubblewrap); fresh: a new bubblewrap process per run
 #: (an agent workspace never takes the fork server); basic: no namespaces (the basic fork
 #: server where a pids cgroup can be made, else a fresh process); basic-fresh: no
@@ -320,7 +324,32 @@ def test_fork_server_is_out_of_a_kill_and_keeps_the_workspace(tmp_path: Path) ->
     assert verify(RIGHT, tmp_path / "b").reward == 1.0
 
 
-BASIC_ONLY = pytest.mark.skipif(not BASIC_FORK, reason="no pids cgroup for a basic fork server")
+BASIC_ONLY = pytest.mark.skipif(not BASIC_FORK, reason="no basic fork server here")
+
+
+@pytest.mark.skipif(not NO_CGROUP, reason="run by test_python_checks_no_cgroup.py")
+def test_basic_without_a_pids_cgroup_still_takes_the_fork_server() -> None:
+    assert plan_for("basic").processes in ("rlimit", "watch") and BASIC_FORK
+
+
+@BASIC_ONLY
+def test_basic_fork_server_stops_a_fork_bomb_as_processes(tmp_path: Path) -> None:
+    """With a pids cgroup its refused fork, without one the server's count of the task's
+    processes (every 50 ms): either way the run is stopped and says why."""
+    bomb = (
+        "import os, time\n"
+        "def add(a, b):\n"
+        "    for _ in range(200):\n"
+        "        try:\n"
+        "            if os.fork() == 0:\n"
+        "                time.sleep(60)\n"
+        "                os._exit(0)\n"
+        "        except OSError:\n"
+        "            break\n"
+        "    time.sleep(60)\n"
+    )
+    verdict = verify(bomb, tmp_path, "basic", timeout_s=20)
+    assert verdict.reward == 0.0 and verdict.details["killed_by"] == "processes", verdict.details
 
 
 @BASIC_ONLY
