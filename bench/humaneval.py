@@ -19,8 +19,7 @@ machine noise spreads over all:
   published ``HumanEval.jsonl.gz`` read as is; its ``scripted`` template answers each task
   with the row's prompt + canonical solution; ``python_checks`` judges. Once with the
   default sandbox (``auto``) and once with ``--agentbench-sandbox basic`` (no namespace
-  tool: the basic fork server where a pids cgroup can be made, else a fresh sandboxed
-  process per task). Start-up and reports included.
+  tool: the basic fork server). Start-up and reports included.
 
 Every timed run is verified (164 passed on each side), so a fast wrong run cannot count.
 Every child runs with bytecode caching on (``PYTHONDONTWRITEBYTECODE`` removed, as on a
