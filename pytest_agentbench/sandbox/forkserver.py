@@ -1,8 +1,8 @@
 """A pre-started sandboxed Python that forks once per task: the fast path for short checks.
 
 Starting bubblewrap and a Python interpreter costs more than a HumanEval check itself, so
-under ``strong`` isolation with a pids cgroup, ``python_checks`` hands its runs to a fork
-server: one bubblewrap sandbox per CPU slot (``cpuslots.py``) running one Python that has
+under ``strong`` isolation ``python_checks`` (and ``python_tests``) hands its runs to a
+fork server: one bubblewrap sandbox per CPU slot (``cpuslots.py``) running one Python that has
 already loaded the runner. Per task it writes the task's files into a fresh directory of
 its private ``/tmp``, forks a child (new session, the task's rlimits, fds 0–2 on
 ``/dev/null`` and two unlinked files, the report channel on fd 3, every other descriptor
@@ -13,12 +13,16 @@ capability dropped) can neither trace it nor open its descriptors or memory thro
 ``/proc``. A task that kills the server fails as ``parent signal N``; the next task gets a
 new server. docs/sandbox.md says what a task sees that differs from a fresh process.
 
-Under ``basic`` isolation (no namespace tool) with a pids cgroup the server is the same
-program without bubblewrap (``in_place``): it and its tasks share the server's pids
-cgroup, where it finds what a task left running; a task runs in its host workspace as it
-is, as a fresh ``basic`` run does; the server is started as a fresh ``basic`` command is
-(as root, without ``CAP_SYS_PTRACE``: with it a task could read the server's memory, for
-all that the server is non-dumpable).
+The server's whole tree is one pids cgroup where one can be made: a refused fork stops the
+task (and the server: the next task gets a new one). Without one the server counts the
+task's processes itself every 50 ms and stops it past the bound.
+
+Under ``basic`` isolation (no namespace tool) the server is the same program without
+bubblewrap (``in_place``): it finds what a task left running in the pids cgroup they share
+or, without one, among its descendants (it is their subreaper); a task runs in its host
+workspace as it is, as a fresh ``basic`` run does; the server is started as a fresh
+``basic`` command is (as root, without ``CAP_SYS_PTRACE``: with it a task could read the
+server's memory, for all that the server is non-dumpable).
 
 This module is the client: it starts a server (from one launcher thread), sends it a
 task and reads the reply; the server's program and the protocol between the two are
