@@ -11,11 +11,8 @@ Requests are sent with ``store: false``: a benchmark keeps no state on the provi
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
-from dataclasses import field
+from collections.abc import Mapping
 
-from pytest_agentbench.core.fastclass import dataclass
 from pytest_agentbench.core.jsontypes import JsonObject, JsonValue
 from pytest_agentbench.core.stream import EventSink, StreamEvent
 from pytest_agentbench.errors import (
@@ -28,172 +25,28 @@ from pytest_agentbench.models.base import (
     ModelSpec,
     ToolCall,
 )
-from pytest_agentbench.models.event_json import StringSlot
 from pytest_agentbench.models.http import (
     ProtocolClient,
     ignore_events,
 )
 from pytest_agentbench.models.overflow import context_overflow, overflow_error
+from pytest_agentbench.models.responses_format import (
+    ResponsesCall,
+    ResponsesReceived,
+    map_finish_reason,
+    responses_input,
+    tool_call,
+)
 from pytest_agentbench.models.sampling_wire import apply_sampling
 from pytest_agentbench.models.usage import normalise_responses_usage
 from pytest_agentbench.models.wire import Response
 
-_INCOMPLETE: dict[str, FinishReason] = {
-    "max_output_tokens": "length",
-    "content_filter": "content_filter",
-}
 _THINKING_DELTAS = ("response.reasoning_summary_text.delta", "response.reasoning_text.delta")
 _FINAL_EVENTS = ("response.completed", "response.incomplete")
 _RATE_LIMIT_CODES = ("rate_limit_exceeded", "rate_limit_error", "overloaded_error")
-#: The fields of a delta event the client reads (the others may vary freely).
-_SLOT_READS = ("type", "error", "delta", "item_id", "summary_index", "content_index")
 
 
-def map_finish_reason(
-    status: str | None, incomplete_reason: str | None, has_tool_calls: bool
-) -> FinishReason | None:
-    """A response's ``status`` (and ``incomplete_details.reason``) in the closed set; None
-    when the response never finished."""
-    if status is None:
-        return None
-    if status == "completed":
-        return "tool_calls" if has_tool_calls else "stop"
-    if status == "incomplete":
-        return _INCOMPLETE.get(incomplete_reason or "", "other")
-    return "other"
-
-
-#: Which thinking part a delta belongs to: the item id and the summary (or content) index
-#: as the event gave them (a new part starts a new paragraph).
-_Part = tuple[JsonValue, JsonValue]
-
-
-@dataclass
-class _Call:
-    """One function call as it arrives: ``call_id`` and name first, arguments in pieces."""
-
-    index: int
-    call_id: str
-    name: str
-    arguments: list[str] = field(default_factory=list)
-
-
-@dataclass
-class _Received:
-    """What has arrived so far for one request (kept for the partial on failure)."""
-
-    status: int | None = None
-    text: list[str] = field(default_factory=list)
-    thinking: list[str] = field(default_factory=list)
-    calls: dict[JsonValue, _Call] = field(default_factory=dict)
-    thinking_part: _Part | None = None
-    response_status: str | None = None
-    incomplete_reason: str | None = None
-    usage: JsonObject | None = None
-    done: bool = False  # the final response arrived: later events are ignored
-    #: The stream's repeating text or thinking delta once learned: its slot, channel and
-    #: thinking part.
-    slot: StringSlot | None = None
-    slot_channel: str = "text"
-    slot_part: _Part | None = None
-    slot_tries: int = 0
-    slot_previous: JsonObject | None = None
-
-    @property
-    def anything(self) -> bool:
-        return bool(self.text or self.thinking or self.calls or self.usage)
-
-    def learn_slot(self, text: str, data: JsonObject, channel: str, part: _Part | None) -> None:
-        """After a text or thinking delta (decoded from ``text``): learn where its delta
-        sits, so the next deltas that differ only there skip decoding."""
-        delta = data.get("delta")
-        if self.slot_tries >= StringSlot.TRIES or not data.get("type") or not _text(delta):
-            return  # (without its own type, the event's SSE type would decide its kind)
-        previous, self.slot_previous = self.slot_previous, data
-        if previous is None:  # from the second delta on: a short reply never pays for it
-            return
-        self.slot_tries += 1
-        self.slot = StringSlot.learn(text, data, (), "delta", previous, _SLOT_READS)
-        self.slot_channel, self.slot_part = channel, part
-
-    def take_slot(self, delta: str, emit: EventSink) -> None:
-        """The delta of an event that matched the slot: what its kind's handling does."""
-        if self.slot_channel == "text":
-            self.text.append(delta)
-            if emit is not ignore_events:
-                emit(StreamEvent("text", delta))
-        else:
-            self.add_thinking(self.slot_part, delta, emit)
-
-    def add_thinking(self, part: _Part | None, delta: str, emit: EventSink) -> None:
-        """Summary parts are separate paragraphs: a new part starts after a blank line."""
-        if self.thinking and part != self.thinking_part:
-            delta = "\n\n" + delta
-        self.thinking_part = part
-        self.thinking.append(delta)
-        if emit is not ignore_events:
-            emit(StreamEvent("thinking", delta))
-
-    def add_call(self, output_index: JsonValue, item: JsonObject, emit: EventSink) -> _Call:
-        call = _Call(len(self.calls), str(item.get("call_id") or ""), str(item.get("name") or ""))
-        self.calls[output_index] = call
-        self.add_arguments(call, "", emit)
-        return call
-
-    @staticmethod
-    def add_arguments(call: _Call, delta: str, emit: EventSink) -> None:
-        call.arguments.append(delta)
-        if emit is not ignore_events:
-            data = {"index": call.index, "id": call.call_id, "name": call.name}
-            emit(StreamEvent("tool_call", data={**data, "arguments_delta": delta}))
-
-
-def _tool_call(call: _Call) -> ToolCall:
-    raw = "".join(call.arguments)
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        parsed = None
-    return ToolCall(
-        id=call.call_id,
-        name=call.name,
-        arguments=parsed if isinstance(parsed, dict) else None,
-        raw_arguments=raw,
-    )
-
-
-def _input_items(messages: Iterable[Mapping[str, JsonValue]]) -> list[JsonValue]:
-    """Neutral messages as Responses input items: assistant tool calls become
-    ``function_call`` items after the assistant's text, tool results
-    ``function_call_output`` items (the API has no error flag; the text says it)."""
-    items: list[JsonValue] = []
-    for message in messages:
-        role = message.get("role")
-        if role == "tool":
-            output = message.get("content", "")
-            call_id = message.get("tool_call_id")
-            items.append({"type": "function_call_output", "call_id": call_id, "output": output})
-            continue
-        content = message.get("content")
-        calls = message.get("tool_calls") or []
-        if content or not calls:
-            items.append({"role": role, "content": content or ""})
-        if not isinstance(calls, list | tuple):
-            raise TypeError(f"tool_calls must be a list of call objects, got {calls!r}")
-        for call in calls:
-            if not isinstance(call, dict):
-                raise TypeError(f"tool_calls must be a list of call objects, got {calls!r}")
-            arguments = call.get("arguments")
-            if not isinstance(arguments, str):
-                arguments = json.dumps(arguments if arguments is not None else {})
-            call_id, name = call.get("id"), call.get("name")
-            items.append(
-                {"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments}
-            )
-    return items
-
-
-class OpenAIResponsesClient(ProtocolClient[_Received]):
+class OpenAIResponsesClient(ProtocolClient[ResponsesReceived]):
     """A ModelClient for ``POST {base_url}/responses`` (base URL like
     ``https://api.openai.com/v1``).
 
@@ -226,7 +79,7 @@ class OpenAIResponsesClient(ProtocolClient[_Received]):
         body: JsonObject = {"model": self.spec.model}
         if request.system:
             body["instructions"] = request.system
-        body["input"] = _input_items(request.messages)
+        body["input"] = responses_input(request.messages)
         if request.tools:
             body["tools"] = [
                 {
@@ -253,16 +106,16 @@ class OpenAIResponsesClient(ProtocolClient[_Received]):
         body["store"] = False
         return apply_sampling("responses", body, request.sampling)
 
-    def _new_received(self) -> _Received:
-        return _Received()
+    def _new_received(self) -> ResponsesReceived:
+        return ResponsesReceived()
 
     STREAM_FINISH = "no response.completed or response.incomplete"
 
-    def _stream_finished(self, received: _Received) -> bool:
+    def _stream_finished(self, received: ResponsesReceived) -> bool:
         return received.response_status is not None
 
     def _on_stream_event(
-        self, event_type: str, text: str, received: _Received, emit: EventSink
+        self, event_type: str, text: str, received: ResponsesReceived, emit: EventSink
     ) -> None:
         """One event: its type and data (a JSON object once decoded, so objects are dicts)."""
         data = self._decode(text, "stream event")
@@ -299,13 +152,13 @@ class OpenAIResponsesClient(ProtocolClient[_Received]):
             raise self._event_error(data, "error event")
 
     @staticmethod
-    def _complete_arguments(call: _Call, arguments: JsonValue, emit: EventSink) -> None:
+    def _complete_arguments(call: ResponsesCall, arguments: JsonValue, emit: EventSink) -> None:
         """A finished item's arguments: whatever the deltas have not delivered yet."""
         sent = "".join(call.arguments)
         if isinstance(arguments, str) and arguments != sent and arguments.startswith(sent):
-            _Received.add_arguments(call, arguments[len(sent) :], emit)
+            ResponsesReceived.add_arguments(call, arguments[len(sent) :], emit)
 
-    def _read_body(self, response: Response, received: _Received, emit: EventSink) -> None:
+    def _read_body(self, response: Response, received: ResponsesReceived, emit: EventSink) -> None:
         """A non-streamed response; its parts are emitted once each, like a stream would."""
         obj = self._decode(response.read().decode("utf-8", "replace"), "response")
         if obj.get("status") == "failed":
@@ -313,7 +166,7 @@ class OpenAIResponsesClient(ProtocolClient[_Received]):
             raise self._event_error(error if isinstance(error, Mapping) else {}, "response")
         self._take_final(obj, received, emit)
 
-    def _take_final(self, obj: JsonObject, received: _Received, emit: EventSink) -> None:
+    def _take_final(self, obj: JsonObject, received: ResponsesReceived, emit: EventSink) -> None:
         """The finished response: usage, status, and any channel the stream did not
         deliver (some compatible servers send only the final output)."""
         text, thinking, calls = map(bool, (received.text, received.thinking, received.calls))
@@ -369,17 +222,19 @@ class OpenAIResponsesClient(ProtocolClient[_Received]):
             endpoint=self.public_endpoint,
         )
 
-    def _tool_calls(self, received: _Received) -> tuple[ToolCall, ...]:
-        return tuple(_tool_call(call) for call in received.calls.values())
+    def _tool_calls(self, received: ResponsesReceived) -> tuple[ToolCall, ...]:
+        return tuple(tool_call(call) for call in received.calls.values())
 
     def _finish_reason(
-        self, received: _Received, tool_calls: tuple[ToolCall, ...]
+        self, received: ResponsesReceived, tool_calls: tuple[ToolCall, ...]
     ) -> FinishReason | None:
         return map_finish_reason(
             received.response_status, received.incomplete_reason, bool(tool_calls)
         )
 
-    def _native_finish(self, received: _Received, finish: FinishReason | None) -> JsonObject:
+    def _native_finish(
+        self, received: ResponsesReceived, finish: FinishReason | None
+    ) -> JsonObject:
         return {
             "finish_reason": finish,
             "response_status": received.response_status,
@@ -402,7 +257,3 @@ def _parts(item: JsonObject, key: str, kind: str | None = None) -> list[str]:
             if isinstance(text, str):
                 texts.append(text)
     return texts
-
-
-def _text(value: JsonValue) -> bool:
-    return isinstance(value, str) and bool(value)
