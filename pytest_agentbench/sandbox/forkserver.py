@@ -24,8 +24,8 @@ workspace as it is, as a fresh ``basic`` run does; the server is started as a fr
 ``basic`` command is (as root, without ``CAP_SYS_PTRACE``: with it a task could read the
 server's memory, for all that the server is non-dumpable).
 
-This module is the client: it starts a server (from one launcher thread), sends it a
-task and reads the reply; the server's program and the protocol between the two are
+This module is the client: it starts a server (from sandbox/launcher.py's thread), sends
+it a task and reads the reply; the server's program and the protocol between the two are
 sandbox/forkserver_program.py.
 """
 
@@ -35,7 +35,6 @@ import atexit
 import contextlib
 import json
 import os
-import queue
 import resource
 import selectors
 import shutil
@@ -46,7 +45,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TypeVar
 
 from pytest_agentbench.core.jsontypes import JsonValue
 from pytest_agentbench.errors import SandboxError
@@ -59,6 +57,7 @@ from pytest_agentbench.sandbox.isolation import (
     plan_for,
     setup_pauses,
 )
+from pytest_agentbench.sandbox.launcher import from_launcher
 from pytest_agentbench.sandbox.pidcap import PidsCgroup
 from pytest_agentbench.sandbox.process import (
     CommandResult,
@@ -71,7 +70,6 @@ from pytest_agentbench.sandbox.process import (
 )
 from pytest_agentbench.sandbox.watch import _POLL_S, WRAPPER_PROCESSES, killed_by
 
-T = TypeVar("T")
 #: Files a fork-server task may bring (more, or bigger, runs as a fresh process).
 MAX_FILES, MAX_FILE_BYTES = 64, 4 * 1024 * 1024
 #: What a task leaves in its directory is copied back to the host workspace for a person
@@ -154,7 +152,7 @@ class ForkServer:
         per_task = (resource.RLIMIT_AS, resource.RLIMIT_CPU)  # the children's, not the server's
         server_limits = [item for item in _rlimits(limits, None) if item[0] not in per_task]
         try:
-            self.proc = _from_launcher(
+            self.proc = from_launcher(
                 lambda: subprocess.Popen(
                     argv,
                     cwd=scratch,
@@ -348,45 +346,6 @@ def _why(code: int | None, stderr: str) -> str:
         return f"it did not say it was ready within {_SETUP_WAIT_S:g} s"
     last = [line for line in stderr.strip().splitlines() if line.strip()][-3:]
     return f"it exited with status {code}" + (": " + " | ".join(last) if last else "")
-
-
-_launches: queue.Queue[tuple[Callable[[], None], threading.Event]] = queue.Queue()
-_launcher: list[threading.Thread] = []
-
-
-def _launch_loop() -> None:
-    while True:
-        call, done = _launches.get()
-        call()
-        done.set()
-
-
-def _from_launcher(start: Callable[[], T]) -> T:
-    """``start()`` called in one thread that lives as long as the process. bubblewrap's
-    ``--die-with-parent`` is the kernel's parent-death signal, sent when the *thread* that
-    started it ends; a server started from a rollout's thread would die with that thread."""
-    with _lock:
-        if not _launcher:
-            thread = threading.Thread(
-                target=_launch_loop, name="agentbench-forkserver", daemon=True
-            )
-            thread.start()
-            _launcher.append(thread)
-    results: list[T] = []
-    errors: list[BaseException] = []
-
-    def call() -> None:
-        try:
-            results.append(start())
-        except BaseException as exc:  # handed back to the caller
-            errors.append(exc)
-
-    done = threading.Event()
-    _launches.put((call, done))
-    done.wait()
-    if errors:
-        raise errors[0]
-    return results[0]
 
 
 _servers: dict[tuple[int, str], ForkServer] = {}
